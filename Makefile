@@ -1,0 +1,37 @@
+# Two commands do all set-up on a fresh machine with only Python 3:
+#   make demo   guided tour of numbax (creates/reuses .venv)
+#   make test   the whole test suite  (creates/reuses .venv)
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
+
+.PHONY: demo test bench lint format clean
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+
+$(STAMP): $(PY) setup.cfg pyproject.toml
+	$(PY) -m pip install --quiet -e '.[test,dev]'
+	rm -f $(VENV)/.installed-*
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(PY) -m numbax.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q
+
+bench: $(STAMP)
+	$(PY) -m benchmarks
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check numbax tests benchmarks
+	$(VENV)/bin/ruff format --check numbax tests benchmarks
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format numbax tests benchmarks
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,176 @@
+"""Read a Python function's source into a gast tree that every transformation starts from.
+
+numbax never traces: it rewrites source. So the first step for any function is to find
+its text (in a module file, a Jupyter/IPython cell, or a nested/lambda definition), parse
+it, drop its decorators (the object we were given is the undecorated function), shift
+line numbers so they are the user's real file lines, and capture what its names refer
+to (globals, closure cells, default values).
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import linecache
+import textwrap
+import types
+from dataclasses import dataclass, field
+from typing import Any
+
+import gast
+
+from numbax.errors import TransformError
+
+
+@dataclass
+class FunctionSource:
+    """Everything known about one user function, read once per function."""
+
+    func: types.FunctionType
+    tree: gast.FunctionDef  # decorators removed; line numbers are the file's
+    filename: str
+    firstlineno: int  # line of the ``def`` (or ``lambda``) in ``filename``
+    globals: dict[str, Any]
+    closure: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.tree.name
+
+    def line(self, lineno: int) -> str:
+        """The user's source line ``lineno`` (stripped), for comments and errors."""
+        return linecache.getline(self.filename, lineno).strip()
+
+    @property
+    def location(self) -> str:
+        """Human-readable place of the definition: a file or a notebook cell."""
+        return describe_file(self.filename)
+
+
+def describe_file(filename: str) -> str:
+    """Name a source file the way a user recognises it (notebook cells included)."""
+    if filename.startswith("<ipython-input-"):
+        # <ipython-input-3-abc123> -> notebook cell 3
+        parts = filename.strip("<>").split("-")
+        return f"notebook cell {parts[2]}" if len(parts) > 2 else filename
+    if "/ipykernel_" in filename or "/ipython-input" in filename:
+        return f"notebook cell {filename.rsplit('/', 1)[-1].removesuffix('.py')}"
+    return filename
+
+
+def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
+    """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read."""
+    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    if not isinstance(func, types.FunctionType):
+        raise TransformError(
+            f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "
+            "Python function defined with def or lambda. Builtin and C functions can only be "
+            "transformed if numbax has a rule for them (register one with custom_jvp / "
+            "custom_vjp), and other callables must be wrapped in a Python function.",
+            function=name,
+            transformation=transformation,
+        )
+    code = func.__code__
+    try:
+        lines, start = inspect.findsource(code)
+    except (OSError, TypeError) as err:
+        raise TransformError(
+            f"the source of {name!r} cannot be read (it was probably created by exec or "
+            "eval, or its file is gone): define it in a file or a notebook cell.",
+            function=name,
+            transformation=transformation,
+            filename=code.co_filename,
+        ) from err
+    block = inspect.getblock(lines[start:])
+    tree = _parse_definition(func, block, start + 1, transformation)
+    closure = {}
+    if func.__closure__:
+        for var, cell in zip(code.co_freevars, func.__closure__, strict=True):
+            try:
+                closure[var] = cell.cell_contents
+            except ValueError:  # an empty cell: referenced before assignment
+                pass
+    return FunctionSource(
+        func=func,
+        tree=tree,
+        filename=code.co_filename,
+        firstlineno=tree.lineno,
+        globals=func.__globals__,
+        closure=closure,
+    )
+
+
+def _parse_definition(
+    func: types.FunctionType, block: list[str], first: int, transformation: str
+) -> gast.FunctionDef:
+    text = textwrap.dedent("".join(block))
+    try:
+        module = ast.parse(text)
+    except SyntaxError:
+        # A lambda inside a larger expression: getblock can cut it mid-expression.
+        # Parse the longest prefix of lines that is valid Python.
+        module = _parse_longest_prefix(text)
+    ast.increment_lineno(module, first - 1)
+    node = _find_definition(module, func)
+    if node is None:
+        raise TransformError(
+            f"could not locate the definition of {func.__qualname__!r} in its source",
+            function=func.__qualname__,
+            transformation=transformation,
+            filename=func.__code__.co_filename,
+            lineno=first,
+        )
+    if isinstance(node, ast.Lambda):
+        node = _lambda_to_def(node, func)
+    node.decorator_list = []
+    fn = gast.ast_to_gast(ast.Module(body=[node], type_ignores=[])).body[0]
+    return fn
+
+
+def _parse_longest_prefix(text: str) -> ast.Module:
+    lines = text.splitlines(keepends=True)
+    for end in range(len(lines), 0, -1):
+        candidate = "".join(lines[:end]).rstrip().rstrip(",").rstrip("\\")
+        for suffix in ("", ")", "))", "]", "}"):
+            try:
+                return ast.parse(textwrap.dedent(candidate + suffix))
+            except SyntaxError:
+                continue
+    raise TransformError("the source of this lambda could not be parsed on its own")
+
+
+def _find_definition(module: ast.Module, func: types.FunctionType) -> ast.AST | None:
+    """The def or lambda node whose line and parameters match ``func``'s code object."""
+    code = func.__code__
+    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+    is_lambda = func.__name__ == "<lambda>"
+    candidates = []
+    for node in ast.walk(module):
+        if is_lambda and isinstance(node, ast.Lambda):
+            candidates.append(node)
+        elif not is_lambda and isinstance(node, ast.FunctionDef) and node.name == func.__name__:
+            candidates.append(node)
+    for node in candidates:
+        args = node.args
+        names = tuple(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
+        if names != params:
+            continue
+        first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else None
+        if code.co_firstlineno in (node.lineno, first):
+            return node
+    return candidates[0] if len(candidates) == 1 else None
+
+
+def _lambda_to_def(node: ast.Lambda, func: types.FunctionType) -> ast.FunctionDef:
+    ret = ast.Return(value=node.body)
+    ast.copy_location(ret, node.body)
+    fn = ast.FunctionDef(
+        name="_lambda",
+        args=node.args,
+        body=[ret],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        type_params=[],
+    )
+    return ast.copy_location(fn, node)
