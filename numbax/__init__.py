@@ -1,7 +1,24 @@
-"""numbax: JAX's transformations for plain NumPy code, by source rewriting and Numba."""
+"""numbax: JAX's transformations for plain NumPy code, by source rewriting and Numba.
+
+Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad``,
+``nx.vmap``...), and read what was generated with ``nx.show``.
+"""
 
 __version__ = "0.1.0"
 
+from numbax import tree_util
+from numbax.api import Jitted, jit
 from numbax.errors import CompileError, TransformError
+from numbax.show import block_until_ready, show, source
 
-__all__ = ["CompileError", "TransformError", "__version__"]
+__all__ = [
+    "CompileError",
+    "Jitted",
+    "TransformError",
+    "__version__",
+    "block_until_ready",
+    "jit",
+    "show",
+    "source",
+    "tree_util",
+]

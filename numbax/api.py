@@ -1,0 +1,248 @@
+"""The public transformations. ``jit`` lives here; each builds a callable object that
+generates source on first use (per static-argument values) and caches it."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import types
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from numbax.numba_backend.cpu import NUMBA_OPTIONS, Compiled, compile_function
+from numbax.transform.source import read_function
+from numbax.tree import is_flat
+
+_GPU_BACKENDS = ("gpu", "cuda")
+
+
+def jit(
+    fun: Callable | None = None,
+    *,
+    static_argnums: int | Iterable[int] | None = None,
+    static_argnames: str | Iterable[str] | None = None,
+    donate_argnums: int | Iterable[int] | None = None,
+    keep_unused: bool = False,
+    device: Any = None,
+    backend: str | None = None,
+    inline: bool = False,
+    **numba_options: Any,
+) -> Jitted | Callable[[Callable], Jitted]:
+    """Compile ``fun`` with Numba by way of numbax's generated source (JAX's ``jax.jit``).
+
+    ``static_argnums``/``static_argnames`` are baked into the generated source as
+    constants; each new value compiles a new specialization. ``donate_argnums`` and
+    ``keep_unused`` are accepted for JAX compatibility and have no effect on the CPU
+    (NumPy buffers are never donated; Numba ignores unused arguments). ``inline=True``
+    inlines this function into compiled callers. Other keyword arguments are Numba's:
+    ``fastmath``, ``parallel``, ``boundscheck``, ``error_model``, ``nogil``, ``cache``.
+    Usable as ``@jit``, ``@jit(static_argnames="n")`` and ``partial(jit, ...)``.
+    """
+    options = dict(
+        static_argnums=static_argnums,
+        static_argnames=static_argnames,
+        donate_argnums=donate_argnums,
+        keep_unused=keep_unused,
+        device=device,
+        backend=backend,
+        inline=inline,
+        **numba_options,
+    )
+    if fun is None:
+        return functools.partial(jit, **options)
+    return Jitted(fun, **options)
+
+
+def _as_tuple(value: Any, kind: type) -> tuple:
+    if value is None:
+        return ()
+    if isinstance(value, kind):
+        return (value,)
+    return tuple(value)
+
+
+class Jitted:
+    """A function compiled by numbax. Call it like the original; read ``.source``."""
+
+    def __init__(
+        self,
+        fun: Callable,
+        *,
+        static_argnums: Any = None,
+        static_argnames: Any = None,
+        donate_argnums: Any = None,
+        keep_unused: bool = False,
+        device: Any = None,
+        backend: str | None = None,
+        inline: bool = False,
+        **numba_options: Any,
+    ) -> None:
+        if isinstance(fun, Jitted):  # jit(jit(f)): the inner jit adds nothing
+            fun = fun.fun
+        if not callable(fun):
+            raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
+        self.fun = fun
+        self._check_backend(device if backend is None else backend)
+        unknown = set(numba_options) - NUMBA_OPTIONS
+        if unknown:
+            raise TypeError(
+                f"jit got unexpected keyword argument(s) {sorted(unknown)}; Numba options "
+                f"numbax passes through are {sorted(NUMBA_OPTIONS - {'inline'})}"
+            )
+        self.options = dict(numba_options)
+        if inline:
+            self.options["inline"] = "always"
+        self.donate_argnums = _as_tuple(donate_argnums, int)
+        self.keep_unused = keep_unused
+        self._signature = inspect.signature(fun)
+        self._positional = [
+            p.name
+            for p in self._signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        self.static_argnames = self._static_names(
+            _as_tuple(static_argnums, int), _as_tuple(static_argnames, str)
+        )
+        self._specializations: dict[tuple, Compiled] = {}
+        self._latest: Compiled | None = None
+        self._fast: Compiled | None = None
+        self._source = None
+        functools.update_wrapper(self, fun)
+
+    # -- construction helpers ------------------------------------------------------
+    @staticmethod
+    def _check_backend(backend: Any) -> None:
+        if backend is None or str(backend).lower() == "cpu":
+            return
+        if str(backend).lower() in _GPU_BACKENDS:
+            raise RuntimeError(
+                f"jit backend {backend!r} is not available in this version of numbax: "
+                "only the CPU backend (backend=None or 'cpu') is implemented so far."
+            )
+        raise RuntimeError(f"unknown jit backend {backend!r}; use None or 'cpu'")
+
+    def _static_names(self, argnums: tuple[int, ...], argnames: tuple[str, ...]) -> tuple[str, ...]:
+        """Static parameters by name (JAX infers names from numbers and vice versa)."""
+        names = []
+        n = len(self._positional)
+        for num in argnums:
+            if not -n <= num < n:
+                raise ValueError(
+                    f"jitted function {self.fun.__name__!r} has static_argnums={argnums} but "
+                    f"only accepts {n} positional arguments (valid: {-n} to {n - 1})"
+                )
+            names.append(self._positional[num % n])
+        for name in argnames:
+            if name not in self._signature.parameters:
+                raise ValueError(
+                    f"jitted function {self.fun.__name__!r} has static_argnames={argnames} but "
+                    f"has no parameter named {name!r}; its parameters are "
+                    f"{list(self._signature.parameters)}"
+                )
+            names.append(name)
+        return tuple(dict.fromkeys(names))
+
+    # -- calling -------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fast = self._fast
+        if fast is not None and not kwargs and len(args) == len(self._positional) and is_flat(args):
+            return fast(*args)
+        return self._call_general(args, kwargs)
+
+    def _call_general(self, args: tuple, kwargs: dict) -> Any:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.fun.__name__}(): {err}") from None
+        bound.apply_defaults()
+        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
+        compiled = self.specialize(statics)
+        return compiled(*bound.arguments.values())
+
+    def specialize(self, statics: dict[str, Any] | None = None) -> Compiled:
+        """The compiled specialization for these static values (generated on first use)."""
+        statics = statics or {}
+        key = self._static_key(statics)
+        compiled = self._specializations.get(key)
+        if compiled is None:
+            if self._source is None:
+                self._source = read_function(self.fun, "jit")
+            compiled = compile_function(self._source, statics, self.options)
+            self._specializations[key] = compiled
+            if not statics and self._positional_only_signature():
+                self._fast = compiled
+        self._latest = compiled
+        return compiled
+
+    def _positional_only_signature(self) -> bool:
+        return all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+            for p in self._signature.parameters.values()
+        )
+
+    def _static_key(self, statics: dict[str, Any]) -> tuple:
+        key = []
+        for name, value in statics.items():
+            try:
+                hash(value)
+            except TypeError as err:
+                position = (
+                    f"argument {name!r} (position {self._positional.index(name)})"
+                    if name in self._positional
+                    else f"argument {name!r}"
+                )
+                raise TypeError(
+                    f"Non-hashable static arguments are not supported: static {position} of "
+                    f"{self.fun.__name__!r} is a {type(value).__name__} ({value!r}), which "
+                    f"cannot be hashed ({err}). Pass a tuple instead of a list, or make the "
+                    "argument non-static."
+                ) from None
+            key.append((name, type(value), value))
+        return tuple(key)
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    # -- inspection ----------------------------------------------------------------
+    @property
+    def source(self) -> str:
+        """The generated source of the most recent specialization (or the only one)."""
+        if self._latest is None:
+            if self.static_argnames:
+                raise ValueError(
+                    f"{self.fun.__name__!r} has static arguments {self.static_argnames}: its "
+                    "source depends on their values. Call it once, then read .source."
+                )
+            self.specialize({})
+        return self._latest.text
+
+    def _dispatcher(self) -> Any:
+        if self._latest is None:
+            raise ValueError(f"{self.fun.__name__!r} has not been called yet: nothing compiled")
+        return self._latest.dispatcher
+
+    @property
+    def signatures(self) -> list:
+        """Numba's compiled type signatures of the most recent specialization."""
+        return self._dispatcher().signatures
+
+    def inspect_types(self, *args: Any, **kwargs: Any) -> Any:
+        return self._dispatcher().inspect_types(*args, **kwargs)
+
+    def inspect_llvm(self, *args: Any, **kwargs: Any) -> Any:
+        return self._dispatcher().inspect_llvm(*args, **kwargs)
+
+    def inspect_asm(self, *args: Any, **kwargs: Any) -> Any:
+        return self._dispatcher().inspect_asm(*args, **kwargs)
+
+    def nested_dispatcher(self) -> Any:
+        """The Numba dispatcher other compiled code calls (no static arguments allowed)."""
+        if self.static_argnames:
+            raise ValueError(
+                f"{self.fun.__name__!r} has static arguments and cannot be called from "
+                "compiled code; call its undecorated Python function instead"
+            )
+        return self.specialize({}).dispatcher
+
+    def __repr__(self) -> str:
+        return f"<numbax.jit of {getattr(self.fun, '__qualname__', self.fun)!r}>"

@@ -1,0 +1,173 @@
+"""Lower core-language source to what Numba compiles fast and right.
+
+Normalized source already runs under Numba; this pass makes it run *well* and *the
+same as NumPy*:
+
+* calls that resolve (by identity) to a NumPy function numbax re-implements are
+  redirected to ``nxrt.<name>``: SIMD-friendly ``exp``/``log``/``tanh``..., and
+  reductions with ``axis=``/``keepdims=`` that Numba lacks; the same for the array
+  methods of those reductions (``x.sum(axis=0)``);
+* values that may be Python scalars are wrapped in ``nxrt.weak(value, like)`` where
+  they meet another operand, so NumPy 2's promotion (float32 array * 1.5 is float32)
+  holds under Numba too (see ``weak.py``);
+* plain Python functions the code calls are compiled too (Numba can only call compiled
+  functions) and bound under their own names.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Callable
+from typing import Any
+
+import gast
+
+from numbax.numba_backend import runtime
+from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
+
+RUNTIME_ALIAS = "nxrt"
+
+_ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
+_SCALAR_ATTRIBUTES = {"shape", "size", "ndim"}
+_SCALAR_BUILTINS = {len, int, float, complex, bool, round, abs, min, max}
+
+
+def _runtime_attr(name: str) -> gast.Attribute:
+    return gast.Attribute(gast.Name(RUNTIME_ALIAS, gast.Load(), None, None), name, gast.Load())
+
+
+class _PossiblyWeak:
+    """Which names may hold Python scalars (parameters, literals, ints from shapes...)."""
+
+    def __init__(self, fn: gast.FunctionDef, resolver: Resolver) -> None:
+        self.resolver = resolver
+        self.names = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+        assigns = [n for n in gast.walk(fn) if isinstance(n, (gast.Assign, gast.For))]
+        changed = True
+        while changed:
+            changed = False
+            for node in assigns:
+                if isinstance(node, gast.For):
+                    targets, weak = [node.target], True  # range() yields Python ints
+                else:
+                    targets, weak = node.targets, self._value_is_weak(node.value)
+                if not weak:
+                    continue
+                for target in targets:
+                    for name in gast.walk(target):
+                        if isinstance(name, gast.Name) and name.id not in self.names:
+                            self.names.add(name.id)
+                            changed = True
+
+    def atom(self, node: gast.AST) -> bool:
+        if isinstance(node, gast.Constant):
+            return isinstance(node.value, (int, float, complex)) and node.value is not None
+        return isinstance(node, gast.Name) and node.id in self.names
+
+    def _value_is_weak(self, value: gast.AST) -> bool:
+        if isinstance(value, (gast.Constant, gast.Name)):
+            return self.atom(value)
+        if isinstance(value, gast.BinOp):
+            return self.atom(value.left) and self.atom(value.right)
+        if isinstance(value, gast.UnaryOp):
+            return self.atom(value.operand)
+        if isinstance(value, gast.Attribute):
+            return value.attr in _SCALAR_ATTRIBUTES
+        if isinstance(value, gast.Subscript):
+            return isinstance(value.value, gast.Name) and value.value.id in self.names
+        if isinstance(value, gast.Call):
+            return self.resolver.resolve(value.func) in _SCALAR_BUILTINS
+        return False
+
+
+class _Lowerer(gast.NodeTransformer):
+    def __init__(
+        self,
+        fn: gast.FunctionDef,
+        resolver: Resolver,
+        compile_helper: Callable[[types.FunctionType], Any],
+    ) -> None:
+        self.resolver = resolver
+        self.weak = _PossiblyWeak(fn, resolver)
+        self.compile_helper = compile_helper
+        self.bindings: dict[str, Any] = {}
+
+    # -- weak scalars ------------------------------------------------------------
+    def _wrap(self, value: gast.AST, like: gast.AST) -> gast.AST:
+        return gast.Call(_runtime_attr("weak"), [value, like], [])
+
+    def _weaken(self, operands: list[gast.AST]) -> list[gast.AST]:
+        """Wrap each possibly-weak operand next to the first one that is not."""
+        flags = [self.weak.atom(op) for op in operands]
+        if not any(flags):
+            return operands
+        strong = [op for op, weak in zip(operands, flags, strict=True) if not weak]
+        if strong:
+            like = strong[0]
+            return [self._wrap(op, like) if w else op for op, w in zip(operands, flags, strict=True)]
+        names = [op for op in operands if isinstance(op, gast.Name)]
+        if not names or len(operands) != 2:
+            return operands  # literals only: Python computes them exactly
+        # Both may be scalars or arrays (e.g. two parameters): each adapts to the other.
+        a, b = operands
+        return [
+            self._wrap(a, b) if isinstance(a, gast.Name) else a,
+            self._wrap(b, a) if isinstance(b, gast.Name) else b,
+        ]
+
+    def visit_BinOp(self, node: gast.BinOp) -> gast.AST:
+        if isinstance(node.op, _ARITHMETIC):
+            node.left, node.right = self._weaken([node.left, node.right])
+        return node
+
+    # -- calls -------------------------------------------------------------------
+    def visit_Call(self, node: gast.Call) -> gast.AST:
+        target = self.resolver.resolve(node.func)
+        if target is LOCAL and isinstance(node.func, gast.Attribute):
+            return self._method_call(node)
+        replacement = runtime.replacement_for(target)
+        if replacement is not None:
+            node.func = _runtime_attr(replacement)
+        elif self._is_user_function(target):
+            node.func = self._bind_helper(node.func, target)
+        value_args = runtime.elementwise_value_args(target)
+        if value_args:
+            chosen = [node.args[i] for i in value_args if i < len(node.args)]
+            weakened = iter(self._weaken(chosen))
+            for i in value_args:
+                if i < len(node.args):
+                    node.args[i] = next(weakened)
+        return node
+
+    def _method_call(self, node: gast.Call) -> gast.AST:
+        """``x.sum(axis=0)`` → ``nxrt.sum(x, axis=0)`` for methods Numba lacks options of."""
+        name = node.func.attr
+        if name in runtime.ARRAY_METHODS:
+            return gast.Call(_runtime_attr(name), [node.func.value, *node.args], node.keywords)
+        return node
+
+    @staticmethod
+    def _is_user_function(target: Any) -> bool:
+        if not isinstance(target, types.FunctionType) or target is UNRESOLVED:
+            return False
+        module = getattr(target, "__module__", "") or ""
+        return not module.startswith(("numpy", "numba", "numbax.numba_backend", "math"))
+
+    def _bind_helper(self, func_node: gast.AST, target: types.FunctionType) -> gast.Name:
+        """Bind the compiled ``target`` in the generated module; call it by plain name."""
+        if not isinstance(func_node, gast.Name):  # `mod.helper(x)` becomes `helper(x)`
+            func_node = gast.Name(target.__name__, gast.Load(), None, None)
+        self.bindings[func_node.id] = self.compile_helper(target)
+        return func_node
+
+
+def lower_for_numba(
+    fn: gast.FunctionDef,
+    resolver: Resolver,
+    compile_helper: Callable[[types.FunctionType], Any],
+) -> tuple[gast.FunctionDef, dict[str, Any]]:
+    """Rewrite ``fn`` (core language) for Numba; also return names the module must bind."""
+    lowerer = _Lowerer(fn, resolver, compile_helper)
+    fn.body = [lowerer.visit(stmt) for stmt in fn.body]
+    bindings = {RUNTIME_ALIAS: runtime, **lowerer.bindings}
+    return fn, bindings

@@ -1,0 +1,63 @@
+"""Python scalars are *weakly typed* (NumPy 2 / NEP 50, and JAX): keep that under Numba.
+
+In NumPy 2, ``float32_array * 1.67`` is float32: the Python float adapts to the array.
+Numba types every Python float as float64 and so returns float64, doubling memory
+traffic and silently changing results. Generated code therefore wraps each value that
+may be a Python scalar, where it meets another operand, in ``weak(value, like)``: in
+plain Python it returns ``value`` unchanged (NumPy already does the right thing); under
+Numba it casts a scalar ``value`` to the type NEP 50 would give it next to ``like``.
+Arrays pass through unchanged, so wrapping something that turns out to be an array is
+harmless.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
+
+def weak(value: Any, like: Any) -> Any:
+    """``value`` as a weakly typed scalar next to ``like`` (identity outside Numba)."""
+    return value
+
+
+def _target_dtype(value: types.Type, like: types.Type) -> types.Type | None:
+    """The Numba type NEP 50 gives Python scalar ``value`` next to ``like``, or None."""
+    other = like.dtype if isinstance(like, types.Array) else like
+    if not isinstance(other, (types.Number, types.Boolean)) or other == value:
+        return None
+    if isinstance(value, types.Boolean):
+        return other if isinstance(other, types.Number) else None
+    if isinstance(value, types.Integer):
+        return other if isinstance(other, types.Number) else None
+    if isinstance(value, types.Float):
+        if isinstance(other, types.Float):
+            return other
+        if isinstance(other, types.Complex):
+            return other.underlying_float
+        return None  # int or bool next to a Python float: float64, as Numba does
+    if isinstance(value, types.Complex):
+        if other in (types.float32, types.complex64):
+            return types.complex64
+        if other == types.float16:
+            return types.complex64
+        return None
+    return None
+
+
+@overload(weak, inline="always")
+def _weak_numba(value, like):
+    if isinstance(value, types.Array) or not isinstance(value, (types.Number, types.Boolean)):
+        return lambda value, like: value
+    target = _target_dtype(value, like)
+    if target is None:
+        return lambda value, like: value
+    cast = as_dtype(target).type
+
+    def impl(value, like):
+        return cast(value)
+
+    return impl
