@@ -17,11 +17,7 @@ import gast
 
 INDENT = "    "
 
-_HEADERS: dict[type, Callable[[ast.AST], str]] = {
-    ast.If: lambda n: f"if {_expr(n.test)}:",
-    ast.While: lambda n: f"while {_expr(n.test)}:",
-    ast.For: lambda n: f"for {_expr(n.target)} in {_expr(n.iter)}:",
-}
+_COMPOUND = (ast.If, ast.While, ast.For)
 
 
 @dataclass
@@ -40,8 +36,11 @@ class EmittedSource:
         return None
 
 
-def _expr(node: ast.AST) -> str:
-    return astor.to_source(node).strip()
+def _header(node: ast.If | ast.While | ast.For, keyword: str | None = None) -> str:
+    """``if test:`` / ``while test:`` / ``for t in it:`` as astor formats the statement."""
+    shell = type(node)(**{**vars(node), "body": [ast.Pass()], "orelse": []})
+    line = astor.to_source(shell).splitlines()[0]
+    return line if keyword is None else keyword + line[len("if") :]
 
 
 class _Writer:
@@ -75,11 +74,10 @@ class _Writer:
 
     def statement(self, node: ast.stmt, depth: int) -> None:
         user_line = self.comment_for(node, depth)
-        header = _HEADERS.get(type(node))
-        if header is None:
+        if not isinstance(node, _COMPOUND):
             self.write(astor.to_source(node).rstrip("\n"), depth, user_line)
             return
-        self.write(header(node), depth, user_line)
+        self.write(_header(node), depth, user_line)
         self.body(node.body, depth + 1)
         if node.orelse:
             # `elif` chains read better than nested if/else.
@@ -93,7 +91,7 @@ class _Writer:
         self.last_user_line = None
 
     def _elif(self, node: ast.If, depth: int) -> None:
-        self.write(f"elif {_expr(node.test)}:", depth, getattr(node, "lineno", None))
+        self.write(_header(node, "elif"), depth, getattr(node, "lineno", None))
         self.body(node.body, depth + 1)
         if len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
             self._elif(node.orelse[0], depth)

@@ -23,7 +23,7 @@ from typing import Any
 import gast
 
 from numbax.numba_backend import runtime
-from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
+from numbax.transform.resolve import LOCAL, Resolver
 
 RUNTIME_ALIAS = "nxrt"
 
@@ -116,12 +116,14 @@ class _Lowerer(gast.NodeTransformer):
         ]
 
     def visit_BinOp(self, node: gast.BinOp) -> gast.AST:
+        self.generic_visit(node)
         if isinstance(node.op, _ARITHMETIC):
             node.left, node.right = self._weaken([node.left, node.right])
         return node
 
     # -- calls -------------------------------------------------------------------
     def visit_Call(self, node: gast.Call) -> gast.AST:
+        self.generic_visit(node)
         target = self.resolver.resolve(node.func)
         if target is LOCAL and isinstance(node.func, gast.Attribute):
             return self._method_call(node)
@@ -148,7 +150,9 @@ class _Lowerer(gast.NodeTransformer):
 
     @staticmethod
     def _is_user_function(target: Any) -> bool:
-        if not isinstance(target, types.FunctionType) or target is UNRESOLVED:
+        if hasattr(target, "nested_dispatcher"):  # another numbax-jitted function
+            return True
+        if not isinstance(target, types.FunctionType):
             return False
         module = getattr(target, "__module__", "") or ""
         return not module.startswith(("numpy", "numba", "numbax.numba_backend", "math"))

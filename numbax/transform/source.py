@@ -47,6 +47,12 @@ class FunctionSource:
         return describe_file(self.filename)
 
 
+def display_name(func: Any) -> str:
+    """``Model.apply`` for a method, ``inner`` for a nested function (no ``<locals>``)."""
+    qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    return qualname.rsplit("<locals>.", 1)[-1]
+
+
 def describe_file(filename: str) -> str:
     """Name a source file the way a user recognises it (notebook cells included)."""
     if filename.startswith("<ipython-input-"):
@@ -60,7 +66,7 @@ def describe_file(filename: str) -> str:
 
 def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read."""
-    name = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
+    name = display_name(func)
     if not isinstance(func, types.FunctionType):
         raise TransformError(
             f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "
@@ -114,8 +120,8 @@ def _parse_definition(
     node = _find_definition(module, func)
     if node is None:
         raise TransformError(
-            f"could not locate the definition of {func.__qualname__!r} in its source",
-            function=func.__qualname__,
+            f"could not locate the definition of {display_name(func)!r} in its source",
+            function=display_name(func),
             transformation=transformation,
             filename=func.__code__.co_filename,
             lineno=first,

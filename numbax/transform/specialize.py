@@ -65,7 +65,6 @@ def bake_static_arguments(
             assign = gast.Assign(
                 [gast.Name(name, gast.Store(), None, None)], _literal_node(value), None
             )
-            assign.lineno = fn.lineno
             assignments.append(assign)
         else:
             bindings[name] = value

@@ -1,0 +1,93 @@
+"""Reading functions: files, closures, lambdas, decorators, and functions without source."""
+
+import functools
+
+import gast
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.transform.source import describe_file, read_function
+
+
+def plain(x, a=2.0):
+    return x * a
+
+
+def _identity_decorator(f):
+    return f
+
+
+@_identity_decorator
+def decorated(x):
+    return x + 1
+
+
+def make_closure(k):
+    offset = np.arange(3.0)
+
+    def inner(x):
+        return x * k + offset
+
+    return inner
+
+
+lambdas = [lambda y: y - 1, lambda z, w: z * w]
+
+
+def test_module_function_lines_are_the_files():
+    src = read_function(plain)
+    assert src.name == "plain"
+    assert src.firstlineno == plain.__code__.co_firstlineno
+    assert src.line(src.tree.body[0].lineno) == "return x * a"
+    assert src.filename == __file__
+
+
+def test_decorators_are_removed():
+    src = read_function(decorated)
+    assert src.tree.decorator_list == []
+    assert src.line(src.tree.lineno) == "def decorated(x):"
+
+
+def test_nested_function_captures_closure_values():
+    inner = make_closure(3)
+    src = read_function(inner)
+    assert src.closure["k"] == 3
+    np.testing.assert_array_equal(src.closure["offset"], np.arange(3.0))
+    assert src.name == "inner"
+
+
+@pytest.mark.parametrize("index", [0, 1])
+def test_lambdas_on_one_line_are_told_apart(index):
+    src = read_function(lambdas[index])
+    params = [a.id for a in src.tree.args.args]
+    assert params == (["y"] if index == 0 else ["z", "w"])
+    assert isinstance(src.tree.body[0], gast.Return)
+
+
+def test_jit_decorated_function_is_read_without_its_decorator():
+    @nx.jit
+    def twice(x):
+        return 2 * x
+
+    src = read_function(twice.fun)
+    assert src.tree.decorator_list == []
+    assert src.name == "twice"
+
+
+def test_exec_defined_function_has_no_source():
+    namespace = {}
+    exec("def made_by_exec(x):\n    return x\n", namespace)
+    with pytest.raises(nx.TransformError, match="made_by_exec.*cannot be read"):
+        read_function(namespace["made_by_exec"])
+
+
+@pytest.mark.parametrize("fun", [np.exp, len, functools.partial(plain, a=1.0)])
+def test_builtin_and_c_functions_have_no_source(fun):
+    with pytest.raises(nx.TransformError, match="cannot be read"):
+        read_function(fun)
+
+
+def test_notebook_cells_are_named_as_cells():
+    assert describe_file("<ipython-input-3-abc>") == "notebook cell 3"
+    assert describe_file("/tmp/ipykernel_123/4567.py") == "notebook cell 4567"
