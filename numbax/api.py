@@ -9,6 +9,7 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import NUMBA_OPTIONS, Compiled, compile_function
 from numbax.transform.source import read_function
 from numbax.tree import is_flat
@@ -157,7 +158,10 @@ class Jitted:
         bound.apply_defaults()
         statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
         compiled = self.specialize(statics)
-        return compiled(*bound.arguments.values())
+        dynamic = tuple(bound.arguments.values())
+        if is_flat(dynamic):
+            return compiled(*dynamic)
+        return from_numba(compiled(*(to_numba(a) for a in dynamic)))
 
     def specialize(self, statics: dict[str, Any] | None = None) -> Compiled:
         """The compiled specialization for these static values (generated on first use)."""

@@ -23,6 +23,7 @@ from typing import Any
 import gast
 
 from numbax.numba_backend import runtime
+from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.transform.resolve import LOCAL, Resolver
 
 RUNTIME_ALIAS = "nxrt"
@@ -68,7 +69,8 @@ class _PossiblyWeak:
         if isinstance(value, (gast.Constant, gast.Name)):
             return self.atom(value)
         if isinstance(value, gast.BinOp):
-            return self.atom(value.left) and self.atom(value.right)
+            arithmetic = isinstance(value.op, _ARITHMETIC)
+            return arithmetic and self.atom(value.left) and self.atom(value.right)
         if isinstance(value, gast.UnaryOp):
             return self.atom(value.operand)
         if isinstance(value, gast.Attribute):
@@ -120,6 +122,26 @@ class _Lowerer(gast.NodeTransformer):
         if isinstance(node.op, _ARITHMETIC):
             node.left, node.right = self._weaken([node.left, node.right])
         return node
+
+    # -- pytrees: dicts are NamedTuples under Numba (see boundary.py) ---------------
+    def visit_Subscript(self, node: gast.Subscript) -> gast.AST:
+        self.generic_visit(node)
+        key = node.slice
+        if isinstance(key, gast.Constant) and isinstance(key.value, str):
+            return gast.Attribute(node.value, field_name(key.value), node.ctx)
+        return node
+
+    def visit_Dict(self, node: gast.Dict) -> gast.AST:
+        self.generic_visit(node)
+        keys = [k.value if isinstance(k, gast.Constant) else None for k in node.keys]
+        if None in keys or not all(isinstance(k, str) for k in keys):
+            return node
+        record = dict_record(tuple(keys))
+        name = record.__name__
+        self.bindings[name] = record
+        by_field = {field_name(k): v for k, v in zip(keys, node.values, strict=True)}
+        args = [by_field[f] for f in record._fields]
+        return gast.Call(gast.Name(name, gast.Load(), None, None), args, [])
 
     # -- calls -------------------------------------------------------------------
     def visit_Call(self, node: gast.Call) -> gast.AST:
