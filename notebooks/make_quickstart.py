@@ -70,5 +70,9 @@ cells = [
 ]
 
 notebook = new_notebook(cells=cells)
-notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+notebook.metadata["kernelspec"] = {
+    "name": "python3",
+    "display_name": "Python 3",
+    "language": "python",
+}
 nbformat.write(notebook, Path(__file__).with_name("01_quickstart.ipynb"))

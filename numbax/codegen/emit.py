@@ -81,7 +81,11 @@ class _Writer:
         self.body(node.body, depth + 1)
         if node.orelse:
             # `elif` chains read better than nested if/else.
-            if isinstance(node, ast.If) and len(node.orelse) == 1 and isinstance(node.orelse[0], ast.If):
+            if (
+                isinstance(node, ast.If)
+                and len(node.orelse) == 1
+                and isinstance(node.orelse[0], ast.If)
+            ):
                 self.last_user_line = None
                 self._elif(node.orelse[0], depth)
             else:
@@ -127,6 +131,8 @@ def emit_function(
             type_params=[],
         )
     ).splitlines()[0]
+    for decorator in node.decorator_list:
+        writer.write("@" + astor.to_source(decorator).strip(), 0)
     writer.write(signature, 0, getattr(node, "lineno", None))
     writer.body(_without_docstring(node.body), 1)
     return EmittedSource("\n".join(writer.lines) + "\n", writer.line_map)

@@ -24,7 +24,7 @@ import gast
 
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
-from numbax.transform.resolve import LOCAL, Resolver
+from numbax.transform.resolve import LOCAL, Resolver, local_names
 
 RUNTIME_ALIAS = "nxrt"
 
@@ -40,9 +40,10 @@ def _runtime_attr(name: str) -> gast.Attribute:
 class _PossiblyWeak:
     """Which names may hold Python scalars (parameters, literals, ints from shapes...)."""
 
-    def __init__(self, fn: gast.FunctionDef, resolver: Resolver) -> None:
+    def __init__(self, fn: gast.FunctionDef, resolver: Resolver, params_weak: bool = True) -> None:
         self.resolver = resolver
-        self.names = {a.id for a in fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs}
+        params = fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
+        self.names = {a.id for a in params} if params_weak else set()
         assigns = [n for n in gast.walk(fn) if isinstance(n, (gast.Assign, gast.For))]
         changed = True
         while changed:
@@ -88,10 +89,13 @@ class _Lowerer(gast.NodeTransformer):
         fn: gast.FunctionDef,
         resolver: Resolver,
         compile_helper: Callable[[types.FunctionType], Any],
+        kernels: frozenset[str] = frozenset(),
+        params_weak: bool = True,
     ) -> None:
         self.resolver = resolver
-        self.weak = _PossiblyWeak(fn, resolver)
+        self.weak = _PossiblyWeak(fn, resolver, params_weak)
         self.compile_helper = compile_helper
+        self.kernels = kernels
         self.bindings: dict[str, Any] = {}
 
     # -- weak scalars ------------------------------------------------------------
@@ -106,15 +110,18 @@ class _Lowerer(gast.NodeTransformer):
         strong = [op for op, weak in zip(operands, flags, strict=True) if not weak]
         if strong:
             like = strong[0]
-            return [self._wrap(op, like) if w else op for op, w in zip(operands, flags, strict=True)]
+            return [
+                self._wrap(op, like) if w else op for op, w in zip(operands, flags, strict=True)
+            ]
         names = [op for op in operands if isinstance(op, gast.Name)]
-        if not names or len(operands) != 2:
-            return operands  # literals only: Python computes them exactly
-        # Both may be scalars or arrays (e.g. two parameters): each adapts to the other.
-        a, b = operands
+        if len(names) < 2:
+            return operands  # literals (and one name): NumPy's rules hold already
+        # All may be scalars or arrays (e.g. parameters): each adapts to another one.
         return [
-            self._wrap(a, b) if isinstance(a, gast.Name) else a,
-            self._wrap(b, a) if isinstance(b, gast.Name) else b,
+            self._wrap(op, names[1] if op is names[0] else names[0])
+            if isinstance(op, gast.Name)
+            else op
+            for op in operands
         ]
 
     def visit_BinOp(self, node: gast.BinOp) -> gast.AST:
@@ -146,6 +153,9 @@ class _Lowerer(gast.NodeTransformer):
     # -- calls -------------------------------------------------------------------
     def visit_Call(self, node: gast.Call) -> gast.AST:
         self.generic_visit(node)
+        if isinstance(node.func, gast.Name) and node.func.id in self.kernels:
+            node.args = self._weaken(node.args)
+            return node
         target = self.resolver.resolve(node.func)
         if target is LOCAL and isinstance(node.func, gast.Attribute):
             return self._method_call(node)
@@ -191,9 +201,21 @@ def lower_for_numba(
     fn: gast.FunctionDef,
     resolver: Resolver,
     compile_helper: Callable[[types.FunctionType], Any],
+    kernels: list[gast.FunctionDef] = (),
 ) -> tuple[gast.FunctionDef, dict[str, Any]]:
-    """Rewrite ``fn`` (core language) for Numba; also return names the module must bind."""
-    lowerer = _Lowerer(fn, resolver, compile_helper)
+    """Rewrite ``fn`` (core language) and its elementwise ``kernels`` (see fuse.py) for
+    Numba, in place; also return the names the generated module must bind."""
+    bindings = {RUNTIME_ALIAS: runtime}
+    for kernel in kernels:
+        # A kernel's parameters are elements of arrays, or scalars already made weak
+        # at the call site: inside, only literals are weak.
+        kernel_resolver = Resolver(resolver.source, local_names(kernel))
+        lowerer = _Lowerer(kernel, kernel_resolver, compile_helper, params_weak=False)
+        kernel.body = [lowerer.visit(stmt) for stmt in kernel.body]
+        kernel.decorator_list = [_runtime_attr("elementwise")]
+        bindings.update(lowerer.bindings)
+    names = frozenset(k.name for k in kernels)
+    lowerer = _Lowerer(fn, resolver, compile_helper, kernels=names)
     fn.body = [lowerer.visit(stmt) for stmt in fn.body]
-    bindings = {RUNTIME_ALIAS: runtime, **lowerer.bindings}
+    bindings.update(lowerer.bindings)
     return fn, bindings

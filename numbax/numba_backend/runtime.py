@@ -8,8 +8,10 @@ functions and array methods are redirected here, matched by identity.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+import numba
 import numpy as np
 
 from numbax.numba_backend import elementary, reductions
@@ -29,6 +31,13 @@ for _name in _REDUCTIONS:
     globals()[_name] = getattr(reductions, _name)
     _REDIRECTS[id(getattr(np, _name))] = _name
 sigmoid = elementary.sigmoid
+
+
+def elementwise(kernel: Callable) -> Callable:
+    """Compile a scalar kernel (see fuse.py) as a Numba ufunc: one loop over the
+    broadcast elements of its arguments, whatever their shapes and dtypes."""
+    return numba.vectorize(cache=True)(kernel)
+
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
