@@ -17,6 +17,9 @@ from collections import namedtuple
 from typing import Any
 
 import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
 
@@ -107,4 +110,37 @@ def from_numba(value: Any) -> Any:
         return [from_numba(v) for v in value]
     if type(value).__name__ == "Dict":
         return {k: from_numba(v) for k, v in value.items()}
+    return value
+
+
+# Numba returns every float scalar as a Python float and every integer as a Python int,
+# so a float32 result would come back as float64. Generated functions return scalars of
+# other dtypes through ``keep_dtype`` as 0-d arrays, which ``scalar_result`` turns into
+# the NumPy scalar of the right dtype (np.float32, np.int32, ...).
+_BOXED_EXACTLY = (types.float64, types.int64, types.complex128, types.boolean)
+
+
+def keep_dtype(value: Any) -> Any:
+    """``value`` unchanged (in Python); see :func:`scalar_result`."""
+    return value
+
+
+@overload(keep_dtype)
+def _keep_dtype_numba(value):
+    if isinstance(value, types.Number) and value not in _BOXED_EXACTLY:
+        dtype = as_dtype(value)
+
+        def impl(value):
+            out = np.empty((), dtype)
+            out[()] = value
+            return out
+
+        return impl
+    return lambda value: value
+
+
+def scalar_result(value: Any) -> Any:
+    """A 0-d array made by :func:`keep_dtype` becomes a NumPy scalar of its dtype."""
+    if type(value) is np.ndarray and not value.ndim:
+        return value[()]
     return value

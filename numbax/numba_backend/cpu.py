@@ -24,6 +24,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import CompileError
+from numbax.numba_backend.boundary import scalar_result
 from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import lower_for_numba
 from numbax.transform.names import Namer
@@ -56,7 +57,7 @@ class Compiled:
 
     def __call__(self, *args: Any) -> Any:
         try:
-            return self.dispatcher(*args)
+            return scalar_result(self.dispatcher(*args))
         except NUMBA_ERRORS as err:
             raise translate_numba_error(err, self) from err
 

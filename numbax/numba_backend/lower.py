@@ -44,6 +44,14 @@ class _PossiblyWeak:
         self.resolver = resolver
         params = fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
         self.names = {a.id for a in params} if params_weak else set()
+        self.shapes = {
+            node.targets[0].id
+            for node in gast.walk(fn)
+            if isinstance(node, gast.Assign)
+            and isinstance(node.targets[0], gast.Name)
+            and isinstance(node.value, gast.Attribute)
+            and node.value.attr == "shape"
+        }
         assigns = [n for n in gast.walk(fn) if isinstance(n, (gast.Assign, gast.For))]
         changed = True
         while changed:
@@ -76,8 +84,8 @@ class _PossiblyWeak:
             return self.atom(value.operand)
         if isinstance(value, gast.Attribute):
             return value.attr in _SCALAR_ATTRIBUTES
-        if isinstance(value, gast.Subscript):
-            return isinstance(value.value, gast.Name) and value.value.id in self.names
+        if isinstance(value, gast.Subscript):  # x.shape[0] is a Python int; x[0] is not
+            return isinstance(value.value, gast.Name) and value.value.id in self.shapes
         if isinstance(value, gast.Call):
             return self.resolver.resolve(value.func) in _SCALAR_BUILTINS
         return False
@@ -113,16 +121,14 @@ class _Lowerer(gast.NodeTransformer):
             return [
                 self._wrap(op, like) if w else op for op, w in zip(operands, flags, strict=True)
             ]
+        # All may be scalars (parameters, literals): each adapts to another name, so a
+        # literal next to a float32 array parameter is float32; a lone name stays.
         names = [op for op in operands if isinstance(op, gast.Name)]
-        if len(names) < 2:
-            return operands  # literals (and one name): NumPy's rules hold already
-        # All may be scalars or arrays (e.g. parameters): each adapts to another one.
-        return [
-            self._wrap(op, names[1] if op is names[0] else names[0])
-            if isinstance(op, gast.Name)
-            else op
-            for op in operands
-        ]
+        wrapped = []
+        for op in operands:
+            others = [n for n in names if not (isinstance(op, gast.Name) and n.id == op.id)]
+            wrapped.append(self._wrap(op, others[0]) if others else op)
+        return wrapped
 
     def visit_BinOp(self, node: gast.BinOp) -> gast.AST:
         self.generic_visit(node)
@@ -197,6 +203,13 @@ class _Lowerer(gast.NodeTransformer):
         return func_node
 
 
+def _keep_result_dtype(fn: gast.FunctionDef) -> None:
+    """``return x`` → ``return nxrt.keep_dtype(x)`` so a float32 scalar stays float32."""
+    last = fn.body[-1] if fn.body else None
+    if isinstance(last, gast.Return) and isinstance(last.value, gast.Name):
+        last.value = gast.Call(_runtime_attr("keep_dtype"), [last.value], [])
+
+
 def lower_for_numba(
     fn: gast.FunctionDef,
     resolver: Resolver,
@@ -217,5 +230,6 @@ def lower_for_numba(
     names = frozenset(k.name for k in kernels)
     lowerer = _Lowerer(fn, resolver, compile_helper, kernels=names)
     fn.body = [lowerer.visit(stmt) for stmt in fn.body]
+    _keep_result_dtype(fn)
     bindings.update(lowerer.bindings)
     return fn, bindings

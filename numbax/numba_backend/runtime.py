@@ -15,6 +15,7 @@ import numba
 import numpy as np
 
 from numbax.numba_backend import elementary, reductions
+from numbax.numba_backend.boundary import keep_dtype
 from numbax.numba_backend.weak import weak
 
 _ELEMENTARY = ["exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "power"]
@@ -86,4 +87,4 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
     return _ELEMENTWISE_VALUE_ARGS.get(id(func), ())
 
 
-__all__ = ["ARRAY_METHODS", "weak", "sigmoid", *_ELEMENTARY, *_REDUCTIONS]
+__all__ = ["ARRAY_METHODS", "keep_dtype", "weak", "sigmoid", *_ELEMENTARY, *_REDUCTIONS]
