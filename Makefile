@@ -23,8 +23,17 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
 
-bench: $(STAMP)
-	$(PY) -m benchmarks
+# JAX and autograd (the `compare` extra) are the benchmarks' peers; the stamp makes a
+# second `make bench` skip pip. Pass options through, e.g. make bench BENCH_ARGS=--quick
+COMPARE := $(VENV)/.compare-installed
+BENCH_ARGS ?=
+
+$(COMPARE): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[compare]'
+	touch $(COMPARE)
+
+bench: $(COMPARE)
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check numbax tests benchmarks

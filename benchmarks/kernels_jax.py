@@ -1,0 +1,22 @@
+"""The JAX peers of :mod:`benchmarks.kernels`, written the way a JAX user would (``jnp``).
+
+Separate from ``kernels`` so that importing the NumPy functions never imports JAX; only
+imported when JAX is installed (the ``compare`` extra).
+"""
+
+import jax.numpy as jnp
+
+
+def selu(x, alpha=1.67, lmbda=1.05):
+    """JAX quickstart's ``selu``, verbatim."""
+    return lmbda * jnp.where(x > 0, x, alpha * jnp.exp(x) - alpha)
+
+
+def poly(x):
+    """Same expression as the NumPy version; XLA fuses it into one loop."""
+    return x + x * x + x * x * x
+
+
+def add_one(x):
+    """Almost no work, so a call measures JAX's dispatch overhead."""
+    return x + 1
