@@ -70,10 +70,10 @@ def compile_function(
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba)."""
     options = dict(options or {})
-    resolver = Resolver(source)
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
-    fn, kernels = fuse_elementwise(fn, Resolver(source, local_names(fn)), Namer.for_function(fn))
+    resolver = Resolver(source, local_names(fn))  # temporaries are locals too
+    fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
     fn, runtime_bindings = lower_for_numba(
         fn, resolver, lambda f: compile_helper(f, _helper_options(options)), kernels
     )

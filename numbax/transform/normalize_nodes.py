@@ -1,0 +1,130 @@
+"""Small builders for the gast nodes that ``normalize`` emits.
+
+gast constructors take every field positionally (``Name(id, ctx, annotation,
+type_comment)``); these helpers keep the lowering code about *what* it emits.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+
+_BODY_FIELDS = ("body", "orelse", "finalbody", "handlers")
+_POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
+
+
+def load(name: str) -> gast.Name:
+    return gast.Name(name, gast.Load(), None, None)
+
+
+def store(name: str) -> gast.Name:
+    return gast.Name(name, gast.Store(), None, None)
+
+
+def const(value: Any) -> gast.Constant:
+    return gast.Constant(value, None)
+
+
+def assign(target: str | gast.expr, value: gast.expr) -> gast.Assign:
+    """``target = value``; a string target is a plain variable."""
+    node = store(target) if isinstance(target, str) else target
+    return gast.Assign([node], value, None)
+
+
+def call(func: gast.expr, args: list[gast.expr], keywords: list | None = None) -> gast.Call:
+    return gast.Call(func, args, keywords or [])
+
+
+def builtin_call(name: str, *args: gast.expr) -> gast.Call:
+    return call(load(name), list(args))
+
+
+def if_(test: str, body: list[gast.stmt], orelse: list[gast.stmt] | None = None) -> gast.If:
+    return gast.If(load(test), body, orelse or [])
+
+
+def is_atom(node: gast.AST) -> bool:
+    return isinstance(node, (gast.Name, gast.Constant))
+
+
+def at(stmt: gast.stmt, line: int) -> gast.stmt:
+    """Give ``stmt`` and its expressions (not nested statements) the user line ``line``.
+
+    Every piece lowered from one user statement shares that statement's line, so the
+    emitter's ``# line N`` comments and error messages point at the user's code.
+    """
+    stmt.lineno = stmt.end_lineno = line
+    stmt.col_offset = stmt.end_col_offset = 0
+    for field in stmt._fields:
+        if field in _BODY_FIELDS:
+            continue
+        value = getattr(stmt, field)
+        for child in value if isinstance(value, list) else [value]:
+            if isinstance(child, gast.AST):
+                _locate_expression(child, line)
+    return stmt
+
+
+def _locate_expression(node: gast.AST, line: int) -> None:
+    for sub in gast.walk(node):
+        if "lineno" in getattr(sub, "_attributes", ()):
+            sub.lineno = sub.end_lineno = line
+            sub.col_offset = sub.end_col_offset = 0
+
+
+def names_in(node: gast.AST) -> set[str]:
+    """Every identifier a subtree mentions (read or written)."""
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def never_completes(stmt: gast.stmt) -> bool:
+    """True when control never reaches the statement after ``stmt``."""
+    if isinstance(stmt, (gast.Return, gast.Raise, gast.Break, gast.Continue)):
+        return True
+    if isinstance(stmt, gast.If):
+        return block_never_completes(stmt.body) and block_never_completes(stmt.orelse)
+    if isinstance(stmt, gast.While):
+        return _is_truthy_constant(stmt.test) and not own_breaks(stmt)
+    return False
+
+
+def block_never_completes(stmts: list[gast.stmt]) -> bool:
+    return bool(stmts) and never_completes(stmts[-1])
+
+
+def _is_truthy_constant(node: gast.AST) -> bool:
+    return isinstance(node, gast.Constant) and bool(node.value)
+
+
+def own_breaks(loop: gast.For | gast.While) -> list[gast.Break]:
+    """The ``break`` statements that leave ``loop`` itself (not a loop nested in it)."""
+    found: list[gast.Break] = []
+    pending = list(loop.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, gast.Break):
+            found.append(node)
+        elif isinstance(node, gast.If):
+            pending += node.body + node.orelse
+    return found
+
+
+def contains(stmts: list[gast.stmt] | gast.AST, kind: type) -> bool:
+    nodes = stmts if isinstance(stmts, list) else [stmts]
+    return any(isinstance(n, kind) for node in nodes for n in gast.walk(node))
+
+
+def clone(node: Any) -> Any:
+    """A deep copy of a gast tree (or list of trees), several times faster than deepcopy."""
+    if isinstance(node, list):
+        return [clone(n) for n in node]
+    if not isinstance(node, gast.AST):
+        return node  # identifiers and literal values are immutable
+    new = node.__class__.__new__(node.__class__)
+    for name in node._fields:
+        setattr(new, name, clone(getattr(node, name, None)))
+    for name in node._attributes:
+        if hasattr(node, name):
+            setattr(new, name, getattr(node, name))
+    return new
