@@ -1,9 +1,8 @@
-"""Pytree flattening at numbax's jit boundary, where it runs on every call.
+"""Pytrees at numbax's jit boundary, where the check runs on every call.
 
-A jitted call must turn its arguments into a flat list of leaves (what the compiled code
-takes) and a hashable structure (part of the cache key, and what rebuilds pytrees). Most
-calls pass only arrays and scalars, so :func:`is_flat` answers that case with one type
-lookup per argument and :func:`flatten_args` then skips the tree walk altogether.
+Most calls pass only arrays and scalars, which compiled code takes as they are:
+:func:`is_flat` answers that case with one type lookup per argument, so only calls with
+real pytrees pay for converting them (``numba_backend/boundary.py``).
 
 Every walk uses optree's registry namespace :data:`NAMESPACE`, so that types registered
 through :mod:`numbax.tree_util` change nothing for other optree users in the process.
@@ -11,12 +10,7 @@ through :mod:`numbax.tree_util` change nothing for other optree users in the pro
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterable
-from typing import Any
-
 import numpy as np
-import optree
 
 NAMESPACE = "numbax"
 
@@ -44,25 +38,3 @@ def is_flat(args: tuple) -> bool:
         if type(arg) not in _FLAT_TYPES:
             return False
     return True
-
-
-@functools.cache
-def _flat_treedef(num_args: int) -> optree.PyTreeSpec:
-    """The structure of a tuple of ``num_args`` leaves, built once per arity."""
-    return optree.tree_structure((0,) * num_args, none_is_leaf=False, namespace=NAMESPACE)
-
-
-def flatten_args(args: tuple) -> tuple[list[Any], optree.PyTreeSpec]:
-    """Flatten a call's positional arguments into ``(leaves, treedef)``.
-
-    The treedef equals ``numbax.tree_util.tree_structure(args)`` in every case, so it
-    can key a compilation cache whichever path produced it.
-    """
-    if is_flat(args):
-        return list(args), _flat_treedef(len(args))
-    return optree.tree_flatten(args, none_is_leaf=False, namespace=NAMESPACE)
-
-
-def unflatten(treedef: optree.PyTreeSpec, leaves: Iterable[Any]) -> Any:
-    """Rebuild the pytree that ``treedef`` describes from ``leaves`` (e.g. jit outputs)."""
-    return treedef.unflatten(leaves)

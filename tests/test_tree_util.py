@@ -375,25 +375,6 @@ def test_is_flat_rejects_everything_else(args: tuple) -> None:
     assert not fast.is_flat(args)
 
 
-@pytest.mark.parametrize(
-    "args",
-    [
-        (np.ones(2), 3.0, np.int32(1)),
-        (),
-        ({"w": np.ones(2), "b": np.zeros(1)}, [np.ones(3)], None),
-        (Pair(np.ones(1), 2), np.ones(2).view(_ArraySub)),
-    ],
-)
-def test_flatten_args_matches_tree_flatten(args: tuple) -> None:
-    leaves, treedef = fast.flatten_args(args)
-    ref_leaves, ref_treedef = tu.tree_flatten(args)
-    assert treedef == ref_treedef and hash(treedef) == hash(ref_treedef)
-    assert len(leaves) == len(ref_leaves)
-    assert all(a is b for a, b in zip(leaves, ref_leaves, strict=True))
-    rebuilt = fast.unflatten(treedef, leaves)
-    assert tu.tree_structure(rebuilt) == treedef
-
-
 # --- against JAX itself, where it is installed --------------------------------------------
 
 

@@ -24,14 +24,10 @@ _REDUCTIONS = ["sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"
 _REDUCTIONS += ["argmax", "argmin", "all", "any", "cumsum", "cumprod"]
 
 _REDIRECTS: dict[int, str] = {}
-for _name in _ELEMENTARY:
-    if hasattr(elementary, _name):
-        globals()[_name] = getattr(elementary, _name)
+for _module, _names in ((elementary, _ELEMENTARY), (reductions, _REDUCTIONS)):
+    for _name in _names:
+        globals()[_name] = getattr(_module, _name)
         _REDIRECTS[id(getattr(np, _name))] = _name
-for _name in _REDUCTIONS:
-    globals()[_name] = getattr(reductions, _name)
-    _REDIRECTS[id(getattr(np, _name))] = _name
-sigmoid = elementary.sigmoid
 
 
 def elementwise(kernel: Callable) -> Callable:
@@ -46,45 +42,21 @@ ARRAY_METHODS = frozenset(
 )
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 
-# Elementwise NumPy functions whose listed positional arguments take part in type
-# promotion: a Python scalar among them adapts to the others (NEP 50).
-_BINARY = (0, 1)
-_ELEMENTWISE_VALUE_ARGS: dict[int, tuple[int, ...]] = {
-    id(np.where): (1, 2),
-    id(np.clip): (0, 1, 2),
-}
-for _ufunc in (
-    np.add,
-    np.subtract,
-    np.multiply,
-    np.divide,
-    np.true_divide,
-    np.floor_divide,
-    np.power,
-    np.maximum,
-    np.minimum,
-    np.fmax,
-    np.fmin,
-    np.arctan2,
-    np.hypot,
-    np.logaddexp,
-    np.logaddexp2,
-    np.copysign,
-    np.mod,
-    np.remainder,
-):
-    _ELEMENTWISE_VALUE_ARGS[id(_ufunc)] = _BINARY
+# Non-ufunc elementwise functions whose listed positional arguments promote together.
+_ELEMENTWISE_VALUE_ARGS: dict[int, tuple[int, ...]] = {id(np.where): (1, 2), id(np.clip): (0, 1, 2)}
 
 
 def replacement_for(func: Any) -> str | None:
     """Name of this module's replacement for NumPy function ``func``, if it has one."""
-    name = _REDIRECTS.get(id(func))
-    return name if name is not None and globals().get(name) is not None else None
+    return _REDIRECTS.get(id(func))
 
 
 def elementwise_value_args(func: Any) -> tuple[int, ...]:
-    """Positions of ``func``'s arguments that promote together elementwise."""
+    """Positions of ``func``'s arguments that promote together elementwise (NEP 50: a
+    Python scalar among them adapts to the others)."""
+    if isinstance(func, np.ufunc) and func.nin > 1:
+        return tuple(range(func.nin))
     return _ELEMENTWISE_VALUE_ARGS.get(id(func), ())
 
 
-__all__ = ["ARRAY_METHODS", "keep_dtype", "weak", "sigmoid", *_ELEMENTARY, *_REDUCTIONS]
+__all__ = ["ARRAY_METHODS", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]

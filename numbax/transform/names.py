@@ -23,10 +23,6 @@ class Namer:
             taken.add(fn.name)
         return cls(taken)
 
-    def reserve(self, name: str) -> None:
-        """Mark ``name`` as used (e.g. a name a transformation emits verbatim)."""
-        self._taken.add(name)
-
     def fresh(self, hint: str) -> str:
         """A new name based on ``hint``: ``_hint``, then ``_hint_2``, ``_hint_3``..."""
         base = hint if hint.startswith("_") else f"_{hint}"
