@@ -8,14 +8,13 @@ functions and array methods are redirected here, matched by identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import numba
 import numpy as np
 
 from numbax.numba_backend import elementary, reductions
 from numbax.numba_backend.boundary import keep_dtype
+from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.weak import weak
 
 _ELEMENTARY = ["exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "power"]
@@ -28,12 +27,6 @@ for _module, _names in ((elementary, _ELEMENTARY), (reductions, _REDUCTIONS)):
     for _name in _names:
         globals()[_name] = getattr(_module, _name)
         _REDIRECTS[id(getattr(np, _name))] = _name
-
-
-def elementwise(kernel: Callable) -> Callable:
-    """Compile a scalar kernel (see fuse.py) as a Numba ufunc: one loop over the
-    broadcast elements of its arguments, whatever their shapes and dtypes."""
-    return numba.vectorize(cache=True)(kernel)
 
 
 ARRAY_METHODS = frozenset(
@@ -59,4 +52,4 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
     return _ELEMENTWISE_VALUE_ARGS.get(id(func), ())
 
 
-__all__ = ["ARRAY_METHODS", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
+__all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
