@@ -27,11 +27,14 @@ from numbax.errors import CompileError
 from numbax.numba_backend.boundary import scalar_result
 from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import lower_for_numba
+from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name, read_function
 from numbax.transform.specialize import bake_static_arguments
+
+preload_blas_bindings()
 
 NUMBA_OPTIONS = frozenset(
     ["fastmath", "parallel", "boundscheck", "error_model", "nogil", "cache", "inline"]
