@@ -66,11 +66,8 @@ def write_atomic(path: Path, text: str) -> None:
     An unchanged file is left alone: rewriting it would change its modification time,
     and Numba's disk cache treats that as a changed source and compiles again.
     """
-    try:
-        if path.read_text() == text:
-            return
-    except OSError:
-        pass
+    if path.exists() and path.read_text() == text:
+        return
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as handle:

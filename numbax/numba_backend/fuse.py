@@ -192,8 +192,9 @@ class _Fuser:
         value = stmt.value
         if isinstance(value, gast.Call) and self.resolver.resolve(value.func) is np.where:
             cond, a, b = value.args
+            line = getattr(stmt, "lineno", None)
             stmt = gast.Assign(stmt.targets, gast.IfExp(cond, a, b), None)
-            stmt.lineno = getattr(value, "lineno", None)
+            stmt.lineno = line
         return stmt
 
 

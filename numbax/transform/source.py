@@ -10,6 +10,7 @@ to (globals, closure cells, default values).
 from __future__ import annotations
 
 import ast
+import contextlib
 import inspect
 import linecache
 import textwrap
@@ -55,12 +56,13 @@ def display_name(func: Any) -> str:
 
 def describe_file(filename: str) -> str:
     """Name a source file the way a user recognises it (notebook cells included)."""
+    # Jupyter names cell files by a hash of their text in a per-kernel folder, the IPython
+    # terminal by execution count. The description leaves both out so that it, the
+    # generated source and with them the disk cache stay the same across restarts.
+    if "/ipykernel_" in filename:
+        return "a notebook cell"
     if filename.startswith("<ipython-input-"):
-        # <ipython-input-3-abc123> -> notebook cell 3
-        parts = filename.strip("<>").split("-")
-        return f"notebook cell {parts[2]}" if len(parts) > 2 else filename
-    if "/ipykernel_" in filename or "/ipython-input" in filename:
-        return f"notebook cell {filename.rsplit('/', 1)[-1].removesuffix('.py')}"
+        return "an IPython cell"
     return filename
 
 
@@ -92,10 +94,8 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     closure = {}
     if func.__closure__:
         for var, cell in zip(code.co_freevars, func.__closure__, strict=True):
-            try:
+            with contextlib.suppress(ValueError):  # an empty cell: not assigned yet
                 closure[var] = cell.cell_contents
-            except ValueError:  # an empty cell: referenced before assignment
-                pass
     return FunctionSource(
         func=func,
         tree=tree,

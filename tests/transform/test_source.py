@@ -89,5 +89,5 @@ def test_builtin_and_c_functions_have_no_source(fun):
 
 
 def test_notebook_cells_are_named_as_cells():
-    assert describe_file("<ipython-input-3-abc>") == "notebook cell 3"
-    assert describe_file("/tmp/ipykernel_123/4567.py") == "notebook cell 4567"
+    assert describe_file("<ipython-input-3-abc>") == "an IPython cell"
+    assert describe_file("/tmp/ipykernel_123/4567.py") == "a notebook cell"
