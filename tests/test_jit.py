@@ -243,3 +243,19 @@ def test_second_process_loads_compiled_code_from_disk(tmp_path):
 
     assert run() == [0, 1, 0, 1]  # cold: both functions compiled
     assert run() == [1, 0, 1, 0]  # warm: both loaded from disk
+
+
+@nx.jit
+def powers(x, y):
+    return x**2 + x**2.5 - 2.0**y + x**y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_power_operator_keeps_dtype_and_values(dtype):
+    x = np.linspace(0.1, 3.0, 9).astype(dtype)
+    y = np.linspace(-1.0, 2.0, 9).astype(dtype)
+    expected = x**2 + x**2.5 - 2.0**y + x**y
+    got = powers(x, y)
+    assert got.dtype == expected.dtype == dtype
+    np.testing.assert_allclose(got, expected, rtol=8 * np.finfo(dtype).eps)
+    assert "x ** 2\n" in powers.source  # integer exponents stay multiplications

@@ -132,9 +132,19 @@ class _Lowerer(gast.NodeTransformer):
 
     def visit_BinOp(self, node: gast.BinOp) -> gast.AST:
         self.generic_visit(node)
+        if isinstance(node.op, gast.Pow):
+            return self._power(node)
         if isinstance(node.op, _ARITHMETIC):
             node.left, node.right = self._weaken([node.left, node.right])
         return node
+
+    def _power(self, node: gast.BinOp) -> gast.AST:
+        """``x ** 3`` stays (Numba multiplies, keeping x's dtype); any other exponent
+        goes to the SIMD-friendly ``nxrt.power`` (Numba's is a scalar libm call)."""
+        exponent = node.right
+        if isinstance(exponent, gast.Constant) and type(exponent.value) is int:
+            return node
+        return gast.Call(_runtime_attr("power"), self._weaken([node.left, exponent]), [])
 
     # -- pytrees: dicts are NamedTuples under Numba (see boundary.py) ---------------
     def visit_Subscript(self, node: gast.Subscript) -> gast.AST:
