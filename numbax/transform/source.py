@@ -13,6 +13,7 @@ import ast
 import contextlib
 import inspect
 import linecache
+import re
 import textwrap
 import types
 from dataclasses import dataclass, field
@@ -113,9 +114,11 @@ def _parse_definition(
     try:
         module = ast.parse(text)
     except SyntaxError:
-        # A lambda inside a larger expression: getblock can cut it mid-expression.
-        # Parse the longest prefix of lines that is valid Python.
-        module = _parse_longest_prefix(text)
+        if func.__name__ != "<lambda>":
+            raise
+        # A lambda inside a larger expression (a dict entry, a call spanning lines):
+        # the lines around it are not a statement of their own.
+        module = _parse_lambdas(text)
     ast.increment_lineno(module, first - 1)
     node = _find_definition(module, func)
     if node is None:
@@ -133,16 +136,27 @@ def _parse_definition(
     return fn
 
 
-def _parse_longest_prefix(text: str) -> ast.Module:
-    lines = text.splitlines(keepends=True)
-    for end in range(len(lines), 0, -1):
-        candidate = "".join(lines[:end]).rstrip().rstrip(",").rstrip("\\")
-        for suffix in ("", ")", "))", "]", "}"):
+def _parse_lambdas(text: str) -> ast.Module:
+    """Every lambda expression in ``text``, each parsed from its own ``lambda`` keyword
+    to the longest end that parses, with line numbers relative to ``text``."""
+    lambdas = []
+    for match in re.finditer(r"\blambda\b", text):
+        start = match.start()
+        line_offset = text.count("\n", 0, start)
+        tail = text[start:]
+        # A lambda ends where its enclosing construct goes on: try those places, longest
+        # first (`lambda x: a, b` parses as a tuple, so shorter ends are tried too).
+        ends = [len(tail)] + [m.start() for m in re.finditer(r"[,)\]}\n#;]", tail)][::-1]
+        for end in ends:
             try:
-                return ast.parse(textwrap.dedent(candidate + suffix))
+                expression = ast.parse(tail[:end], mode="eval").body
             except SyntaxError:
                 continue
-    raise TransformError("the source of this lambda could not be parsed on its own")
+            if isinstance(expression, ast.Lambda):
+                ast.increment_lineno(expression, line_offset)
+                lambdas.append(ast.Expr(expression, lineno=expression.lineno, col_offset=0))
+                break
+    return ast.Module(body=lambdas, type_ignores=[])
 
 
 def _find_definition(module: ast.Module, func: types.FunctionType) -> ast.AST | None:

@@ -91,3 +91,31 @@ def test_builtin_and_c_functions_have_no_source(fun):
 def test_notebook_cells_are_named_as_cells():
     assert describe_file("<ipython-input-3-abc>") == "an IPython cell"
     assert describe_file("/tmp/ipykernel_123/4567.py") == "a notebook cell"
+
+
+table = {
+    "double": lambda v: v * 2,
+    "pair": (lambda a, b: a - b, lambda c: -c),
+}
+spanning = functools.reduce(
+    lambda f, g: f,
+    [
+        lambda q: q + 1,
+    ],
+)
+
+
+@pytest.mark.parametrize(
+    ("fun", "params"),
+    [
+        (table["double"], ["v"]),
+        (table["pair"][0], ["a", "b"]),
+        (table["pair"][1], ["c"]),
+        (spanning, ["q"]),
+    ],
+    ids=["dict entry", "tuple first", "tuple second", "inside a multi-line call"],
+)
+def test_lambdas_inside_larger_expressions(fun, params):
+    src = read_function(fun)
+    assert [a.id for a in src.tree.args.args] == params
+    assert src.line(src.tree.lineno).count("lambda") >= 1
