@@ -41,9 +41,10 @@ cells = [
     ),
     new_markdown_cell(
         "## Reading the generated source\n\n"
-        "One operation per line, each block tied to the line of your cell it came from. "
-        "`nxrt.exp` is numbax's vectorizable `exp`; `nxrt.weak` keeps NumPy 2's promotion "
-        "rules for Python scalars under Numba."
+        "One operation per line, each block tied to the line of your cell it came from, "
+        "and the chain of elementwise operations fused into one loop. `nxrt.exp` is "
+        "numbax's vectorizable `exp`; `weak=` keeps NumPy 2's promotion rules for Python "
+        "scalars under Numba."
     ),
     new_code_cell("nx.show(selu_jit)"),
     new_markdown_cell(

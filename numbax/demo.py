@@ -67,9 +67,9 @@ def tour_jit() -> None:
     print(f"dtype kept : selu_jit(float32 array).dtype = {selu_jit(big).dtype}")
 
     _section("3. What numbax generated (nx.show)")
-    print("One operation per line, each block tied to your line; exp is numbax's")
-    print("SIMD-friendly version, and nxrt.weak keeps Python floats from turning")
-    print("float32 arrays into float64 (NumPy 2 promotion, as in JAX).\n")
+    print("One operation per line, each block tied to your line, the whole chain fused")
+    print("into one loop; exp is numbax's SIMD-friendly version, and weak= keeps Python")
+    print("floats from turning float32 arrays into float64 (NumPy 2 promotion, as in JAX).\n")
     nx.show(selu_jit)
 
     _section("4. Static arguments: one specialization per value")

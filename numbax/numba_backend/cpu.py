@@ -125,7 +125,10 @@ def _header(source: FunctionSource, transformation: str, statics: dict[str, Any]
 
 
 def _kernel_header(kernel: gast.FunctionDef) -> str:
-    return "fused elementwise loop: runs once per element of its broadcast arguments"
+    text = "fused elementwise loop: runs once per element of its broadcast arguments"
+    if any(isinstance(d, gast.Call) for d in kernel.decorator_list):
+        text += "\nweak: those that may be Python scalars take the arrays' dtype (NumPy 2)"
+    return text
 
 
 def _comment(text: str) -> str:

@@ -23,6 +23,9 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
+from numba.np.numpy_support import as_dtype, from_dtype
+
+from numbax.numba_backend.weak import weak_target
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
 _PAGE = 4096
@@ -63,8 +66,16 @@ else:
         return np.empty(shape, dtype)
 
 
-def elementwise(kernel: Callable) -> Callable:
-    """The elementwise application of scalar ``kernel`` (usable in Python and Numba)."""
+def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -> Callable:
+    """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
+
+    ``weak`` names the parameters that may receive Python scalars: where they do, they
+    are cast as NEP 50 casts a Python scalar next to the array arguments (a Python float
+    next to float32 arrays is float32), as in NumPy 2 and JAX.
+    """
+    if kernel is None:
+        return lambda kernel: elementwise(kernel, weak=weak)
+    weak_positions = {i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak}
     scalar = numba.njit(cache=True)(kernel)
     ufunc = numba.vectorize(cache=True)(kernel)
 
@@ -82,25 +93,53 @@ def elementwise(kernel: Callable) -> Callable:
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         if not arrays:
             return lambda *args: scalar(*args)
-        element_types = tuple(a.dtype if isinstance(a, types.Array) else a for a in args)
+        casts = _weak_casts(args, arrays, weak_positions)
+        element_types = tuple(
+            a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
+        )
         scalar.compile(element_types)
         result = scalar.overloads[element_types].signature.return_type
         flat = len({args[i].ndim for i in arrays}) == 1 and all(
             args[i].layout == "C" for i in arrays
         )
-        return _flat_loop(len(args), arrays, flat, scalar, ufunc, np.dtype(str(result)))
+        loop = _flat_loop(len(args), arrays, flat, scalar, ufunc, np.dtype(str(result)), casts)
+        return loop
 
     return apply
 
 
+def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, types.Type]:
+    """Casts of the ``weak`` scalar arguments next to the arrays' common dtype
+    (``weak.py``): a Python float next to float32 arrays becomes float32.
+
+    Done here, where the types are known, rather than with ``nxrt.weak`` at each call
+    site, so that the generated call reads ``_kernel(x, alpha)``."""
+    common = np.result_type(*(as_dtype(args[i].dtype) for i in arrays))
+    like = from_dtype(common)
+    casts = {}
+    for i, arg in enumerate(args):
+        if i in weak and not isinstance(arg, types.Array):
+            target = weak_target(arg, like)
+            if target is not None:
+                casts[i] = target
+    return casts
+
+
 def _flat_loop(
-    n: int, arrays: list[int], flat: bool, scalar: Any, ufunc: Any, dtype: np.dtype
+    n: int,
+    arrays: list[int],
+    flat: bool,
+    scalar: Any,
+    ufunc: Any,
+    dtype: np.dtype,
+    casts: dict[int, types.Type],
 ) -> Callable:
-    """The implementation for ``n`` arguments of which ``arrays`` are arrays; ``flat``:
-    all are C-contiguous with one ndim, so equal shapes (checked at run time) allow one
-    flat loop."""
+    """The implementation for ``n`` arguments of which ``arrays`` are arrays and
+    ``casts`` are scalars to cast first; ``flat``: all arrays are C-contiguous with one
+    ndim, so equal shapes (checked at run time) allow one flat loop."""
     params = ", ".join(f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
+    lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
     if flat:
         first = arrays[0]
         checks = [f"a{i}.shape == a{first}.shape" for i in arrays[1:]] or ["True"]
@@ -116,5 +155,6 @@ def _flat_loop(
         ]
     lines.append(f"    return _ufunc({params})")
     namespace = {"_allocate": _allocate, "_dtype": dtype, "_scalar": scalar, "_ufunc": ufunc}
+    namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
     exec("\n".join(lines), namespace)
     return namespace["impl"]

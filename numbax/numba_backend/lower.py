@@ -104,6 +104,7 @@ class _Lowerer(gast.NodeTransformer):
         self.weak = _PossiblyWeak(fn, resolver, params_weak)
         self.compile_helper = compile_helper
         self.kernels = kernels
+        self.kernel_weak: dict[str, list[str]] = {}
         self.bindings: dict[str, Any] = {}
 
     # -- weak scalars ------------------------------------------------------------
@@ -170,7 +171,10 @@ class _Lowerer(gast.NodeTransformer):
     def visit_Call(self, node: gast.Call) -> gast.AST:
         self.generic_visit(node)
         if isinstance(node.func, gast.Name) and node.func.id in self.kernels:
-            node.args = self._weaken(node.args)
+            # The kernel casts those of these that turn out to be scalars (elementwise.py).
+            self.kernel_weak[node.func.id] = [
+                arg.id for arg in node.args if isinstance(arg, gast.Name) and self.weak.atom(arg)
+            ]
             return node
         target = self.resolver.resolve(node.func)
         if target is LOCAL and isinstance(node.func, gast.Attribute):
@@ -213,6 +217,14 @@ class _Lowerer(gast.NodeTransformer):
         return func_node
 
 
+def _elementwise_decorator(weak: list[str] | None) -> gast.expr:
+    """``@nxrt.elementwise``, naming the parameters that may be Python scalars."""
+    if not weak:
+        return _runtime_attr("elementwise")
+    names = gast.Tuple([gast.Constant(name, None) for name in weak], gast.Load())
+    return gast.Call(_runtime_attr("elementwise"), [], [gast.keyword("weak", names)])
+
+
 def _keep_result_dtype(fn: gast.FunctionDef) -> None:
     """``return x`` → ``return nxrt.keep_dtype(x)`` so a float32 scalar stays float32."""
     last = fn.body[-1] if fn.body else None
@@ -235,11 +247,13 @@ def lower_for_numba(
         kernel_resolver = Resolver(resolver.source, local_names(kernel))
         lowerer = _Lowerer(kernel, kernel_resolver, compile_helper, params_weak=False)
         kernel.body = [lowerer.visit(stmt) for stmt in kernel.body]
-        kernel.decorator_list = [_runtime_attr("elementwise")]
         bindings.update(lowerer.bindings)
     names = frozenset(k.name for k in kernels)
     lowerer = _Lowerer(fn, resolver, compile_helper, kernels=names)
     fn.body = [lowerer.visit(stmt) for stmt in fn.body]
+    for kernel in kernels:
+        weak = lowerer.kernel_weak.get(kernel.name) if len(kernel.args.args) > 1 else None
+        kernel.decorator_list = [_elementwise_decorator(weak)]
     _keep_result_dtype(fn)
     bindings.update(lowerer.bindings)
     return fn, bindings

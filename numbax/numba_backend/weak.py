@@ -24,7 +24,7 @@ def weak(value: Any, like: Any) -> Any:
     return value
 
 
-def _target_dtype(value: types.Type, like: types.Type) -> types.Type | None:
+def weak_target(value: types.Type, like: types.Type) -> types.Type | None:
     """The Numba type NEP 50 gives Python scalar ``value`` next to ``like``, or None."""
     other = like.dtype if isinstance(like, types.Array) else like
     if not isinstance(other, (types.Number, types.Boolean)) or other == value:
@@ -52,7 +52,7 @@ def _target_dtype(value: types.Type, like: types.Type) -> types.Type | None:
 def _weak_numba(value, like):
     if isinstance(value, types.Array) or not isinstance(value, (types.Number, types.Boolean)):
         return lambda value, like: value
-    target = _target_dtype(value, like)
+    target = weak_target(value, like)
     if target is None:
         return lambda value, like: value
     cast = as_dtype(target).type

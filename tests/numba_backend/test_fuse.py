@@ -37,6 +37,11 @@ def predicate(x, y):
     return (x > y) & (x * 2.0 < 3.0)
 
 
+def strong_scalar(x, y):
+    s = np.sum(y)
+    return x * s + 1.0
+
+
 def in_loop(x, n):
     for _ in range(n):
         x = np.sqrt(x * x + 1.0) - 0.5
@@ -45,7 +50,8 @@ def in_loop(x, n):
 
 LINE_OF_INTERRUPTED = interrupted.__code__.co_firstlineno + 1
 FUNCTIONS = {
-    f.__name__: (f, nx.jit(f)) for f in (selu, reuse, interrupted, branchy, predicate, in_loop)
+    f.__name__: (f, nx.jit(f))
+    for f in (selu, reuse, interrupted, branchy, predicate, strong_scalar, in_loop)
 }
 rng = np.random.default_rng(3)
 X = rng.standard_normal((6, 5))
@@ -85,6 +91,20 @@ def test_values_needed_later_end_their_group(y):
 @pytest.mark.parametrize("flag", [True, False])
 def test_fusion_inside_branches(flag):
     _check("branchy", X, flag)
+
+
+@pytest.mark.parametrize(
+    ("x_dtype", "y_dtype"),
+    [(np.float32, np.float64), (np.float64, np.float32), (np.float32, np.float32)],
+)
+def test_numpy_scalars_keep_their_dtype_in_promotion(x_dtype, y_dtype):
+    # np.sum(y) is a NumPy scalar: strongly typed, unlike a Python float.
+    _check("strong_scalar", X.astype(x_dtype), X.astype(y_dtype))
+
+
+@pytest.mark.parametrize("alpha", [1.5, np.float32(1.5)])
+def test_python_and_numpy_scalar_arguments(alpha):
+    _check("selu", X.astype(np.float32), alpha)
 
 
 def test_boolean_results():
