@@ -11,6 +11,7 @@ from typing import Any
 
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import NUMBA_OPTIONS, Compiled, compile_function
+from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
 from numbax.tree import is_flat
 
@@ -80,6 +81,8 @@ class Jitted:
     ) -> None:
         if isinstance(fun, Jitted):  # jit(jit(f)): the inner jit adds nothing
             fun = fun.fun
+        if is_numpy_function(fun):  # jit(np.exp): compile a wrapper that calls it
+            fun = numpy_wrapper(fun)
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
         self.fun = fun

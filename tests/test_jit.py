@@ -259,3 +259,20 @@ def test_power_operator_keeps_dtype_and_values(dtype):
     assert got.dtype == expected.dtype == dtype
     np.testing.assert_allclose(got, expected, rtol=8 * np.finfo(dtype).eps)
     assert "x ** 2\n" in powers.source  # integer exponents stay multiplications
+
+
+@pytest.mark.parametrize(
+    ("fun", "args"),
+    [
+        (np.exp, (np.linspace(-2, 2, 5, dtype=np.float32),)),
+        (np.maximum, (np.arange(4.0), np.full(4, 1.5))),
+        (np.linalg.norm, (np.arange(6.0).reshape(2, 3),)),
+    ],
+    ids=["exp", "maximum", "linalg.norm"],
+)
+def test_numpy_functions_can_be_jitted_directly(fun, args):
+    jitted = nx.jit(fun)
+    expected = fun(*args)
+    got = jitted(*args)
+    assert np.asarray(got).dtype == np.asarray(expected).dtype
+    np.testing.assert_allclose(got, expected, rtol=2e-6)

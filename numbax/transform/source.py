@@ -22,6 +22,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 
 
 @dataclass
@@ -70,6 +71,8 @@ def describe_file(filename: str) -> str:
 def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read."""
     name = display_name(func)
+    if is_numpy_function(func):
+        func = numpy_wrapper(func)
     if not isinstance(func, types.FunctionType):
         raise TransformError(
             f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "
