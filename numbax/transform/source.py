@@ -73,6 +73,7 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     name = display_name(func)
     if is_numpy_function(func):
         func = numpy_wrapper(func)
+    func = getattr(func, "py_func", func)  # a Numba-compiled function: its Python source
     if not isinstance(func, types.FunctionType):
         raise TransformError(
             f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "

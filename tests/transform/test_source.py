@@ -97,6 +97,13 @@ def test_numpy_functions_are_read_as_a_wrapper_that_calls_them(fun):
     assert src.globals[call.func.value.id] is np
 
 
+def test_numba_functions_are_read_from_their_python_source():
+    import numba
+
+    src = read_function(numba.njit(plain))
+    assert src.name == "plain"
+
+
 def test_notebook_cells_are_named_as_cells():
     assert describe_file("<ipython-input-3-abc>") == "an IPython cell"
     assert describe_file("/tmp/ipykernel_123/4567.py") == "a notebook cell"
