@@ -130,3 +130,12 @@ def test_generated_source_fuses_each_line_once():
 def test_large_results_are_correct():
     big = rng.standard_normal(3_000_000).astype(np.float32)  # above the huge-page size
     _check("selu", big)
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_generated_source_also_runs_as_plain_python(name):
+    """Invariant 2 of the design: the source Numba compiles runs unchanged in CPython."""
+    plain, jitted = FUNCTIONS[name]
+    args = {"branchy": (X, True), "in_loop": (np.abs(X), 2), "selu": (X,)}.get(name, (X, X.T.T))
+    python_function = jitted.specialize().python_function
+    np.testing.assert_allclose(python_function(*args), plain(*args), rtol=1e-13)
