@@ -16,6 +16,7 @@ from numbax.transform.source import read_function
 from numbax.tree import is_flat
 
 _GPU_BACKENDS = ("gpu", "cuda")
+_PYTHON_SCALARS = frozenset([bool, int, float, complex])
 
 
 def jit(
@@ -109,7 +110,9 @@ class Jitted:
         )
         self._specializations: dict[tuple, Compiled] = {}
         self._latest: Compiled | None = None
-        self._fast: Compiled | None = None
+        # Specializations by the exact types of a call's positional arguments, for calls
+        # whose types alone determine it (no statics, no keywords, no pytrees).
+        self._fast: dict[tuple[type, ...], Compiled] = {}
         self._source = None
         functools.update_wrapper(self, fun)
 
@@ -148,9 +151,10 @@ class Jitted:
 
     # -- calling -------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fast = self._fast
-        if fast is not None and not kwargs and len(args) == len(self._positional) and is_flat(args):
-            return fast(*args)
+        if not kwargs:
+            fast = self._fast.get(tuple(map(type, args)))
+            if fast is not None:
+                return fast(*args)
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
@@ -160,26 +164,47 @@ class Jitted:
             raise TypeError(f"{self.fun.__name__}(): {err}") from None
         bound.apply_defaults()
         statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
-        compiled = self.specialize(statics)
+        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
+        compiled = self.specialize(statics, weak)
         dynamic = tuple(bound.arguments.values())
-        if is_flat(dynamic):
-            return compiled(*dynamic)
-        return from_numba(compiled(*(to_numba(a) for a in dynamic)))
+        if not is_flat(dynamic):
+            return from_numba(compiled(*(to_numba(a) for a in dynamic)))
+        if not kwargs and not self.static_argnames and self._positional_only_signature():
+            # Omitted arguments take their defaults inside Numba: the types of the given
+            # ones decide the specialization.
+            self._fast[tuple(map(type, args))] = compiled
+        return compiled(*dynamic)
 
-    def specialize(self, statics: dict[str, Any] | None = None) -> Compiled:
-        """The compiled specialization for these static values (generated on first use)."""
+    def specialize(
+        self, statics: dict[str, Any] | None = None, weak: frozenset[str] | None = None
+    ) -> Compiled:
+        """The compiled specialization for these static values and these parameters
+        holding Python scalars (generated on first use).
+
+        Python scalars are weakly typed in NumPy 2 (a float32 array times 1.5 stays
+        float32) and NumPy scalars are not, so which arguments are Python scalars is
+        part of the specialization. Without ``weak``, parameters whose default is a
+        Python scalar are assumed to get one.
+        """
         statics = statics or {}
-        key = self._static_key(statics)
+        if weak is None:
+            weak = self._weak_by_default()
+        key = (self._static_key(statics), weak)
         compiled = self._specializations.get(key)
         if compiled is None:
             if self._source is None:
                 self._source = read_function(self.fun, "jit")
-            compiled = compile_function(self._source, statics, self.options)
+            compiled = compile_function(self._source, statics, self.options, weak_params=weak)
             self._specializations[key] = compiled
-            if not statics and self._positional_only_signature():
-                self._fast = compiled
         self._latest = compiled
         return compiled
+
+    def _weak_by_default(self) -> frozenset[str]:
+        return frozenset(
+            p.name
+            for p in self._signature.parameters.values()
+            if type(p.default) in _PYTHON_SCALARS and p.name not in self.static_argnames
+        )
 
     def _positional_only_signature(self) -> bool:
         return all(
@@ -249,7 +274,8 @@ class Jitted:
                 f"{self.fun.__name__!r} has static arguments and cannot be called from "
                 "compiled code; call its undecorated Python function instead"
             )
-        return self.specialize({}).dispatcher
+        # Compiled callers may pass Python-typed scalars in any parameter.
+        return self.specialize({}, frozenset(self._signature.parameters)).dispatcher
 
     def __repr__(self) -> str:
         return f"<numbax.jit of {getattr(self.fun, '__qualname__', self.fun)!r}>"

@@ -40,10 +40,13 @@ def _runtime_attr(name: str) -> gast.Attribute:
 class _PossiblyWeak:
     """Which names may hold Python scalars (parameters, literals, ints from shapes...)."""
 
-    def __init__(self, fn: gast.FunctionDef, resolver: Resolver, params_weak: bool = True) -> None:
+    def __init__(
+        self, fn: gast.FunctionDef, resolver: Resolver, weak_params: frozenset[str] | None
+    ) -> None:
         self.resolver = resolver
         params = fn.args.args + fn.args.posonlyargs + fn.args.kwonlyargs
-        self.names = {a.id for a in params} if params_weak else set()
+        # Parameters known to receive Python scalars, or (None) all that might.
+        self.names = {a.id for a in params} if weak_params is None else set(weak_params)
         self.shapes = {
             node.targets[0].id
             for node in gast.walk(fn)
@@ -98,10 +101,10 @@ class _Lowerer(gast.NodeTransformer):
         resolver: Resolver,
         compile_helper: Callable[[types.FunctionType], Any],
         kernels: frozenset[str] = frozenset(),
-        params_weak: bool = True,
+        weak_params: frozenset[str] | None = None,
     ) -> None:
         self.resolver = resolver
-        self.weak = _PossiblyWeak(fn, resolver, params_weak)
+        self.weak = _PossiblyWeak(fn, resolver, weak_params)
         self.compile_helper = compile_helper
         self.kernels = kernels
         self.kernel_weak: dict[str, list[str]] = {}
@@ -237,19 +240,24 @@ def lower_for_numba(
     resolver: Resolver,
     compile_helper: Callable[[types.FunctionType], Any],
     kernels: list[gast.FunctionDef] = (),
+    weak_params: frozenset[str] | None = None,
 ) -> tuple[gast.FunctionDef, dict[str, Any]]:
     """Rewrite ``fn`` (core language) and its elementwise ``kernels`` (see fuse.py) for
-    Numba, in place; also return the names the generated module must bind."""
+    Numba, in place; also return the names the generated module must bind.
+
+    ``weak_params`` are the parameters that receive Python scalars in this
+    specialization; ``None`` (a helper called from compiled code) means any might.
+    """
     bindings = {RUNTIME_ALIAS: runtime}
     for kernel in kernels:
-        # A kernel's parameters are elements of arrays, or scalars already made weak
-        # at the call site: inside, only literals are weak.
+        # A kernel's parameters are array elements, or scalars it casts itself
+        # (elementwise.py): inside, only literals are weak.
         kernel_resolver = Resolver(resolver.source, local_names(kernel))
-        lowerer = _Lowerer(kernel, kernel_resolver, compile_helper, params_weak=False)
+        lowerer = _Lowerer(kernel, kernel_resolver, compile_helper, weak_params=frozenset())
         kernel.body = [lowerer.visit(stmt) for stmt in kernel.body]
         bindings.update(lowerer.bindings)
     names = frozenset(k.name for k in kernels)
-    lowerer = _Lowerer(fn, resolver, compile_helper, kernels=names)
+    lowerer = _Lowerer(fn, resolver, compile_helper, kernels=names, weak_params=weak_params)
     fn.body = [lowerer.visit(stmt) for stmt in fn.body]
     for kernel in kernels:
         weak = lowerer.kernel_weak.get(kernel.name) if len(kernel.args.args) > 1 else None
