@@ -6,7 +6,7 @@ Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad`
 
 __version__ = "0.1.0"
 
-from numbax import tree_util
+from numbax import random, tree_util
 from numbax.api import Jitted, jit
 from numbax.errors import CompileError, TransformError
 from numbax.show import block_until_ready, show, source
@@ -18,6 +18,7 @@ __all__ = [
     "__version__",
     "block_until_ready",
     "jit",
+    "random",
     "show",
     "source",
     "tree_util",

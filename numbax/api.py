@@ -9,8 +9,16 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import numpy as np
+
 from numbax.numba_backend.boundary import from_numba, to_numba
-from numbax.numba_backend.cpu import NUMBA_OPTIONS, Compiled, compile_function
+from numbax.numba_backend.cpu import (
+    NUMBA_ERRORS,
+    NUMBA_OPTIONS,
+    Compiled,
+    compile_function,
+    translate_numba_error,
+)
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
 from numbax.tree import is_flat
@@ -153,8 +161,12 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not kwargs:
             fast = self._fast.get(tuple(map(type, args)))
-            if fast is not None:
-                return fast(*args)
+            if fast is not None:  # Compiled.__call__, inlined: this path is per call
+                try:
+                    out = fast.dispatcher(*args)
+                except NUMBA_ERRORS as err:
+                    raise translate_numba_error(err, fast) from err
+                return out[()] if type(out) is np.ndarray and not out.ndim else out
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
