@@ -14,6 +14,7 @@ from typing import Any
 import numba
 import numpy as np
 
+import numbax as nx
 from benchmarks import kernels
 from benchmarks.coldstart import Case, ColdStart
 from benchmarks.runner import PeerWorkload
@@ -74,6 +75,26 @@ def _numbax(fun: Callable[..., Any]) -> Callable[[], Callable[..., Any]]:
     return factory
 
 
+def random_normal(key: np.ndarray, n: int) -> np.ndarray:
+    """``n`` standard normal float32 draws from ``key``: ``numbax.random`` called plainly
+    (its compiled loop) and under ``nx.jit`` (the same loop, inlined into the function).
+
+    Defined here rather than in :mod:`benchmarks.kernels`, which must import only NumPy.
+    """
+    return nx.random.normal(key, n, np.float32)
+
+
+def _jax_random_normal() -> Callable[..., Any]:
+    """``jax.jit`` of ``jax.random.normal`` on raw uint32 key data (JAX's legacy keys,
+    which numbax's keys are), float32 without x64; ``n`` is static, as JAX needs."""
+    import jax
+
+    def draw(key: Any, n: int) -> Any:
+        return jax.random.normal(key, (n,), np.float32)
+
+    return jax.jit(draw, static_argnums=1)
+
+
 def _normal_float32(shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal float32 input, fixed seed (the quickstart uses ``random.normal``)."""
     return np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
@@ -115,6 +136,16 @@ WORKLOADS = [
             "numba": lambda: numba.njit(kernels.add_one),
         },
         calls_per_sample=100_000,
+    ),
+    PeerWorkload(
+        id="random_normal",
+        description="jax.random.normal: 1,000,000 float32 draws from a key",
+        inputs=lambda quick: (nx.random.key(0), 100_000 if quick else 1_000_000),
+        impls={
+            "numpy": lambda: random_normal,
+            "numbax": _numbax(random_normal),
+            "jax": _jax_random_normal,
+        },
     ),
     ColdStart(
         selu=Case("selu", size=1_000_000, dtype="float32"),

@@ -50,6 +50,11 @@ Shape = int | Sequence[int]
 _KEY_SHAPE = (2,)
 _UINT32_MASK = 0xFFFFFFFF
 _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+# dtype -> names of the compiled (uniform, normal) loops; other floats use NumPy here.
+_FLOAT_KERNELS = {
+    np.dtype(np.float32): ("uniform32_flat", "normal32_flat"),
+    np.dtype(np.float64): ("uniform64_flat", "normal64_flat"),
+}
 
 
 # -- keys
@@ -122,21 +127,19 @@ def _canonical_shape(shape: Shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _hash_iota(k: NDArray[np.uint32], shape: tuple[int, ...]):
-    """Hash the row-major positions 0, 1, ... of ``shape`` (as 64-bit counters split
-    into high and low uint32 words); return the two hashed words, each of ``shape``."""
-    index = np.arange(math.prod(shape), dtype=np.uint64)
-    hi = (index >> np.uint64(32)).astype(np.uint32)
-    lo = index.astype(np.uint32)
-    out0, out1 = threefry2x32(k[:1], k[1:], hi, lo)
-    return out0.reshape(shape), out1.reshape(shape)
+def _kernels():
+    """The compiled loops (numbax.numba_backend.random_kernels), imported on first use:
+    they import this module, and importing Numba is not needed to make a key."""
+    from numbax.numba_backend import random_kernels
+
+    return random_kernels
 
 
 def split(key: ArrayLike, num: int | Sequence[int] = 2) -> NDArray[np.uint32]:
     """Split a key into ``num`` new keys (``num`` may be a shape): shape ``(*num, 2)``."""
     k = _check_key_data("split", key)
-    w0, w1 = _hash_iota(k, _canonical_shape(num))
-    return np.stack([w0, w1], axis=-1)
+    shape = _canonical_shape(num)
+    return _kernels().split_flat(k[0], k[1], math.prod(shape)).reshape((*shape, 2))
 
 
 def fold_in(key: ArrayLike, data: int | ArrayLike) -> NDArray[np.uint32]:
@@ -153,10 +156,12 @@ def fold_in(key: ArrayLike, data: int | ArrayLike) -> NDArray[np.uint32]:
 
 
 def _random_bits(k: NDArray[np.uint32], bit_width: int, shape: tuple[int, ...]) -> np.ndarray:
-    w0, w1 = _hash_iota(k, shape)
+    """64 bits: the two hashed words, high then low; fewer: their xor, truncated."""
+    n = math.prod(shape)
     if bit_width == 64:
-        return np.asarray((w0.astype(np.uint64) << np.uint64(32)) | w1.astype(np.uint64))
-    return np.asarray(w0 ^ w1).astype(_UINT_DTYPES[bit_width], copy=False)
+        return _kernels().bits64_flat(k[0], k[1], n).reshape(shape)
+    raw = _kernels().bits32_flat(k[0], k[1], n).reshape(shape)
+    return raw.astype(_UINT_DTYPES[bit_width], copy=False)
 
 
 def bits(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = np.uint32) -> np.ndarray:
@@ -181,6 +186,10 @@ def _float_dtype(name: str, dtype: DTypeLike) -> np.dtype:
 def _uniform(k, shape, dtype: np.dtype, minval, maxval) -> np.ndarray:
     """JAX's recipe: random mantissa bits under the exponent of 1.0 give a float in
     [1, 2); subtract 1, scale and shift, and clamp below at ``minval``."""
+    if dtype in _FLOAT_KERNELS and np.ndim(minval) == 0 and np.ndim(maxval) == 0:
+        kernel = getattr(_kernels(), _FLOAT_KERNELS[dtype][0])
+        lo, hi = (dtype.type(np.asarray(v).astype(dtype)) for v in (minval, maxval))
+        return kernel(k[0], k[1], math.prod(shape), lo, hi).reshape(shape)
     finfo = np.finfo(dtype)
     nbits, nmant = finfo.bits, finfo.nmant
     rng_bits = max(nbits, 8)
@@ -220,14 +229,21 @@ def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> np.nd
 
     As in JAX: ``sqrt(2) * erfinv(u)`` with ``u`` uniform in the open interval (-1, 1)
     and XLA's polynomial ``erfinv`` (M. Giles, "Approximating the erfinv function").
-    Not always bit for bit: XLA's CPU ``log`` differs from NumPy's in the last bits, so
-    about 5% of float32 values differ from JAX's by up to 3 ulp, and about 7% of float64
-    values by up to 4 ulp (float16 matched exactly in our checks).
+    Not always bit for bit: XLA's CPU ``log`` differs from ours (numbax's vectorized
+    ``log`` kernel) in the last bits, so about 4% of float32 values differ from JAX's by
+    up to 3 ulp, and about 8% of float64 values by up to 4 ulp (float16, which still
+    uses NumPy's ``log``, matched exactly in our checks).  float32 and float64 run as one
+    compiled loop (``numba_backend.random_kernels``), the same code ``nx.jit`` calls, so
+    plain and jitted calls give the same bits.
     """
     k = _check_key_data("normal", key)
     dtype = _float_dtype("normal", dtype)
+    shape = _canonical_shape(shape)
+    if dtype in _FLOAT_KERNELS:
+        kernel = getattr(_kernels(), _FLOAT_KERNELS[dtype][1])
+        return kernel(k[0], k[1], math.prod(shape)).reshape(shape)
     lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
-    u = _uniform(k, _canonical_shape(shape), dtype, lo, dtype.type(1.0))
+    u = _uniform(k, shape, dtype, lo, dtype.type(1.0))
     work = np.promote_types(dtype, np.float32)  # XLA takes erfinv of halves in float32
     return np.asarray(dtype.type(np.sqrt(2.0)) * _erfinv(u.astype(work)).astype(dtype))
 
@@ -335,3 +351,31 @@ def _erfinv(x: np.ndarray) -> np.ndarray:
         p[here] = _horner(coefficients, t - scalar(shift))
         todo &= ~here
     return np.where(np.abs(x) == scalar(1.0), np.copysign(scalar(np.inf), x), p * x)
+
+
+# Distributions built on the primitives above (kept in their own module for size).
+from numbax._random_more import (  # noqa: E402
+    bernoulli,
+    beta,
+    categorical,
+    choice,
+    exponential,
+    gamma,
+    multivariate_normal,
+    permutation,
+    randint,
+    truncated_normal,
+)
+
+__all__ += [
+    "bernoulli",
+    "beta",
+    "categorical",
+    "choice",
+    "exponential",
+    "gamma",
+    "multivariate_normal",
+    "permutation",
+    "randint",
+    "truncated_normal",
+]

@@ -9,6 +9,7 @@ half-written module that a later process would import.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import stat
@@ -51,10 +52,21 @@ def _ensure_private_dir(directory: Path) -> None:
         os.chmod(directory, 0o700)
 
 
+@functools.cache
+def _package_fingerprint() -> str:
+    """A hash of numbax's own source: compiled code inlines its runtime helpers, so a
+    changed helper must not reuse machine code cached before the change."""
+    digest = hashlib.sha256()
+    for path in sorted(Path(numbax.__file__).parent.rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(*parts: object) -> str:
     """A short stable hash of everything that determines a generated module's text."""
     digest = hashlib.sha256()
-    for part in (numbax.__version__, numba.__version__, np.__version__, *parts):
+    versions = (numbax.__version__, _package_fingerprint(), numba.__version__, np.__version__)
+    for part in (*versions, *parts):
         digest.update(repr(part).encode())
         digest.update(b"\0")
     return digest.hexdigest()[:20]

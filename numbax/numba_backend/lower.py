@@ -210,7 +210,10 @@ class _Lowerer(gast.NodeTransformer):
         if not isinstance(target, types.FunctionType):
             return False
         module = getattr(target, "__module__", "") or ""
-        return not module.startswith(("numpy", "numba", "numbax.numba_backend", "math"))
+        # numbax's own NumPy-level modules (numbax.random) are not user code: those calls
+        # numbax supports are redirected above; any other is left for Numba to reject.
+        library = ("numpy", "numba", "numbax.numba_backend", "numbax.random", "numbax._", "math")
+        return not module.startswith(library)
 
     def _bind_helper(self, func_node: gast.AST, target: types.FunctionType) -> gast.Name:
         """Bind the compiled ``target`` in the generated module; call it by plain name."""

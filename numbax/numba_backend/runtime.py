@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from numbax.numba_backend import elementary, reductions
+from numbax import random as _numbax_random
+from numbax.numba_backend import elementary, random_kernels, reductions
 from numbax.numba_backend.boundary import keep_dtype
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.weak import weak
@@ -27,6 +28,12 @@ for _module, _names in ((elementary, _ELEMENTARY), (reductions, _REDUCTIONS)):
     for _name in _names:
         globals()[_name] = getattr(_module, _name)
         _REDIRECTS[id(getattr(np, _name))] = _name
+
+# numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
+_RANDOM = ["split", "fold_in", "bits", "uniform", "normal"]
+for _name in _RANDOM:
+    globals()[f"random_{_name}"] = getattr(random_kernels, f"random_{_name}")
+    _REDIRECTS[id(getattr(_numbax_random, _name))] = f"random_{_name}"
 
 
 ARRAY_METHODS = frozenset(
@@ -53,3 +60,4 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
 
 
 __all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
+__all__ += [f"random_{name}" for name in _RANDOM]

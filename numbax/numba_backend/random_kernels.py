@@ -1,0 +1,515 @@
+"""Compiled loops behind :mod:`numbax.random`, and its functions under ``nx.jit``.
+
+Why this exists: the vectorized NumPy implementation in :mod:`numbax.random` makes a
+temporary array per Threefry round and per erfinv term, so ``normal`` of 10^6 float32
+took ~7x JAX's jitted time.  Here the per-element work (hash one counter, turn the bits
+into a float, take XLA's erfinv) is one loop of scalar uint32/float arithmetic, which
+LLVM vectorizes; ``numbax.random`` calls these loops for the bulk work, so plain Python
+calls are fast too, and keeps its argument validation in Python.
+
+The loops do the NumPy implementation's operations in the same order and dtype (Numba
+does not contract multiply-adds into FMAs unless asked), with uint32 wrap-around made
+explicit because Numba promotes uint32 arithmetic to 64 bits; keys, bits and uniforms are
+bit for bit what the NumPy code gave.  ``normal`` takes ``log`` from numbax's own
+vectorizable kernel (``_kernels32``/``_kernels64``): libm's is a call per element that
+stops the loop vectorizing, and NumPy's SIMD ``log`` is out of Numba's reach.  So about
+0.5% of values differ from the former NumPy results by up to 3 ulp, while staying as
+close to JAX's as before (3 ulp float32, 4 ulp float64).
+
+The ``random_*`` functions at the end are what ``nx.jit``-generated code calls as
+``nxrt.random_normal(...)`` etc. when the user's code calls ``numbax.random.normal``
+(see ``runtime.py``): interpreted they are the plain functions; compiled, each has an
+``overload`` that takes shapes as integers or tuples of integers, and dtypes as NumPy
+scalar types (``np.float32``) or left out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numba
+import numpy as np
+from numba import literal_unroll, types
+from numba.core import errors
+from numba.extending import overload
+
+from numbax import random as _random
+from numbax.numba_backend import _kernels32 as _k32
+from numbax.numba_backend import _kernels64 as _k64
+
+# ``error_model="numpy"``: a float division must not check for zero (and raise), or
+# the loop branches per element and does not vectorize.
+_inline = numba.njit(error_model="numpy")
+_loop = numba.njit(cache=True, error_model="numpy")
+
+_U32 = np.uint32
+_PARITY = np.uint32(0x1BD11BDA)
+_SQRT2_F32 = np.float32(np.sqrt(2.0))
+_SQRT2_F64 = np.float64(np.sqrt(2.0))
+_LOG1P_SMALL_F32 = np.float32(np.sqrt(2.0) - 1.0)
+_LOG1P_SMALL_F64 = np.float64(np.sqrt(2.0) - 1.0)
+
+
+# -- Threefry-2x32 on scalars ------------------------------------------------------------
+
+
+@_inline
+def _rotl(x: np.uint32, r: int) -> np.uint32:
+    """Rotate left; the 64-bit promotion is truncated back to 32 bits explicitly."""
+    x64 = np.uint64(x)
+    return _U32(((x64 << np.uint64(r)) | (x64 >> np.uint64(32 - r))) & np.uint64(0xFFFFFFFF))
+
+
+@_inline
+def _add(a: np.uint32, b: np.uint32) -> np.uint32:
+    """uint32 addition modulo 2**32 (Numba would widen the sum to 64 bits)."""
+    return _U32((np.uint64(a) + np.uint64(b)) & np.uint64(0xFFFFFFFF))
+
+
+@_inline
+def _mix(x0: np.uint32, x1: np.uint32, r: int) -> tuple[np.uint32, np.uint32]:
+    x0 = _add(x0, x1)
+    return x0, _rotl(x1, r) ^ x0
+
+
+@_inline
+def threefry2x32(
+    k0: np.uint32, k1: np.uint32, x0: np.uint32, x1: np.uint32
+) -> tuple[np.uint32, np.uint32]:
+    """``numbax._threefry.threefry2x32`` on scalars, unrolled (5 x 4 rounds)."""
+    k2 = _U32(k0 ^ k1 ^ _PARITY)
+    x0 = _add(x0, k0)
+    x1 = _add(x1, k1)
+    x0, x1 = _mix(x0, x1, 13)
+    x0, x1 = _mix(x0, x1, 15)
+    x0, x1 = _mix(x0, x1, 26)
+    x0, x1 = _mix(x0, x1, 6)
+    x0 = _add(x0, k1)
+    x1 = _add(_add(x1, k2), _U32(1))
+    x0, x1 = _mix(x0, x1, 17)
+    x0, x1 = _mix(x0, x1, 29)
+    x0, x1 = _mix(x0, x1, 16)
+    x0, x1 = _mix(x0, x1, 24)
+    x0 = _add(x0, k2)
+    x1 = _add(_add(x1, k0), _U32(2))
+    x0, x1 = _mix(x0, x1, 13)
+    x0, x1 = _mix(x0, x1, 15)
+    x0, x1 = _mix(x0, x1, 26)
+    x0, x1 = _mix(x0, x1, 6)
+    x0 = _add(x0, k0)
+    x1 = _add(_add(x1, k1), _U32(3))
+    x0, x1 = _mix(x0, x1, 17)
+    x0, x1 = _mix(x0, x1, 29)
+    x0, x1 = _mix(x0, x1, 16)
+    x0, x1 = _mix(x0, x1, 24)
+    x0 = _add(x0, k1)
+    x1 = _add(_add(x1, k2), _U32(4))
+    x0, x1 = _mix(x0, x1, 13)
+    x0, x1 = _mix(x0, x1, 15)
+    x0, x1 = _mix(x0, x1, 26)
+    x0, x1 = _mix(x0, x1, 6)
+    x0 = _add(x0, k2)
+    x1 = _add(_add(x1, k0), _U32(5))
+    return x0, x1
+
+
+@_inline
+def _hash_index(k0: np.uint32, k1: np.uint32, i: int) -> tuple[np.uint32, np.uint32]:
+    """Hash the 64-bit counter ``i`` (high word, low word): JAX's counter layout."""
+    i64 = np.uint64(i)
+    hi = _U32(i64 >> np.uint64(32))
+    lo = _U32(i64 & np.uint64(0xFFFFFFFF))
+    return threefry2x32(k0, k1, hi, lo)
+
+
+# -- bulk loops: flat outputs of n elements ----------------------------------------------
+
+
+@_loop
+def split_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
+    """``n`` new keys as an ``(n, 2)`` uint32 array."""
+    out = np.empty((n, 2), dtype=np.uint32)
+    for i in range(n):
+        w0, w1 = _hash_index(k0, k1, i)
+        out[i, 0] = w0
+        out[i, 1] = w1
+    return out
+
+
+@_loop
+def fold_in_pair(k0: np.uint32, k1: np.uint32, word: np.uint32) -> np.ndarray:
+    """The key ``threefry2x32(key, (0, word))``."""
+    out = np.empty(2, dtype=np.uint32)
+    w0, w1 = threefry2x32(k0, k1, _U32(0), word)
+    out[0] = w0
+    out[1] = w1
+    return out
+
+
+@_loop
+def bits32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
+    """32 random bits per element: the xor of the two hashed words."""
+    out = np.empty(n, dtype=np.uint32)
+    for i in range(n):
+        w0, w1 = _hash_index(k0, k1, i)
+        out[i] = w0 ^ w1
+    return out
+
+
+@_loop
+def bits64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
+    """64 random bits per element: the two hashed words, high then low."""
+    out = np.empty(n, dtype=np.uint64)
+    for i in range(n):
+        w0, w1 = _hash_index(k0, k1, i)
+        out[i] = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
+    return out
+
+
+@_inline
+def _unit_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
+    """A float32 in [0, 1): 23 random mantissa bits under the exponent of 1.0, minus 1."""
+    w0, w1 = _hash_index(k0, k1, i)
+    mantissa = _U32(((w0 ^ w1) >> _U32(9)) | _U32(0x3F800000))
+    return mantissa.view(np.float32) - np.float32(1.0)
+
+
+@_inline
+def _unit_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
+    """A float64 in [0, 1): 52 random mantissa bits under the exponent of 1.0, minus 1."""
+    w0, w1 = _hash_index(k0, k1, i)
+    raw = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
+    mantissa = np.uint64((raw >> np.uint64(12)) | np.uint64(0x3FF0000000000000))
+    return mantissa.view(np.float64) - np.float64(1.0)
+
+
+@_loop
+def uniform32_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float32, hi: np.float32):
+    """float32 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
+    out = np.empty(n, dtype=np.float32)
+    scale = hi - lo
+    for i in range(n):
+        out[i] = max(lo, _unit_f32(k0, k1, i) * scale + lo)
+    return out
+
+
+@_loop
+def uniform64_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float64, hi: np.float64):
+    """float64 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
+    out = np.empty(n, dtype=np.float64)
+    scale = hi - lo
+    for i in range(n):
+        out[i] = max(lo, _unit_f64(k0, k1, i) * scale + lo)
+    return out
+
+
+# -- normal: XLA's erfinv, as random._erfinv computes it ---------------------------------
+
+
+def _horner(coefficients: Sequence[float], dtype: type) -> Any:
+    """A compiled ``p(t)`` by Horner's rule, coefficients highest degree first, in
+    ``dtype``, as ``random._horner`` evaluates it.
+
+    Written out as straight-line code with the constants bound as globals: a loop over
+    a tuple of 23 coefficients is neither unrolled nor vectorized by LLVM (the tuple is
+    indexed through a switch), which made float64 ``normal`` 4x slower.
+    """
+    names = [f"c{j}" for j in range(len(coefficients))]
+    lines = [f"def horner(t):\n    p = {names[0]}"]
+    lines += [f"    p = p * t + {name}" for name in names[1:]]
+    namespace = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
+    exec("\n".join(lines) + "\n    return p\n", namespace)  # noqa: S102 (our own source)
+    return _inline(namespace["horner"])
+
+
+def _branches(table: tuple, dtype: type) -> list[Any]:
+    return [_horner(branch[3], dtype) for branch in table]
+
+
+_F32_CENTRAL, _F32_TAIL = _branches(_random._ERFINV_F32, np.float32)
+_F64_CENTRAL, _F64_MIDDLE, _F64_TAIL = _branches(_random._ERFINV_F64, np.float64)
+_LOG1P_NUM_F32 = _horner(_random._LOG1P_NUMERATOR, np.float32)
+_LOG1P_DEN_F32 = _horner(_random._LOG1P_DENOMINATOR, np.float32)
+_LOG1P_NUM_F64 = _horner(_random._LOG1P_NUMERATOR, np.float64)
+_LOG1P_DEN_F64 = _horner(_random._LOG1P_DENOMINATOR, np.float64)
+
+
+_LO_F32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
+_LO_F64 = np.nextafter(np.float64(-1.0), np.float64(0.0))
+
+
+@_loop
+def normal32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
+    """float32 standard normals: ``sqrt(2) * erfinv(u)``, ``u`` uniform in (-1, 1)."""
+    out = np.empty(n, dtype=np.float32)
+    scale = np.float32(1.0) - _LO_F32
+    for i in range(n):
+        x = max(_LO_F32, _unit_f32(k0, k1, i) * scale + _LO_F32)
+        # random._erfinv, written out here: called as a function, it is too big for LLVM
+        # to inline, and the call per element stops the loop from vectorizing.  Both
+        # sides of each choice are computed and one selected, so there is no branch.
+        a = x * -x  # w = -log1p(-x * x) with XLA's log1p
+        a2 = a * a
+        ratio = _LOG1P_NUM_F32(a) / _LOG1P_DEN_F32(a)
+        near = a + (np.float32(-0.5) * a2 + (a * a2) * ratio)
+        far = _k32.log(a + np.float32(1.0))
+        w = -(near if abs(a) < _LOG1P_SMALL_F32 else far)
+        central = _F32_CENTRAL(w - np.float32(2.5))
+        tail = _F32_TAIL(np.sqrt(w) - np.float32(3.0))
+        p = central if w < np.float32(5.0) else tail
+        edge = np.float32(np.inf) if x > np.float32(0.0) else np.float32(-np.inf)
+        out[i] = _SQRT2_F32 * (edge if abs(x) == np.float32(1.0) else p * x)
+    return out
+
+
+@_loop
+def normal64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
+    """float64 standard normals: ``sqrt(2) * erfinv(u)``, ``u`` uniform in (-1, 1)."""
+    out = np.empty(n, dtype=np.float64)
+    scale = np.float64(1.0) - _LO_F64
+    for i in range(n):
+        x = max(_LO_F64, _unit_f64(k0, k1, i) * scale + _LO_F64)
+        # random._erfinv written out, with three polynomials (see normal32_flat)
+        a = x * -x
+        a2 = a * a
+        ratio = _LOG1P_NUM_F64(a) / _LOG1P_DEN_F64(a)
+        near = a + (np.float64(-0.5) * a2 + (a * a2) * ratio)
+        far = _k64.log(a + np.float64(1.0))
+        w = -(near if abs(a) < _LOG1P_SMALL_F64 else far)
+        s = np.sqrt(w)
+        central = _F64_CENTRAL(w - np.float64(3.125))
+        middle = _F64_MIDDLE(s - np.float64(3.25))
+        tail = _F64_TAIL(s - np.float64(5.0))
+        p = central if w < np.float64(6.25) else (middle if w < np.float64(16.0) else tail)
+        edge = np.inf if x > 0.0 else -np.inf
+        out[i] = _SQRT2_F64 * (edge if abs(x) == 1.0 else p * x)
+    return out
+
+
+# -- numbax.random under nx.jit ----------------------------------------------------------
+
+
+def random_split(key: Any, num: Any = 2) -> np.ndarray:
+    """``numbax.random.split``; compiled, ``num`` is an int or a tuple of ints."""
+    return _random.split(key, num)
+
+
+def random_fold_in(key: Any, data: Any) -> np.ndarray:
+    """``numbax.random.fold_in``; compiled, ``data`` is an integer scalar."""
+    return _random.fold_in(key, data)
+
+
+def random_bits(key: Any, shape: Any = (), dtype: Any = np.uint32) -> np.ndarray:
+    """``numbax.random.bits``; compiled, ``dtype`` is an unsigned NumPy type."""
+    return _random.bits(key, shape, dtype)
+
+
+def random_uniform(
+    key: Any, shape: Any = (), dtype: Any = float, minval: Any = 0.0, maxval: Any = 1.0
+) -> np.ndarray:
+    """``numbax.random.uniform``; compiled, ``minval`` and ``maxval`` are scalars."""
+    return _random.uniform(key, shape, dtype, minval, maxval)
+
+
+def random_normal(key: Any, shape: Any = (), dtype: Any = float) -> np.ndarray:
+    """``numbax.random.normal``; compiled, ``dtype`` is ``np.float32`` or ``np.float64``."""
+    return _random.normal(key, shape, dtype)
+
+
+@_inline
+def _key_words(key: np.ndarray) -> tuple[np.uint32, np.uint32]:
+    if key.shape[0] != 2:
+        raise ValueError("numbax.random expects a PRNG key: a uint32 array of shape (2,)")
+    return key[0], key[1]
+
+
+@_inline
+def _size(shape: Any) -> int:
+    n = 1
+    for d in literal_unroll(shape):
+        if d < 0:
+            raise ValueError("numbax.random: shape must not have negative dimensions")
+        n *= d
+    return n
+
+
+def _check_key(name: str, key: types.Type) -> None:
+    if not (isinstance(key, types.Array) and key.ndim == 1 and key.dtype == types.uint32):
+        raise errors.TypingError(
+            f"numbax.random.{name} expects a PRNG key: a uint32 array of shape (2,); got {key}"
+        )
+
+
+def _shape_kind(name: str, shape: types.Type) -> str:
+    """'int' or 'tuple' for a shape Numba can take; a typing error otherwise."""
+    if isinstance(shape, types.Omitted):  # (Numba passes some defaults as the value)
+        shape = shape.value
+    if isinstance(shape, tuple) or isinstance(shape, types.BaseTuple) and len(shape) == 0:
+        return "tuple" if len(shape) else "scalar"
+    if isinstance(shape, int | types.Integer):
+        return "int"
+    if isinstance(shape, types.BaseTuple) and all(isinstance(d, types.Integer) for d in shape):
+        return "tuple"
+    raise errors.TypingError(
+        f"numbax.random.{name} under nx.jit takes a shape that is an integer or a tuple of "
+        f"integers; got {shape}"
+    )
+
+
+def _dtype_of(name: str, dtype: types.Type, default: type) -> np.dtype:
+    """The NumPy dtype an argument such as ``np.float32`` (or its omission) stands for."""
+    if isinstance(dtype, types.Omitted):  # (Numba passes some defaults as the value)
+        dtype = dtype.value
+    if not isinstance(dtype, types.Type):  # the default: float, np.uint32
+        return np.dtype(default if dtype is None else dtype)
+    if isinstance(dtype, types.NumberClass):
+        return np.dtype(numba.np.numpy_support.as_dtype(dtype.instance_type))
+    if isinstance(dtype, types.DType):
+        return np.dtype(numba.np.numpy_support.as_dtype(dtype.dtype))
+    raise errors.TypingError(
+        f"numbax.random.{name} under nx.jit takes dtype as a NumPy type such as np.float32; "
+        f"got {dtype}"
+    )
+
+
+def _shaped(flat_fn: Any, shape_kind: str, trailing: tuple[int, ...] = ()) -> Any:
+    """An implementation ``(k0, k1, shape, *args)`` that fills ``flat_fn(k0, k1, n, *args)``
+    and gives it ``shape`` (plus ``trailing`` dims: the 2 words of split's keys).
+
+    Shape ``()`` gives a scalar, not a 0-d array (Numba cannot reshape to ``()``); its
+    value and dtype are the plain call's."""
+    if shape_kind == "int":
+
+        @_inline
+        def by_int(k0, k1, shape, *args):
+            if shape < 0:
+                raise ValueError("numbax.random: shape must not have negative dimensions")
+            return flat_fn(k0, k1, shape, *args).reshape((shape, *trailing))
+
+        return by_int
+
+    if shape_kind == "scalar" and trailing:
+
+        @_inline
+        def one_key(k0, k1, shape, *args):
+            return flat_fn(k0, k1, 1, *args).reshape(trailing)
+
+        return one_key
+
+    if shape_kind == "scalar":
+
+        @_inline
+        def by_scalar(k0, k1, shape, *args):
+            return flat_fn(k0, k1, 1, *args)[0]
+
+        return by_scalar
+
+    @_inline
+    def by_tuple(k0, k1, shape, *args):
+        return flat_fn(k0, k1, _size(shape), *args).reshape(shape + trailing)
+
+    return by_tuple
+
+
+@overload(random_split)
+def _split_impl(key, num=2):
+    _check_key("split", key)
+    draw = _shaped(split_flat, _shape_kind("split", num), (2,))
+
+    def impl(key, num=2):
+        k0, k1 = _key_words(key)
+        return draw(k0, k1, num)
+
+    return impl
+
+
+@overload(random_fold_in)
+def _fold_in_impl(key, data):
+    _check_key("fold_in", key)
+    if not isinstance(data, types.Integer):
+        raise errors.TypingError(f"numbax.random.fold_in takes an integer scalar; got {data}")
+
+    def impl(key, data):
+        k0, k1 = _key_words(key)
+        return fold_in_pair(k0, k1, _U32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
+
+    return impl
+
+
+@overload(random_bits)
+def _bits_impl(key, shape=(), dtype=np.uint32):
+    _check_key("bits", key)
+    kind = _shape_kind("bits", shape)
+    want = _dtype_of("bits", dtype, np.uint32)
+    if want.kind != "u":
+        raise errors.TypingError(
+            f"dtype argument to `bits` must be an unsigned int dtype, got {want}"
+        )
+    if want.itemsize == 8:
+        draw = _shaped(bits64_flat, kind)
+
+        def impl(key, shape=(), dtype=np.uint32):
+            k0, k1 = _key_words(key)
+            return draw(k0, k1, shape)
+
+        return impl
+    draw = _shaped(bits32_flat, kind)
+    out = want.type
+    if kind == "scalar":
+
+        def one(key, shape=(), dtype=np.uint32):
+            k0, k1 = _key_words(key)
+            return out(draw(k0, k1, shape))
+
+        return one
+
+    def impl(key, shape=(), dtype=np.uint32):
+        k0, k1 = _key_words(key)
+        return draw(k0, k1, shape).astype(out)
+
+    return impl
+
+
+_FLOATS = {np.dtype(np.float32): (uniform32_flat, normal32_flat),
+           np.dtype(np.float64): (uniform64_flat, normal64_flat)}  # fmt: skip
+
+
+def _float_kernels(name: str, dtype: types.Type) -> tuple[Any, Any, type]:
+    want = _dtype_of(name, dtype, np.float64)
+    if want not in _FLOATS:
+        raise errors.TypingError(
+            f"numbax.random.{name} under nx.jit supports float32 and float64, got {want}"
+        )
+    return (*_FLOATS[want], want.type)
+
+
+@overload(random_uniform)
+def _uniform_impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+    _check_key("uniform", key)
+    uniform_flat, _, scalar = _float_kernels("uniform", dtype)
+    draw = _shaped(uniform_flat, _shape_kind("uniform", shape))
+    for bound in (minval, maxval):
+        if not isinstance(bound, float | types.Number | types.Omitted):
+            raise errors.TypingError(
+                f"numbax.random.uniform under nx.jit takes scalar minval and maxval; got {bound}"
+            )
+
+    def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+        k0, k1 = _key_words(key)
+        return draw(k0, k1, shape, scalar(minval), scalar(maxval))
+
+    return impl
+
+
+@overload(random_normal)
+def _normal_impl(key, shape=(), dtype=float):
+    _check_key("normal", key)
+    _, normal_flat, _ = _float_kernels("normal", dtype)
+    draw = _shaped(normal_flat, _shape_kind("normal", shape))
+
+    def impl(key, shape=(), dtype=float):
+        k0, k1 = _key_words(key)
+        return draw(k0, k1, shape)
+
+    return impl
