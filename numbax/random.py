@@ -354,28 +354,7 @@ def _erfinv(x: np.ndarray) -> np.ndarray:
 
 
 # Distributions built on the primitives above (kept in their own module for size).
-from numbax._random_more import (  # noqa: E402
-    bernoulli,
-    beta,
-    categorical,
-    choice,
-    exponential,
-    gamma,
-    multivariate_normal,
-    permutation,
-    randint,
-    truncated_normal,
-)
+from numbax import _random_more  # noqa: E402
+from numbax._random_more import *  # noqa: E402, F403
 
-__all__ += [
-    "bernoulli",
-    "beta",
-    "categorical",
-    "choice",
-    "exponential",
-    "gamma",
-    "multivariate_normal",
-    "permutation",
-    "randint",
-    "truncated_normal",
-]
+__all__ += _random_more.__all__

@@ -74,43 +74,43 @@ def _mix(x0: np.uint32, x1: np.uint32, r: int) -> tuple[np.uint32, np.uint32]:
 
 
 @_inline
+def _rounds_a(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
+    """Four Threefry rounds with rotations 13, 15, 26, 6."""
+    x0, x1 = _mix(x0, x1, 13)
+    x0, x1 = _mix(x0, x1, 15)
+    x0, x1 = _mix(x0, x1, 26)
+    return _mix(x0, x1, 6)
+
+
+@_inline
+def _rounds_b(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
+    """Four Threefry rounds with rotations 17, 29, 16, 24."""
+    x0, x1 = _mix(x0, x1, 17)
+    x0, x1 = _mix(x0, x1, 29)
+    x0, x1 = _mix(x0, x1, 16)
+    return _mix(x0, x1, 24)
+
+
+@_inline
+def _inject(
+    x0: np.uint32, x1: np.uint32, ka: np.uint32, kb: np.uint32, step: int
+) -> tuple[np.uint32, np.uint32]:
+    """Key injection number ``step``: add ``ka`` and ``kb + step``."""
+    return _add(x0, ka), _add(_add(x1, kb), _U32(step))
+
+
+@_inline
 def threefry2x32(
     k0: np.uint32, k1: np.uint32, x0: np.uint32, x1: np.uint32
 ) -> tuple[np.uint32, np.uint32]:
-    """``numbax._threefry.threefry2x32`` on scalars, unrolled (5 x 4 rounds)."""
+    """``numbax._threefry.threefry2x32`` on scalars: 20 rounds, 5 key injections."""
     k2 = _U32(k0 ^ k1 ^ _PARITY)
-    x0 = _add(x0, k0)
-    x1 = _add(x1, k1)
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = _add(x0, k1)
-    x1 = _add(_add(x1, k2), _U32(1))
-    x0, x1 = _mix(x0, x1, 17)
-    x0, x1 = _mix(x0, x1, 29)
-    x0, x1 = _mix(x0, x1, 16)
-    x0, x1 = _mix(x0, x1, 24)
-    x0 = _add(x0, k2)
-    x1 = _add(_add(x1, k0), _U32(2))
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = _add(x0, k0)
-    x1 = _add(_add(x1, k1), _U32(3))
-    x0, x1 = _mix(x0, x1, 17)
-    x0, x1 = _mix(x0, x1, 29)
-    x0, x1 = _mix(x0, x1, 16)
-    x0, x1 = _mix(x0, x1, 24)
-    x0 = _add(x0, k1)
-    x1 = _add(_add(x1, k2), _U32(4))
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    x0, x1 = _mix(x0, x1, 6)
-    x0 = _add(x0, k2)
-    x1 = _add(_add(x1, k0), _U32(5))
+    x0, x1 = _add(x0, k0), _add(x1, k1)
+    x0, x1 = _inject(*_rounds_a(x0, x1), k1, k2, 1)
+    x0, x1 = _inject(*_rounds_b(x0, x1), k2, k0, 2)
+    x0, x1 = _inject(*_rounds_a(x0, x1), k0, k1, 3)
+    x0, x1 = _inject(*_rounds_b(x0, x1), k1, k2, 4)
+    x0, x1 = _inject(*_rounds_a(x0, x1), k2, k0, 5)
     return x0, x1
 
 
