@@ -8,6 +8,17 @@ __version__ = "0.1.0"
 
 from numbax import random, tree_util
 from numbax.api import Jitted, jit
+from numbax.autodiff import (
+    grad,
+    hessian,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from numbax.errors import CompileError, TransformError
 from numbax.show import block_until_ready, show, source
 
@@ -17,9 +28,18 @@ __all__ = [
     "TransformError",
     "__version__",
     "block_until_ready",
+    "grad",
+    "hessian",
+    "jacfwd",
+    "jacobian",
+    "jacrev",
     "jit",
+    "jvp",
+    "linearize",
     "random",
     "show",
     "source",
     "tree_util",
+    "value_and_grad",
+    "vjp",
 ]

@@ -122,7 +122,7 @@ class Jitted:
         # whose types alone determine it (no statics, no keywords, no pytrees).
         self._fast: dict[tuple[type, ...], Compiled] = {}
         self._source = None
-        functools.update_wrapper(self, fun)
+        functools.update_wrapper(self, fun, updated=())
 
     # -- construction helpers ------------------------------------------------------
     @staticmethod

@@ -17,6 +17,11 @@ import gast
 
 INDENT = "    "
 
+ADJOINT_COLUMN = -1
+"""A statement whose ``col_offset`` is this was generated as the adjoint (the reverse
+sweep) of its user line: its comment reads ``# adjoint of line N: ...``. (ASTs carry no
+free-form annotations across the gast → ast conversion; positions do.)"""
+
 _COMPOUND = (ast.If, ast.While, ast.For)
 
 
@@ -60,10 +65,13 @@ class _Writer:
         user_line = getattr(node, "lineno", None)
         if user_line is None or self.describe_line is None:
             return None
-        if user_line != self.last_user_line:
+        adjoint = getattr(node, "col_offset", None) == ADJOINT_COLUMN
+        key = (user_line, adjoint)
+        if key != self.last_user_line:
             text = self.describe_line(user_line)
-            self.write(f"# line {user_line}: {text}" if text else f"# line {user_line}", depth)
-            self.last_user_line = user_line
+            label = f"adjoint of line {user_line}" if adjoint else f"line {user_line}"
+            self.write(f"# {label}: {text}" if text else f"# {label}", depth)
+            self.last_user_line = key
         return user_line
 
     def body(self, stmts: list[ast.stmt], depth: int) -> None:

@@ -207,6 +207,8 @@ class _Lowerer(gast.NodeTransformer):
     def _is_user_function(target: Any) -> bool:
         if hasattr(target, "nested_dispatcher"):  # another numbax-jitted function
             return True
+        if hasattr(target, "__numbax_function__"):  # made by grad, jvp, jacfwd...
+            return True
         if not isinstance(target, types.FunctionType):
             return False
         module = getattr(target, "__module__", "") or ""

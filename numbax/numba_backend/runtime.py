@@ -61,3 +61,30 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
 
 __all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
 __all__ += [f"random_{name}" for name in _RANDOM]
+
+# Automatic differentiation's helpers (ad_runtime.py), adjoints of reductions.
+from numbax.numba_backend.ad_adjoints import (  # noqa: E402
+    broadcast_reduced,
+    matmul_vjp_x,
+    matmul_vjp_y,
+    reshape_like,
+)
+from numbax.numba_backend.ad_runtime import (  # noqa: E402
+    basis,
+    broadcast_like,
+    grad_seed,
+    index_add,
+    jac_empty,
+    jac_reshape,
+    ones_like,
+    owned,
+    ravel,
+    size,
+    tree_add,
+    unbroadcast,
+    zeros_like,
+)
+
+__all__ += ["matmul_vjp_x", "matmul_vjp_y", "reshape_like"]
+__all__ += ["basis", "broadcast_like", "broadcast_reduced", "grad_seed", "index_add", "jac_empty", "jac_reshape"]
+__all__ += ["ones_like", "owned", "ravel", "size", "tree_add", "unbroadcast", "zeros_like"]

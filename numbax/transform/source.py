@@ -71,6 +71,10 @@ def describe_file(filename: str) -> str:
 def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read."""
     name = display_name(func)
+    if hasattr(func, "nested_dispatcher"):  # jit(f): f's source (jit adds no code)
+        func = func.fun
+    if hasattr(func, "__numbax_function__"):  # grad(f), jacfwd(f)...: their generated code
+        func = func.__numbax_function__()
     if is_numpy_function(func):
         func = numpy_wrapper(func)
     func = getattr(func, "py_func", func)  # a Numba-compiled function: its Python source

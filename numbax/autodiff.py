@@ -1,0 +1,347 @@
+"""Automatic differentiation's public entry points, with JAX's names and conventions.
+
+``grad``, ``value_and_grad``, ``jacfwd``, ``jacrev`` (= ``jacobian``) and ``hessian``
+return :class:`~numbax.transformed.Transformed` functions whose generated source is the
+derivative (readable with ``nx.show``, compiled by ``nx.jit``, differentiable again);
+``jvp``, ``vjp`` and ``linearize`` evaluate at given primals, as in JAX.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gast
+import numpy as np
+
+from numbax.numba_backend.ad_runtime import grad_dtype_check
+from numbax.transform.forward import jvp_function
+from numbax.transform.jacobians import jacobian_function
+from numbax.transform.reverse import vjp_function
+from numbax.transform.source import FunctionSource, display_name
+from numbax.transformed import Derivatives, Generated, Transformed, generate
+
+Argnums = int | Sequence[int]
+
+
+# -- helpers ---------------------------------------------------------------------------
+
+
+def _positional(fun: Callable) -> list[str]:
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):
+        return ["x"]
+    return [
+        p.name
+        for p in signature.parameters.values()
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+
+
+def _argnums(fun: Callable, argnums: Argnums, transformation: str) -> tuple[tuple[int, ...], bool]:
+    """(positions, whether the user gave a tuple), validated like JAX."""
+    is_tuple = not isinstance(argnums, int)
+    numbers = tuple(argnums) if is_tuple else (argnums,)
+    n = len(_positional(fun))
+    for k in numbers:
+        if not isinstance(k, int) or not -n <= k < n:
+            raise ValueError(
+                f"{transformation} of {display_name(fun)!r}: argnums={argnums!r} is out of "
+                f"range; the function takes {n} positional argument(s), so valid argnums "
+                f"are {-n} to {n - 1}"
+            )
+    return tuple(k % n for k in numbers), is_tuple
+
+
+def _params(fn: gast.FunctionDef) -> list[str]:
+    return [a.id for a in fn.args.posonlyargs + fn.args.args]
+
+
+def _inexact(value: Any) -> bool:
+    return np.result_type(value).kind in "fc"
+
+
+def _like_input(derivative: Any, primal: Any) -> Any:
+    """A derivative in its input's dtype, as JAX gives (float32 in, float32 out)."""
+    if isinstance(derivative, tuple):
+        return derivative
+    dtype = np.result_type(primal)
+    if dtype.kind not in "fc":
+        return derivative
+    if isinstance(derivative, np.ndarray):
+        if derivative.dtype != dtype:
+            derivative = derivative.astype(dtype)
+        return derivative[()] if derivative.ndim == 0 else derivative
+    if isinstance(primal, float) and isinstance(derivative, np.generic):
+        return derivative
+    return dtype.type(derivative)
+
+
+def _bound_arguments(fun: Callable, args: tuple, kwargs: dict) -> list[Any]:
+    if not kwargs:
+        return list(args)
+    signature = inspect.signature(fun)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return list(bound.arguments.values())
+
+
+def callee_derivative(callee: Any, mode: str, positions: tuple[int, ...]) -> Generated:
+    """The JVP (``mode="jvp"``) or VJP (``"vjp"``; ``"vjp_aux"`` for a function with
+    aux) of a function called from generated code, w.r.t. its arguments at
+    ``positions``: ``jvp_h(<args>, <tangents>) -> (out, tangent)`` and
+    ``vjp_h(<args>, ct) -> (cotangents...)``."""
+    target = getattr(callee, "fun", callee) if hasattr(callee, "nested_dispatcher") else callee
+
+    def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
+        wrt = [_params(fn)[i] for i in positions]
+        fn.args.defaults = []  # call sites pass every argument
+        if mode == "jvp":
+            return jvp_function(fn, source, wrt, derive, f"jvp_{source.name}")
+        return vjp_function(
+            fn,
+            source,
+            wrt,
+            derive,
+            f"vjp_{source.name}",
+            seed="parameter",
+            returns="tuple",
+            has_aux=mode == "vjp_aux",
+        )
+
+    return generate(target, mode, positions, build)
+
+
+# -- grad ------------------------------------------------------------------------------
+
+
+class Grad(Transformed):
+    """``grad(f)`` and ``value_and_grad(f)``: reverse mode from a scalar output."""
+
+    def __init__(
+        self,
+        fun: Callable,
+        argnums: Argnums = 0,
+        has_aux: bool = False,
+        holomorphic: bool = False,
+        allow_int: bool = False,
+        with_value: bool = False,
+    ) -> None:
+        super().__init__(fun)
+        self.transformation = "value_and_grad" if with_value else "grad"
+        self.positions, self.as_tuple = _argnums(fun, argnums, self.transformation)
+        self.has_aux = has_aux
+        self.holomorphic = holomorphic
+        self.allow_int = allow_int
+        self.with_value = with_value
+
+    def _key(self) -> tuple:
+        return (self.positions, self.as_tuple, self.has_aux, self.with_value)
+
+    def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
+        wrt = [_params(fn)[i] for i in self.positions]
+        return vjp_function(
+            fn,
+            source,
+            wrt,
+            derive,
+            f"{self.transformation}_{source.name.lstrip('_')}",
+            seed="grad",
+            has_aux=self.has_aux,
+            returns="value_and_cotangents" if self.with_value else "cotangents",
+            tuple_cotangents=self.as_tuple,
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values = _bound_arguments(self.fun, args, kwargs)
+        for k in self.positions:
+            if k >= len(values):
+                continue
+            if not self.allow_int:
+                grad_dtype_check(values[k], k)
+        result = self.generated().function(*args, **kwargs)
+        if self.with_value:
+            value, grads = result
+        elif self.has_aux:
+            grads, aux = result
+        else:
+            grads = result
+        if self.as_tuple:
+            grads = tuple(_like_input(g, values[k]) for g, k in zip(grads, self.positions, strict=True))
+        else:
+            grads = _like_input(grads, values[self.positions[0]])
+        if self.with_value:
+            if isinstance(value, np.ndarray) and value.ndim == 0 and not self.has_aux:
+                value = value[()]
+            return value, grads
+        return (grads, aux) if self.has_aux else grads
+
+
+def grad(
+    fun: Callable,
+    argnums: Argnums = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Grad:
+    """The gradient of scalar-valued ``fun`` w.r.t. argument(s) ``argnums`` (JAX's
+    ``jax.grad``), by reverse mode on ``fun``'s source. ``nx.show`` prints it."""
+    return Grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+
+def value_and_grad(
+    fun: Callable,
+    argnums: Argnums = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Grad:
+    """``(fun(*args), grad(fun)(*args))`` in one sweep (JAX's ``jax.value_and_grad``)."""
+    return Grad(fun, argnums, has_aux, holomorphic, allow_int, with_value=True)
+
+
+# -- Jacobians -------------------------------------------------------------------------
+
+
+class Jacobian(Transformed):
+    """``jacfwd(f)`` / ``jacrev(f)``: ``f(x).shape + x.shape``, by a loop of JVPs over
+    the input's basis or of VJPs over the output's basis, in generated source."""
+
+    def __init__(self, fun: Callable, argnums: Argnums, has_aux: bool, forward: bool) -> None:
+        super().__init__(fun)
+        self.transformation = "jacfwd" if forward else "jacrev"
+        self.positions, self.as_tuple = _argnums(fun, argnums, self.transformation)
+        self.has_aux = has_aux
+        self.forward = forward
+
+    def _key(self) -> tuple:
+        return (self.positions, self.as_tuple, self.has_aux)
+
+    def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
+        callee = _callable_target(self.fun)
+        tree, name = jacobian_function(
+            fn,
+            callee,
+            self.positions,
+            derive,
+            f"{self.transformation}_{source.name.lstrip('_')}",
+            forward=self.forward,
+            has_aux=self.has_aux,
+            callee_name=f"_{source.name.lstrip('_')}",
+            as_tuple=self.as_tuple,
+        )
+        derive.bindings[name] = callee
+        return tree
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.generated().function(*args, **kwargs)
+
+
+def _callable_target(fun: Any) -> Any:
+    """What generated code calls for ``fun``: a transformed function's generated code,
+    a NumPy function's wrapper, or ``fun`` itself."""
+    from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
+
+    if hasattr(fun, "__numbax_function__"):
+        return fun.__numbax_function__()
+    if is_numpy_function(fun):
+        return numpy_wrapper(fun)
+    return fun
+
+
+def jacfwd(
+    fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Jacobian:
+    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): one JVP per input element."""
+    return Jacobian(fun, argnums, has_aux, forward=True)
+
+
+def jacrev(
+    fun: Callable,
+    argnums: Argnums = 0,
+    has_aux: bool = False,
+    holomorphic: bool = False,
+    allow_int: bool = False,
+) -> Jacobian:
+    """The Jacobian by reverse mode (JAX's ``jax.jacrev``): one VJP per output element."""
+    return Jacobian(fun, argnums, has_aux, forward=False)
+
+
+jacobian = jacrev
+
+
+def hessian(
+    fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
+) -> Jacobian:
+    """``jacfwd(jacrev(fun))``: forward over reverse, as JAX's ``jax.hessian``."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+# -- jvp, vjp, linearize -----------------------------------------------------------------
+
+
+def _jvp_generated(fun: Callable, n: int) -> Generated:
+    return callee_derivative(_callable_target(fun), "jvp", tuple(range(n)))
+
+
+def jvp(
+    fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
+) -> tuple:
+    """``(fun(*primals), J·tangents)`` by forward mode (JAX's ``jax.jvp``)."""
+    primals, tangents = tuple(primals), tuple(tangents)
+    if len(primals) != len(tangents):
+        raise TypeError(
+            f"jvp of {display_name(fun)!r}: primal and tangent arguments must be sequences "
+            f"of the same length, got {len(primals)} primals and {len(tangents)} tangents"
+        )
+    for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
+        if np.shape(p) != np.shape(t):
+            raise ValueError(
+                f"jvp of {display_name(fun)!r}: primal {i} has shape {np.shape(p)} but its "
+                f"tangent has shape {np.shape(t)}; they must be equal"
+            )
+    out, tangent_out = _jvp_generated(fun, len(primals)).function(*primals, *tangents)
+    if has_aux:
+        (value, aux), (tangent_value, _) = out, tangent_out
+        return value, tangent_value, aux
+    return out, tangent_out
+
+
+def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``
+    (JAX's ``jax.linearize``; numbax re-runs the forward sweep per call)."""
+    generated = _jvp_generated(fun, len(primals))
+
+    def f_jvp(*tangents: Any) -> Any:
+        return generated.function(*primals, *tangents)[1]
+
+    return _call(fun, primals), f_jvp
+
+
+def _call(fun: Callable, args: tuple) -> Any:
+    target = fun if hasattr(fun, "nested_dispatcher") else _callable_target(fun)
+    return target(*args)
+
+
+def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
+    """``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` the tuple of cotangents, one per
+    primal (JAX's ``jax.vjp``); with ``has_aux``, ``(out, vjp_fun, aux)``."""
+    result = _call(fun, primals)
+    out, aux = result if has_aux else (result, None)
+    mode = "vjp_aux" if has_aux else "vjp"
+    generated = callee_derivative(_callable_target(fun), mode, tuple(range(len(primals))))
+
+    def vjp_fun(cotangent: Any) -> tuple:
+        if np.shape(cotangent) != np.shape(out):
+            raise ValueError(
+                f"vjp of {display_name(fun)!r}: the cotangent has shape "
+                f"{np.shape(cotangent)} but the output has shape {np.shape(out)}"
+            )
+        cts = generated.function(*primals, cotangent)
+        if has_aux:
+            cts = cts[0]
+        return tuple(_like_input(c, p) for c, p in zip(cts, primals, strict=True))
+
+    return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)

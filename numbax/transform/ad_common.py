@@ -1,0 +1,87 @@
+"""Pieces both derivative transformations share: naming, runtime calls, rule errors."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import gast
+
+from numbax.codegen.emit import ADJOINT_COLUMN
+from numbax.errors import TransformError
+from numbax.transform import rules
+from numbax.transform.normalize_nodes import at, load
+from numbax.transform.operations import Operation
+from numbax.transform.source import FunctionSource, display_name
+
+RUNTIME = "nxrt"
+"""The generated module's name for numbax's runtime helpers."""
+
+DeriveCallee = Callable[[Any, str, tuple[int, ...]], str]
+"""``derive(function, "jvp" | "vjp", active positions)``: the name under which the
+generated module calls that function's derivative (generated and bound on demand)."""
+
+
+def runtime_call(name: str, *args: gast.expr) -> gast.Call:
+    """``nxrt.<name>(args)``."""
+    func = gast.Attribute(load(RUNTIME), name, gast.Load())
+    return gast.Call(func, list(args), [])
+
+
+def zeros_like(node: gast.expr) -> gast.Call:
+    return runtime_call("zeros_like", _copy_atom(node))
+
+
+def _copy_atom(node: gast.expr) -> gast.expr:
+    if isinstance(node, gast.Name):
+        return load(node.id)
+    return gast.Constant(node.value, None) if isinstance(node, gast.Constant) else node
+
+
+def add(left: gast.expr, right: gast.expr) -> gast.expr:
+    return gast.BinOp(left, gast.Add(), right)
+
+
+def total(terms: list[gast.expr], combine: str | None = None) -> gast.expr:
+    """The sum of ``terms``; with ``combine="nxrt.tree_add"``, added by that helper."""
+    result = terms[0]
+    for term in terms[1:]:
+        if combine is None:
+            result = add(result, term)
+        else:
+            result = runtime_call(combine.rsplit(".", 1)[-1], result, term)
+    return result
+
+
+def located(stmts: list[gast.stmt], line: int | None, adjoint: bool = False) -> list[gast.stmt]:
+    """Give generated statements the user's line; ``adjoint`` ones are commented as the
+    adjoint of that line (nested blocks keep the lines their statements already have)."""
+    for stmt in stmts:
+        if line is not None and getattr(stmt, "lineno", None) is None:
+            at(stmt, line)
+        elif line is not None and not isinstance(stmt, (gast.If, gast.For, gast.While)):
+            at(stmt, line)
+        if adjoint:
+            stmt.col_offset = ADJOINT_COLUMN
+    return stmts
+
+
+def derivative_name(var: str, prefix: str) -> str:
+    """Hint for a derivative variable: ``x`` → ``d_x``/``ct_x``, ``_exp`` → ``d_exp``."""
+    return f"{prefix}_{var.lstrip('_') or var}"
+
+
+def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -> TransformError:
+    callee = op.callee
+    what = callee if isinstance(callee, str) else rules.qualified_name(callee)
+    return TransformError(
+        f"{what} has no derivative rule, and one of its arguments carries a derivative. "
+        "Wrap the computation in a function decorated with nx.custom_jvp or nx.custom_vjp "
+        "that supplies its derivative, or register a rule with "
+        "numbax.transform.rules.registry.define.",
+        function=display_name(source.func),
+        transformation=mode,
+        filename=source.filename,
+        lineno=line,
+        construct=what,
+    )

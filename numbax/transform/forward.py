@@ -1,0 +1,235 @@
+"""Forward mode (JVP): each active assignment gets its tangent right beside it.
+
+``t = op(a, b)`` becomes ``t = op(a, b)`` plus ``_d_t = <jvp terms of op>``, written
+with the rule table's templates. Control flow is kept as it is (the tangents follow
+the primal through the same branches and loop iterations), so the generated function
+reads as the user's function with a tangent line under each active line. The result
+is ``def jvp_f(<f's parameters>, _d_x, ...)`` returning ``(out, _d_out)``.
+"""
+
+from __future__ import annotations
+
+import gast
+
+from numbax.transform import rules
+from numbax.transform.activity import Activity, analyze
+from numbax.transform.ad_common import (
+    DeriveCallee,
+    derivative_name,
+    located,
+    no_rule_error,
+    runtime_call,
+    total,
+    zeros_like,
+)
+from numbax.transform.names import Namer
+from numbax.transform.normalize_nodes import assign, clone, load, store
+from numbax.transform.operations import (
+    CALL,
+    CONSTANT,
+    COPY,
+    PACK,
+    RULE,
+    SUBSCRIPT,
+    UNKNOWN,
+    Operation,
+    classify,
+)
+from numbax.transform.resolve import Resolver
+from numbax.transform.source import FunctionSource
+
+
+class _Forward:
+    def __init__(
+        self,
+        fn: gast.FunctionDef,
+        source: FunctionSource,
+        resolver: Resolver,
+        activity: Activity,
+        derive: DeriveCallee,
+    ) -> None:
+        self.source = source
+        self.resolver = resolver
+        self.activity = activity
+        self.derive = derive
+        self.namer = Namer.for_function(fn)
+        self.tangents: dict[str, str] = {}
+
+    def tangent(self, name: str) -> str:
+        if name not in self.tangents:
+            self.tangents[name] = self.namer.fresh(derivative_name(name, "d"))
+        return self.tangents[name]
+
+    def tangent_of(self, atom: gast.expr) -> gast.expr:
+        """The tangent of an atom: its tangent variable, or a zero for constants and
+        inactive names."""
+        if self.activity.atom(atom):
+            return load(self.tangent(atom.id))
+        return zeros_like(atom)
+
+    # -- statements -------------------------------------------------------------------
+    def block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        for stmt in stmts:
+            out += self.statement(stmt)
+        return out
+
+    def statement(self, stmt: gast.stmt) -> list[gast.stmt]:
+        line = getattr(stmt, "lineno", None)
+        if isinstance(stmt, gast.Assign):
+            return self.assignment(stmt, line)
+        if isinstance(stmt, gast.If):
+            stmt.body, stmt.orelse = self.block(stmt.body), self.block(stmt.orelse)
+            return [stmt]
+        if isinstance(stmt, (gast.For, gast.While)):
+            stmt.body = self.block(stmt.body)
+            return [stmt]
+        return [stmt]
+
+    def assignment(self, stmt: gast.Assign, line: int | None) -> list[gast.stmt]:
+        target = stmt.targets[0]
+        if isinstance(target, gast.Tuple):  # a, b = t
+            if not any(self.activity.atom(n) for n in target.elts):
+                return [stmt]
+            tangents = gast.Tuple([store(self.tangent(n.id)) for n in target.elts], gast.Store())
+            source = self.tangent_of(stmt.value)
+            if not self.activity.atom(stmt.value):
+                source = gast.Tuple([zeros_like(n) for n in target.elts], gast.Load())
+            return [stmt, *located([assign(tangents, source)], line)]
+        if isinstance(target, gast.Subscript):  # x[i] = v
+            if not self.activity.atom(target.value):
+                return [stmt]
+            store_tangent = gast.Subscript(
+                load(self.tangent(target.value.id)), clone(target.slice), gast.Store()
+            )
+            return [stmt, *located([assign(store_tangent, self.tangent_of(stmt.value))], line)]
+        if target.id not in self.activity:
+            return [stmt]
+        op = classify(stmt.value, self.resolver)
+        if op.kind == CALL and self._active_args(op):
+            return self.call(stmt, op, line)
+        tangent = self.tangent_expression(op, target, line)
+        overwrites = target.id in {a.id for a in op.differentiable_args() if isinstance(a, gast.Name)}
+        if not overwrites:
+            return [stmt, *located([assign(self.tangent(target.id), tangent)], line)]
+        # t = op(t, ...): the tangent reads the old t, and a rule may read the new one.
+        new = self.namer.fresh(target.id.lstrip("_") + "_new")
+        tangent = _rename(tangent, target.id, new) if op.kind == RULE else tangent
+        return [
+            assign(new, stmt.value),
+            *located([assign(self.tangent(target.id), tangent)], line),
+            located([assign(target.id, load(new))], line)[0],
+        ]
+
+    def _active_args(self, op: Operation) -> bool:
+        return any(self.activity.atom(a) for a in op.differentiable_args())
+
+    def tangent_expression(self, op: Operation, target: gast.Name, line: int | None) -> gast.expr:
+        if op.kind == COPY:
+            return self.tangent_of(op.node)
+        if op.kind == PACK:
+            return gast.Tuple([self.tangent_of(e) for e in op.node.elts], gast.Load())
+        if op.kind == SUBSCRIPT:
+            if not self.activity.atom(op.node.value):
+                return zeros_like(target)
+            return gast.Subscript(
+                load(self.tangent(op.node.value.id)), clone(op.node.slice), gast.Load()
+            )
+        if op.kind == RULE:
+            return self.rule_tangent(op, target)
+        if op.kind == CONSTANT or not self._active_args(op):
+            return zeros_like(target)
+        if op.kind == UNKNOWN:
+            raise no_rule_error(op, self.source, line, "jvp")
+        return zeros_like(target)
+
+    def rule_tangent(self, op: Operation, target: gast.Name) -> gast.expr:
+        rule = op.rule
+        names = {**op.bound, rules.ANS: load(target.id)}
+        for param, node in op.bound.items():
+            if self.activity.atom(node):
+                names[rules.tangent_name(param)] = load(self.tangent(node.id))
+        terms = [
+            rules.instantiate(rule.jvp[param], names)
+            for param in rule.differentiable
+            if param in rule.jvp and self.activity.atom(op.bound.get(param))
+        ]
+        if not terms:
+            return zeros_like(target)
+        tangent = total(terms, rule.combine)
+        if rule.elementwise and self._may_be_smaller(op, tangent):
+            tangent = runtime_call("broadcast_like", tangent, load(target.id))
+        return tangent
+
+    def _may_be_smaller(self, op: Operation, tangent: gast.expr) -> bool:
+        """Whether an inactive operand that could be a larger array is absent from the
+        tangent, so the tangent alone may not have the output's shape."""
+        mentioned = {n.id for n in gast.walk(tangent) if isinstance(n, gast.Name)}
+        return any(
+            isinstance(op.bound.get(p), gast.Name)
+            and not self.activity.atom(op.bound[p])
+            and op.bound[p].id not in mentioned
+            for p in op.rule.differentiable
+        )
+
+    def call(self, stmt: gast.Assign, op: Operation, line: int | None) -> list[gast.stmt]:
+        """``t = h(a, b)`` → ``t, _d_t = jvp_h(a, b, _d_a)`` with h's own generated JVP."""
+        call = op.node
+        if call.keywords:
+            raise no_rule_error(op, self.source, line, "jvp")
+        positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
+        name = self.derive(op.callee, "jvp", positions)
+        args = [clone(a) for a in call.args] + [load(self.tangent(call.args[i].id)) for i in positions]
+        target = stmt.targets[0].id
+        both = gast.Tuple([store(target), store(self.tangent(target))], gast.Store())
+        return located([assign(both, gast.Call(load(name), args, []))], line)
+
+
+def _rename(node: gast.expr, old: str, new: str) -> gast.expr:
+    for n in gast.walk(node):
+        if isinstance(n, gast.Name) and n.id == old:
+            n.id = new
+    return node
+
+
+def jvp_function(
+    fn: gast.FunctionDef,
+    source: FunctionSource,
+    wrt: list[str],
+    derive: DeriveCallee,
+    name: str,
+) -> gast.FunctionDef:
+    """``fn`` (core language) → ``name(<fn's parameters>, <tangent per wrt>)`` returning
+    ``(out, tangent of out)``."""
+    ret = fn.body[-1]
+    out = ret.value
+    resolver = Resolver(source, _locals(fn))
+    outputs = [out.id] if isinstance(out, gast.Name) else []
+    activity = analyze(fn, wrt, outputs, resolver)
+    forward = _Forward(fn, source, resolver, activity, derive)
+    tangent_params = [forward.tangent(p) for p in wrt]
+    body = forward.block(fn.body[:-1])
+    for p, t in zip(wrt, tangent_params, strict=True):
+        if p in _stored_into(fn):  # the function writes into x: keep the caller's tangent
+            body.insert(0, assign(t, runtime_call("owned", load(t))))
+    out_tangent = forward.tangent_of(out)
+    result = gast.Tuple([clone(out), out_tangent], gast.Load())
+    new = clone(fn)
+    new.name = name
+    new.args.args = list(new.args.args) + [gast.Name(t, gast.Param(), None, None) for t in tangent_params]
+    new.body = body + located([gast.Return(result)], getattr(ret, "lineno", None))
+    return new
+
+
+def _locals(fn: gast.FunctionDef) -> set[str]:
+    from numbax.transform.resolve import local_names
+
+    return local_names(fn)
+
+
+def _stored_into(fn: gast.FunctionDef) -> set[str]:
+    return {
+        n.targets[0].value.id
+        for n in gast.walk(fn)
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript)
+    }

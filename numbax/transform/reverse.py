@@ -1,0 +1,677 @@
+"""Reverse mode (VJP): a primal sweep that saves what it overwrites, then an adjoint
+sweep that walks the function backwards.
+
+Primal sweep: the user's statements, unchanged, except that a value the adjoint needs
+is saved just before it is overwritten — in a variable (``_x_old = x``) outside loops,
+on a per-variable tape inside them (``_tape_x.append(x)``; Python lists work both
+interpreted and under Numba). A loop also records what its reverse needs: a ``for``
+its range (recomputed), a ``while`` its trip count, and the loop's own temporaries,
+pushed at the end of each iteration.
+
+Adjoint sweep: each statement, last first, replaced by its VJP rule: the output's
+cotangent ``_ct_t`` sends ``nxrt.unbroadcast(<template>, x)`` to each active argument
+``x``, and an overwritten ``t`` is restored (``t = _tape_t.pop()``) so that every
+statement's adjoint sees the values its primal saw. ``if`` runs the same branch
+backwards, loops run their iterations in reverse order. Cotangents are created by the
+first contribution (no zero arrays are built for straight-line code) and dropped once
+their variable's definition has been reached; a statement whose output has no
+cotangent emits nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gast
+
+from numbax.errors import TransformError
+from numbax.transform import rules
+from numbax.transform.activity import Activity, analyze
+from numbax.transform.ad_common import (
+    DeriveCallee,
+    add,
+    derivative_name,
+    located,
+    no_rule_error,
+    runtime_call,
+    total,
+    zeros_like,
+)
+from numbax.transform.names import Namer
+from numbax.transform.normalize_nodes import assign, clone, load, store
+from numbax.transform.operations import (
+    CALL,
+    CONSTANT,
+    COPY,
+    PACK,
+    RULE,
+    SUBSCRIPT,
+    UNKNOWN,
+    Operation,
+    classify,
+)
+from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.source import FunctionSource, display_name
+
+
+@dataclass
+class _Save:
+    """Where a value overwritten by the primal sweep is kept for the adjoint sweep."""
+
+    name: str  # a variable (outside loops) or a tape list (inside)
+    tape: bool
+
+    def push(self, value: gast.expr) -> gast.stmt:
+        if not self.tape:
+            return assign(self.name, value)
+        append = gast.Attribute(load(self.name), "append", gast.Load())
+        return gast.Expr(gast.Call(append, [value], []))
+
+    def pop(self) -> gast.expr:
+        if not self.tape:
+            return load(self.name)
+        return gast.Call(gast.Attribute(load(self.name), "pop", gast.Load()), [], [])
+
+
+@dataclass
+class _Record:
+    """One primal statement and what its adjoint needs."""
+
+    stmt: gast.stmt
+    saves: list[tuple[str, _Save]] = field(default_factory=list)  # overwritten values
+    body: list[_Record] = field(default_factory=list)
+    orelse: list[_Record] = field(default_factory=list)
+    snapshot: list[tuple[str, _Save]] = field(default_factory=list)  # loop temporaries
+    trips: str | None = None  # a while loop's trip counter
+    trips_record: _Record | None = None
+    defined_before: frozenset[str] = frozenset()  # variables that may exist before it
+
+
+class _Reverse:
+    def __init__(
+        self,
+        fn: gast.FunctionDef,
+        source: FunctionSource,
+        resolver: Resolver,
+        activity: Activity,
+        derive: DeriveCallee,
+        namer: Namer,
+    ) -> None:
+        self.source = source
+        self.resolver = resolver
+        self.activity = activity
+        self.derive = derive
+        self.namer = namer
+        self.cotangents: dict[str, str] = {}
+        self.tapes: dict[str, str] = {}
+        self.needed = self._needed(fn)
+        self.maybe_tuple = _tuple_valued(fn)
+        # adjoint-sweep state: cotangents that exist here, and those we may update in place
+        self.defined: set[str] = set()
+        self.owned: set[str] = set()
+
+    # -- what the adjoint reads --------------------------------------------------------
+    def _needed(self, fn: gast.FunctionDef) -> set[str]:
+        """Values the adjoint sweep reads, which the primal sweep must save before
+        overwriting: every active variable, every argument of an active statement, and
+        the names control flow tests."""
+        needed = set(self.activity.varied & self.activity.useful)
+        for node in gast.walk(fn):
+            if isinstance(node, gast.Assign):
+                names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+                if names & needed or any(n in self.activity for n in names):
+                    needed |= names
+            elif isinstance(node, (gast.If, gast.While)):
+                needed |= {n.id for n in gast.walk(node.test) if isinstance(n, gast.Name)}
+            elif isinstance(node, gast.For):
+                needed |= {n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name)}
+        return needed
+
+    def cotangent(self, name: str) -> str:
+        if name not in self.cotangents:
+            self.cotangents[name] = self.namer.fresh(derivative_name(name, "ct"))
+        return self.cotangents[name]
+
+    def tape(self, name: str) -> _Save:
+        if name not in self.tapes:
+            self.tapes[name] = self.namer.fresh(f"tape_{name.lstrip('_')}")
+        return _Save(self.tapes[name], tape=True)
+
+    # -- primal sweep ------------------------------------------------------------------
+    def primal(
+        self, stmts: list[gast.stmt], defined: set[str], loop: _Loop | None
+    ) -> tuple[list[gast.stmt], list[_Record]]:
+        """The primal statements (with saves) and one record per statement. ``defined``
+        (updated) holds the variables that may exist at this point."""
+        out: list[gast.stmt] = []
+        records: list[_Record] = []
+        for stmt in stmts:
+            record = _Record(stmt, defined_before=frozenset(defined))
+            line = getattr(stmt, "lineno", None)
+            if isinstance(stmt, gast.Assign):
+                out += self._primal_assign(stmt, record, defined, loop, line)
+            elif isinstance(stmt, gast.If):
+                body_defined, else_defined = set(defined), set(defined)
+                stmt.body, record.body = self.primal(stmt.body, body_defined, loop)
+                stmt.orelse, record.orelse = self.primal(stmt.orelse, else_defined, loop)
+                if loop is not None:
+                    loop.assigned |= (body_defined | else_defined) - defined
+                defined |= body_defined | else_defined
+                out.append(stmt)
+            elif isinstance(stmt, gast.For):
+                out += self._primal_loop(stmt, record, defined, loop, line)
+            elif isinstance(stmt, gast.While):
+                out += self._primal_loop(stmt, record, defined, loop, line)
+            elif isinstance(stmt, (gast.Break, gast.Continue)):
+                raise self._unsupported(stmt, type(stmt).__name__.lower())
+            else:
+                out.append(stmt)
+            records.append(record)
+        return out, records
+
+    def _primal_assign(
+        self,
+        stmt: gast.Assign,
+        record: _Record,
+        defined: set[str],
+        loop: _Loop | None,
+        line: int | None,
+    ) -> list[gast.stmt]:
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript):  # x[i] = v: keep the old x[i]
+            name = target.value.id
+            if name not in self.needed:
+                return [stmt]
+            save = self._save(name + "_at", loop)
+            record.saves.append((name, save))
+            old = gast.Subscript(load(name), clone(target.slice), gast.Load())
+            return [*located([save.push(runtime_call("owned", old))], line), stmt]
+        names = [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
+        for name in names:
+            if name not in self.needed:
+                continue
+            if name in defined and (loop is None or loop.may_overwrite(name)):
+                record.saves.append((name, self._save(name, loop)))
+            elif loop is not None:  # a value of the previous iteration, if any
+                loop.temporaries.setdefault(name, self.tape(name))
+        defined.update(names)
+        if loop is not None:
+            loop.assigned.update(names)
+        pushes = [save.push(load(name)) for name, save in record.saves]
+        return [*located(pushes, line), stmt]
+
+    def _save(self, name: str, loop: _Loop | None) -> _Save:
+        if loop is not None:
+            return self.tape(name)
+        return _Save(self.namer.fresh(f"{name.lstrip('_')}_old"), tape=False)
+
+    def _primal_loop(
+        self,
+        stmt: gast.For | gast.While,
+        record: _Record,
+        defined: set[str],
+        outer: _Loop | None,
+        line: int | None,
+    ) -> list[gast.stmt]:
+        loop = _Loop(frozenset(defined), outer)
+        out: list[gast.stmt] = []
+        if isinstance(stmt, gast.For):
+            inner_defined = set(defined) | {stmt.target.id}
+        else:
+            inner_defined = set(defined)
+            record.trips = self.namer.fresh("trips")
+            self.needed.add(record.trips)
+            counter = _Record(assign(record.trips, gast.Constant(0, None)))
+            out += self._primal_assign(counter.stmt, counter, defined, outer, line)
+            record.trips_record = counter
+        body, record.body = self.primal(stmt.body, inner_defined, loop)
+        # the loop's own temporaries, as each iteration leaves them
+        record.snapshot = [(name, save) for name, save in loop.temporaries.items()]
+        body += located([save.push(load(name)) for name, save in record.snapshot], line)
+        if record.trips is not None:
+            count = add(load(record.trips), gast.Constant(1, None))
+            body.append(located([assign(record.trips, count)], line)[0])
+        stmt.body = body
+        if outer is not None:
+            outer.assigned |= loop.assigned
+        defined |= inner_defined
+        return [*out, stmt]
+
+    # -- adjoint sweep ---------------------------------------------------------------
+    def adjoint(self, records: list[_Record]) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        for record in reversed(records):
+            stmt = record.stmt
+            line = getattr(stmt, "lineno", None)
+            if isinstance(stmt, gast.Assign):
+                out += located(self._adjoint_assign(stmt, record, line), line, adjoint=True)
+            elif isinstance(stmt, gast.If):
+                out += self._adjoint_if(stmt, record, line)
+            elif isinstance(stmt, gast.For):
+                out += self._adjoint_for(stmt, record, line)
+            elif isinstance(stmt, gast.While):
+                out += self._adjoint_while(stmt, record, line)
+        return out
+
+    def _accumulate(self, name: str, contribution: gast.expr) -> list[gast.stmt]:
+        """``_ct_x = _ct_x + contribution``, or ``_ct_x = contribution`` for the first."""
+        ct = self.cotangent(name)
+        if ct in self.defined:
+            if name in self.maybe_tuple:
+                value = runtime_call("tree_add", load(ct), contribution)
+            else:
+                value = add(load(ct), contribution)
+            self.owned.add(ct)  # a sum is a new array
+        else:
+            value = contribution
+            self.defined.add(ct)
+            self.owned.discard(ct)
+        return [assign(ct, value)]
+
+    @staticmethod
+    def _restore(record: _Record, target: gast.expr) -> list[gast.stmt]:
+        """Give the variables the statement overwrote their old values back."""
+        if isinstance(target, gast.Subscript):
+            old = gast.Subscript(load(target.value.id), clone(target.slice), gast.Store())
+            return [assign(old, save.pop()) for _, save in record.saves]
+        return [assign(name, save.pop()) for name, save in reversed(record.saves)]
+
+    def _adjoint_assign(self, stmt: gast.Assign, record: _Record, line: int | None) -> list:
+        target = stmt.targets[0]
+        if isinstance(target, gast.Tuple):
+            return self._adjoint_unpack(stmt, record)
+        if isinstance(target, gast.Subscript):
+            return self._adjoint_store(stmt, record)
+        name = target.id
+        ct = self.cotangent(name) if name in self.activity else None
+        if ct is None or ct not in self.defined:
+            if ct is not None:
+                self.owned.discard(ct)
+            return self._restore(record, target)
+        op = classify(stmt.value, self.resolver)
+        self.defined.discard(ct)  # this value of the variable gets its cotangent here
+        self.owned.discard(ct)
+        out: list[gast.stmt] = []
+        ans = load(name)
+        reads_self = name in _names(stmt.value)
+        if record.saves and (reads_self or self._uses_ans(op)):
+            keep = self.namer.fresh(f"{name.lstrip('_')}_value")
+            out.append(assign(keep, load(name)))
+            ans = load(keep)
+        out += self._restore(record, target)
+        own = []  # t = t * x: the old t's cotangent starts after the others used g
+        for arg, value in self._contributions(op, ans, load(ct), line):
+            if arg is None:
+                out += value
+            elif arg == name:
+                own.append(value)
+            else:
+                out += self._accumulate(arg, value)
+        if own:
+            out += self._accumulate(name, total(own))
+        return out
+
+    def _uses_ans(self, op: Operation) -> bool:
+        return op.kind == RULE and op.rule.uses("vjp", rules.ANS)
+
+    def _contributions(
+        self, op: Operation, ans: gast.expr, g: gast.expr, line: int | None
+    ) -> list[tuple[str | None, gast.expr | list[gast.stmt]]]:
+        """(argument, cotangent contribution) pairs; (None, statements) for contributions
+        already written as statements (in-place scatters, calls)."""
+        active = [a for a in op.differentiable_args() if self.activity.atom(a)]
+        if op.kind == COPY:
+            return [(op.node.id, g)] if active else []
+        if op.kind == CONSTANT or not active:
+            return []
+        if op.kind == PACK:
+            return [
+                (e.id, gast.Subscript(clone(g), gast.Constant(i, None), gast.Load()))
+                for i, e in enumerate(op.node.elts)
+                if self.activity.atom(e)
+            ]
+        if op.kind == SUBSCRIPT:
+            return [self._subscript_contribution(op.node, g)]
+        if op.kind == RULE:
+            return self._rule_contributions(op, ans, g)
+        if op.kind == CALL:
+            return self._call_contributions(op, g, line)
+        raise no_rule_error(op, self.source, line, "vjp")
+
+    def _subscript_contribution(self, node: gast.Subscript, g: gast.expr) -> tuple:
+        """``t = x[i]`` sends ``g`` into ``_ct_x`` at ``i``, in place when ``_ct_x`` is
+        an array this function made (``nxrt.index_add`` is ``np.add.at``)."""
+        x = node.value.id
+        ct = self.cotangent(x)
+        if x in self.maybe_tuple:
+            return (x, runtime_call("tuple_cotangent", load(x), clone(node.slice), g))
+        if ct not in self.defined:
+            base = zeros_like(load(x))
+        elif ct in self.owned:
+            base = load(ct)
+        else:
+            base = runtime_call("owned", load(ct))
+        value = runtime_call("index_add", base, _index_expr(node.slice), g)
+        self.defined.add(ct)
+        self.owned.add(ct)
+        return (None, [assign(ct, value)])
+
+    def _rule_contributions(self, op: Operation, ans: gast.expr, g: gast.expr) -> list:
+        rule = op.rule
+        names = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
+        out = []
+        for param in rule.differentiable:
+            arg = op.bound.get(param)
+            if param not in rule.vjp or not self.activity.atom(arg):
+                continue
+            value = rules.instantiate(rule.vjp[param], names)
+            if rule.elementwise and self._may_broadcast(op):
+                value = runtime_call("unbroadcast", value, load(arg.id))
+            out.append((arg.id, value))
+        return out
+
+    @staticmethod
+    def _may_broadcast(op: Operation) -> bool:
+        operands = [op.bound[p] for p in op.rule.differentiable if p in op.bound]
+        return sum(isinstance(a, gast.Name) for a in operands) > 1  # constants are scalars
+
+    def _call_contributions(self, op: Operation, g: gast.expr, line: int | None) -> list:
+        call = op.node
+        if call.keywords:
+            raise no_rule_error(op, self.source, line, "vjp")
+        positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
+        name = self.derive(op.callee, "vjp", positions)
+        parts = [self.namer.fresh(f"ct_{call.args[i].id.lstrip('_')}_part") for i in positions]
+        unpack = gast.Tuple([store(p) for p in parts], gast.Store())
+        args = [clone(a) for a in call.args] + [g]
+        stmts: list[gast.stmt] = [assign(unpack, gast.Call(load(name), args, []))]
+        for i, part in zip(positions, parts, strict=True):
+            stmts += self._accumulate(call.args[i].id, load(part))
+        return [(None, stmts)]
+
+    def _adjoint_unpack(self, stmt: gast.Assign, record: _Record) -> list[gast.stmt]:
+        """``a, b = t``: ``_ct_t`` gets ``(_ct_a, _ct_b)``, zeros where there is none."""
+        targets = stmt.targets[0].elts
+        source = stmt.value.id
+        parts, any_ct = [], False
+        for t in targets:
+            ct = self.cotangent(t.id) if t.id in self.activity else None
+            if ct is not None and ct in self.defined:
+                parts.append(load(ct))
+                any_ct = True
+            else:
+                parts.append(zeros_like(load(t.id)))
+        for t in targets:
+            if t.id in self.activity:
+                self.defined.discard(self.cotangent(t.id))
+        out: list[gast.stmt] = []
+        if any_ct and self.activity.atom(stmt.value):
+            out += self._accumulate(source, gast.Tuple(parts, gast.Load()))
+        return out + self._restore(record, stmt.targets[0])
+
+    def _adjoint_store(self, stmt: gast.Assign, record: _Record) -> list[gast.stmt]:
+        """``x[i] = v``: ``v`` gets ``_ct_x[i]``, which is zeroed (the old ``x[i]`` no
+        longer reaches the output), and ``x[i]`` gets its old value back."""
+        target = stmt.targets[0]
+        x = target.value.id
+        ct = self.cotangent(x) if x in self.activity else None
+        out: list[gast.stmt] = []
+        if ct is not None and ct in self.defined:
+            piece = gast.Subscript(load(ct), clone(target.slice), gast.Load())
+            if self.activity.atom(stmt.value):
+                value = runtime_call("unbroadcast", runtime_call("owned", piece), load(stmt.value.id))
+                out += self._accumulate(stmt.value.id, value)
+            if ct not in self.owned:
+                out.append(assign(ct, runtime_call("owned", load(ct))))
+                self.owned.add(ct)
+            cleared = gast.Subscript(load(ct), clone(target.slice), gast.Store())
+            out.append(assign(cleared, gast.Constant(0, None)))
+        return out + self._restore(record, target)
+
+    # -- control flow in reverse ---------------------------------------------------------
+    def _join(self, branches: list[tuple[set[str], set[str]]], before: frozenset[str]):
+        """Make the branches agree on which cotangents exist afterwards."""
+        union = set().union(*(d for d, _ in branches))
+        extra: list[list[gast.stmt]] = []
+        for defined, owned in branches:
+            stmts = []
+            for ct in sorted(union - defined):
+                var = self._variable_of(ct)
+                if var in before:
+                    stmts.append(assign(ct, zeros_like(load(var))))
+                else:
+                    union.discard(ct)
+            extra.append(stmts)
+        owned_all = set.intersection(*(o for _, o in branches)) if branches else set()
+        return union, owned_all, extra
+
+    def _variable_of(self, ct: str) -> str:
+        return next(v for v, c in self.cotangents.items() if c == ct)
+
+    def _adjoint_if(self, stmt: gast.If, record: _Record, line: int | None) -> list[gast.stmt]:
+        start_defined, start_owned = set(self.defined), set(self.owned)
+        results = []
+        blocks = []
+        for records in (record.body, record.orelse):
+            self.defined, self.owned = set(start_defined), set(start_owned)
+            blocks.append(self.adjoint(records))
+            results.append((self.defined, self.owned))
+        defined, owned, extra = self._join(results, record.defined_before)
+        self.defined, self.owned = defined, owned
+        body = blocks[0] + located(extra[0], line, adjoint=True)
+        orelse = blocks[1] + located(extra[1], line, adjoint=True)
+        if not body and not orelse:
+            return []
+        node = gast.If(clone(stmt.test), body or [gast.Pass()], orelse)
+        return located([node], line, adjoint=True)
+
+    def _loop_cotangents(self, record: _Record) -> list[str]:
+        """Cotangents the reverse loop carries between iterations: those of active
+        variables that the body mentions and that exist before the loop."""
+        mentioned = {n.id for s in record.stmt.body for n in gast.walk(s) if isinstance(n, gast.Name)}
+        return sorted(
+            self.cotangent(v) for v in mentioned if v in self.activity and v in record.defined_before
+        )
+
+    def _reverse_body(self, record: _Record, line: int | None) -> tuple[list, list]:
+        """(statements before the reverse loop, its body)."""
+        carried = self._loop_cotangents(record)
+        before = []
+        for ct in carried:
+            if ct not in self.defined:
+                before.append(assign(ct, zeros_like(load(self._variable_of(ct)))))
+                self.defined.add(ct)
+                self.owned.add(ct)
+        entry_defined, entry_owned = set(self.defined), set(self.owned)
+        restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
+        body = self.adjoint(record.body)
+        ending = []
+        for ct in carried:
+            if ct not in self.defined:
+                ending.append(assign(ct, zeros_like(load(self._variable_of(ct)))))
+            elif ct in entry_owned and ct not in self.owned:
+                ending.append(assign(ct, runtime_call("owned", load(ct))))
+        self.defined = entry_defined | (self.defined & set(carried))
+        self.owned = entry_owned
+        body = located(restore, line, adjoint=True) + body + located(ending, line, adjoint=True)
+        return located(before, line, adjoint=True), body
+
+    def _adjoint_for(self, stmt: gast.For, record: _Record, line: int | None) -> list[gast.stmt]:
+        before, body = self._reverse_body(record, line)
+        if not any(not isinstance(s, gast.Pass) for s in body):
+            return []
+        start, stop, step = _range_args(stmt.iter)
+        count = self.namer.fresh("n")
+        length = gast.Call(load("len"), [clone(stmt.iter)], [])
+        last = add(clone(start), gast.BinOp(gast.BinOp(load(count), gast.Sub(), gast.Constant(1, None)), gast.Mult(), clone(step)))
+        backwards = gast.Call(
+            load("range"),
+            [last, gast.BinOp(clone(start), gast.Sub(), clone(step)), gast.UnaryOp(gast.USub(), clone(step))],
+            [],
+        )
+        loop = gast.For(store(stmt.target.id), backwards, body, [], None)
+        return before + located([assign(count, length), loop], line, adjoint=True)
+
+    def _adjoint_while(self, stmt: gast.While, record: _Record, line: int | None) -> list:
+        before, body = self._reverse_body(record, line)
+        if not any(not isinstance(s, gast.Pass) for s in body):
+            return []
+        iteration = self.namer.fresh("iteration")
+        trips = gast.Call(load("range"), [load(record.trips)], [])
+        loop = gast.For(store(iteration), trips, body, [], None)
+        counter = self._restore(record.trips_record, record.trips_record.stmt.targets[0])
+        return before + located([loop, *counter], line, adjoint=True)
+
+    def _unsupported(self, stmt: gast.stmt, construct: str) -> TransformError:
+        return TransformError(
+            f"reverse mode does not support {construct!r} inside loops yet; restructure "
+            "the loop with a flag in its condition, or use forward mode (jvp, jacfwd)",
+            function=display_name(self.source.func),
+            transformation="vjp",
+            filename=self.source.filename,
+            lineno=getattr(stmt, "lineno", None),
+            construct=construct,
+        )
+
+
+@dataclass
+class _Loop:
+    """Bookkeeping for one loop of the primal sweep."""
+
+    defined_before: frozenset[str]
+    outer: _Loop | None
+    assigned: set[str] = field(default_factory=set)  # assigned so far in an iteration
+    temporaries: dict[str, _Save] = field(default_factory=dict)
+
+    def may_overwrite(self, name: str) -> bool:
+        """Whether assigning ``name`` here may overwrite a value: it existed before the
+        loop, or was assigned earlier in this iteration."""
+        return name in self.defined_before or name in self.assigned
+
+
+def _names(node: gast.AST) -> set[str]:
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+
+
+def _index_expr(index: gast.expr) -> gast.expr:
+    """An index as a value: ``x[1:3, None]`` → ``(slice(1, 3, None), None)``."""
+    if isinstance(index, gast.Slice):
+        parts = [index.lower, index.upper, index.step]
+        args = [clone(p) if p is not None else gast.Constant(None, None) for p in parts]
+        return gast.Call(load("slice"), args, [])
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple([_index_expr(e) for e in index.elts], gast.Load())
+    return clone(index)
+
+
+def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
+    args = node.args
+    if len(args) == 1:
+        return gast.Constant(0, None), args[0], gast.Constant(1, None)
+    if len(args) == 2:
+        return args[0], args[1], gast.Constant(1, None)
+    return args[0], args[1], args[2]
+
+
+def _tuple_valued(fn: gast.FunctionDef) -> set[str]:
+    """Variables that may hold tuples: built from a tuple display, or unpacked."""
+    names = set()
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            if isinstance(node.value, (gast.Tuple, gast.List)):
+                names.add(node.targets[0].id)
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple):
+            if isinstance(node.value, gast.Name):
+                names.add(node.value.id)
+    return names
+
+
+def vjp_function(
+    fn: gast.FunctionDef,
+    source: FunctionSource,
+    wrt: list[str],
+    derive: DeriveCallee,
+    name: str,
+    *,
+    seed: str = "grad",
+    has_aux: bool = False,
+    returns: str = "cotangents",
+    tuple_cotangents: bool = False,
+) -> gast.FunctionDef:
+    """``fn`` (core language) → its reverse-mode derivative, a function named ``name``.
+
+    ``seed``: ``"grad"`` starts from ``nxrt.grad_seed(out)`` (a scalar output's 1);
+    ``"parameter"`` adds a last parameter, the output's cotangent. ``returns``:
+    ``"cotangents"`` (one, or a tuple for several ``wrt`` or ``tuple_cotangents``),
+    ``"value_and_cotangents"``, or ``"tuple"`` (always a tuple).
+    With ``has_aux``, ``fn`` returns ``(out, aux)`` and ``aux`` is returned beside.
+    """
+    namer = Namer.for_function(fn)
+    body = list(fn.body[:-1])
+    ret = fn.body[-1]
+    line = getattr(ret, "lineno", None)
+    out = ret.value
+    aux = None
+    if has_aux:
+        value_name, aux_name = namer.fresh("value"), namer.fresh("aux")
+        targets = gast.Tuple([store(value_name), store(aux_name)], gast.Store())
+        body.append(located([assign(targets, clone(out))], line)[0])
+        out, aux = load(value_name), load(aux_name)
+    work = clone(fn)
+    work.body = body
+    resolver = Resolver(source, local_names(fn) | local_names(work))
+    outputs = [out.id] if isinstance(out, gast.Name) else []
+    activity = analyze(work, wrt, outputs, resolver)
+    reverse = _Reverse(work, source, resolver, activity, derive, namer)
+    primal, records = reverse.primal(body, set(_params(fn)), None)
+    seed_stmts: list[gast.stmt] = []
+    ct_out_param = None
+    if isinstance(out, gast.Name) and out.id in activity:
+        ct = reverse.cotangent(out.id)
+        if seed == "grad":
+            seed_stmts.append(assign(ct, runtime_call("grad_seed", load(out.id))))
+        else:
+            ct_out_param = namer.fresh("ct_out")
+            seed_stmts.append(assign(ct, load(ct_out_param)))
+        reverse.defined.add(ct)
+    elif seed == "grad":
+        seed_stmts.append(gast.Expr(runtime_call("grad_seed", clone(out))))
+    if seed != "grad" and ct_out_param is None:
+        ct_out_param = namer.fresh("ct_out")
+    adjoint = reverse.adjoint(records)
+    results = []
+    for p in wrt:
+        ct = reverse.cotangent(p)
+        results.append(load(ct) if ct in reverse.defined else zeros_like(load(p)))
+    tapes = [assign(t, gast.List([], gast.Load())) for t in reverse.tapes.values()]
+    cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
+    if returns == "tuple" or tuple_cotangents:
+        cts = gast.Tuple(results, gast.Load())
+    value = clone(out)
+    if aux is not None:
+        value = gast.Tuple([value, aux], gast.Load())
+    if returns == "value_and_cotangents":
+        result = gast.Tuple([value, cts], gast.Load())
+    elif aux is not None:
+        result = gast.Tuple([cts, aux], gast.Load())
+    else:
+        result = cts
+    new = clone(fn)
+    new.name = name
+    if ct_out_param is not None:
+        new.args.args = list(new.args.args) + [gast.Name(ct_out_param, gast.Param(), None, None)]
+        new.args.defaults = []
+    first_line = fn.body[0].lineno if fn.body else line
+    new.body = (
+        located(tapes, first_line)
+        + primal
+        + located(seed_stmts, line, adjoint=True)
+        + adjoint
+        + located([gast.Return(result)], line, adjoint=True)
+    )
+    return new
+
+
+def _params(fn: gast.FunctionDef) -> list[str]:
+    args = fn.args
+    return [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]

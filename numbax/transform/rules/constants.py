@@ -1,0 +1,2 @@
+"""Functions whose results carry no derivative: constructors, shapes, rounding,
+comparisons, integer-valued results."""

@@ -1,0 +1,1 @@
+"""Linear algebra: products (``dot``, ``matmul``, ``einsum``...) and decompositions."""

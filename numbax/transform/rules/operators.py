@@ -1,0 +1,83 @@
+"""Python's operators: ``+ - * / // % ** @``, unary ``-``/``+``, ``abs``, comparisons.
+
+``normalize`` leaves one operator per statement; the transformations look each up by
+the function of the ``operator`` module it stands for (``x * y`` is ``operator.mul``).
+"""
+
+import operator
+
+import gast
+import numpy as np
+
+from numbax.transform.rules.registry import define, nondifferentiable
+
+BINARY: dict[type, object] = {
+    gast.Add: operator.add,
+    gast.Sub: operator.sub,
+    gast.Mult: operator.mul,
+    gast.Div: operator.truediv,
+    gast.FloorDiv: operator.floordiv,
+    gast.Mod: operator.mod,
+    gast.Pow: operator.pow,
+    gast.MatMult: operator.matmul,
+    gast.LShift: operator.lshift,
+    gast.RShift: operator.rshift,
+    gast.BitAnd: operator.and_,
+    gast.BitOr: operator.or_,
+    gast.BitXor: operator.xor,
+}
+UNARY: dict[type, object] = {
+    gast.USub: operator.neg,
+    gast.UAdd: operator.pos,
+    gast.Not: operator.not_,
+    gast.Invert: operator.invert,
+}
+COMPARE: dict[type, object] = {
+    gast.Eq: operator.eq,
+    gast.NotEq: operator.ne,
+    gast.Lt: operator.lt,
+    gast.LtE: operator.le,
+    gast.Gt: operator.gt,
+    gast.GtE: operator.ge,
+    gast.Is: operator.is_,
+    gast.IsNot: operator.is_not,
+    gast.In: operator.contains,
+    gast.NotIn: operator.contains,
+}
+
+# fmt: off
+#      operation                     jvp (tangent out)                      vjp (cotangent in)
+define([operator.add, np.add], "x, y",
+       jvp={"x": "dx",                   "y": "dy"},
+       vjp={"x": "g",                    "y": "g"}, elementwise=True)
+define([operator.sub, np.subtract], "x, y",
+       jvp={"x": "dx",                   "y": "-dy"},
+       vjp={"x": "g",                    "y": "-g"}, elementwise=True)
+define([operator.mul, np.multiply], "x, y",
+       jvp={"x": "dx * y",               "y": "x * dy"},
+       vjp={"x": "g * y",                "y": "x * g"}, elementwise=True)
+define([operator.truediv, np.divide, np.true_divide], "x, y",
+       jvp={"x": "dx / y",               "y": "-dy * ans / y"},
+       vjp={"x": "g / y",                "y": "-g * ans / y"}, elementwise=True)
+define([operator.mod, np.mod, np.remainder], "x, y",
+       jvp={"x": "dx",                   "y": "-dy * np.floor_divide(x, y)"},
+       vjp={"x": "g",                    "y": "-g * np.floor_divide(x, y)"}, elementwise=True)
+define([operator.pow, np.power], "x, y",
+       jvp={"x": "dx * y * x ** (y - 1)", "y": "dy * ans * np.log(x)"},
+       vjp={"x": "g * y * x ** (y - 1)", "y": "g * ans * np.log(x)"}, elementwise=True)
+define([operator.neg, np.negative], "x",
+       jvp="-dx",
+       vjp="-g")
+define([operator.pos, np.positive], "x",
+       jvp="dx",
+       vjp="g")
+define([operator.matmul, np.matmul], "x, y",
+       jvp={"x": "dx @ y",               "y": "x @ dy"},
+       vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"})
+# fmt: on
+
+nondifferentiable(
+    [operator.floordiv, np.floor_divide, operator.not_, operator.invert]
+    + [operator.lshift, operator.rshift, operator.and_, operator.or_, operator.xor]
+    + list(COMPARE.values())
+)
