@@ -169,7 +169,9 @@ class Grad(Transformed):
         else:
             grads = result
         if self.as_tuple:
-            grads = tuple(_like_input(g, values[k]) for g, k in zip(grads, self.positions, strict=True))
+            grads = tuple(
+                _like_input(g, values[k]) for g, k in zip(grads, self.positions, strict=True)
+            )
         else:
             grads = _like_input(grads, values[self.positions[0]])
         if self.with_value:

@@ -59,7 +59,11 @@ def matmul_vjp_y(ct: Any, x: Any, y: Any) -> Any:
     if x_nd == 1:
         result = np.multiply.outer(x, ct) if y_nd > 1 else x * ct
     elif y_nd == 1:
-        result = np.matmul(_swap_last(x), ct[..., None])[..., 0] if np.ndim(ct) > 1 else np.matmul(x.T, ct)
+        result = (
+            np.matmul(_swap_last(x), ct[..., None])[..., 0]
+            if np.ndim(ct) > 1
+            else np.matmul(x.T, ct)
+        )
     else:
         result = np.matmul(_swap_last(x), ct)
     return _sum_to(result, np.shape(y))

@@ -214,6 +214,8 @@ class _Lowerer(gast.NodeTransformer):
         module = getattr(target, "__module__", "") or ""
         # numbax's own NumPy-level modules (numbax.random) are not user code: those calls
         # numbax supports are redirected above; any other is left for Numba to reject.
+        if module.startswith("numbax_generated_"):  # derivative code calling its own parts
+            return True
         library = ("numpy", "numba", "numbax.numba_backend", "numbax.random", "numbax._", "math")
         return not module.startswith(library)
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import gast
 
-from numbax.transform.operations import CONSTANT, classify
+from numbax.transform.operations import CONSTANT, appended, classify
 from numbax.transform.resolve import Resolver
 
 
@@ -32,10 +32,10 @@ class Activity:
         return isinstance(node, gast.Name) and node.id in self
 
 
-def assignments(body: Iterable[gast.stmt]) -> Iterator[gast.Assign]:
-    """Every assignment in ``body``, nested blocks included."""
+def assignments(body: Iterable[gast.stmt]) -> Iterator[gast.Assign | gast.Expr]:
+    """Every assignment and ``stack.append(v)`` in ``body``, nested blocks included."""
     for stmt in body:
-        if isinstance(stmt, gast.Assign):
+        if isinstance(stmt, gast.Assign) or appended(stmt):
             yield stmt
         for field in ("body", "orelse"):
             yield from assignments(getattr(stmt, field, []))
@@ -47,6 +47,12 @@ def analyze(
     """Activity of ``fn``'s variables for derivatives of ``outputs`` w.r.t. ``wrt``."""
     edges: list[tuple[set[str], set[str]]] = []  # (sources, targets): targets vary with sources
     for stmt in assignments(fn.body):
+        pushed = appended(stmt)
+        if pushed is not None:  # the stack holds v
+            stack, value = pushed
+            if isinstance(value, gast.Name):
+                edges.append(({value.id}, {stack}))
+            continue
         target = stmt.targets[0]
         if isinstance(target, gast.Name):
             op = classify(stmt.value, resolver)

@@ -29,10 +29,12 @@ from numbax.transform.operations import (
     CONSTANT,
     COPY,
     PACK,
+    POP,
     RULE,
     SUBSCRIPT,
     UNKNOWN,
     Operation,
+    appended,
     classify,
 )
 from numbax.transform.resolve import Resolver
@@ -84,6 +86,12 @@ class _Forward:
         if isinstance(stmt, (gast.For, gast.While)):
             stmt.body = self.block(stmt.body)
             return [stmt]
+        pushed = appended(stmt)
+        if pushed is not None and pushed[0] in self.activity:  # stack.append(v)
+            stack, value = pushed
+            push = gast.Attribute(load(self.tangent(stack)), "append", gast.Load())
+            tangent = gast.Expr(gast.Call(push, [self.tangent_of(value)], []))
+            return [stmt, *located([tangent], line)]
         return [stmt]
 
     def assignment(self, stmt: gast.Assign, line: int | None) -> list[gast.stmt]:
@@ -108,27 +116,40 @@ class _Forward:
         op = classify(stmt.value, self.resolver)
         if op.kind == CALL and self._active_args(op):
             return self.call(stmt, op, line)
-        tangent = self.tangent_expression(op, target, line)
-        overwrites = target.id in {a.id for a in op.differentiable_args() if isinstance(a, gast.Name)}
+        overwrites = target.id in _names(stmt.value)
         if not overwrites:
+            tangent = self.tangent_expression(op, target, load(target.id), line)
             return [stmt, *located([assign(self.tangent(target.id), tangent)], line)]
         # t = op(t, ...): the tangent reads the old t, and a rule may read the new one.
         new = self.namer.fresh(target.id.lstrip("_") + "_new")
-        tangent = _rename(tangent, target.id, new) if op.kind == RULE else tangent
-        return [
-            assign(new, stmt.value),
-            *located([assign(self.tangent(target.id), tangent)], line),
-            located([assign(target.id, load(new))], line)[0],
-        ]
+        tangent = self.tangent_expression(op, target, load(new), line)
+        return located(
+            [
+                assign(new, stmt.value),
+                assign(self.tangent(target.id), tangent),
+                assign(target.id, load(new)),
+            ],
+            line,
+        )
 
     def _active_args(self, op: Operation) -> bool:
         return any(self.activity.atom(a) for a in op.differentiable_args())
 
-    def tangent_expression(self, op: Operation, target: gast.Name, line: int | None) -> gast.expr:
+    def tangent_expression(
+        self, op: Operation, target: gast.Name, ans: gast.Name, line: int | None
+    ) -> gast.expr:
+        """The tangent of ``target = <op>``; ``ans`` holds the operation's result."""
         if op.kind == COPY:
             return self.tangent_of(op.node)
         if op.kind == PACK:
-            return gast.Tuple([self.tangent_of(e) for e in op.node.elts], gast.Load())
+            kind = gast.List if isinstance(op.node, gast.List) else gast.Tuple
+            return kind([self.tangent_of(e) for e in op.node.elts], gast.Load())
+        if op.kind == POP:
+            stack = op.node.func.value
+            if not self.activity.atom(stack):
+                return zeros_like(target)
+            pop = gast.Attribute(load(self.tangent(stack.id)), "pop", gast.Load())
+            return gast.Call(pop, [], [])
         if op.kind == SUBSCRIPT:
             if not self.activity.atom(op.node.value):
                 return zeros_like(target)
@@ -136,16 +157,16 @@ class _Forward:
                 load(self.tangent(op.node.value.id)), clone(op.node.slice), gast.Load()
             )
         if op.kind == RULE:
-            return self.rule_tangent(op, target)
+            return self.rule_tangent(op, target, ans)
         if op.kind == CONSTANT or not self._active_args(op):
             return zeros_like(target)
         if op.kind == UNKNOWN:
             raise no_rule_error(op, self.source, line, "jvp")
         return zeros_like(target)
 
-    def rule_tangent(self, op: Operation, target: gast.Name) -> gast.expr:
+    def rule_tangent(self, op: Operation, target: gast.Name, ans: gast.Name) -> gast.expr:
         rule = op.rule
-        names = {**op.bound, rules.ANS: load(target.id)}
+        names = {**op.bound, rules.ANS: ans}
         for param, node in op.bound.items():
             if self.activity.atom(node):
                 names[rules.tangent_name(param)] = load(self.tangent(node.id))
@@ -158,7 +179,7 @@ class _Forward:
             return zeros_like(target)
         tangent = total(terms, rule.combine)
         if rule.elementwise and self._may_be_smaller(op, tangent):
-            tangent = runtime_call("broadcast_like", tangent, load(target.id))
+            tangent = runtime_call("broadcast_like", tangent, ans)
         return tangent
 
     def _may_be_smaller(self, op: Operation, tangent: gast.expr) -> bool:
@@ -179,17 +200,16 @@ class _Forward:
             raise no_rule_error(op, self.source, line, "jvp")
         positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
         name = self.derive(op.callee, "jvp", positions)
-        args = [clone(a) for a in call.args] + [load(self.tangent(call.args[i].id)) for i in positions]
+        args = [clone(a) for a in call.args] + [
+            load(self.tangent(call.args[i].id)) for i in positions
+        ]
         target = stmt.targets[0].id
         both = gast.Tuple([store(target), store(self.tangent(target))], gast.Store())
         return located([assign(both, gast.Call(load(name), args, []))], line)
 
 
-def _rename(node: gast.expr, old: str, new: str) -> gast.expr:
-    for n in gast.walk(node):
-        if isinstance(n, gast.Name) and n.id == old:
-            n.id = new
-    return node
+def _names(node: gast.AST) -> set[str]:
+    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
 def jvp_function(
@@ -216,7 +236,9 @@ def jvp_function(
     result = gast.Tuple([clone(out), out_tangent], gast.Load())
     new = clone(fn)
     new.name = name
-    new.args.args = list(new.args.args) + [gast.Name(t, gast.Param(), None, None) for t in tangent_params]
+    new.args.args = list(new.args.args) + [
+        gast.Name(t, gast.Param(), None, None) for t in tangent_params
+    ]
     new.body = body + located([gast.Return(result)], getattr(ret, "lineno", None))
     return new
 

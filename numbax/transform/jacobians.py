@@ -91,7 +91,9 @@ def _forward_columns(namer, derive, callee, params, position, out, jac, has_aux)
     else:
         body.append(assign(gast.Tuple([store(out_again), store(d_out)], gast.Store()), call))
     every_row = gast.Slice(None, None, None)
-    target = gast.Subscript(load(jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store())
+    target = gast.Subscript(
+        load(jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
+    )
     body.append(assign(target, runtime_call("ravel", load(d_out))))
     size = runtime_call("size", load(x))
     return [gast.For(store(column), _call("range", [size]), body, [], None)]
@@ -109,7 +111,9 @@ def _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux):
         cotangents = gast.Tuple([cotangents, store(namer.fresh("aux_again"))], gast.Store())
     body.append(assign(cotangents, call))
     every_column = gast.Slice(None, None, None)
-    target = gast.Subscript(load(jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store())
+    target = gast.Subscript(
+        load(jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store()
+    )
     body.append(assign(target, runtime_call("ravel", load(ct_x))))
     size = runtime_call("size", load(out))
     return [gast.For(store(row), _call("range", [size]), body, [], None)]

@@ -24,6 +24,7 @@ CONSTANT = "constant"
 RULE = "rule"
 PACK = "pack"  # (a, b, ...) or [a, b, ...]
 SUBSCRIPT = "subscript"  # x[index]
+POP = "pop"  # v = stack.pop(): the tapes of reverse mode, differentiated again
 CALL = "call"  # a function differentiated by generating its own derivative
 UNKNOWN = "unknown"  # a call without a rule: fine while no argument is active
 
@@ -44,6 +45,8 @@ class Operation:
             return list(self.node.elts)
         if self.kind == SUBSCRIPT:
             return [self.node.value]
+        if self.kind == POP:
+            return [self.node.func.value]
         if self.kind == RULE:
             return [self.bound[p] for p in self.rule.differentiable if p in self.bound]
         if self.kind in (CALL, UNKNOWN):
@@ -106,10 +109,14 @@ def _as_call(attribute: gast.Attribute) -> gast.Call:
 def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:
     target = resolver.resolve(call.func)
     if target is LOCAL and isinstance(call.func, gast.Attribute):  # x.sum(axis=0)
+        if call.func.attr == "pop" and not call.args and isinstance(call.func.value, gast.Name):
+            return Operation(POP, node=call)
         rule = rules.method_rule(call.func.attr)
         if rule is None:
             return Operation(UNKNOWN, callee=f".{call.func.attr}()", node=call)
-        return Operation(RULE, rule, rule.bind([call.func.value, *call.args], call.keywords), node=call)
+        return Operation(
+            RULE, rule, rule.bind([call.func.value, *call.args], call.keywords), node=call
+        )
     rule = rules.rule_for(target)
     if rule is not None:
         return Operation(RULE, rule, rule.bind(call.args, call.keywords), node=call)
@@ -120,3 +127,19 @@ def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:
     if is_transformable_function(target):
         return Operation(CALL, callee=target, node=call)
     return Operation(UNKNOWN, callee=target, node=call)
+
+
+def appended(stmt: gast.stmt) -> tuple[str, gast.expr] | None:
+    """``(stack, value)`` for a statement ``stack.append(value)``, else None."""
+    if not isinstance(stmt, gast.Expr) or not isinstance(stmt.value, gast.Call):
+        return None
+    call = stmt.value
+    func = call.func
+    if (
+        isinstance(func, gast.Attribute)
+        and func.attr == "append"
+        and isinstance(func.value, gast.Name)
+        and len(call.args) == 1
+    ):
+        return func.value.id, call.args[0]
+    return None

@@ -44,10 +44,11 @@ from numbax.transform.operations import (
     CONSTANT,
     COPY,
     PACK,
+    POP,
     RULE,
     SUBSCRIPT,
-    UNKNOWN,
     Operation,
+    appended,
     classify,
 )
 from numbax.transform.resolve import Resolver, local_names
@@ -106,6 +107,13 @@ class _Reverse:
         self.tapes: dict[str, str] = {}
         self.needed = self._needed(fn)
         self.maybe_tuple = _tuple_valued(fn)
+        # stacks (lists used with append/pop, as the tapes of a reverse sweep being
+        # differentiated again): their cotangent is a stack of the elements' cotangents
+        self.stacks = {
+            pushed[0]
+            for node in gast.walk(fn)
+            if (pushed := appended(node)) is not None and pushed[0] in activity
+        }
         # adjoint-sweep state: cotangents that exist here, and those we may update in place
         self.defined: set[str] = set()
         self.owned: set[str] = set()
@@ -113,19 +121,24 @@ class _Reverse:
     # -- what the adjoint reads --------------------------------------------------------
     def _needed(self, fn: gast.FunctionDef) -> set[str]:
         """Values the adjoint sweep reads, which the primal sweep must save before
-        overwriting: every active variable, every argument of an active statement, and
-        the names control flow tests."""
+        overwriting: the active variables, every name an active statement reads, the
+        tests of ``if`` statements and the bounds of ``for`` loops (both run again
+        backwards). A ``while`` runs backwards by its trip count, not its test."""
         needed = set(self.activity.varied & self.activity.useful)
         for node in gast.walk(fn):
-            if isinstance(node, gast.Assign):
-                names = {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-                if names & needed or any(n in self.activity for n in names):
-                    needed |= names
-            elif isinstance(node, (gast.If, gast.While)):
-                needed |= {n.id for n in gast.walk(node.test) if isinstance(n, gast.Name)}
+            if isinstance(node, gast.Assign) and self._assigns_active(node):
+                needed |= _names(node)
+            elif isinstance(node, gast.If):
+                needed |= _names(node.test)
             elif isinstance(node, gast.For):
-                needed |= {n.id for n in gast.walk(node.iter) if isinstance(n, gast.Name)}
+                needed |= _names(node.iter)
         return needed
+
+    def _assigns_active(self, node: gast.Assign) -> bool:
+        target = node.targets[0]
+        if isinstance(target, gast.Subscript):
+            target = target.value
+        return any(n in self.activity for n in _names(target))
 
     def cotangent(self, name: str) -> str:
         if name not in self.cotangents:
@@ -251,7 +264,21 @@ class _Reverse:
                 out += self._adjoint_for(stmt, record, line)
             elif isinstance(stmt, gast.While):
                 out += self._adjoint_while(stmt, record, line)
+            elif appended(stmt) is not None and appended(stmt)[0] in self.stacks:
+                out += located(self._adjoint_append(*appended(stmt)), line, adjoint=True)
         return out
+
+    def _adjoint_append(self, stack: str, value: gast.expr) -> list[gast.stmt]:
+        """``stack.append(v)``: ``v`` gets the cotangent its ``pop`` pushed."""
+        pop = gast.Call(gast.Attribute(load(self.cotangent(stack)), "pop", gast.Load()), [], [])
+        if not self.activity.atom(value):
+            return [gast.Expr(pop)]
+        part = self.namer.fresh(f"ct_{value.id.lstrip('_')}_part")
+        return [assign(part, pop), *self._accumulate(value.id, load(part))]
+
+    def _push_cotangent(self, stack: str, value: gast.expr) -> gast.stmt:
+        push = gast.Attribute(load(self.cotangent(stack)), "append", gast.Load())
+        return gast.Expr(gast.Call(push, [value], []))
 
     def _accumulate(self, name: str, contribution: gast.expr) -> list[gast.stmt]:
         """``_ct_x = _ct_x + contribution``, or ``_ct_x = contribution`` for the first."""
@@ -283,12 +310,17 @@ class _Reverse:
         if isinstance(target, gast.Subscript):
             return self._adjoint_store(stmt, record)
         name = target.id
+        if name in self.stacks:  # stack = []: its cotangent stack lives throughout
+            return self._restore(record, target)
         ct = self.cotangent(name) if name in self.activity else None
+        op = classify(stmt.value, self.resolver)
         if ct is None or ct not in self.defined:
+            out = []
+            if op.kind == POP and op.node.func.value.id in self.stacks:  # keep it balanced
+                out.append(self._push_cotangent(op.node.func.value.id, zeros_like(target)))
             if ct is not None:
                 self.owned.discard(ct)
-            return self._restore(record, target)
-        op = classify(stmt.value, self.resolver)
+            return out + self._restore(record, target)
         self.defined.discard(ct)  # this value of the variable gets its cotangent here
         self.owned.discard(ct)
         out: list[gast.stmt] = []
@@ -332,6 +364,9 @@ class _Reverse:
             ]
         if op.kind == SUBSCRIPT:
             return [self._subscript_contribution(op.node, g)]
+        if op.kind == POP:
+            stack = op.node.func.value.id
+            return [(None, [self._push_cotangent(stack, g)])] if stack in self.stacks else []
         if op.kind == RULE:
             return self._rule_contributions(op, ans, g)
         if op.kind == CALL:
@@ -419,7 +454,9 @@ class _Reverse:
         if ct is not None and ct in self.defined:
             piece = gast.Subscript(load(ct), clone(target.slice), gast.Load())
             if self.activity.atom(stmt.value):
-                value = runtime_call("unbroadcast", runtime_call("owned", piece), load(stmt.value.id))
+                value = runtime_call(
+                    "unbroadcast", runtime_call("owned", piece), load(stmt.value.id)
+                )
                 out += self._accumulate(stmt.value.id, value)
             if ct not in self.owned:
                 out.append(assign(ct, runtime_call("owned", load(ct))))
@@ -433,7 +470,7 @@ class _Reverse:
         """Make the branches agree on which cotangents exist afterwards."""
         union = set().union(*(d for d, _ in branches))
         extra: list[list[gast.stmt]] = []
-        for defined, owned in branches:
+        for defined, _ in branches:
             stmts = []
             for ct in sorted(union - defined):
                 var = self._variable_of(ct)
@@ -466,15 +503,24 @@ class _Reverse:
         return located([node], line, adjoint=True)
 
     def _loop_cotangents(self, record: _Record) -> list[str]:
-        """Cotangents the reverse loop carries between iterations: those of active
-        variables that the body mentions and that exist before the loop."""
-        mentioned = {n.id for s in record.stmt.body for n in gast.walk(s) if isinstance(n, gast.Name)}
+        """Cotangents the reverse loop carries between iterations: those of the active
+        variables the body mentions that exist before the loop (made zero there if
+        need be), and of those defined by the loop whose cotangent exists already."""
+        mentioned = set().union(*(_names(s) for s in record.stmt.body))
         return sorted(
-            self.cotangent(v) for v in mentioned if v in self.activity and v in record.defined_before
+            self.cotangent(v)
+            for v in mentioned
+            if v in self.activity
+            and (v in record.defined_before or self.cotangent(v) in self.defined)
         )
 
     def _reverse_body(self, record: _Record, line: int | None) -> tuple[list, list]:
-        """(statements before the reverse loop, its body)."""
+        """(statements before the reverse loop, its body).
+
+        Each iteration must leave the cotangents as it found them: one consumed by a
+        definition in the body (its variable gets a new value there, whose cotangent
+        starts at zero in the iteration before) is made zero again at the end.
+        """
         carried = self._loop_cotangents(record)
         before = []
         for ct in carried:
@@ -500,17 +546,9 @@ class _Reverse:
         before, body = self._reverse_body(record, line)
         if not any(not isinstance(s, gast.Pass) for s in body):
             return []
-        start, stop, step = _range_args(stmt.iter)
-        count = self.namer.fresh("n")
-        length = gast.Call(load("len"), [clone(stmt.iter)], [])
-        last = add(clone(start), gast.BinOp(gast.BinOp(load(count), gast.Sub(), gast.Constant(1, None)), gast.Mult(), clone(step)))
-        backwards = gast.Call(
-            load("range"),
-            [last, gast.BinOp(clone(start), gast.Sub(), clone(step)), gast.UnaryOp(gast.USub(), clone(step))],
-            [],
-        )
-        loop = gast.For(store(stmt.target.id), backwards, body, [], None)
-        return before + located([assign(count, length), loop], line, adjoint=True)
+        loop = gast.For(store(stmt.target.id), _backwards(stmt.iter, self.namer), body, [], None)
+        count = loop.iter.numbax_count
+        return before + located([*count, loop], line, adjoint=True)
 
     def _adjoint_while(self, stmt: gast.While, record: _Record, line: int | None) -> list:
         before, body = self._reverse_body(record, line)
@@ -562,6 +600,42 @@ def _index_expr(index: gast.expr) -> gast.expr:
     if isinstance(index, gast.Tuple):
         return gast.Tuple([_index_expr(e) for e in index.elts], gast.Load())
     return clone(index)
+
+
+def _backwards(iterator: gast.Call, namer: Namer) -> gast.Call:
+    """``range(a, b, s)`` walked backwards: ``range(a + (n - 1) * s, a - s, -s)`` with
+    ``n = len(range(a, b, s))``; simply ``range(b - 1, -1, -1)`` for ``range(b)``.
+    The returned call carries the statements computing ``n`` as ``numbax_count``."""
+    start, stop, step = _range_args(iterator)
+    minus_one = gast.Constant(-1, None)
+    if _constant(start) == 0 and _constant(step) == 1:
+        last = gast.BinOp(clone(stop), gast.Sub(), gast.Constant(1, None))
+        call = gast.Call(load("range"), [last, minus_one, clone(minus_one)], [])
+        call.numbax_count = []
+        return call
+    count = namer.fresh("n")
+    steps = gast.BinOp(
+        gast.BinOp(load(count), gast.Sub(), gast.Constant(1, None)), gast.Mult(), clone(step)
+    )
+    last = steps if _constant(start) == 0 else add(clone(start), steps)
+    if _constant(start) is not None and _constant(step) is not None:
+        before = gast.Constant(_constant(start) - _constant(step), None)
+    else:
+        before = gast.BinOp(clone(start), gast.Sub(), clone(step))
+    if _constant(step) is not None:
+        back = gast.Constant(-_constant(step), None)
+    else:
+        back = gast.UnaryOp(gast.USub(), clone(step))
+    call = gast.Call(load("range"), [last, before, back], [])
+    length = gast.Call(load("len"), [clone(iterator)], [])
+    call.numbax_count = [assign(count, length)]
+    return call
+
+
+def _constant(node: gast.expr) -> int | None:
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    return None
 
 
 def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
@@ -623,6 +697,7 @@ def vjp_function(
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(work, wrt, outputs, resolver)
     reverse = _Reverse(work, source, resolver, activity, derive, namer)
+    reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
     primal, records = reverse.primal(body, set(_params(fn)), None)
     seed_stmts: list[gast.stmt] = []
     ct_out_param = None
@@ -644,6 +719,9 @@ def vjp_function(
         ct = reverse.cotangent(p)
         results.append(load(ct) if ct in reverse.defined else zeros_like(load(p)))
     tapes = [assign(t, gast.List([], gast.Load())) for t in reverse.tapes.values()]
+    tapes += [
+        assign(reverse.cotangent(s), gast.List([], gast.Load())) for s in sorted(reverse.stacks)
+    ]
     cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
     if returns == "tuple" or tuple_cotangents:
         cts = gast.Tuple(results, gast.Load())
@@ -661,9 +739,8 @@ def vjp_function(
     if ct_out_param is not None:
         new.args.args = list(new.args.args) + [gast.Name(ct_out_param, gast.Param(), None, None)]
         new.args.defaults = []
-    first_line = fn.body[0].lineno if fn.body else line
     new.body = (
-        located(tapes, first_line)
+        tapes
         + primal
         + located(seed_stmts, line, adjoint=True)
         + adjoint
