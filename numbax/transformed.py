@@ -47,19 +47,22 @@ class Derivatives:
 
     def __init__(self) -> None:
         self.bindings: dict[str, Any] = {}
+        self.names: dict[Any, str] = {}  # derivative function → its name here
 
     def __call__(self, callee: Any, mode: str, positions: tuple[int, ...]) -> str:
         from numbax.api import Jitted
         from numbax.autodiff import callee_derivative
 
         derived = callee_derivative(callee, mode, positions)
-        name = f"_{mode}_{derived.source.name.lstrip('_')}"
-        if positions != tuple(range(len(positions))):
-            name += "_" + "_".join(map(str, positions))
         value = derived.function
-        if isinstance(callee, Jitted):  # the user compiled it: so is its derivative
-            value = Jitted(value)
-        self.bindings[name] = value
+        if value in self.names:
+            return self.names[value]
+        name = f"_{mode}_{derived.source.name.lstrip('_')}"
+        if name in self.bindings:  # the same function, w.r.t. other arguments
+            name += "_wrt_" + "_".join(map(str, positions))
+        self.names[value] = name
+        # a function the user compiled gets a compiled derivative
+        self.bindings[name] = Jitted(value) if isinstance(callee, Jitted) else value
         return name
 
 

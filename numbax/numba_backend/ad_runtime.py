@@ -32,6 +32,7 @@ import itertools
 import linecache
 from typing import Any
 
+import numba
 import numpy as np
 from numba import types
 from numba.core import errors
@@ -183,7 +184,14 @@ def index_add(base: np.ndarray, index: Any, value: Any) -> np.ndarray:
     ``x[index]``. Repeated integer indices accumulate; ``value`` broadcasts to the
     indexed shape. Numba has no ``np.add.at``: the overload below generates the loop for
     ints, slices, None, Ellipsis and integer arrays (NumPy's rules for where the
-    advanced dimensions go)."""
+    advanced dimensions go).
+
+    A tuple ``base`` (the cotangent of a tuple-valued variable, such as a helper's
+    results) is not changed: a new tuple is returned, with ``value`` added to its
+    element ``index``, an integer constant."""
+    if isinstance(base, tuple):
+        position = index % len(base)
+        return tuple(tree_add(e, value) if i == position else e for i, e in enumerate(base))
     np.add.at(base, index, value)
     return base
 
@@ -555,6 +563,8 @@ def _index_kind(t: Any) -> str:
 
 @overload(index_add)
 def _index_add_jit(base, index, value):
+    if isinstance(base, types.BaseTuple):
+        return _tuple_index_add(base, index)
     if not isinstance(base, types.Array):
         raise _fail("index_add", f"base must be an array, got {base}")
     if isinstance(index, types.BaseTuple):
@@ -643,6 +653,20 @@ def _index_add_jit(base, index, value):
     lines.append("    " * (rank + 1) + f"base[{_subscript(targets)}] += {item}")
     lines.append("    return base")
     return _define("\n".join(lines) + "\n", "impl", {})
+
+
+def _tuple_index_add(base: types.BaseTuple, index: types.Type) -> Any:
+    """A new tuple: ``base`` with ``value`` added to its element ``index`` (a constant)."""
+    if not isinstance(index, types.IntegerLiteral):
+        return lambda base, index, value: numba.literally(index)
+    position = index.literal_value % len(base)
+    parts = [
+        "tree_add(base[{0}], value)" if i == position else "base[{0}]" for i in range(len(base))
+    ]
+    body = ", ".join(p.format(i) for i, p in enumerate(parts))
+    return _define(
+        f"def impl(base, index, value):\n    return ({body},)\n", "impl", {"tree_add": tree_add}
+    )
 
 
 @overload(tree_add)

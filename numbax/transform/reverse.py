@@ -83,6 +83,8 @@ class _Record:
     body: list[_Record] = field(default_factory=list)
     orelse: list[_Record] = field(default_factory=list)
     snapshot: list[tuple[str, _Save]] = field(default_factory=list)  # loop temporaries
+    body_snapshot: list[tuple[str, _Save]] = field(default_factory=list)  # if branches
+    orelse_snapshot: list[tuple[str, _Save]] = field(default_factory=list)
     trips: str | None = None  # a while loop's trip counter
     trips_record: _Record | None = None
     defined_before: frozenset[str] = frozenset()  # variables that may exist before it
@@ -106,7 +108,7 @@ class _Reverse:
         self.cotangents: dict[str, str] = {}
         self.tapes: dict[str, str] = {}
         self.needed = self._needed(fn)
-        self.maybe_tuple = _tuple_valued(fn)
+        self.maybe_tuple = _tuple_valued(fn, resolver)
         # stacks (lists used with append/pop, as the tapes of a reverse sweep being
         # differentiated again): their cotangent is a stack of the elements' cotangents
         self.stacks = {
@@ -152,50 +154,47 @@ class _Reverse:
 
     # -- primal sweep ------------------------------------------------------------------
     def primal(
-        self, stmts: list[gast.stmt], defined: set[str], loop: _Loop | None
+        self, stmts: list[gast.stmt], scope: _Scope
     ) -> tuple[list[gast.stmt], list[_Record]]:
-        """The primal statements (with saves) and one record per statement. ``defined``
-        (updated) holds the variables that may exist at this point."""
+        """The primal statements of one block (with saves) and a record per statement."""
         out: list[gast.stmt] = []
         records: list[_Record] = []
         for stmt in stmts:
-            record = _Record(stmt, defined_before=frozenset(defined))
+            record = _Record(stmt, defined_before=frozenset(scope.maybe))
             line = getattr(stmt, "lineno", None)
             if isinstance(stmt, gast.Assign):
-                out += self._primal_assign(stmt, record, defined, loop, line)
+                out += self._primal_assign(stmt, record, scope, line)
             elif isinstance(stmt, gast.If):
-                body_defined, else_defined = set(defined), set(defined)
-                stmt.body, record.body = self.primal(stmt.body, body_defined, loop)
-                stmt.orelse, record.orelse = self.primal(stmt.orelse, else_defined, loop)
-                if loop is not None:
-                    loop.assigned |= (body_defined | else_defined) - defined
-                defined |= body_defined | else_defined
-                out.append(stmt)
-            elif isinstance(stmt, gast.For):
-                out += self._primal_loop(stmt, record, defined, loop, line)
-            elif isinstance(stmt, gast.While):
-                out += self._primal_loop(stmt, record, defined, loop, line)
+                out += self._primal_if(stmt, record, scope, line)
+            elif isinstance(stmt, (gast.For, gast.While)):
+                out += self._primal_loop(stmt, record, scope, line)
             elif isinstance(stmt, (gast.Break, gast.Continue)):
-                raise self._unsupported(stmt, type(stmt).__name__.lower())
+                out.append(stmt)  # what the scopes saved is pushed before it (see loops)
+                scope.loop.jumps.append((stmt, scope.chain()))
             else:
                 out.append(stmt)
             records.append(record)
         return out, records
 
+    def _block(self, stmts: list[gast.stmt], scope: _Scope, line: int | None):
+        """A nested block: its statements, ending with the push of the values first
+        assigned in it (its *temporaries*, restored at the start of its adjoint)."""
+        out, records = self.primal(stmts, scope)
+        scope.stmts = out
+        scope.snapshot = [(n, save) for n, save in scope.temporaries.items() if n in scope.definite]
+        if not (out and isinstance(out[-1], (gast.Break, gast.Continue))):
+            out += located([save.push(load(name)) for name, save in scope.snapshot], line)
+        return out, records
+
     def _primal_assign(
-        self,
-        stmt: gast.Assign,
-        record: _Record,
-        defined: set[str],
-        loop: _Loop | None,
-        line: int | None,
+        self, stmt: gast.Assign, record: _Record, scope: _Scope, line: int | None
     ) -> list[gast.stmt]:
         target = stmt.targets[0]
         if isinstance(target, gast.Subscript):  # x[i] = v: keep the old x[i]
             name = target.value.id
             if name not in self.needed:
                 return [stmt]
-            save = self._save(name + "_at", loop)
+            save = self._save(name + "_at", scope)
             record.saves.append((name, save))
             old = gast.Subscript(load(name), clone(target.slice), gast.Load())
             return [*located([save.push(runtime_call("owned", old))], line), stmt]
@@ -203,51 +202,59 @@ class _Reverse:
         for name in names:
             if name not in self.needed:
                 continue
-            if name in defined and (loop is None or loop.may_overwrite(name)):
-                record.saves.append((name, self._save(name, loop)))
-            elif loop is not None:  # a value of the previous iteration, if any
-                loop.temporaries.setdefault(name, self.tape(name))
-        defined.update(names)
-        if loop is not None:
-            loop.assigned.update(names)
+            if name in scope.definite:  # overwritten: saved just before
+                record.saves.append((name, self._save(name, scope)))
+            elif name not in scope.temporaries:  # first value here: saved at block end
+                scope.temporaries[name] = self._save(name, scope)
+        scope.definite.update(names)
+        scope.maybe.update(names)
         pushes = [save.push(load(name)) for name, save in record.saves]
         return [*located(pushes, line), stmt]
 
-    def _save(self, name: str, loop: _Loop | None) -> _Save:
-        if loop is not None:
+    def _save(self, name: str, scope: _Scope) -> _Save:
+        if scope.loop is not None:
             return self.tape(name)
         return _Save(self.namer.fresh(f"{name.lstrip('_')}_old"), tape=False)
 
-    def _primal_loop(
-        self,
-        stmt: gast.For | gast.While,
-        record: _Record,
-        defined: set[str],
-        outer: _Loop | None,
-        line: int | None,
+    def _primal_if(
+        self, stmt: gast.If, record: _Record, scope: _Scope, line: int | None
     ) -> list[gast.stmt]:
-        loop = _Loop(frozenset(defined), outer)
+        body, orelse = scope.child(), scope.child()
+        stmt.body, record.body = self._block(stmt.body, body, line)
+        stmt.orelse, record.orelse = self._block(stmt.orelse, orelse, line)
+        record.body_snapshot, record.orelse_snapshot = body.snapshot, orelse.snapshot
+        completing = [b for b in (body, orelse) if not _ends_in_jump(b.stmts)]
+        if completing:
+            scope.definite = set.intersection(*(b.definite for b in completing))
+        scope.maybe |= body.maybe | orelse.maybe
+        return [stmt]
+
+    def _primal_loop(
+        self, stmt: gast.For | gast.While, record: _Record, scope: _Scope, line: int | None
+    ) -> list[gast.stmt]:
         out: list[gast.stmt] = []
-        if isinstance(stmt, gast.For):
-            inner_defined = set(defined) | {stmt.target.id}
-        else:
-            inner_defined = set(defined)
+        jumps = _guard_jumps(stmt)
+        if isinstance(stmt, gast.While) or jumps:
+            # iterations are counted: a while loop's, or a for loop's left by break
             record.trips = self.namer.fresh("trips")
             self.needed.add(record.trips)
             counter = _Record(assign(record.trips, gast.Constant(0, None)))
-            out += self._primal_assign(counter.stmt, counter, defined, outer, line)
+            out += self._primal_assign(counter.stmt, counter, scope, line)
             record.trips_record = counter
-        body, record.body = self.primal(stmt.body, inner_defined, loop)
-        # the loop's own temporaries, as each iteration leaves them
-        record.snapshot = [(name, save) for name, save in loop.temporaries.items()]
-        body += located([save.push(load(name)) for name, save in record.snapshot], line)
+        body_scope = scope.child(_Loop())
+        if isinstance(stmt, gast.For):
+            body_scope.definite.add(stmt.target.id)
+            body_scope.maybe.add(stmt.target.id)
+        body, record.body = self._block(stmt.body, body_scope, line)
+        record.snapshot = body_scope.snapshot
         if record.trips is not None:
             count = add(load(record.trips), gast.Constant(1, None))
-            body.append(located([assign(record.trips, count)], line)[0])
+            body.insert(0, located([assign(record.trips, count)], line)[0])
+        for jump, chain in body_scope.loop.jumps:
+            pushes = [save.push(load(n)) for s in chain for n, save in s.snapshot]
+            _insert_before(body, jump, located(pushes, getattr(jump, "lineno", line)))
         stmt.body = body
-        if outer is not None:
-            outer.assigned |= loop.assigned
-        defined |= inner_defined
+        scope.maybe |= body_scope.maybe
         return [*out, stmt]
 
     # -- adjoint sweep ---------------------------------------------------------------
@@ -283,6 +290,9 @@ class _Reverse:
     def _accumulate(self, name: str, contribution: gast.expr) -> list[gast.stmt]:
         """``_ct_x = _ct_x + contribution``, or ``_ct_x = contribution`` for the first."""
         ct = self.cotangent(name)
+        if isinstance(contribution, gast.Name) and contribution.id == ct:
+            self.defined.add(ct)  # its own cotangent, unchanged
+            return []
         if ct in self.defined:
             if name in self.maybe_tuple:
                 value = runtime_call("tree_add", load(ct), contribution)
@@ -378,8 +388,6 @@ class _Reverse:
         an array this function made (``nxrt.index_add`` is ``np.add.at``)."""
         x = node.value.id
         ct = self.cotangent(x)
-        if x in self.maybe_tuple:
-            return (x, runtime_call("tuple_cotangent", load(x), clone(node.slice), g))
         if ct not in self.defined:
             base = zeros_like(load(x))
         elif ct in self.owned:
@@ -489,9 +497,13 @@ class _Reverse:
         start_defined, start_owned = set(self.defined), set(self.owned)
         results = []
         blocks = []
-        for records in (record.body, record.orelse):
+        for records, snapshot in (
+            (record.body, record.body_snapshot),
+            (record.orelse, record.orelse_snapshot),
+        ):
             self.defined, self.owned = set(start_defined), set(start_owned)
-            blocks.append(self.adjoint(records))
+            restore = [assign(name, save.pop()) for name, save in reversed(snapshot)]
+            blocks.append(located(restore, line, adjoint=True) + self.adjoint(records))
             results.append((self.defined, self.owned))
         defined, owned, extra = self._join(results, record.defined_before)
         self.defined, self.owned = defined, owned
@@ -546,6 +558,21 @@ class _Reverse:
         before, body = self._reverse_body(record, line)
         if not any(not isinstance(s, gast.Pass) for s in body):
             return []
+        if record.trips is not None:  # left early: its iterations, counted, backwards
+            start, _, step = _range_args(stmt.iter)
+            k = self.namer.fresh("k")
+            index = load(k)
+            if _constant(step) != 1:
+                index = gast.BinOp(index, gast.Mult(), clone(step))
+            if _constant(start) != 0:
+                index = add(clone(start), index)
+            body.insert(0, located([assign(stmt.target.id, index)], line, adjoint=True)[0])
+            last = gast.BinOp(load(record.trips), gast.Sub(), gast.Constant(1, None))
+            minus_one = gast.Constant(-1, None)
+            backwards = gast.Call(load("range"), [last, minus_one, clone(minus_one)], [])
+            loop = gast.For(store(k), backwards, body, [], None)
+            counter = self._restore(record.trips_record, record.trips_record.stmt.targets[0])
+            return before + located([loop, *counter], line, adjoint=True)
         loop = gast.For(store(stmt.target.id), _backwards(stmt.iter, self.namer), body, [], None)
         count = loop.iter.numbax_count
         return before + located([*count, loop], line, adjoint=True)
@@ -574,17 +601,99 @@ class _Reverse:
 
 @dataclass
 class _Loop:
-    """Bookkeeping for one loop of the primal sweep."""
+    """The jumps (break/continue) of one loop, with the scopes each one leaves."""
 
-    defined_before: frozenset[str]
-    outer: _Loop | None
-    assigned: set[str] = field(default_factory=set)  # assigned so far in an iteration
-    temporaries: dict[str, _Save] = field(default_factory=dict)
+    jumps: list[tuple[gast.stmt, list[_Scope]]] = field(default_factory=list)
 
-    def may_overwrite(self, name: str) -> bool:
-        """Whether assigning ``name`` here may overwrite a value: it existed before the
-        loop, or was assigned earlier in this iteration."""
-        return name in self.defined_before or name in self.assigned
+
+@dataclass
+class _Scope:
+    """One block of the primal sweep: what is defined in it, and its temporaries."""
+
+    loop: _Loop | None  # the innermost enclosing loop
+    definite: set[str]  # defined on every path to this point
+    maybe: set[str]  # defined on some path to this point
+    parent: _Scope | None = None
+    temporaries: dict[str, _Save] = field(default_factory=dict)  # first assigned here
+    snapshot: list[tuple[str, _Save]] = field(default_factory=list)  # pushed at its end
+    stmts: list[gast.stmt] = field(default_factory=list)
+
+    def child(self, loop: _Loop | None = None) -> _Scope:
+        return _Scope(loop or self.loop, set(self.definite), set(self.maybe), parent=self)
+
+    def chain(self) -> list[_Scope]:
+        """This scope and its parents up to the loop's body, innermost first."""
+        scopes, scope = [], self
+        while scope is not None and scope.loop is self.loop:
+            scopes.append(scope)
+            scope = scope.parent
+        return scopes
+
+
+def _ends_in_jump(stmts: list[gast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], (gast.Break, gast.Continue))
+
+
+def _own_jumps(stmts: list[gast.stmt]) -> bool:
+    """Whether ``stmts`` contain a break/continue of their loop (not of a nested one)."""
+    for stmt in stmts:
+        if isinstance(stmt, (gast.Break, gast.Continue)):
+            return True
+        if isinstance(stmt, gast.If) and (_own_jumps(stmt.body) or _own_jumps(stmt.orelse)):
+            return True
+    return False
+
+
+def _guard_jumps(loop: gast.For | gast.While) -> bool:
+    """Move the statements a ``break``/``continue`` skips into the branches that
+    complete, so that no statement follows an ``if`` that may jump.
+
+    ``if c: ...; break`` followed by ``rest`` becomes ``if c: ...; break`` /
+    ``else: rest``: the primal behaves exactly as before, and the adjoint sweep (which
+    has no jumps) skips what the primal skipped by the same, taped, test. ``rest`` is
+    copied into both branches when both may complete (a jump nested deeper).
+    """
+    if not _own_jumps(loop.body):
+        return False
+    loop.body = _jump_last(loop.body)
+    return True
+
+
+def _jump_last(stmts: list[gast.stmt]) -> list[gast.stmt]:
+    out: list[gast.stmt] = []
+    for i, stmt in enumerate(stmts):
+        if isinstance(stmt, (gast.Break, gast.Continue)):
+            return [*out, stmt]  # what follows never runs
+        if isinstance(stmt, gast.If) and _own_jumps([stmt]):
+            rest = stmts[i + 1 :]
+            for field in ("body", "orelse"):
+                branch = _jump_last(getattr(stmt, field))
+                if rest and not _always_jumps(branch):
+                    branch = _jump_last(branch + clone(rest))
+                setattr(stmt, field, branch)
+            return [*out, stmt]
+        out.append(stmt)
+    return out
+
+
+def _always_jumps(stmts: list[gast.stmt]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (gast.Break, gast.Continue)):
+        return True
+    return isinstance(last, gast.If) and _always_jumps(last.body) and _always_jumps(last.orelse)
+
+
+def _insert_before(stmts: list[gast.stmt], target: gast.stmt, new: list[gast.stmt]) -> bool:
+    for i, stmt in enumerate(stmts):
+        if stmt is target:
+            stmts[i:i] = new
+            return True
+        if isinstance(stmt, gast.If):
+            if _insert_before(stmt.body, target, new) or _insert_before(stmt.orelse, target, new):
+                return True
+    return False
 
 
 def _names(node: gast.AST) -> set[str]:
@@ -647,12 +756,15 @@ def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
     return args[0], args[1], args[2]
 
 
-def _tuple_valued(fn: gast.FunctionDef) -> set[str]:
-    """Variables that may hold tuples: built from a tuple display, or unpacked."""
+def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
+    """Variables that may hold tuples: built from a tuple display, unpacked, or
+    returned by a function that is differentiated by its own derivative, or popped."""
     names = set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             if isinstance(node.value, (gast.Tuple, gast.List)):
+                names.add(node.targets[0].id)
+            elif classify(node.value, resolver).kind in (CALL, POP):
                 names.add(node.targets[0].id)
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple):
             if isinstance(node.value, gast.Name):
@@ -698,7 +810,8 @@ def vjp_function(
     activity = analyze(work, wrt, outputs, resolver)
     reverse = _Reverse(work, source, resolver, activity, derive, namer)
     reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
-    primal, records = reverse.primal(body, set(_params(fn)), None)
+    top = _Scope(None, set(_params(fn)), set(_params(fn)))
+    primal, records = reverse.primal(body, top)
     seed_stmts: list[gast.stmt] = []
     ct_out_param = None
     if isinstance(out, gast.Name) and out.id in activity:

@@ -31,7 +31,7 @@ define(nxrt.index_add, "base, index, value",
        jvp={"base": "nxrt.owned(dbase)",
             "value": "nxrt.index_add(nxrt.zeros_like(base), index, dvalue)"},
        vjp={"base": "g",
-            "value": "nxrt.unbroadcast(g[index], value)"})
+            "value": "nxrt.unbroadcast(g[index], value)"}, combine="nxrt.tree_add")
 define(nxrt.matmul_vjp_x, "ct, x, y",
        jvp={"ct": "nxrt.matmul_vjp_x(dct, x, y)",         "y": "nxrt.matmul_vjp_x(ct, x, dy)"},
        vjp={"ct": "np.matmul(g, y)",                      "y": "nxrt.matmul_vjp_y(ct, g, y)"})
