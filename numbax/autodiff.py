@@ -15,6 +15,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax import tree_util
 from numbax.numba_backend.ad_runtime import grad_dtype_check
 from numbax.transform.forward import jvp_function
 from numbax.transform.jacobians import jacobian_function
@@ -30,7 +31,7 @@ Argnums = int | Sequence[int]
 
 def _positional(fun: Callable) -> list[str]:
     try:
-        signature = inspect.signature(fun)
+        signature = inspect.signature(_callable_target(fun))
     except (TypeError, ValueError):
         return ["x"]
     return [
@@ -64,9 +65,15 @@ def _inexact(value: Any) -> bool:
 
 
 def _like_input(derivative: Any, primal: Any) -> Any:
-    """A derivative in its input's dtype, as JAX gives (float32 in, float32 out)."""
-    if isinstance(derivative, tuple):
-        return derivative
+    """A derivative in its input's dtype, as JAX gives (float32 in, float32 out), and
+    in its structure when the input is a pytree (a dict, list, NamedTuple...)."""
+    if not _is_leaf(primal):
+        leaves, treedef = tree_util.tree_flatten(primal)
+        parts = tree_util.tree_leaves(derivative)
+        if len(parts) != len(leaves):
+            return derivative
+        fixed = [_like_input(d, p) for d, p in zip(parts, leaves, strict=True)]
+        return tree_util.tree_unflatten(treedef, fixed)
     dtype = np.result_type(primal)
     if dtype.kind not in "fc":
         return derivative
@@ -77,6 +84,10 @@ def _like_input(derivative: Any, primal: Any) -> Any:
     if isinstance(primal, float) and isinstance(derivative, np.generic):
         return derivative
     return dtype.type(derivative)
+
+
+def _is_leaf(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic, int, float, complex, bool))
 
 
 def _bound_arguments(fun: Callable, args: tuple, kwargs: dict) -> list[Any]:

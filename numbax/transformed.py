@@ -11,6 +11,7 @@ applied to it reads the generated function as its source — which is how
 from __future__ import annotations
 
 import functools
+import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -157,6 +158,11 @@ class Transformed:
     def source(self) -> str:
         """The generated source."""
         return self.generated().text
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        """The generated function's parameters (``inspect.signature`` reads this)."""
+        return inspect.signature(self.generated().function)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)

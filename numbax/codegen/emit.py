@@ -128,7 +128,7 @@ def emit_function(
     if header:
         for line in header.splitlines():
             writer.write(f"# {line}" if line else "#", 0)
-    signature = astor.to_source(
+    shell = astor.to_source(
         ast.FunctionDef(
             name=node.name,
             args=node.args,
@@ -138,7 +138,8 @@ def emit_function(
             type_comment=None,
             type_params=[],
         )
-    ).splitlines()[0]
+    )
+    signature = shell.rstrip().rsplit("\n", 1)[0]  # a long one spans several lines
     for decorator in node.decorator_list:
         writer.write("@" + astor.to_source(decorator).strip(), 0)
     writer.write(signature, 0, getattr(node, "lineno", None))

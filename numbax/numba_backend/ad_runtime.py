@@ -28,6 +28,7 @@ a dtype from several values (``jac_empty``), and both ways agree.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import linecache
 from typing import Any
@@ -189,11 +190,28 @@ def index_add(base: np.ndarray, index: Any, value: Any) -> np.ndarray:
     A tuple ``base`` (the cotangent of a tuple-valued variable, such as a helper's
     results) is not changed: a new tuple is returned, with ``value`` added to its
     element ``index``, an integer constant."""
-    if isinstance(base, tuple):
+    if isinstance(base, dict):  # a pytree's cotangent: params["w"]
+        return {**base, index: tree_add(base[index], value)}
+    if isinstance(index, str):  # a NamedTuple's (or registered class's) field
+        if hasattr(base, "_replace"):
+            return base._replace(**{index: tree_add(getattr(base, index), value)})
+        return _with_field(base, index, value)
+    if isinstance(base, (tuple, list)):
         position = index % len(base)
-        return tuple(tree_add(e, value) if i == position else e for i, e in enumerate(base))
+        items = [tree_add(e, value) if i == position else e for i, e in enumerate(base)]
+        if isinstance(base, list):
+            return items
+        return type(base)(*items) if hasattr(base, "_fields") else tuple(items)
     np.add.at(base, index, value)
     return base
+
+
+def _with_field(base: Any, name: str, value: Any) -> Any:
+    """A copy of object ``base`` (a registered pytree class) with ``value`` added to
+    its attribute ``name``."""
+    new = copy.copy(base)
+    setattr(new, name, tree_add(getattr(base, name), value))
+    return new
 
 
 def tree_add(a: Any, b: Any) -> Any:
@@ -438,14 +456,16 @@ def _grad_seed_jit(out):
     if _is_scalar(out) or (isinstance(out, types.Array) and out.ndim == 0):
         return lambda out: ones_like(out)
     if isinstance(out, types.Array):
-        message = "grad requires a scalar output, got an array of shape "
-        source = (
-            "def impl(out):\n"
-            "    if _always():\n"
-            f"        raise TypeError({message!r} + {_shape_text(out.ndim)})\n"
-            "    return ones_like(out)\n"
-        )
-        return _define(source, "impl", {"ones_like": ones_like})
+        # The rank is known now, the shape only at run time: a message built at run time
+        # does not survive being raised through nested compiled calls (Numba 0.68).
+        message = f"grad requires a scalar output, got an array of {out.ndim} dimension(s)"
+
+        def impl(out):
+            if _always():
+                raise TypeError(message)
+            return ones_like(out)
+
+        return impl
     if isinstance(out, types.BaseTuple):
         message = "grad requires a scalar output, got tuple"
 
@@ -563,6 +583,8 @@ def _index_kind(t: Any) -> str:
 
 @overload(index_add)
 def _index_add_jit(base, index, value):
+    if isinstance(base, types.BaseNamedTuple) and isinstance(index, types.StringLiteral):
+        return _field_index_add(base, index.literal_value)
     if isinstance(base, types.BaseTuple):
         return _tuple_index_add(base, index)
     if not isinstance(base, types.Array):
@@ -667,6 +689,16 @@ def _tuple_index_add(base: types.BaseTuple, index: types.Type) -> Any:
     return _define(
         f"def impl(base, index, value):\n    return ({body},)\n", "impl", {"tree_add": tree_add}
     )
+
+
+def _field_index_add(base: types.BaseNamedTuple, field: str) -> Any:
+    """A new NamedTuple: ``base`` with ``value`` added to its field ``field``."""
+    parts = [
+        f"tree_add(base[{i}], value)" if name == field else f"base[{i}]"
+        for i, name in enumerate(base.fields)
+    ]
+    source = f"def impl(base, index, value):\n    return cls({', '.join(parts)})\n"
+    return _define(source, "impl", {"tree_add": tree_add, "cls": base.instance_class})
 
 
 @overload(tree_add)

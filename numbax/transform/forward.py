@@ -28,6 +28,7 @@ from numbax.transform.operations import (
     CALL,
     CONSTANT,
     COPY,
+    FIELD,
     PACK,
     POP,
     RULE,
@@ -142,8 +143,15 @@ class _Forward:
         if op.kind == COPY:
             return self.tangent_of(op.node)
         if op.kind == PACK:
+            if isinstance(op.node, gast.Dict):
+                values = [self.tangent_of(v) for v in op.node.values]
+                return gast.Dict([clone(k) for k in op.node.keys], values)
             kind = gast.List if isinstance(op.node, gast.List) else gast.Tuple
             return kind([self.tangent_of(e) for e in op.node.elts], gast.Load())
+        if op.kind == FIELD:
+            if not self.activity.atom(op.node.value):
+                return zeros_like(target)
+            return gast.Attribute(load(self.tangent(op.node.value.id)), op.node.attr, gast.Load())
         if op.kind == POP:
             stack = op.node.func.value
             if not self.activity.atom(stack):

@@ -22,6 +22,8 @@ def is_numpy_function(func: Any) -> bool:
     """A ufunc or a function of NumPy's public namespace (``np.exp``, ``np.linalg.norm``)."""
     if isinstance(func, np.ufunc):
         return True
+    if hasattr(func, "__numbax_function__") or hasattr(func, "nested_dispatcher"):
+        return False  # numbax's own wrappers (grad(np.sin)) carry NumPy's names
     module = getattr(func, "__module__", None) or ""
     return callable(func) and (module == "numpy" or module.startswith("numpy."))
 

@@ -24,6 +24,7 @@ CONSTANT = "constant"
 RULE = "rule"
 PACK = "pack"  # (a, b, ...) or [a, b, ...]
 SUBSCRIPT = "subscript"  # x[index]
+FIELD = "field"  # p.w: a field of a pytree (NamedTuple, registered class)
 POP = "pop"  # v = stack.pop(): the tapes of reverse mode, differentiated again
 CALL = "call"  # a function differentiated by generating its own derivative
 UNKNOWN = "unknown"  # a call without a rule: fine while no argument is active
@@ -42,7 +43,9 @@ class Operation:
         if self.kind == COPY:
             return [self.node]
         if self.kind == PACK:
-            return list(self.node.elts)
+            return list(self.node.values if isinstance(self.node, gast.Dict) else self.node.elts)
+        if self.kind == FIELD:
+            return [self.node.value]
         if self.kind == SUBSCRIPT:
             return [self.node.value]
         if self.kind == POP:
@@ -86,26 +89,22 @@ def classify(value: gast.expr, resolver: Resolver) -> Operation:
     if isinstance(value, gast.UnaryOp):
         rule = rules.rule_for(UNARY[type(value.op)])
         return Operation(RULE, rule, rule.bind([value.operand], []), node=value)
-    if isinstance(value, (gast.Compare, gast.Dict, gast.Set)):
+    if isinstance(value, (gast.Compare, gast.Set)):
         return Operation(CONSTANT, node=value)
-    if isinstance(value, (gast.Tuple, gast.List)):
+    if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
         return Operation(PACK, node=value)
     if isinstance(value, gast.Subscript):
         return Operation(SUBSCRIPT, node=value)
     if isinstance(value, gast.Attribute):
         if resolver.resolve(value) is LOCAL:  # x.T, x.shape
             rule = rules.attribute_rule(value.attr)
-            if rule is None:
-                return Operation(UNKNOWN, callee=f".{value.attr}", node=_as_call(value))
+            if rule is None:  # a field of a NamedTuple or a registered class
+                return Operation(FIELD, node=value)
             return Operation(RULE, rule, rule.bind([value.value], []), node=value)
         return Operation(CONSTANT, node=value)  # np.pi, np.newaxis, a global's attribute
     if isinstance(value, gast.Call):
         return _classify_call(value, resolver)
     return Operation(UNKNOWN, callee=type(value).__name__, node=value)
-
-
-def _as_call(attribute: gast.Attribute) -> gast.Call:
-    return gast.Call(attribute, [attribute.value], [])
 
 
 def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:

@@ -43,6 +43,7 @@ from numbax.transform.operations import (
     CALL,
     CONSTANT,
     COPY,
+    FIELD,
     PACK,
     POP,
     RULE,
@@ -367,13 +368,20 @@ class _Reverse:
         if op.kind == CONSTANT or not active:
             return []
         if op.kind == PACK:
+            if isinstance(op.node, gast.Dict):
+                keyed = list(zip(op.node.keys, op.node.values, strict=True))
+            else:
+                keyed = [(gast.Constant(i, None), e) for i, e in enumerate(op.node.elts)]
             return [
-                (e.id, gast.Subscript(clone(g), gast.Constant(i, None), gast.Load()))
-                for i, e in enumerate(op.node.elts)
+                (e.id, gast.Subscript(clone(g), clone(key), gast.Load()))
+                for key, e in keyed
                 if self.activity.atom(e)
             ]
         if op.kind == SUBSCRIPT:
-            return [self._subscript_contribution(op.node, g)]
+            return [self._subscript_contribution(op.node.value.id, op.node.slice, g)]
+        if op.kind == FIELD:
+            field = gast.Constant(op.node.attr, None)
+            return [self._subscript_contribution(op.node.value.id, field, g)]
         if op.kind == POP:
             stack = op.node.func.value.id
             return [(None, [self._push_cotangent(stack, g)])] if stack in self.stacks else []
@@ -383,10 +391,10 @@ class _Reverse:
             return self._call_contributions(op, g, line)
         raise no_rule_error(op, self.source, line, "vjp")
 
-    def _subscript_contribution(self, node: gast.Subscript, g: gast.expr) -> tuple:
+    def _subscript_contribution(self, x: str, index: gast.expr, g: gast.expr) -> tuple:
         """``t = x[i]`` sends ``g`` into ``_ct_x`` at ``i``, in place when ``_ct_x`` is
-        an array this function made (``nxrt.index_add`` is ``np.add.at``)."""
-        x = node.value.id
+        an array this function made (``nxrt.index_add`` is ``np.add.at``; for a pytree
+        ``x``, a dict or NamedTuple, it returns the cotangent with that entry added)."""
         ct = self.cotangent(x)
         if ct not in self.defined:
             base = zeros_like(load(x))
@@ -394,7 +402,7 @@ class _Reverse:
             base = load(ct)
         else:
             base = runtime_call("owned", load(ct))
-        value = runtime_call("index_add", base, _index_expr(node.slice), g)
+        value = runtime_call("index_add", base, _index_expr(index), g)
         self.defined.add(ct)
         self.owned.add(ct)
         return (None, [assign(ct, value)])
@@ -757,15 +765,22 @@ def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
 
 
 def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
-    """Variables that may hold tuples: built from a tuple display, unpacked, or
-    returned by a function that is differentiated by its own derivative, or popped."""
+    """Variables that may hold tuples or other pytrees (their cotangents add up with
+    ``nxrt.tree_add``): built from a display, unpacked, returned by a function that is
+    differentiated by its own derivative, popped, or read by key or field."""
     names = set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
-            if isinstance(node.value, (gast.Tuple, gast.List)):
+            if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
                 names.add(node.targets[0].id)
-            elif classify(node.value, resolver).kind in (CALL, POP):
+            elif classify(node.value, resolver).kind in (CALL, POP, FIELD):
                 names.add(node.targets[0].id)
+                if isinstance(node.value, gast.Attribute):
+                    names.add(node.value.value.id)
+            elif isinstance(node.value, gast.Subscript) and isinstance(node.value.value, gast.Name):
+                key = node.value.slice
+                if isinstance(key, gast.Constant) and isinstance(key.value, str):
+                    names.add(node.value.value.id)
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple):
             if isinstance(node.value, gast.Name):
                 names.add(node.value.id)

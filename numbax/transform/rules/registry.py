@@ -197,10 +197,14 @@ def all_rules() -> list[tuple[Any, Rule]]:
 
 def qualified_name(target: Any) -> str:
     """``numpy.linalg.norm``, ``operator.mul``: how messages name a function."""
+    import numpy as np
+
+    name = getattr(target, "__name__", None) or repr(target)
+    for prefix, namespace in (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)):
+        if getattr(namespace, name, None) is target:
+            return f"{prefix}.{name}"
     module = getattr(target, "__module__", None) or ""
-    name = getattr(target, "__qualname__", None) or getattr(target, "__name__", repr(target))
-    if module.startswith("numpy"):
-        module = "numpy" if "linalg" not in module else "numpy.linalg"
-    if isinstance(target, type(abs)) and module == "builtins":
-        return name
-    return f"{module}.{name}" if module else name
+    qualname = getattr(target, "__qualname__", None) or name
+    if module == "builtins":
+        return qualname
+    return f"{module}.{qualname}" if module else qualname
