@@ -69,3 +69,17 @@ def many_ops(x):
     s2 = np.sum(o8 * x)
     s3 = np.prod(1.0 + 1e-3 * o7[:8])
     return s2 + s3 + np.std(o8) + np.var(k)
+
+
+def sum_logistic(x):
+    """JAX quickstart's function to differentiate."""
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def mlp_loss(params, x, y):
+    """Mean squared error of a two-hidden-layer tanh MLP (784-256-256-10)."""
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = np.tanh(x @ w1 + b1)
+    h2 = np.tanh(h1 @ w2 + b2)
+    out = h2 @ w3 + b3
+    return np.mean((out - y) ** 2)

@@ -20,3 +20,15 @@ def poly(x):
 def add_one(x):
     """Almost no work, so a call measures JAX's dispatch overhead."""
     return x + 1
+
+
+def sum_logistic(x):
+    return jnp.sum(1.0 / (1.0 + jnp.exp(-x)))
+
+
+def mlp_loss(params, x, y):
+    w1, b1, w2, b2, w3, b3 = params
+    h1 = jnp.tanh(x @ w1 + b1)
+    h2 = jnp.tanh(h1 @ w2 + b2)
+    out = h2 @ w3 + b3
+    return jnp.mean((out - y) ** 2)

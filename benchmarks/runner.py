@@ -39,10 +39,10 @@ import numpy as np
 
 from benchmarks import report
 
-PEERS = ("numpy", "numbax", "jax", "numba")
+PEERS = ("numpy", "numbax", "jax", "autograd", "numba")
 """Every peer a workload may implement, in the order they are run and printed."""
 
-WORKLOAD_MODULES = ("benchmarks.bandwidth", "benchmarks.workloads_jit")
+WORKLOAD_MODULES = ("benchmarks.bandwidth", "benchmarks.workloads_jit", "benchmarks.workloads_grad")
 """Modules whose ``WORKLOADS`` lists make up the suite, run in this order."""
 
 MIN_SAMPLE_S = 1e-3
@@ -167,19 +167,30 @@ def tolerance(dtype: np.dtype) -> float:
     return 0.0
 
 
-def disagreement(expected: Any, got: Any, args: Sequence[Any]) -> str:
+def disagreement(expected: Any, got: Any, args: Sequence[Any], rtol: float | None = None) -> str:
     """Empty when ``got`` matches NumPy's ``expected`` in dtype, shape and value; else why not.
 
     The message names the first differing element and, for elementwise workloads (first
     argument of the output's shape), the input value there, so a bug report can be written
     straight from it.
     """
+    if isinstance(expected, tuple | list | dict):  # gradients of several parameters
+        from numbax.tree_util import tree_leaves
+
+        want_leaves, have_leaves = tree_leaves(expected), tree_leaves(got)
+        if len(want_leaves) != len(have_leaves):
+            return f"{len(have_leaves)} results, NumPy gives {len(want_leaves)}"
+        for i, (w, h) in enumerate(zip(want_leaves, have_leaves, strict=True)):
+            problem = disagreement(w, h, (), rtol)
+            if problem:
+                return f"result {i}: {problem}"
+        return ""
     want, have = np.asarray(expected), np.asarray(got)
     if have.dtype != want.dtype:
         return f"dtype {have.dtype}, NumPy gives {want.dtype}"
     if have.shape != want.shape:
         return f"shape {have.shape}, NumPy gives {want.shape}"
-    tol = tolerance(want.dtype)
+    tol = tolerance(want.dtype) if rtol is None else rtol
     close = np.isclose(have, want, rtol=tol, atol=tol, equal_nan=True)
     if close.all():
         return ""
@@ -198,14 +209,19 @@ def disagreement(expected: Any, got: Any, args: Sequence[Any]) -> str:
 
 
 def peer_available(peer: str) -> bool:
-    """JAX is optional (the ``compare`` extra); every other peer is a core dependency."""
-    return peer != "jax" or importlib.util.find_spec("jax") is not None
+    """JAX and autograd are optional (the ``compare`` extra); the others are core."""
+    if peer in ("jax", "autograd"):
+        return importlib.util.find_spec(peer) is not None
+    return True
 
 
 def needs_x64(args: Sequence[Any]) -> bool:
-    """Whether any argument is a 64-bit array or NumPy scalar (JAX would demote it)."""
+    """Whether any argument (or a leaf of one) is 64-bit (JAX would demote it)."""
+    from numbax.tree_util import tree_leaves
+
     wide = (np.float64, np.int64, np.uint64, np.complex128)
-    return any(isinstance(a, np.ndarray | np.generic) and a.dtype in wide for a in args)
+    leaves = tree_leaves(list(args))
+    return any(isinstance(a, np.ndarray | np.generic) and a.dtype in wide for a in leaves)
 
 
 @contextmanager
@@ -231,7 +247,7 @@ def bind(peer: str, fun: Callable[..., Any], args: Sequence[Any]) -> Callable[[]
         return lambda: fun(*args)
     import jax
 
-    device_args = [jax.device_put(a) if isinstance(a, np.ndarray) else a for a in args]
+    device_args = [jax.device_put(a) if isinstance(a, np.ndarray | tuple) else a for a in args]
     return lambda: jax.block_until_ready(fun(*device_args))
 
 
@@ -252,6 +268,7 @@ class PeerWorkload:
     impls: dict[str, Callable[[], Callable[..., Any]]]
     calls_per_sample: int | None = None
     bandwidth_bound: bool = False
+    rtol: float | None = None  # for results that sum in different orders (gradients)
 
     def run(self, config: Config) -> list[Row]:
         """Measure every available peer; NumPy's output is the reference for all."""
@@ -279,7 +296,7 @@ class PeerWorkload:
         with context:
             call = bind(peer, self.impls[peer](), args)
             first_s, result = time_first(call)
-            mismatch = disagreement(expected, result, args)
+            mismatch = disagreement(expected, result, args, self.rtol)
             timing = time_steady(call, config.target_s, self._number(config))
         return Row(
             self.id,

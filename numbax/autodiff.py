@@ -163,6 +163,7 @@ class Grad(Transformed):
             has_aux=self.has_aux,
             returns="value_and_cotangents" if self.with_value else "cotangents",
             tuple_cotangents=self.as_tuple,
+            transformation=self.transformation,
         )
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

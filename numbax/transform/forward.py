@@ -50,7 +50,9 @@ class _Forward:
         resolver: Resolver,
         activity: Activity,
         derive: DeriveCallee,
+        transformation: str = "jvp",
     ) -> None:
+        self.transformation = transformation
         self.source = source
         self.resolver = resolver
         self.activity = activity
@@ -169,7 +171,7 @@ class _Forward:
         if op.kind == CONSTANT or not self._active_args(op):
             return zeros_like(target)
         if op.kind == UNKNOWN:
-            raise no_rule_error(op, self.source, line, "jvp")
+            raise no_rule_error(op, self.source, line, self.transformation)
         return zeros_like(target)
 
     def rule_tangent(self, op: Operation, target: gast.Name, ans: gast.Name) -> gast.expr:
@@ -205,7 +207,7 @@ class _Forward:
         """``t = h(a, b)`` → ``t, _d_t = jvp_h(a, b, _d_a)`` with h's own generated JVP."""
         call = op.node
         if call.keywords:
-            raise no_rule_error(op, self.source, line, "jvp")
+            raise no_rule_error(op, self.source, line, self.transformation)
         positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
         name = self.derive(op.callee, "jvp", positions)
         args = [clone(a) for a in call.args] + [
@@ -226,6 +228,7 @@ def jvp_function(
     wrt: list[str],
     derive: DeriveCallee,
     name: str,
+    transformation: str = "jvp",
 ) -> gast.FunctionDef:
     """``fn`` (core language) → ``name(<fn's parameters>, <tangent per wrt>)`` returning
     ``(out, tangent of out)``."""
@@ -234,7 +237,7 @@ def jvp_function(
     resolver = Resolver(source, _locals(fn))
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(fn, wrt, outputs, resolver)
-    forward = _Forward(fn, source, resolver, activity, derive)
+    forward = _Forward(fn, source, resolver, activity, derive, transformation)
     tangent_params = [forward.tangent(p) for p in wrt]
     body = forward.block(fn.body[:-1])
     for p, t in zip(wrt, tangent_params, strict=True):

@@ -100,7 +100,9 @@ class _Reverse:
         activity: Activity,
         derive: DeriveCallee,
         namer: Namer,
+        transformation: str = "vjp",
     ) -> None:
+        self.transformation = transformation
         self.source = source
         self.resolver = resolver
         self.activity = activity
@@ -389,7 +391,7 @@ class _Reverse:
             return self._rule_contributions(op, ans, g)
         if op.kind == CALL:
             return self._call_contributions(op, g, line)
-        raise no_rule_error(op, self.source, line, "vjp")
+        raise no_rule_error(op, self.source, line, self.transformation)
 
     def _subscript_contribution(self, x: str, index: gast.expr, g: gast.expr) -> tuple:
         """``t = x[i]`` sends ``g`` into ``_ct_x`` at ``i``, in place when ``_ct_x`` is
@@ -429,7 +431,7 @@ class _Reverse:
     def _call_contributions(self, op: Operation, g: gast.expr, line: int | None) -> list:
         call = op.node
         if call.keywords:
-            raise no_rule_error(op, self.source, line, "vjp")
+            raise no_rule_error(op, self.source, line, self.transformation)
         positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
         name = self.derive(op.callee, "vjp", positions)
         parts = [self.namer.fresh(f"ct_{call.args[i].id.lstrip('_')}_part") for i in positions]
@@ -600,7 +602,7 @@ class _Reverse:
             f"reverse mode does not support {construct!r} inside loops yet; restructure "
             "the loop with a flag in its condition, or use forward mode (jvp, jacfwd)",
             function=display_name(self.source.func),
-            transformation="vjp",
+            transformation=self.transformation,
             filename=self.source.filename,
             lineno=getattr(stmt, "lineno", None),
             construct=construct,
@@ -798,6 +800,7 @@ def vjp_function(
     has_aux: bool = False,
     returns: str = "cotangents",
     tuple_cotangents: bool = False,
+    transformation: str = "vjp",
 ) -> gast.FunctionDef:
     """``fn`` (core language) → its reverse-mode derivative, a function named ``name``.
 
@@ -823,7 +826,7 @@ def vjp_function(
     resolver = Resolver(source, local_names(fn) | local_names(work))
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(work, wrt, outputs, resolver)
-    reverse = _Reverse(work, source, resolver, activity, derive, namer)
+    reverse = _Reverse(work, source, resolver, activity, derive, namer, transformation)
     reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
     top = _Scope(None, set(_params(fn)), set(_params(fn)))
     primal, records = reverse.primal(body, top)
