@@ -72,6 +72,8 @@ class _Fuser:
         ):
             return False
         value = stmt.value
+        if isinstance(value, gast.Name):  # a copy: derivative code has many
+            return True
         if isinstance(value, gast.BinOp):
             return isinstance(value.op, _ELEMENTWISE_BINOPS)
         if isinstance(value, gast.UnaryOp):
@@ -79,8 +81,22 @@ class _Fuser:
         if isinstance(value, gast.Compare):
             return isinstance(value.ops[0], _ELEMENTWISE_COMPARES)
         if isinstance(value, gast.Call) and not value.keywords:
+            if self._is_full_broadcast(value):
+                return True
             return _is_elementwise_callee(self.resolver.resolve(value.func), len(value.args))
         return False
+
+    def _is_full_broadcast(self, call: gast.Call) -> bool:
+        """``nxrt.broadcast_reduced(g, a, None, False)``: the cotangent of a full
+        reduction, a scalar spread over ``a``'s shape: elementwise, it is ``g`` itself."""
+        from numbax.numba_backend import runtime
+
+        if self.resolver.resolve(call.func) is not runtime.broadcast_reduced:
+            return False
+        rest = call.args[2:]
+        return len(call.args) == 4 and all(
+            isinstance(a, gast.Constant) and a.value in (None, False) for a in rest
+        )
 
     def block(self, stmts: list[gast.stmt], live_after: set[str]) -> list[gast.stmt]:
         """Fuse runs in ``stmts``; ``live_after`` are names read after this block."""
@@ -148,7 +164,10 @@ class _Fuser:
         defined: set[str] = set()
         inputs: list[str] = []
         for stmt in group:
-            for name in _reads(stmt.value):
+            value = stmt.value
+            if isinstance(value, gast.Call) and self._is_full_broadcast(value):
+                value = gast.Tuple(value.args[:2], gast.Load())  # reads g and a only
+            for name in _reads(value):
                 if name not in defined and name not in inputs and self._is_data(name):
                     inputs.append(name)
             defined.add(stmt.targets[0].id)
@@ -188,8 +207,15 @@ class _Fuser:
         return not (callable(value) or isinstance(value, types.ModuleType))
 
     def _scalar_statement(self, stmt: gast.Assign) -> gast.Assign:
-        """On scalars, ``np.where(c, a, b)`` is ``a if c else b``."""
+        """On scalars, ``np.where(c, a, b)`` is ``a if c else b``, and a full reduction's
+        spread cotangent is the cotangent (``a`` stays an input, for the shape)."""
         value = stmt.value
+        if isinstance(value, gast.Call) and self._is_full_broadcast(value):
+            line = getattr(stmt, "lineno", None)
+            first = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), "first", gast.Load())
+            stmt = gast.Assign(stmt.targets, gast.Call(first, value.args[:2], []), None)
+            stmt.lineno = line
+            return stmt
         if isinstance(value, gast.Call) and self.resolver.resolve(value.func) is np.where:
             cond, a, b = value.args
             line = getattr(stmt, "lineno", None)
