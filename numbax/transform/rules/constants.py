@@ -1,2 +1,52 @@
 """Functions whose results carry no derivative: constructors, shapes, rounding,
-comparisons, integer-valued results."""
+comparisons, integer-valued results. To the transformations their results are
+constants, whatever their arguments.
+
+``np.full``/``np.full_like`` and ``np.linspace`` are constructors too, but their values
+do depend on some arguments (the fill value, the end points), so they have rules.
+"""
+
+import numpy as np
+
+from numbax.numba_backend import runtime as nxrt
+from numbax.transform.rules.registry import define, nondifferentiable
+
+nondifferentiable(
+    # constructors: values that depend on shapes alone
+    [np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange, np.tri]
+    + [np.zeros_like, np.ones_like, np.empty_like]
+    + [np.indices, np.tril_indices, np.triu_indices, np.diag_indices]
+    # shapes
+    + [np.shape, np.ndim, np.size]
+    # integer results: positions, counts
+    + [np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere]
+    + [np.count_nonzero, np.searchsorted]
+    # rounding (floor, ceil, round, sign: elementwise.py): piecewise constant
+    + [np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside]
+    # tests and comparisons: boolean results
+    + [np.isinf, np.isneginf, np.isposinf, np.isreal, np.iscomplex]
+    + [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
+    + [np.logical_and, np.logical_or, np.logical_not, np.logical_xor]
+    + [np.isclose, np.allclose, np.array_equal, np.all, np.any],
+    methods=["argmax", "argmin", "argsort", "nonzero", "all", "any"],
+    attributes=["shape", "ndim", "size", "dtype"],
+)
+
+# fmt: off
+define(np.full,      "shape, fill_value, dtype=None, order='C', device=None, like=None",
+       jvp={"fill_value": "nxrt.broadcast_like(dfill_value, ans)"},
+       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"})
+define(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, device=None",
+       jvp={"fill_value": "nxrt.broadcast_like(dfill_value, ans)"},
+       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"})
+# np.linspace(start, stop) is start * (1 - t) + stop * t, t from 0 to 1 along axis 0.
+_T = "nxrt.linspace_weights(ans, endpoint, axis)"  # t, shaped to broadcast against ans
+define(np.linspace,
+       "start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, device=None",
+       jvp={"start": f"nxrt.broadcast_like(dstart * (1 - {_T}), ans)",
+            "stop":  f"nxrt.broadcast_like(dstop * {_T}, ans)"},
+       vjp={"start": f"nxrt.unbroadcast(g * (1 - {_T}), start)",
+            "stop":  f"nxrt.unbroadcast(g * {_T}, stop)"})
+# fmt: on
+
+nondifferentiable([nxrt.linspace_weights])

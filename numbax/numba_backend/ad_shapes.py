@@ -1,0 +1,600 @@
+"""Adjoints of NumPy's shape functions, the same interpreted and in Numba (the pattern
+of ad_runtime.py: a public function that does it with NumPy, and a Numba ``overload``
+registered on that public function).
+
+The derivative rules of ``transform/rules/shapes.py`` call these as ``nxrt.<name>``:
+the inverse of a concatenation (``split_like``) and of a stack (``unstack_like``), the
+sums over the copies ``np.tile`` and ``np.repeat`` make (``untile``, ``unrepeat``), the
+adjoint of ``np.diag`` (``undiag``), the inverse permutation of ``np.transpose``, and
+the inverse of ``np.roll`` (``unrolled``, for tuple shifts too).
+Each is linear in its first argument and has its own JVP and VJP rule, so derivative
+code that calls it can be differentiated again.
+
+Cotangents come back with the dtype of the value they belong to when that is real or
+complex (a float32 array's piece of a float64 cotangent is float32), as
+``nxrt.unbroadcast`` does.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype, from_dtype
+
+from numbax.numba_backend.ad_runtime import (
+    _define,
+    _dtype_of,
+    _fail,
+    _is_none,
+    _is_scalar,
+    unbroadcast,
+    zeros_like,
+)
+
+# ---------------------------------------------------------------------------------------
+# Interpreted helpers.
+# ---------------------------------------------------------------------------------------
+
+
+def _normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+def _padded_shape(like: Any, ndim: int) -> tuple[int, ...]:
+    """like's shape with leading ones up to ``ndim`` (as np.atleast_1d/2d promote)."""
+    shape = np.shape(like)
+    return (1,) * (ndim - len(shape)) + shape
+
+
+def _shaped_like(piece: np.ndarray, like: Any) -> Any:
+    """``piece`` reshaped to ``like``'s shape, in like's dtype when that is inexact; a
+    scalar when ``like`` is one."""
+    return unbroadcast(np.reshape(piece, np.shape(like)), like)
+
+
+def _like_container(items: list, arrays: Any) -> Any:
+    """``items`` as a list when ``arrays`` is one (as under Numba), else a tuple."""
+    return items if isinstance(arrays, list) else tuple(items)
+
+
+# ---------------------------------------------------------------------------------------
+# The public functions: plain NumPy when interpreted.
+# ---------------------------------------------------------------------------------------
+
+
+def split_like(value: Any, arrays: Any, axis: int | None = 0) -> Any:
+    """The pieces of ``value`` that ``np.concatenate(arrays, axis)`` put together, each
+    shaped like its array (a tuple; a list for a list): the adjoint of concatenation.
+    Arrays of fewer dimensions count with leading ones (as ``np.hstack``/``np.vstack``
+    promote them); ``axis=None`` splits the flattened ``value``."""
+    value = np.asarray(value)
+    if axis is None:
+        value, ax = np.ravel(value), 0
+        sizes = [np.size(a) for a in arrays]
+    else:
+        ax = _normalize_axis(axis, value.ndim)
+        sizes = [_padded_shape(a, value.ndim)[ax] for a in arrays]
+    pieces = np.split(value, np.cumsum(sizes)[:-1], axis=ax)
+    return _like_container(
+        [_shaped_like(p, a) for p, a in zip(pieces, arrays, strict=True)], arrays
+    )
+
+
+def join_like(pieces: Any, value: Any, axis: int | None = 0) -> np.ndarray:
+    """The inverse of ``split_like``: ``pieces`` concatenated along ``axis`` into an
+    array of value's shape (each piece with leading ones up to value's rank)."""
+    value_shape = np.shape(value)
+    if axis is None:
+        parts = [np.ravel(p) for p in pieces]
+        return np.reshape(np.concatenate(parts), value_shape)
+    ndim = len(value_shape)
+    parts = [np.reshape(p, _padded_shape(p, ndim)) for p in pieces]
+    return np.concatenate(parts, axis=axis)
+
+
+def unstack_like(value: Any, arrays: Any, axis: int = 0) -> Any:
+    """The slices of ``value`` along ``axis`` that ``np.stack(arrays, axis)`` stacked,
+    each shaped like its array: the adjoint of stacking."""
+    value = np.asarray(value)
+    moved = np.moveaxis(value, _normalize_axis(axis, value.ndim), 0)
+    return _like_container([_shaped_like(moved[k], a) for k, a in enumerate(arrays)], arrays)
+
+
+def inverse_axes(axes: Any) -> Any:
+    """The permutation that undoes ``np.transpose(x, axes)`` (None for None)."""
+    if axes is None:
+        return None
+    n = len(axes)
+    inverse = [0] * n
+    for i, a in enumerate(axes):
+        inverse[a % n] = i
+    return tuple(inverse)
+
+
+def transpose_axes(axes: tuple) -> Any:
+    """The ``axes`` of ``np.transpose`` for the arguments of ``x.transpose(*axes)``:
+    ``()`` and ``(None,)`` → None, ``((1, 0),)`` → ``(1, 0)``, ``(1, 0)`` as it is."""
+    if len(axes) == 0 or (len(axes) == 1 and axes[0] is None):
+        return None
+    if len(axes) == 1 and not isinstance(axes[0], int | np.integer):
+        return tuple(axes[0])
+    return tuple(axes)
+
+
+def unrolled(x: Any, shift: Any, axis: Any = None) -> np.ndarray:
+    """``np.roll(x, -shift, axis)`` for an int or a tuple ``shift``: undoes
+    ``np.roll(x, shift, axis)``, and is its adjoint."""
+    return np.roll(x, np.negative(shift), axis)
+
+
+def untile(value: Any, A: Any, reps: Any) -> Any:  # noqa: N803 (NumPy's name)
+    """The cotangent of ``A`` in ``np.tile(A, reps)``: the copies of ``value`` summed."""
+    value = np.asarray(value)
+    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
+    d = max(np.ndim(A), len(reps))
+    shape = _padded_shape(A, d)
+    reps = (1,) * (d - len(reps)) + reps
+    interleaved = [n for pair in zip(reps, shape, strict=True) for n in pair]
+    total = np.sum(value.reshape(interleaved), axis=tuple(range(0, 2 * d, 2)))
+    return _shaped_like(total, A)
+
+
+def unrepeat(value: Any, a: Any, repeats: Any, axis: int | None = None) -> Any:
+    """The cotangent of ``a`` in ``np.repeat(a, repeats, axis)``: each element's copies
+    summed."""
+    value = np.asarray(value)
+    if axis is None:
+        n = np.size(a)
+        out = np.zeros(n, value.dtype)
+        np.add.at(out, np.repeat(np.arange(n), repeats), np.ravel(value))
+        return _shaped_like(out, a)
+    ax = _normalize_axis(axis, np.ndim(a))
+    n = np.shape(a)[ax]
+    out = np.zeros(np.shape(a), value.dtype)
+    index = (slice(None),) * ax + (np.repeat(np.arange(n), repeats),)
+    np.add.at(out, index, value)
+    return _shaped_like(out, a)
+
+
+def undiag(value: Any, v: Any, k: int = 0) -> np.ndarray:
+    """The cotangent of ``v`` in ``np.diag(v, k)``: the k-th diagonal of ``value`` for a
+    1-D ``v``; for a 2-D ``v``, an array of v's shape with ``value`` on that diagonal."""
+    if np.ndim(v) == 1:
+        return _shaped_like(np.diag(value, k), v)
+    out = np.zeros(np.shape(v), np.result_type(value))
+    i = np.arange(np.size(value))
+    out[i + max(-k, 0), i + max(k, 0)] = value
+    return _shaped_like(out, v)
+
+
+def linspace_weights(ans: Any, endpoint: bool = True, axis: int = 0) -> np.ndarray:
+    """How far along ``np.linspace(start, stop, num, endpoint, axis=axis)`` (the array
+    ``ans``) each sample lies, from 0 at ``start`` towards 1 at ``stop``: float64, shaped
+    to broadcast against ``ans`` (``num`` along ``axis``, ones elsewhere)."""
+    ndim = np.ndim(ans)
+    ax = _normalize_axis(axis, ndim)
+    if ax != 0:
+        raise NotImplementedError("derivatives of np.linspace with axis != 0")
+    num = np.shape(ans)[ax]
+    steps = max(num - 1 if endpoint else num, 1)
+    return (np.arange(num) / steps).reshape((num,) + (1,) * (ndim - 1))
+
+
+def _inexact(dtype: Any) -> bool:
+    return np.dtype(dtype).kind in "fc"
+
+
+def cast(value: Any, dtype: Any) -> Any:
+    """The tangent of ``x.astype(dtype)`` for x's tangent ``value``: ``value`` cast to
+    ``dtype``, or zeros of that dtype when ``dtype`` is an integer or bool type (whose
+    values do not change with x)."""
+    dtype = np.dtype(dtype)
+    if not isinstance(value, np.ndarray):
+        return dtype.type(value) if _inexact(dtype) else dtype.type(0)
+    if _inexact(dtype):
+        return value.astype(dtype)
+    return np.zeros(value.shape, dtype)
+
+
+def uncast(value: Any, x: Any, dtype: Any) -> Any:
+    """The cotangent of ``x`` in ``x.astype(dtype)``: ``value`` back in x's dtype, zero
+    when ``dtype`` is an integer or bool type."""
+    if _inexact(dtype):
+        return unbroadcast(value, x)
+    return zeros_like(x)
+
+
+# ---------------------------------------------------------------------------------------
+# Numba overloads.
+# ---------------------------------------------------------------------------------------
+
+
+@register_jitable
+def _axis_index(axis, ndim):
+    """``axis`` in ``range(ndim)`` (negative counts from the end), or NumPy's error."""
+    if axis < -ndim or axis >= ndim:
+        raise ValueError("axis is out of bounds for the array's dimensions")
+    return axis + ndim if axis < 0 else axis
+
+
+@register_jitable
+def _three(shape, ax):
+    """(product before ``ax``, shape[ax], product after): the (pre, n, post) view."""
+    pre = 1
+    post = 1
+    for i in range(len(shape)):
+        if i < ax:
+            pre *= shape[i]
+        elif i > ax:
+            post *= shape[i]
+    return pre, shape[ax], post
+
+
+def _scope() -> dict[str, Any]:
+    return {"_axis_index": _axis_index, "_three": _three, "operator": operator}
+
+
+def _target(value_dtype: types.Type, like: types.Type) -> tuple[Any, str]:
+    """(NumPy scalar type, ``.real`` or "") of a cotangent for ``like`` from a value of
+    ``value_dtype``: like's dtype when it is inexact (as unbroadcast)."""
+    ldtype = _dtype_of("shape adjoint", like)
+    target = ldtype if isinstance(ldtype, types.Float | types.Complex) else value_dtype
+    real = isinstance(value_dtype, types.Complex) and not isinstance(target, types.Complex)
+    return as_dtype(target).type, ".real" if real else ""
+
+
+def _shaped_source(piece: str, like: str, like_type: types.Type, value_dtype: types.Type, k: int):
+    """Source lines making ``r{k}`` from a 3-D ``piece`` (pre, n, post): reshaped to
+    like's shape and dtype, or its single element for a scalar ``like``."""
+    target, part = _target(value_dtype, like_type)
+    names = {f"cast{k}": target}
+    if _is_scalar(like_type):
+        return [f"    r{k} = cast{k}({piece}[0, 0, 0]{part})"], names
+    lines = [f"    p{k} = np.ascontiguousarray({piece}{part})"]
+    if as_dtype(value_dtype) != np.dtype(target) or part:
+        lines.append(f"    p{k} = p{k}.astype(cast{k})")
+    lines.append(f"    r{k} = p{k}.reshape({like}.shape)")
+    return lines, names
+
+
+def _tuple_result(n: int) -> str:
+    items = [f"r{k}" for k in range(n)]
+    return f"    return ({', '.join(items)}{',' if n == 1 else ''})"
+
+
+def _split_length(item: str, like: types.Type, ndim: int, axis: Any) -> str:
+    """Source of the length along the split axis that array ``item`` takes up."""
+    if _is_scalar(like) or (isinstance(like, types.Array) and like.ndim == 0):
+        return "1"
+    if not isinstance(like, types.Array):
+        raise _fail("split_like", f"expected arrays or numbers, got {like}")
+    if _is_none(axis):
+        return f"{item}.size"
+    off = ndim - like.ndim
+    if off == 0:
+        return f"{item}.shape[ax]"
+    return f"({item}.shape[max(ax - {off}, 0)] if ax >= {off} else 1)"
+
+
+def _three_view(var: str, value: types.Array, axis: Any, name: str) -> list[str]:
+    """Source lines viewing contiguous ``value`` as ``v3`` (pre, n, post) around axis."""
+    lines = [f"    v = np.ascontiguousarray({var})"]
+    if _is_none(axis):
+        return [*lines, "    ax = 0", "    v3 = v.reshape((1, v.size, 1))"]
+    lines += [f"    ax = _axis_index(axis, {value.ndim})", "    pre, n, post = _three(v.shape, ax)"]
+    return [*lines, "    v3 = v.reshape((pre, n, post))"]
+
+
+@overload(split_like)
+def _split_like_jit(value, arrays, axis=0):
+    if not isinstance(value, types.Array) or not isinstance(arrays, types.BaseTuple | types.List):
+        raise _fail("split_like", f"expected an array and a tuple, got {value}, {arrays}")
+    lines = ["def impl(value, arrays, axis=0):", *_three_view("value", value, axis, "split_like")]
+    lines.append("    s = 0")
+    scope = _scope()
+    if isinstance(arrays, types.List):  # of one type: a list of pieces
+        length = _split_length("arrays[k]", arrays.dtype, value.ndim, axis)
+        shaped, names = _shaped_source(
+            "v3[:, s:s + n0, :]", "arrays[k]", arrays.dtype, value.dtype, 0
+        )
+        lines += ["    out = []", "    for k in range(len(arrays)):", f"        n0 = {length}"]
+        lines += ["    " + line for line in shaped]
+        lines += ["        out.append(r0)", "        s += n0", "    return out"]
+        return _define("\n".join(lines) + "\n", "impl", {**scope, **names})
+    for k, like in enumerate(arrays.types):
+        lines.append(f"    n{k} = {_split_length(f'arrays[{k}]', like, value.ndim, axis)}")
+        shaped, names = _shaped_source(
+            f"v3[:, s:s + n{k}, :]", f"arrays[{k}]", like, value.dtype, k
+        )
+        lines += shaped
+        scope.update(names)
+        lines.append(f"    s += n{k}")
+    lines.append(_tuple_result(len(arrays)))
+    return _define("\n".join(lines) + "\n", "impl", scope)
+
+
+def _join_piece(item: str, piece: types.Type, axis: Any, indent: str) -> list[str]:
+    """Source lines copying ``item`` into its place ``o3[:, s:s + m, :]``."""
+    if _is_scalar(piece):
+        return [f"{indent}o3[0, s, 0] = {item}", f"{indent}s += 1"]
+    if not isinstance(piece, types.Array):
+        raise _fail("join_like", f"expected arrays or numbers, got {piece}")
+    size = "q.size" if _is_none(axis) else "q.size // (o3.shape[0] * o3.shape[2])"
+    return [
+        f"{indent}q = np.ascontiguousarray({item})",
+        f"{indent}m = {size}",
+        f"{indent}o3[:, s:s + m, :] = q.reshape((o3.shape[0], m, o3.shape[2]))",
+        f"{indent}s += m",
+    ]
+
+
+@overload(join_like)
+def _join_like_jit(pieces, value, axis=0):
+    if not isinstance(pieces, types.BaseTuple | types.List) or not isinstance(value, types.Array):
+        raise _fail("join_like", f"expected a tuple and an array, got {pieces}, {value}")
+    kinds = [pieces.dtype] if isinstance(pieces, types.List) else list(pieces.types)
+    dtype = np.result_type(*[as_dtype(_dtype_of("join_like", p)) for p in kinds])
+    lines = ["def impl(pieces, value, axis=0):", "    out = np.empty(value.shape, cast)"]
+    if _is_none(axis):
+        lines.append("    o3 = out.reshape((1, out.size, 1))")
+    else:
+        lines.append(f"    pre, n, post = _three(out.shape, _axis_index(axis, {value.ndim}))")
+        lines.append("    o3 = out.reshape((pre, n, post))")
+    lines.append("    s = 0")
+    if isinstance(pieces, types.List):
+        lines.append("    for k in range(len(pieces)):")
+        lines += _join_piece("pieces[k]", pieces.dtype, axis, "        ")
+    else:
+        for k, piece in enumerate(pieces.types):
+            lines += _join_piece(f"pieces[{k}]", piece, axis, "    ")
+    lines.append("    return out")
+    return _define("\n".join(lines) + "\n", "impl", {**_scope(), "cast": dtype.type})
+
+
+@overload(unstack_like)
+def _unstack_like_jit(value, arrays, axis=0):
+    if not isinstance(value, types.Array) or not isinstance(arrays, types.BaseTuple | types.List):
+        raise _fail("unstack_like", f"expected an array and a tuple, got {value}, {arrays}")
+    lines = ["def impl(value, arrays, axis=0):", *_three_view("value", value, axis, "unstack_like")]
+    scope = _scope()
+    if isinstance(arrays, types.List):
+        shaped, names = _shaped_source(
+            "v3[:, k:k + 1, :]", "arrays[k]", arrays.dtype, value.dtype, 0
+        )
+        lines += ["    out = []", "    for k in range(len(arrays)):"]
+        lines += ["    " + line for line in shaped]
+        lines += ["        out.append(r0)", "    return out"]
+        return _define("\n".join(lines) + "\n", "impl", {**scope, **names})
+    for k, like in enumerate(arrays.types):
+        shaped, names = _shaped_source(
+            f"v3[:, {k}:{k + 1}, :]", f"arrays[{k}]", like, value.dtype, k
+        )
+        lines += shaped
+        scope.update(names)
+    lines.append(_tuple_result(len(arrays)))
+    return _define("\n".join(lines) + "\n", "impl", scope)
+
+
+@register_jitable
+def _inverse_index(axes, j):
+    n = len(axes)
+    for i in range(n):
+        if (axes[i] + n) % n == j:
+            return i
+    raise ValueError("axes don't match array")
+
+
+@overload(inverse_axes)
+def _inverse_axes_jit(axes):
+    if _is_none(axes):
+        return lambda axes: None
+    if not isinstance(axes, types.BaseTuple):
+        raise _fail("inverse_axes", f"expected a tuple of ints, got {axes}")
+    items = [f"_inverse_index(axes, {j})" for j in range(len(axes))]
+    source = f"def impl(axes):\n    return ({', '.join(items)}{',' if len(items) == 1 else ''})\n"
+    return _define(source, "impl", {"_inverse_index": _inverse_index})
+
+
+@overload(transpose_axes)
+def _transpose_axes_jit(axes):
+    if not isinstance(axes, types.BaseTuple):
+        raise _fail("transpose_axes", f"expected a tuple, got {axes}")
+    if len(axes) == 0 or (len(axes) == 1 and _is_none(axes.types[0])):
+        return lambda axes: None
+    if len(axes) == 1 and isinstance(axes.types[0], types.BaseTuple):
+        return lambda axes: axes[0]
+    return lambda axes: axes
+
+
+@register_jitable
+def _unroll_axis(x, shift, axis):
+    v = np.ascontiguousarray(x)
+    pre, n, post = _three(v.shape, _axis_index(axis, v.ndim))
+    v3 = v.reshape((pre, n, post))
+    out = np.empty_like(v3)
+    for j in range(n):
+        out[:, j, :] = v3[:, (j + shift) % n, :]
+    return out.reshape(v.shape)
+
+
+@register_jitable
+def _unroll_flat(x, shift):
+    v = np.ascontiguousarray(x)
+    flat = v.reshape(v.size)
+    out = np.empty_like(flat)
+    n = flat.size
+    for j in range(n):
+        out[j] = flat[(j + shift) % n]
+    return out.reshape(v.shape)
+
+
+@overload(unrolled)
+def _unrolled_jit(x, shift, axis=None):
+    if not isinstance(x, types.Array):
+        raise _fail("unrolled", f"expected an array, got {x}")
+    tuple_axis = isinstance(axis, types.BaseTuple)
+    tuple_shift = isinstance(shift, types.BaseTuple)
+    count = len(axis) if tuple_axis else len(shift) if tuple_shift else 1
+    lines = ["def impl(x, shift, axis=None):", "    out = x"]
+    for i in range(count):
+        sh = f"shift[{i}]" if tuple_shift else "shift"
+        if _is_none(axis):
+            lines.append(f"    out = _unroll_flat(out, {sh})")
+        else:
+            lines.append(
+                f"    out = _unroll_axis(out, {sh}, {f'axis[{i}]' if tuple_axis else 'axis'})"
+            )
+    lines.append("    return out")
+    scope = {"_unroll_axis": _unroll_axis, "_unroll_flat": _unroll_flat}
+    return _define("\n".join(lines) + "\n", "impl", scope)
+
+
+@overload(untile)
+def _untile_jit(value, A, reps):  # noqa: N803
+    if not isinstance(value, types.Array):
+        raise _fail("untile", f"expected an array, got {value}")
+    d = value.ndim
+    nd = A.ndim if isinstance(A, types.Array) else 0
+    shape = ["1"] * (d - nd) + [f"A.shape[{i}]" for i in range(nd)]
+    target, part = _target(value.dtype, A)
+    lines = ["def impl(value, A, reps):"]
+    lines.append(f"    out = np.zeros(({', '.join(shape)}{',' if d == 1 else ''}), acc)")
+    for i in range(d):
+        lines.append("    " * (i + 1) + f"for i{i} in range(value.shape[{i}]):")
+    target_index = ", ".join(f"i{i} % out.shape[{i}]" for i in range(d))
+    source_index = ", ".join(f"i{i}" for i in range(d))
+    lines.append("    " * (d + 1) + f"out[{target_index},] += value[{source_index},]{part}")
+    if _is_scalar(A):
+        lines.append("    return cast(out.sum())")
+    else:
+        lines.append("    return out.reshape(A.shape).astype(cast)")
+    acc = as_dtype(value.dtype.underlying_float if part else value.dtype).type
+    return _define("\n".join(lines) + "\n", "impl", {"acc": acc, "cast": target})
+
+
+@overload(unrepeat)
+def _unrepeat_jit(value, a, repeats, axis=None):
+    if not isinstance(value, types.Array):
+        raise _fail("unrepeat", f"expected an array, got {value}")
+    target, part = _target(value.dtype, a)
+    acc = as_dtype(value.dtype.underlying_float if part else value.dtype).type
+    nd = a.ndim if isinstance(a, types.Array) else 0
+    lines = ["def impl(value, a, repeats, axis=None):", "    v = np.ascontiguousarray(value)"]
+    shape = "a.shape" if isinstance(a, types.Array) else "(1,)"
+    if _is_none(axis):
+        lines += [f"    m = {'a.size' if nd else 1}", "    pre, n, post = 1, m, 1"]
+    else:
+        lines += [f"    pre, n, post = _three({shape}, _axis_index(axis, {max(nd, 1)}))"]
+    lines += [
+        "    v3 = v.reshape((pre, v.size // (pre * post) if pre * post else 0, post))",
+        "    index = np.repeat(np.arange(n), repeats)",
+        "    out = np.zeros((pre, n, post), acc)",
+        "    for j in range(v3.shape[1]):",
+        f"        out[:, index[j], :] += v3[:, j, :]{part}",
+    ]
+    if _is_scalar(a):
+        lines.append("    return cast(out[0, 0, 0])")
+    else:
+        lines.append("    return out.reshape(a.shape).astype(cast)")
+    return _define("\n".join(lines) + "\n", "impl", {**_scope(), "acc": acc, "cast": target})
+
+
+@overload(undiag)
+def _undiag_jit(value, v, k=0):
+    if not isinstance(v, types.Array) or v.ndim not in (1, 2):
+        raise _fail("undiag", f"expected a 1-D or 2-D array, got {v}")
+    target, part = _target(value.dtype, v)
+    if v.ndim == 1:
+        source = f"def impl(value, v, k=0):\n    return np.diag(value{part}, k).astype(cast)\n"
+        return _define(source, "impl", {"cast": target})
+    source = (
+        "def impl(value, v, k=0):\n"
+        "    out = np.zeros(v.shape, cast)\n"
+        "    r = max(-k, 0)\n"
+        "    c = max(k, 0)\n"
+        "    for i in range(value.shape[0]):\n"
+        f"        out[i + r, i + c] = value[i]{part}\n"
+        "    return out\n"
+    )
+    return _define(source, "impl", {"cast": target})
+
+
+@overload(linspace_weights)
+def _linspace_weights_jit(ans, endpoint=True, axis=0):
+    if not isinstance(ans, types.Array):
+        raise _fail("linspace_weights", f"expected an array, got {ans}")
+    ones = "".join(", 1" for _ in range(ans.ndim - 1))
+    source = (
+        "def impl(ans, endpoint=True, axis=0):\n"
+        f"    if _axis_index(axis, {ans.ndim}) != 0:\n"
+        "        raise NotImplementedError('derivatives of np.linspace with axis != 0')\n"
+        "    num = ans.shape[0]\n"
+        "    steps = max(num - 1 if endpoint else num, 1)\n"
+        f"    return (np.arange(num) / steps).reshape((num{ones},))\n"
+    )
+    return _define(source, "impl", _scope())
+
+
+def _dtype_arg(name: str, ty: Any) -> types.Type:
+    """The Numba dtype an ``astype`` argument names (np.float32, a dtype, 'float32')."""
+    if isinstance(ty, types.NumberClass):
+        return ty.instance_type
+    if isinstance(ty, types.DType):
+        return ty.dtype
+    if isinstance(ty, types.StringLiteral):
+        return from_dtype(np.dtype(ty.literal_value))
+    if isinstance(ty, types.Function) and getattr(ty, "typing_key", None) in (
+        float,
+        int,
+        bool,
+        complex,
+    ):
+        return from_dtype(np.dtype(ty.typing_key))
+    raise _fail(name, f"expected a dtype, got {ty}")
+
+
+@overload(cast)
+def _cast_jit(value, dtype):
+    target = _dtype_arg("cast", dtype)
+    scalar = as_dtype(target).type
+    exact = not isinstance(target, types.Float | types.Complex)
+    if isinstance(value, types.Array):
+        if exact:
+            return lambda value, dtype: np.zeros(value.shape, scalar)
+        return lambda value, dtype: value.astype(scalar)
+    if _is_scalar(value):
+        if exact:
+            zero = scalar(0)
+            return lambda value, dtype: zero
+        return lambda value, dtype: scalar(value)
+    raise _fail("cast", f"expected an array or a number, got {value}")
+
+
+@overload(uncast)
+def _uncast_jit(value, x, dtype):
+    target = _dtype_arg("uncast", dtype)
+    if not isinstance(target, types.Float | types.Complex):
+        return lambda value, x, dtype: zeros_like(x)
+    return lambda value, x, dtype: unbroadcast(value, x)
+
+
+__all__ = [
+    "cast",
+    "inverse_axes",
+    "join_like",
+    "linspace_weights",
+    "split_like",
+    "transpose_axes",
+    "uncast",
+    "undiag",
+    "unrepeat",
+    "unrolled",
+    "unstack_like",
+    "untile",
+]
