@@ -1,4 +1,6 @@
-"""Python's operators: ``+ - * / // % ** @``, unary ``-``/``+``, ``abs``, comparisons.
+"""Python's operators: ``+ - * / // % ** @``, unary ``-``/``+``, comparisons, and the
+NumPy functions that are the same operations (``np.add``...). ``abs`` is with
+``np.abs`` in elementwise.py.
 
 ``normalize`` leaves one operator per statement; the transformations look each up by
 the function of the ``operator`` module it stands for (``x * y`` is ``operator.mul``).
@@ -59,12 +61,20 @@ define([operator.mul, np.multiply], "x, y",
 define([operator.truediv, np.divide, np.true_divide], "x, y",
        jvp={"x": "dx / y",               "y": "-dy * ans / y"},
        vjp={"x": "g / y",                "y": "-g * ans / y"}, elementwise=True)
+# x % y = x - floor(x / y) * y (Python's and NumPy's sign convention); np.fmod truncates.
 define([operator.mod, np.mod, np.remainder], "x, y",
        jvp={"x": "dx",                   "y": "-dy * np.floor_divide(x, y)"},
        vjp={"x": "g",                    "y": "-g * np.floor_divide(x, y)"}, elementwise=True)
+define(np.fmod, "x, y",
+       jvp={"x": "dx",                   "y": "-dy * np.trunc(x / y)"},
+       vjp={"x": "g",                    "y": "-g * np.trunc(x / y)"}, elementwise=True)
+# x ** y, as JAX: the x-term is y * x ** (y - 1), exactly 0 when y == 0 (x ** 0 is 1,
+# even at x = 0); the y-term, ans * log(x), only when y carries a derivative (so
+# x ** 2 at x <= 0 never takes a log), and exactly 0 where ans is (0 ** y, y > 0).
+# mul_pow and xlogy: numba_backend/ad_elementwise.py, their rules in elementwise.py.
 define([operator.pow, np.power], "x, y",
-       jvp={"x": "dx * y * x ** (y - 1)", "y": "dy * ans * np.log(x)"},
-       vjp={"x": "g * y * x ** (y - 1)", "y": "g * ans * np.log(x)"}, elementwise=True)
+       jvp={"x": "dx * nxrt.mul_pow(y, x, y - 1)", "y": "dy * nxrt.xlogy(ans, x)"},
+       vjp={"x": "g * nxrt.mul_pow(y, x, y - 1)",  "y": "g * nxrt.xlogy(ans, x)"}, elementwise=True)
 define([operator.neg, np.negative], "x",
        jvp="-dx",
        vjp="-g")

@@ -1,0 +1,97 @@
+"""Elementwise helpers that derivative rules of powers emit, the same interpreted and in
+Numba (see ad_runtime.py for the pattern).
+
+Both are products that must be *exactly* zero where their first factor is, even where
+the other factor is infinite or undefined, as JAX's rules for ``x ** y`` are:
+
+* ``mul_pow(c, x, p)`` is ``c * x ** p``: the slope ``y * x ** (y - 1)`` of ``x ** y``
+  is ``mul_pow(y, x, y - 1)``, 0 for ``y == 0`` even at ``x == 0`` (``x ** 0`` is the
+  constant 1; a naive ``0 * 0.0 ** -1`` is nan);
+* ``xlogy(x, y)`` is ``x * log(y)``: the slope ``ans * log(x)`` of ``x ** y`` in ``y``
+  is ``xlogy(ans, x)``, 0 where ``x ** y`` is 0 (``0.0 ** y`` for ``y > 0``).
+
+The family is closed under differentiation (their rules are in
+``transform/rules/elementwise.py``): the derivative of ``mul_pow(c, x, p)`` in ``x`` is
+``mul_pow(c * p, x, p - 1)``, in ``p`` ``xlogy(ans, x)``; that of ``xlogy(x, y)`` in ``y``
+is ``mul_pow(x, y, -1)``. So higher derivatives of ``x ** 0`` stay 0 at ``x == 0``.
+
+Dtypes follow NumPy 2 (NEP 50): a Python scalar adapts to the arrays next to it, so a
+float32 array gives float32 results; under Numba the same holds through
+``elementwise(..., weak=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
+from numbax.numba_backend.elementwise import elementwise
+
+
+def _scalar_result(result: np.ndarray) -> Any:
+    """A 0-d result as a NumPy scalar (``np.where`` always gives arrays)."""
+    return result[()] if result.ndim == 0 else result
+
+
+def mul_pow(c: Any, x: Any, p: Any) -> Any:
+    """``c * x ** p``, elementwise with broadcasting, exactly 0 where ``c == 0`` (even
+    where ``x ** p`` is infinite or nan)."""
+    # np.power, not **: Python's 0.0 ** -1 raises; NumPy's is inf, as in Numba.
+    if np.ndim(c) == 0 and c != 0:  # the common case: x ** 2 → mul_pow(2, x, 1)
+        return c * np.power(x, p)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = c * np.power(x, p)
+    return _scalar_result(np.where(c == 0, 0, value))
+
+
+def xlogy(x: Any, y: Any) -> Any:
+    """``x * log(y)``, elementwise with broadcasting, exactly 0 where ``x == 0`` (even
+    where ``log(y)`` is -inf or nan), as JAX's ``xlogy`` (SciPy's gives nan for a nan
+    ``y``)."""
+    dtype = np.result_type(x, y, 1.0)  # at least inexact; Python scalars adapt (NEP 50)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        value = x * np.log(np.asarray(y, dtype))
+    return _scalar_result(np.where(x == 0, 0, value))
+
+
+# ---------------------------------------------------------------------------------------
+# Numba: one scalar kernel each, broadcast by ``elementwise``.
+# ---------------------------------------------------------------------------------------
+
+
+def _mul_pow_kernel(c, x, p):
+    if c == 0:
+        return c  # a zero: Numba unifies its type with the product's
+    return c * x**p
+
+
+def _xlogy_kernel(x, y):
+    if x == 0:
+        return x
+    return x * np.log(y)
+
+
+_mul_pow_elementwise = elementwise(_mul_pow_kernel, weak=("c", "x", "p"))
+_xlogy_elementwise = elementwise(_xlogy_kernel, weak=("x", "y"))
+
+
+@overload(mul_pow)
+def _mul_pow_numba(c, x, p):
+    return lambda c, x, p: _mul_pow_elementwise(c, x, p)
+
+
+def _dtype(ty: types.Type) -> np.dtype:
+    return as_dtype(ty.dtype if isinstance(ty, types.Array) else ty)
+
+
+@overload(xlogy)
+def _xlogy_numba(x, y):
+    if _dtype(x).kind == "c" and _dtype(y).kind != "c":
+        # The principal log of a negative real, as NumPy takes it once y is promoted.
+        one = np.result_type(_dtype(x), _dtype(y)).type(1)
+        return lambda x, y: _xlogy_elementwise(x, y * one)
+    return lambda x, y: _xlogy_elementwise(x, y)
