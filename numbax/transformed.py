@@ -24,6 +24,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend import runtime
+from numbax.numba_backend.cpu import _fingerprint
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
@@ -95,7 +96,7 @@ def generate(fun: Any, transformation: str, key: tuple, build: Builder) -> Gener
         RUNTIME: runtime,
         **derivatives.bindings,
     }
-    key_text = cache_key(emitted.text, sorted((k, _describe(v)) for k, v in namespace.items()))
+    key_text = cache_key(emitted.text, _fingerprint(namespace))
     module = load_module(module_name(tree.name, key_text), emitted.text, namespace)
     generated = Generated(getattr(module, tree.name), emitted.text, source)
     _generated[cache] = generated
@@ -108,15 +109,6 @@ def _identity(fun: Any) -> Any:
         return fun
     except TypeError:
         return id(fun)
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, types.ModuleType):
-        return value.__name__
-    if isinstance(value, np.ndarray):
-        return f"array{value.shape}{value.dtype}{hash(value.tobytes())}"
-    module = getattr(value, "__module__", "") or ""
-    return f"{module}.{getattr(value, '__qualname__', type(value).__name__)}"
 
 
 def _free_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:

@@ -425,8 +425,9 @@ class _Reverse:
 
     @staticmethod
     def _may_broadcast(op: Operation) -> bool:
-        operands = [op.bound[p] for p in op.rule.differentiable if p in op.bound]
-        return sum(isinstance(a, gast.Name) for a in operands) > 1  # constants are scalars
+        """Whether the output may be larger than an operand: two variables meet (a
+        constant is a scalar; ``np.where``'s condition counts too)."""
+        return sum(isinstance(a, gast.Name) for a in op.bound.values()) > 1
 
     def _call_contributions(self, op: Operation, g: gast.expr, line: int | None) -> list:
         call = op.node
