@@ -1,1 +1,117 @@
-"""Linear algebra: products (``dot``, ``matmul``, ``einsum``...) and decompositions."""
+"""Linear algebra: products (``dot``, ``tensordot``, ``einsum``...) and matrix functions
+(``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``). ``matmul`` and ``@`` are in
+operators.py, ``trace`` and ``norm`` with the reductions.
+
+Products are bilinear: the JVP is the product with each tangent in turn, the VJP the
+product of the cotangent with the other operand, contracted over what the output keeps
+(``nxrt.dot_vjp_a``, ``nxrt.tensordot_vjp_a``...). The VJP of an einsum is an einsum
+whose subscripts trade the output's term with the operand's: ``nxrt.einsum_general``
+takes ``(subscripts, j)`` for "the VJP of operand j of that einsum" and works it out when
+it runs (when it compiles, under jit), so derivatives of any order stay einsums.
+
+Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below being
+``nxrt.matrix_transpose``):
+
+* ``inv``: ``d(A^-1) = -A^-1 dA A^-1``;
+* ``det``: ``d det = det tr(A^-1 dA)``; ``slogdet``: ``d logdet = tr(A^-1 dA)``, the sign
+  constant (real matrices);
+* ``solve``: ``x = A^-1 b``, ``dx = A^-1 (db - dA x)``;
+* ``cholesky``: ``L = chol(A)`` reads only A's lower triangle, so the tangent seen is
+  ``S = tril_symmetric(dA)``, and ``dL = L Phi(L^-1 S L^-T)``, ``Phi`` the lower triangle
+  with the diagonal halved (``nxrt.tril_half_diag``); the VJP is its adjoint,
+  ``tril_fold(L^-T Phi(L^T G) L^-1)``.
+"""
+
+import numpy as np
+
+from numbax.transform.rules.registry import define
+
+# fmt: off
+#      operation, signature
+#      jvp (tangent out)
+#      vjp (cotangent in)
+define(np.dot, "a, b, out=None",
+       jvp={"a": "np.dot(da, b)",                         "b": "np.dot(a, db)"},
+       vjp={"a": "nxrt.dot_vjp_a(g, a, b)",               "b": "nxrt.dot_vjp_b(g, a, b)"},
+       methods=["dot"])
+define(np.vdot, "a, b",
+       jvp={"a": "np.vdot(da, b)",                        "b": "np.vdot(a, db)"},
+       vjp={"a": "nxrt.reshape_like(g * nxrt.ravel(b), a)",
+            "b": "nxrt.reshape_like(g * nxrt.ravel(a), b)"})
+define(np.inner, "a, b",
+       jvp={"a": "np.inner(da, b)",                       "b": "np.inner(a, db)"},
+       vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, (-1, -1))",
+            "b": "nxrt.tensordot_vjp_b(g, a, b, (-1, -1))"})
+define(np.outer, "a, b, out=None",
+       jvp={"a": "np.outer(da, b)",                       "b": "np.outer(a, db)"},
+       vjp={"a": "nxrt.reshape_like(np.dot(g, nxrt.ravel(b)), a)",
+            "b": "nxrt.reshape_like(np.dot(nxrt.ravel(a), g), b)"})
+define(np.tensordot, "a, b, axes=2",
+       jvp={"a": "np.tensordot(da, b, axes)",             "b": "np.tensordot(a, db, axes)"},
+       vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, axes)",
+            "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"})
+
+MT = "nxrt.matrix_transpose"  # of each matrix of a stack
+TRACE_INV = f"np.sum({MT}(np.linalg.inv(a)) * da, axis=(-2, -1))"  # tr(A^-1 dA)
+INV_T = f"{MT}(np.linalg.inv(a))"  # its adjoint
+
+define(np.linalg.inv, "a",
+       jvp="-ans @ da @ ans",
+       vjp=f"-{MT}(ans) @ g @ {MT}(ans)")
+define(np.linalg.det, "a",
+       jvp=f"ans * {TRACE_INV}",
+       vjp=f"nxrt.broadcast_reduced(g * ans, a, (-2, -1)) * {INV_T}")
+define(np.linalg.slogdet, "a",  # (sign, logabsdet): the sign is constant
+       jvp=f"(nxrt.zeros_like(ans[0]), {TRACE_INV})",
+       vjp=f"nxrt.broadcast_reduced(g[1], a, (-2, -1)) * {INV_T}",
+       combine="nxrt.tree_add")
+define(np.linalg.solve, "a, b",
+       jvp={"a": "-np.linalg.solve(a, da @ ans)",
+            "b": "np.linalg.solve(a, db)"},
+       vjp={"a": f"-nxrt.matmul_vjp_x(np.linalg.solve({MT}(a), g), a, ans)",
+            "b": f"np.linalg.solve({MT}(a), g)"})
+# dL = L Phi(L^-1 S L^-T), S = tril_symmetric(dA); the VJP: tril_fold(L^-T Phi(L^T G) L^-1).
+define(np.linalg.cholesky, "a",
+       jvp=f"ans @ nxrt.tril_half_diag(np.linalg.solve(ans, {MT}("
+           "np.linalg.solve(ans, nxrt.tril_symmetric(da)))))",
+       vjp=f"nxrt.tril_fold(np.linalg.solve({MT}(ans), {MT}(np.linalg.solve({MT}(ans), {MT}("
+           f"nxrt.tril_half_diag({MT}(ans) @ g))))))")
+# fmt: on
+
+
+# -- einsum ----------------------------------------------------------------------------
+# One parameter per operand (up to EINSUM_OPERANDS; absent ones are None), so each can
+# be differentiated: the tangent of operand j goes in its place, and its cotangent is
+# the einsum "(subscripts, j)" with the output's cotangent in operand j's place.
+
+EINSUM_OPERANDS = 6
+_SLOTS = [f"x{j}" for j in range(EINSUM_OPERANDS)]
+EINSUM_PARAMETERS = "subscripts, x0, " + ", ".join(f"{s}=None" for s in _SLOTS[1:])
+
+
+def _operands(j: int, value: str) -> str:
+    return ", ".join(value if k == j else s for k, s in enumerate(_SLOTS))
+
+
+def einsum_templates(like: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """JVP and VJP templates of each operand of an einsum whose output is shaped like
+    parameter ``like`` (None: as NumPy's einsum makes it)."""
+    out = f", like={like}" if like else ""
+    jvp = {
+        s: f"nxrt.einsum_general(subscripts, {_operands(j, 'd' + s)}{out})"
+        for j, s in enumerate(_SLOTS)
+    }
+    vjp = {
+        s: f"nxrt.einsum_general((subscripts, {j}), {_operands(j, 'g')}, like={s})"
+        for j, s in enumerate(_SLOTS)
+    }
+    return jvp, vjp
+
+
+_jvp, _vjp = einsum_templates(None)
+define(
+    np.einsum,
+    EINSUM_PARAMETERS + ", *, out=None, dtype=None, order='K', casting='safe', optimize=False",
+    jvp=_jvp,
+    vjp=_vjp,
+)

@@ -1,18 +1,87 @@
-"""Reductions (``sum``, ``mean``, ...) with ``axis``/``keepdims``: the JVP reduces the
-tangent the same way; the VJP spreads the cotangent back over the reduced axes
-(``nxrt.expand_reduced``)."""
+"""Reductions (``sum``, ``max``, ``var``, ``norm``...) with ``axis``/``keepdims``, and the
+scans ``cumsum``/``cumprod``.
+
+The JVP of a reduction reduces the tangent, weighted by the derivative of the reduction
+with respect to each element (a sum's weights are 1); the VJP spreads the cotangent back
+over the reduced axes (``nxrt.broadcast_reduced``) and multiplies it by the same weights:
+
+* ``max``/``min``: ``nxrt.tie_weights``, 1 at the extremum, shared equally among tied
+  extrema (as JAX does);
+* ``prod``: ``nxrt.prod_others``, the product of the other elements, computed without
+  dividing by the element, so it is exact with zeros (the first derivative, any number
+  of zeros; second derivatives are exact away from zeros);
+* ``norm``: ``nxrt.norm_weights``, ``x / norm`` for the 2-norm and the Frobenius norm,
+  ``sign(x)`` for the 1-norm, the sign at the tied maxima for the max norm, and
+  ``sign(x) |x|^(p-1) / norm^(p-1)`` for other p (matrix norms other than Frobenius have
+  no rule).
+
+``cumprod``'s derivatives are scans themselves (``nxrt.cumprod_jvp``/``cumprod_vjp``),
+exact with zeros.
+"""
 
 import numpy as np
 
 from numbax.transform.rules.registry import define
 
+# Fragments the templates share: the cotangent spread back over the reduced axes, and
+# for var/std the centred input and the number of degrees of freedom (a scalar of a's
+# floating dtype: float32 stays float32).
+SPREAD = "nxrt.broadcast_reduced(g, a, axis, keepdims)"
+KEEP = "axis=axis, keepdims=keepdims"
+CENTRED = "(a - np.mean(a, axis=axis, keepdims=True))"
+DOF = "nxrt.reduced_count(a, ans, ddof)"
+TIES = "nxrt.tie_weights(a, ans, axis, keepdims)"
+OTHERS = "nxrt.prod_others(a, axis)"
+NORM = "nxrt.norm_weights(x, ans, ord, axis, keepdims)"
+
 # fmt: off
-define(np.sum, "a, axis=None, dtype=None, out=None, keepdims=False",
-       jvp="np.sum(da, axis=axis, keepdims=keepdims)",
-       vjp="nxrt.broadcast_reduced(g, a, axis, keepdims)",
+#      operation, signature
+#      jvp (tangent out)
+#      vjp (cotangent in)
+define(np.sum,  "a, axis=None, dtype=None, out=None, keepdims=False, initial=None",
+       jvp=f"np.sum(da, {KEEP})",
+       vjp=SPREAD,
        methods=["sum"])
 define(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
-       jvp="np.mean(da, axis=axis, keepdims=keepdims)",
-       vjp="nxrt.broadcast_reduced(g, a, axis, keepdims) * (np.size(ans) / np.size(a))",
+       jvp=f"np.mean(da, {KEEP})",
+       vjp=f"{SPREAD} / nxrt.reduced_count(a, ans)",
        methods=["mean"])
+define(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None",
+       jvp=f"np.sum(da * {OTHERS}, {KEEP})",
+       vjp=f"{SPREAD} * {OTHERS}",
+       methods=["prod"])
+define([np.max, np.amax], "a, axis=None, out=None, keepdims=False",
+       jvp=f"np.sum(da * {TIES}, {KEEP})",
+       vjp=f"{SPREAD} * {TIES}",
+       methods=["max"])
+define([np.min, np.amin], "a, axis=None, out=None, keepdims=False",
+       jvp=f"np.sum(da * {TIES}, {KEEP})",
+       vjp=f"{SPREAD} * {TIES}",
+       methods=["min"])
+# var = sum((a - mean)^2) / (n - ddof), n the number of elements reduced; std = sqrt(var).
+define(np.var,  "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+       jvp=f"2 * np.sum({CENTRED} * da, {KEEP}) / {DOF}",
+       vjp=f"2 * {SPREAD} * {CENTRED} / {DOF}",
+       methods=["var"])
+define(np.std,  "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
+       jvp=f"np.sum({CENTRED} * da, {KEEP}) / ({DOF} * ans)",
+       vjp=f"nxrt.broadcast_reduced(g / ans, a, axis, keepdims) * {CENTRED} / {DOF}",
+       methods=["std"])
+define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
+       jvp=f"np.sum(dx * {NORM}, {KEEP})",
+       vjp=f"nxrt.broadcast_reduced(g, x, axis, keepdims) * {NORM}")
+define(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
+       jvp="np.trace(da, offset, axis1, axis2)",
+       vjp="nxrt.trace_vjp(g, a, offset, axis1, axis2)",
+       methods=["trace"])
+
+# Scans: axis=None flattens, so the cotangent is flat and goes back to a's shape.
+define(np.cumsum,  "a, axis=None, dtype=None, out=None",
+       jvp="np.cumsum(da, axis=axis)",
+       vjp="nxrt.cumsum_reverse(g, a, axis)",
+       methods=["cumsum"])
+define(np.cumprod, "a, axis=None, dtype=None, out=None",
+       jvp="nxrt.cumprod_jvp(a, da, axis)",
+       vjp="nxrt.cumprod_vjp(g, a, axis)",
+       methods=["cumprod"])
 # fmt: on

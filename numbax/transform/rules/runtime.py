@@ -43,3 +43,82 @@ define(nxrt.matmul_vjp_y, "ct, x, y",
 nondifferentiable(
     [nxrt.zeros_like, nxrt.ones_like, nxrt.grad_seed, nxrt.basis, nxrt.jac_empty, nxrt.size]
 )
+
+
+# -- reductions and linear algebra (rules/reductions.py, rules/linalg.py) -----------------
+# Helpers linear in their first (cotangent) argument get its adjoint; where they depend
+# on an array nonlinearly too, the derivative in that array is given away from zeros.
+from numbax.transform.rules.linalg import EINSUM_PARAMETERS, einsum_templates  # noqa: E402
+
+# fmt: off
+# prod_others and its derivative prod_others_jvp are exact with zeros; prod_others_jvp is
+# symmetric in t. Its own derivative in a is given where a has no zero, from
+# prod_others_jvp(a, t) = prod_others(a) * others(t / a), others(v) the sum over the
+# other elements of each one's reduction.
+OTHERS = "(nxrt.broadcast_reduced(np.sum({v}, axis=axis), a, axis) - {v})"
+define(nxrt.prod_others, "a, axis=None",
+       jvp="nxrt.prod_others_jvp(a, da, axis)",          vjp="nxrt.prod_others_jvp(a, g, axis)")
+define(nxrt.prod_others_jvp, "a, t, axis=None",
+       jvp={"a": "nxrt.prod_others_jvp(a, da, axis) * " + OTHERS.format(v="t / a")
+                 + " - nxrt.prod_others(a, axis) * " + OTHERS.format(v="t * da / (a * a)"),
+            "t": "nxrt.prod_others_jvp(a, dt, axis)"},
+       vjp={"a": "nxrt.prod_others_jvp(a, g * " + OTHERS.format(v="t / a") + ", axis)"
+                 " - t / (a * a) * " + OTHERS.format(v="g * nxrt.prod_others(a, axis)"),
+            "t": "nxrt.prod_others_jvp(a, g, axis)"})
+define(nxrt.cumsum_reverse, "value, a, axis=None",
+       jvp="nxrt.cumsum_reverse(dvalue, a, axis)",      vjp="np.cumsum(g, axis=axis)")
+# cumprod_jvp(a, t) = cumprod(a) * cumsum(t / a) and cumprod_vjp(ct, a) =
+# cumsum_reverse(ct * cumprod(a)) / a where a has no zero: their derivatives in a.
+define(nxrt.cumprod_jvp, "a, t, axis=None",
+       jvp={"a": "nxrt.cumprod_jvp(a, da, axis) * np.cumsum(t / a, axis=axis)"
+                 " - np.cumprod(a, axis=axis) * np.cumsum(t * da / (a * a), axis=axis)",
+            "t": "nxrt.cumprod_jvp(a, dt, axis)"},
+       vjp={"a": "nxrt.cumprod_vjp(g * np.cumsum(t / a, axis=axis), a, axis)"
+                 " - t / (a * a) * nxrt.cumsum_reverse(g * np.cumprod(a, axis=axis), a, axis)",
+            "t": "nxrt.cumprod_vjp(g, a, axis)"})
+define(nxrt.cumprod_vjp, "ct, a, axis=None",
+       jvp={"ct": "nxrt.cumprod_vjp(dct, a, axis)",
+            "a": "nxrt.cumsum_reverse(ct * nxrt.cumprod_jvp(a, da, axis), a, axis) / a"
+                 " - ans * da / a"},
+       vjp={"ct": "nxrt.cumprod_jvp(a, g, axis)",
+            "a": "nxrt.cumprod_vjp(ct * np.cumsum(g / a, axis=axis), a, axis) - g * ans / a"})
+# norm_weights(x, norm, k) ~ sign(x)^(k+1) |x|^(p-1-k) norm^(1-p): d/dx is the next k.
+define(nxrt.norm_weights, "x, norm, ord=None, axis=None, keepdims=False, k=0",
+       jvp={"x": "dx * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
+            "norm": "nxrt.norm_exponent(ord) * ans"
+                    " * nxrt.broadcast_reduced(dnorm / norm, x, axis, keepdims)"},
+       vjp={"x": "g * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
+            "norm": "nxrt.norm_exponent(ord)"
+                    " * np.sum(g * ans, axis=axis, keepdims=keepdims) / norm"})
+define(nxrt.trace_vjp, "ct, a, offset=0, axis1=0, axis2=1",
+       jvp={"ct": "nxrt.trace_vjp(dct, a, offset, axis1, axis2)"},
+       vjp={"ct": "np.trace(g, offset, axis1, axis2)"})
+define(nxrt.matrix_transpose, "x",
+       jvp="nxrt.matrix_transpose(dx)",                 vjp="nxrt.matrix_transpose(g)")
+define(nxrt.tril_half_diag, "x",
+       jvp="nxrt.tril_half_diag(dx)",                   vjp="nxrt.tril_half_diag(g)")
+define(nxrt.tril_symmetric, "x",
+       jvp="nxrt.tril_symmetric(dx)",                   vjp="nxrt.tril_fold(g)")
+define(nxrt.tril_fold, "x",
+       jvp="nxrt.tril_fold(dx)",                        vjp="nxrt.tril_symmetric(g)")
+define(nxrt.dot_vjp_a, "ct, a, b",
+       jvp={"ct": "nxrt.dot_vjp_a(dct, a, b)",          "b": "nxrt.dot_vjp_a(ct, a, db)"},
+       vjp={"ct": "np.dot(g, b)",                       "b": "nxrt.dot_vjp_b(ct, g, b)"})
+define(nxrt.dot_vjp_b, "ct, a, b",
+       jvp={"ct": "nxrt.dot_vjp_b(dct, a, b)",          "a": "nxrt.dot_vjp_b(ct, da, b)"},
+       vjp={"ct": "np.dot(a, g)",                       "a": "nxrt.dot_vjp_a(ct, a, g)"})
+define(nxrt.tensordot_vjp_a, "ct, a, b, axes=2",
+       jvp={"ct": "nxrt.tensordot_vjp_a(dct, a, b, axes)",
+            "b": "nxrt.tensordot_vjp_a(ct, a, db, axes)"},
+       vjp={"ct": "np.tensordot(g, b, axes)",
+            "b": "nxrt.tensordot_vjp_b(ct, g, b, axes)"})
+define(nxrt.tensordot_vjp_b, "ct, a, b, axes=2",
+       jvp={"ct": "nxrt.tensordot_vjp_b(dct, a, b, axes)",
+            "a": "nxrt.tensordot_vjp_b(ct, da, b, axes)"},
+       vjp={"ct": "np.tensordot(a, g, axes)",
+            "a": "nxrt.tensordot_vjp_a(ct, a, g, axes)"})
+# fmt: on
+_jvp, _vjp = einsum_templates("like")
+define(nxrt.einsum_general, EINSUM_PARAMETERS + ", like=None", jvp=_jvp, vjp=_vjp)
+
+nondifferentiable([nxrt.reduced_count, nxrt.tie_weights, nxrt.norm_exponent])

@@ -1,0 +1,438 @@
+"""Derivatives of reductions and linear algebra (rules/reductions.py, rules/linalg.py and
+their helpers in numba_backend/ad_adjoints.py).
+
+Every rule is checked against central finite differences by ``check_jacobians`` (jacfwd
+and jacrev, every output element): each operation once under ``nx.jit``, and
+interpreted over the signatures that matter (``axis`` None, an int, negative, a tuple;
+``keepdims``; array methods; stacks of matrices; every kind of einsum). Then the special
+cases: ``prod``/``cumprod`` with zeros (exact, no ``ans / x``), ``max``/``min`` ties
+(the derivative shared equally, as JAX does), float32 staying float32, second and third
+derivatives, JAX's values, and the helpers themselves (adjoint identities, Numba).
+
+Functions are written one per line: numbax reads a lambda's source by its line.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.numba_backend import ad_adjoints
+from tests.autodiff.fd import check_jacobians
+
+rng = np.random.default_rng(20240614)
+
+
+def distinct(*shape, low=-2.0, high=2.0, gap=0.05):
+    """Distinct values of distinct magnitudes, at least ``gap`` from 0: no ties, no kinks."""
+    n = int(np.prod(shape))
+    values = np.linspace(low, high, 4 * n) + 0.0137  # shifted: no two equal |values|
+    values = values[np.abs(values) > gap]
+    return rng.permutation(values)[:n].reshape(shape)
+
+
+X = distinct(3, 4)
+X3 = distinct(2, 3, 4)
+V = distinct(4)
+W = distinct(3)
+B = distinct(4, 2)
+B3 = distinct(2, 4, 2)
+M = distinct(3, 3) + 4 * np.eye(3)  # well conditioned
+M3 = distinct(2, 3, 3) + 4 * np.eye(3)
+NEG = np.array([[0.5, 2.0, 0.3], [1.0, 0.2, 1.5], [0.1, 1.2, 0.4]])  # det < 0
+SPD = M @ M.T + np.eye(3)
+SPD3 = M3 @ np.swapaxes(M3, -1, -2) + np.eye(3)
+
+
+# -- under jit: one operation per helper ------------------------------------------------
+# Compiling is slow (each case compiles jacfwd and jacrev with every helper they call),
+# so the cases are chosen to cover every Numba implementation the rules emit once:
+# broadcast_reduced, tie_weights, prod_others, np.mean/np.size, the scans, norm_weights,
+# trace_vjp, dot_vjp_*, matmul_vjp_*, einsum_general, matrix_transpose, the triangles;
+# the other helpers (tensordot_vjp_*, cumsum_reverse...) in test_helpers_under_numba.
+# Interpreted, every operation is checked below.
+
+JIT_CASES = [
+    pytest.param(lambda x: np.sum(x, axis=0), (X,), id="sum-axis0"),
+    pytest.param(lambda x: x.max(axis=-1, keepdims=True), (X,), id="max-method-keepdims"),
+    pytest.param(lambda x: np.prod(x, axis=1), (X,), id="prod-axis1"),
+    pytest.param(lambda x: np.var(x, axis=1, ddof=1), (X,), id="var-ddof1"),
+    pytest.param(lambda x: np.cumprod(x), (X,), id="cumprod-flat"),
+    pytest.param(lambda x: np.linalg.norm(x, axis=1), (X,), id="norm-axis1"),
+    pytest.param(lambda x: np.trace(x, 1), (X,), id="trace-offset1"),
+    pytest.param(lambda a, b: np.dot(a, b), (X, B), id="dot"),
+    pytest.param(lambda a, b: a @ b, (X, V), id="matmul-operator"),
+    pytest.param(lambda a, b: np.einsum("ij,jk->ik", a, b), (X, B), id="einsum"),
+    pytest.param(lambda m: np.linalg.inv(m), (M,), id="inv"),
+    pytest.param(lambda m, b: np.linalg.solve(m, b), (M, W), id="solve"),
+    pytest.param(lambda m: np.linalg.cholesky(m), (SPD,), id="cholesky"),
+]
+
+
+@pytest.mark.parametrize("f, args", JIT_CASES)
+def test_under_jit(request, f, args):
+    check_jacobians(f, *args, name=request.node.callspec.id, jit=True)
+
+
+def slogdet_parts(m):
+    sign, logdet = np.linalg.slogdet(m)
+    return sign * logdet
+
+
+def test_slogdet_under_jit():
+    check_jacobians(slogdet_parts, NEG, name="slogdet", jit=True)
+
+
+@pytest.mark.xfail(
+    reason="numba_backend/fuse.py fuses np.matmul (a gufunc) into an elementwise kernel",
+    strict=False,
+)
+def test_matmul_function_under_jit():
+    check_jacobians(lambda a, b: np.matmul(a, b), X, B, name="matmul-function", jit=True)
+
+
+# -- interpreted, over the signatures --------------------------------------------------
+
+REDUCTIONS = [
+    pytest.param(lambda x: np.sum(x), (X3,), id="sum-all"),
+    pytest.param(lambda x: np.sum(x, axis=-2), (X3,), id="sum-negative-axis"),
+    pytest.param(lambda x: np.sum(x, axis=(0, 2), keepdims=True), (X3,), id="sum-tuple-keepdims"),
+    pytest.param(lambda x: x.sum(1), (X3,), id="sum-method"),
+    pytest.param(lambda x: np.mean(x, axis=(0, 2)), (X3,), id="mean-tuple"),
+    pytest.param(lambda x: x.mean(), (X3,), id="mean-method"),
+    pytest.param(lambda x: np.prod(x), (X,), id="prod-all"),
+    pytest.param(lambda x: np.prod(x, axis=(0, 2), keepdims=True), (X3,), id="prod-tuple-keepdims"),
+    pytest.param(lambda x: x.prod(axis=-1), (X3,), id="prod-method"),
+    pytest.param(lambda x: np.max(x), (X3,), id="max-all"),
+    pytest.param(lambda x: np.amax(x, axis=(0, 1)), (X3,), id="amax-tuple"),
+    pytest.param(lambda x: np.amin(x, axis=1, keepdims=True), (X3,), id="amin-keepdims"),
+    pytest.param(lambda x: x.max(axis=0), (X3,), id="max-method"),
+    pytest.param(lambda x: np.min(x, axis=(1, 2)), (X3,), id="min-tuple"),
+    pytest.param(lambda x: np.var(x), (X3,), id="var-all"),
+    pytest.param(lambda x: np.var(x, axis=(0, 2), ddof=1, keepdims=True), (X3,), id="var-tuple"),
+    pytest.param(lambda x: x.var(axis=-1), (X3,), id="var-method"),
+    pytest.param(lambda x: np.std(x, ddof=2), (X3,), id="std-all-ddof2"),
+    pytest.param(lambda x: x.std(axis=(0, 1), keepdims=True), (X3,), id="std-method-tuple"),
+    pytest.param(lambda x: np.cumsum(x), (X3,), id="cumsum-flat"),
+    pytest.param(lambda x: np.cumsum(x, axis=-2), (X3,), id="cumsum-negative-axis"),
+    pytest.param(lambda x: x.cumsum(axis=0), (X3,), id="cumsum-method"),
+    pytest.param(lambda x: np.cumprod(x, axis=2), (X3,), id="cumprod-axis2"),
+    pytest.param(lambda x: x.cumprod(axis=-3), (X3,), id="cumprod-method"),
+    pytest.param(lambda x: np.linalg.norm(x), (V,), id="norm-vector"),
+    pytest.param(lambda x: np.linalg.norm(x), (X3,), id="norm-flattened"),
+    pytest.param(lambda x: np.linalg.norm(x, 1, axis=-1, keepdims=True), (X3,), id="norm-1"),
+    pytest.param(lambda x: np.linalg.norm(x, np.inf, axis=0), (X3,), id="norm-inf"),
+    pytest.param(lambda x: np.linalg.norm(x, -np.inf), (V,), id="norm-minus-inf"),
+    pytest.param(lambda x: np.linalg.norm(x, 3, axis=1), (X3,), id="norm-3"),
+    pytest.param(lambda x: np.linalg.norm(x, 0.5, axis=0), (X,), id="norm-half"),
+    pytest.param(lambda x: np.linalg.norm(x, 2), (V,), id="norm-2-vector"),
+    pytest.param(lambda x: np.linalg.norm(x, "fro"), (X,), id="norm-fro"),
+    pytest.param(
+        lambda x: np.linalg.norm(x, axis=(1, 2), keepdims=True), (X3,), id="norm-fro-axes"
+    ),
+    pytest.param(lambda x: np.trace(x), (M,), id="trace"),
+    pytest.param(lambda x: np.trace(x, -1), (X,), id="trace-offset-negative"),
+    pytest.param(lambda x: np.trace(x, 1, axis1=1, axis2=2), (X3,), id="trace-3d"),
+    pytest.param(lambda x: np.trace(x, axis1=2, axis2=0), (X3,), id="trace-3d-swapped-axes"),
+    pytest.param(lambda x: x.trace(), (X,), id="trace-method"),
+]
+
+
+@pytest.mark.parametrize("f, args", REDUCTIONS)
+def test_reduction(request, f, args):
+    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
+
+
+PRODUCTS = [
+    pytest.param(lambda a, b: np.dot(a, b), (V, V[::-1].copy()), id="dot-vectors"),
+    pytest.param(lambda a, b: np.dot(a, b), (X, V), id="dot-matrix-vector"),
+    pytest.param(lambda a, b: np.dot(a, b), (W, X), id="dot-vector-matrix"),
+    pytest.param(lambda a, b: np.dot(a, b), (X3, B3), id="dot-nd"),
+    pytest.param(lambda a, b: np.dot(a, b), (2.5, X), id="dot-scalar"),
+    pytest.param(lambda a, b: a.dot(b), (X, B), id="dot-method"),
+    pytest.param(lambda a, b: a @ b, (X3, B), id="matmul-stack"),
+    pytest.param(lambda a, b: np.matmul(a, b), (X3[:1], B3), id="matmul-broadcast-stack"),
+    pytest.param(lambda a, b: a @ b, (V, B3), id="matmul-vector-stack"),
+    pytest.param(lambda a, b: a @ b, (X3, V), id="matmul-stack-vector"),
+    pytest.param(lambda a, b: np.vdot(a, b), (X, V.repeat(3)), id="vdot-shapes"),
+    pytest.param(lambda a, b: np.inner(a, b), (X3, X), id="inner-nd"),
+    pytest.param(lambda a, b: np.inner(a, b), (V, V[::-1].copy()), id="inner-vectors"),
+    pytest.param(lambda a, b: np.outer(a, b), (X, W), id="outer-flattens"),
+    pytest.param(lambda a, b: np.tensordot(a, b, 0), (W, V), id="tensordot-0"),
+    pytest.param(lambda a, b: np.tensordot(a, b), (X3, X), id="tensordot-2"),
+    pytest.param(
+        lambda a, b: np.tensordot(a, b, axes=(0, 1)), (X, X.T.copy()), id="tensordot-pair"
+    ),
+    pytest.param(
+        lambda a, b: np.tensordot(a, b, ((2, 0), (0, 2))), (X3, X3.T.copy()), id="tensordot-pairs"
+    ),
+]
+
+
+@pytest.mark.parametrize("f, args", PRODUCTS)
+def test_product(request, f, args):
+    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
+
+
+EINSUMS = [
+    pytest.param(lambda a: np.einsum("ii", a), (M,), id="trace"),
+    pytest.param(lambda a: np.einsum("ii->i", a), (M,), id="diagonal"),
+    pytest.param(lambda a: np.einsum("ij->ji", a), (X,), id="transpose"),
+    pytest.param(lambda a: np.einsum("ijk->j", a), (X3,), id="sum-out"),
+    pytest.param(lambda a, b: np.einsum("i,j->ij", a, b), (W, V), id="outer"),
+    pytest.param(lambda a, b: np.einsum("ij,jk", a, b), (X, B), id="implicit-output"),
+    pytest.param(lambda a, b: np.einsum("bij,bjk->bik", a, b), (X3, B3), id="batched"),
+    pytest.param(lambda a, b: np.einsum("...ij,jk->...ik", a, b), (X3, B), id="ellipsis"),
+    pytest.param(lambda a, b: np.einsum("ij,j->i", a, b), (X, V[:1].copy()), id="broadcast-1"),
+    pytest.param(
+        lambda a, b: np.einsum("ij,ij->", a, b), (X, X[::-1].copy()), id="full-contraction"
+    ),
+    pytest.param(lambda a, b, c: np.einsum("ij,jk,i->k", a, b, c), (X, B, W), id="three-operands"),
+    pytest.param(
+        lambda a, b, c, d: np.einsum("i,i,j,j", a, b, c, d), (W, W + 1, V, V - 1), id="four"
+    ),
+]
+
+
+@pytest.mark.parametrize("f, args", EINSUMS)
+def test_einsum(request, f, args):
+    check_jacobians(f, *args, name=f"einsum-{request.node.callspec.id}", jit=False)
+
+
+MATRIX_FUNCTIONS = [
+    pytest.param(lambda m: np.linalg.inv(m), (M3,), id="inv-stack"),
+    pytest.param(lambda m: np.linalg.det(m), (M3,), id="det-stack"),
+    pytest.param(lambda m: np.linalg.det(m), (NEG,), id="det-negative"),
+    pytest.param(slogdet_parts, (M3,), id="slogdet-stack"),
+    pytest.param(lambda m: np.linalg.slogdet(m)[1], (NEG,), id="slogdet-index"),
+    pytest.param(lambda m, b: np.linalg.solve(m, b), (M, X[:, :2].copy()), id="solve-matrix"),
+    pytest.param(lambda m, b: np.linalg.solve(m, b), (M3, X3[:, :, :2].copy()), id="solve-stack"),
+    pytest.param(lambda m: np.linalg.cholesky(m), (SPD3,), id="cholesky-stack"),
+]
+
+
+@pytest.mark.parametrize("f, args", MATRIX_FUNCTIONS)
+def test_matrix_function(request, f, args):
+    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
+
+
+def test_cholesky_reads_the_lower_triangle():
+    """np.linalg.cholesky ignores the strict upper triangle: so do its derivatives."""
+    jac = nx.jacrev(np.linalg.cholesky)(SPD)
+    upper = np.triu(np.ones((3, 3)), 1).astype(bool)
+    assert np.all(jac[..., upper] == 0)
+    assert np.allclose(nx.jacfwd(np.linalg.cholesky)(SPD), jac)
+
+
+# -- zeros and ties --------------------------------------------------------------------
+
+ONE_ZERO = X.copy()
+ONE_ZERO[1, 2] = 0.0
+TWO_ZEROS = ONE_ZERO.copy()
+TWO_ZEROS[1, 0] = 0.0
+TWO_ZEROS[2, 3] = 0.0
+
+ZEROS = [
+    pytest.param(lambda x: np.prod(x), (ONE_ZERO,), id="prod-all-one-zero"),
+    pytest.param(lambda x: np.prod(x, axis=1), (TWO_ZEROS,), id="prod-row-two-zeros"),
+    pytest.param(lambda x: np.prod(x, axis=0, keepdims=True), (TWO_ZEROS,), id="prod-columns"),
+    pytest.param(lambda x: np.cumprod(x), (ONE_ZERO,), id="cumprod-flat-one-zero"),
+    pytest.param(lambda x: np.cumprod(x, axis=1), (TWO_ZEROS,), id="cumprod-row-two-zeros"),
+    pytest.param(lambda x: np.sum(np.prod(x, axis=1) ** 2), (TWO_ZEROS,), id="prod-squared"),
+]
+
+
+@pytest.mark.parametrize("f, args", ZEROS)
+def test_zeros_are_exact(request, f, args):
+    """prod's derivative is the product of the other elements, never ans / x."""
+    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
+
+
+def test_prod_second_derivative_with_zeros():
+    x = np.array([1.5, 0.0, -2.0, 0.7, 0.0])
+    hess = nx.hessian(np.prod)(x)
+    want = np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            if i != j:
+                want[i, j] = np.prod(np.delete(x, [i, j]))
+    np.testing.assert_array_equal(hess, want)
+    one_zero = x[:4]
+    check_jacobians(nx.grad(np.prod), one_zero, name="grad of prod", jit=False)
+
+
+def test_max_ties_share_the_derivative():
+    x = np.array([[1.0, 3.0, 3.0, 2.0], [5.0, 5.0, 5.0, 0.0]])
+    want = np.array([[0.0, 0.5, 0.5, 0.0], [1 / 3, 1 / 3, 1 / 3, 0.0]])
+    np.testing.assert_allclose(nx.grad(lambda x: np.sum(np.max(x, axis=1)))(x), want)
+    jac = nx.jacfwd(lambda x: np.max(x, axis=1))(x)
+    np.testing.assert_allclose(jac[[0, 1], [0, 1]], want)
+    np.testing.assert_allclose(nx.grad(lambda x: np.min(x))(-x)[1], [1 / 3, 1 / 3, 1 / 3, 0])
+    np.testing.assert_allclose(nx.grad(lambda x: np.linalg.norm(x, np.inf))(x[1]), want[1])
+
+
+# -- dtypes and higher derivatives -----------------------------------------------------
+
+F32 = (X + np.eye(3, 4) * 3).astype(np.float32)
+
+# Each a scalar function of a (3, 4) array (one function per line, no closures: numbax
+# would not tell closures of one source apart).
+FLOAT32 = [
+    pytest.param(lambda x: np.sum(np.sum(x, axis=0) ** 2), id="sum"),
+    pytest.param(lambda x: np.sum(np.mean(x, axis=1) ** 2), id="mean"),
+    pytest.param(lambda x: np.sum(np.prod(x, axis=1)), id="prod"),
+    pytest.param(lambda x: np.sum(np.max(x, axis=0)), id="max"),
+    pytest.param(lambda x: np.sum(np.var(x, axis=1)), id="var"),
+    pytest.param(lambda x: np.std(x), id="std"),
+    pytest.param(lambda x: np.sum(np.cumsum(x) ** 2), id="cumsum"),
+    pytest.param(lambda x: np.sum(np.cumprod(x)), id="cumprod"),
+    pytest.param(lambda x: np.sum(np.linalg.norm(x, axis=0)), id="norm"),
+    pytest.param(lambda x: np.trace(x), id="trace"),
+    pytest.param(lambda x: np.sum(np.einsum("ij,kj->ik", x, x)), id="einsum"),
+    pytest.param(lambda x: np.sum(np.dot(x, x.T)), id="dot"),
+    pytest.param(lambda x: np.sum(np.tensordot(x, x, axes=((1,), (1,)))), id="tensordot"),
+    pytest.param(lambda x: np.sum(np.linalg.inv(x[:, :3])), id="inv"),
+    pytest.param(lambda x: np.linalg.det(x[:, :3]), id="det"),
+    pytest.param(lambda x: np.sum(np.linalg.solve(x[:, :3], x[:, 3])), id="solve"),
+    pytest.param(lambda x: np.sum(np.linalg.cholesky(x @ x.T)), id="cholesky"),
+]
+
+
+@pytest.mark.parametrize("f", FLOAT32)
+def test_float32_stays_float32(f):
+    grad = nx.grad(f)
+    g = grad(F32)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, grad(F32.astype(np.float64)), rtol=1e-3, atol=1e-4)
+
+
+def test_float32_stays_float32_under_jit():
+    """The divisors of mean/var/std are scalars of a's dtype, not float64 (Numba has no
+    weak scalars): one compiled gradient through several reductions."""
+    grad = nx.jit(nx.grad(lambda x: np.sum(np.var(x, axis=1) * np.mean(x, axis=1))))
+    g = grad(F32)
+    assert g.dtype == np.float32
+    np.testing.assert_allclose(g, grad(F32.astype(np.float64)), rtol=1e-4, atol=1e-5)
+
+
+SECOND_ORDER = [
+    pytest.param(lambda x: np.sum(np.prod(x, axis=1)), X, id="prod"),
+    pytest.param(lambda x: np.sum(np.max(x * x, axis=0)), X, id="max"),
+    pytest.param(lambda x: np.sum(np.var(x, axis=1, ddof=1)), X, id="var"),
+    pytest.param(lambda x: np.sum(np.std(x, axis=0)), X, id="std"),
+    pytest.param(lambda x: np.sum(np.cumsum(x * x, axis=1)), X, id="cumsum"),
+    pytest.param(lambda x: np.sum(np.cumprod(x, axis=1)), X, id="cumprod"),
+    pytest.param(lambda x: np.sum(np.linalg.norm(x, axis=1)), X, id="norm"),
+    pytest.param(lambda x: np.sum(np.linalg.norm(x, 3, axis=0)), X, id="norm-3"),
+    pytest.param(lambda x: np.trace(x @ x.T), X, id="trace"),
+    pytest.param(lambda x: np.sum(np.dot(x, B) ** 2), X, id="dot"),
+    pytest.param(lambda x: np.sum(np.outer(x, x) ** 2), W, id="outer"),
+    pytest.param(lambda x: np.sum(np.inner(x, x) ** 2), X, id="inner"),
+    pytest.param(lambda x: np.vdot(x, x) ** 2, X, id="vdot"),
+    pytest.param(lambda x: np.sum(np.tensordot(x, x, axes=((0, 1), (0, 1)))), X, id="tensordot"),
+    pytest.param(lambda x: np.sum(np.einsum("ij,ik->jk", x, x) ** 2), X, id="einsum"),
+    pytest.param(lambda m: np.sum(np.linalg.inv(m)), M, id="inv"),
+    pytest.param(lambda m: np.linalg.det(m), M, id="det"),
+    pytest.param(lambda m: np.linalg.slogdet(m)[1], M, id="slogdet"),
+    pytest.param(lambda m: np.sum(np.linalg.solve(m, W) ** 2), M, id="solve"),
+    pytest.param(lambda m: np.sum(np.linalg.cholesky(m @ m.T + np.eye(3))), M, id="cholesky"),
+]
+
+
+@pytest.mark.parametrize("f, x", SECOND_ORDER)
+def test_second_derivative(request, f, x):
+    check_jacobians(nx.grad(f), x, name=f"grad of {request.node.callspec.id}", jit=False)
+
+
+THIRD_ORDER = [
+    pytest.param(lambda x: np.sum(np.einsum("ij,jk,kl->il", x, x, x)), M, id="einsum"),
+    pytest.param(lambda x: np.sum(np.cumprod(x)), V, id="cumprod"),
+    pytest.param(lambda x: np.prod(x), V, id="prod"),
+    pytest.param(lambda x: np.linalg.norm(x, 3), V, id="norm-3"),
+    pytest.param(lambda x: np.sum(np.dot(x, x) ** 2), M, id="dot"),
+]
+
+
+@pytest.mark.parametrize("f, x", THIRD_ORDER)
+def test_third_derivative(request, f, x):
+    """Derivatives of the helpers' own rules: the Jacobian of the Hessian."""
+    name = f"hessian of {request.node.callspec.id}"
+    check_jacobians(nx.hessian(f), x, name=name, jit=False, rtol=1e-4, atol=1e-5)
+
+
+# -- against JAX -----------------------------------------------------------------------
+
+JAX_CASES = [
+    pytest.param(lambda np: lambda x: np.max(x, axis=1), X, id="max"),
+    pytest.param(lambda np: lambda x: np.prod(x, axis=0), ONE_ZERO, id="prod-zero"),
+    pytest.param(lambda np: lambda x: np.cumprod(x, axis=1), TWO_ZEROS, id="cumprod-zeros"),
+    pytest.param(lambda np: lambda x: np.std(x, axis=0, ddof=1), X, id="std"),
+    pytest.param(lambda np: lambda x: np.linalg.norm(x, axis=0), X, id="norm"),
+    pytest.param(lambda np: lambda x: np.einsum("ij,kj,k->i", x, x, x[:, 0]), X, id="einsum"),
+    pytest.param(lambda np: lambda x: np.linalg.inv(x), M3, id="inv"),
+    pytest.param(lambda np: lambda x: np.linalg.slogdet(x)[1], M, id="slogdet"),
+    pytest.param(lambda np: lambda x: np.linalg.cholesky(x @ x.T), M, id="cholesky"),
+]
+
+
+@pytest.mark.parametrize("make, x", JAX_CASES)
+def test_against_jax(make, x):
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    ours = make(np)
+    theirs = make(jax.numpy)
+    np.testing.assert_allclose(nx.jacrev(ours)(x), jax.jacrev(theirs)(x), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(nx.jacfwd(ours)(x), jax.jacfwd(theirs)(x), rtol=1e-9, atol=1e-12)
+
+
+# -- the helpers -----------------------------------------------------------------------
+
+
+def test_matrix_norms_other_than_frobenius_have_no_rule():
+    with pytest.raises(NotImplementedError, match="matrix norm ord=2"):
+        nx.grad(lambda x: np.linalg.norm(x, 2))(X)
+
+
+def test_einsum_vjp_of_vjp_is_an_einsum():
+    """(spec, j) is the VJP of operand j; nested, its VJPs again (adjoint identities)."""
+    a, b = X, B
+    ct = distinct(3, 2)
+    vjp_a = ad_adjoints.einsum_general(("ij,jk->ik", 0), ct, b, like=a)
+    t = distinct(3, 4)
+    assert np.isclose(np.sum(vjp_a * t), np.sum(ct * np.einsum("ij,jk->ik", t, b)))
+    g = distinct(3, 4)
+    vjp_b = ad_adjoints.einsum_general((("ij,jk->ik", 0), 1), ct, g, like=b)
+    s = distinct(4, 2)
+    lhs = np.sum(g * ad_adjoints.einsum_general(("ij,jk->ik", 0), ct, s, like=a))
+    assert np.isclose(lhs, np.sum(vjp_b * s))
+
+
+def test_helpers_under_numba():
+    """The helpers the jit cases above do not reach, compiled by Numba in one function:
+    a run-time axis, a nested einsum spec, tensordot's VJPs, the reverse cumulative sum,
+    prod_others_jvp; against their interpreted selves."""
+
+    def helpers(value, a, axis, ct, g, b, p, q, c):
+        spec = "ij,jk->ik", 0
+        nested = spec, 1
+        first = 2, 0  # as numbax's normalization writes nested tuples, so they stay
+        second = 0, 2  # compile-time constants
+        pairs = first, second
+        return (
+            ad_adjoints.broadcast_reduced(value, a, axis, False),
+            ad_adjoints.einsum_general(nested, ct, g, like=b),
+            ad_adjoints.tensordot_vjp_a(c, p, q, pairs),
+            ad_adjoints.tensordot_vjp_b(c, p, q, pairs),
+            ad_adjoints.cumsum_reverse(a, a, axis),
+            ad_adjoints.prod_others_jvp(a, a + 1.0, (0, 2)),
+        )
+
+    p, q = X3, distinct(4, 3, 2)
+    c = distinct(3, 3)  # the shape of np.tensordot(p, q, ((2, 0), (0, 2)))
+    args = (X3.sum(axis=1), X3, -2, distinct(3, 2), distinct(3, 4), B, p, q, c)
+    want = helpers(*args)
+    got = numba.njit(helpers)(*args)
+    for w, r in zip(want, got, strict=True):
+        np.testing.assert_allclose(r, w, rtol=1e-12, atol=1e-12)
