@@ -185,10 +185,22 @@ def _fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
         elif isinstance(value, types.ModuleType):
             prints.append((name, value.__name__))
         elif callable(value):
-            prints.append((name, getattr(value, "__qualname__", repr(type(value)))))
+            prints.append((name, _callable_identity(value)))
         else:
             prints.append((name, repr(value)))
     return prints
+
+
+def _callable_identity(value: Any) -> str:
+    """A stable name for a function the generated code calls: its module, name and,
+    for Python functions, where it is defined (two lambdas bound to one name differ)."""
+    module = getattr(value, "__module__", None) or type(value).__module__
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    text = f"{module}.{name or repr(value)}"
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        text += f"@{code.co_filename}:{code.co_firstlineno}"
+    return text
 
 
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)')

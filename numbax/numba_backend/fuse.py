@@ -48,7 +48,9 @@ _ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.Not
 def _is_elementwise_callee(target: Any, n_args: int) -> bool:
     if target is np.where:
         return n_args == 3
-    return isinstance(target, np.ufunc) and target.nout == 1 and target.nin == n_args
+    if not isinstance(target, np.ufunc) or target.signature is not None:  # matmul: a gufunc
+        return False
+    return target.nout == 1 and target.nin == n_args
 
 
 def _reads(node: gast.AST) -> list[str]:
