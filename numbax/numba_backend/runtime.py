@@ -11,9 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+from numba.extending import register_jitable
 
 from numbax import random as _numbax_random
-from numbax.numba_backend import elementary, random_kernels, reductions
+from numbax.numba_backend import elementary, numpy_extra, random_kernels, reductions
 from numbax.numba_backend.boundary import keep_dtype
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.weak import weak
@@ -23,11 +24,24 @@ _ELEMENTARY += ["exp2", "log2", "log10", "sinh", "cosh"]
 _REDUCTIONS = ["sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"]
 _REDUCTIONS += ["argmax", "argmin", "all", "any", "cumsum", "cumprod"]
 
+# NumPy functions Numba lacks or compiles with other semantics (numpy_extra.py), by the
+# NumPy namespace they live in.
+_NUMPY_EXTRA = ["sinc", "angle", "clip", "trace", "dot", "matmul", "vdot", "inner"]
+_NUMPY_EXTRA += ["tensordot", "einsum", "squeeze", "expand_dims", "concatenate", "stack"]
+_NUMPY_EXTRA += ["hstack", "vstack", "flip", "roll", "tile", "repeat", "atleast_1d"]
+_NUMPY_EXTRA += ["atleast_2d"]
+_LINALG_EXTRA = ["norm", "det", "slogdet"]
+
 _REDIRECTS: dict[int, str] = {}
-for _module, _names in ((elementary, _ELEMENTARY), (reductions, _REDUCTIONS)):
+for _module, _names, _namespace in (
+    (elementary, _ELEMENTARY, np),
+    (reductions, _REDUCTIONS, np),
+    (numpy_extra, _NUMPY_EXTRA, np),
+    (numpy_extra, _LINALG_EXTRA, np.linalg),
+):
     for _name in _names:
         globals()[_name] = getattr(_module, _name)
-        _REDIRECTS[id(getattr(np, _name))] = _name
+        _REDIRECTS[id(getattr(_namespace, _name))] = _name
 
 # numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
 _RANDOM = ["split", "fold_in", "bits", "uniform", "normal"]
@@ -60,31 +74,35 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
 
 
 __all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
+__all__ += [*_NUMPY_EXTRA, *_LINALG_EXTRA]
 __all__ += [f"random_{name}" for name in _RANDOM]
 
-# Automatic differentiation's helpers (ad_runtime.py), adjoints of reductions.
-from numbax.numba_backend.ad_adjoints import (  # noqa: E402
-    broadcast_reduced,
-    matmul_vjp_x,
-    matmul_vjp_y,
-    reshape_like,
-)
-from numbax.numba_backend.ad_runtime import (  # noqa: E402
-    basis,
-    broadcast_like,
-    grad_seed,
-    index_add,
-    jac_empty,
-    jac_reshape,
-    ones_like,
-    owned,
-    ravel,
-    size,
-    tree_add,
-    unbroadcast,
-    zeros_like,
-)
+# -- automatic differentiation: the helpers derivative code calls as nxrt.<name> --------
+# (each a plain function doing what NumPy does, with a Numba overload; each has its own
+# JVP and VJP rule in transform/rules/, so derivative code can be differentiated again)
+from numbax.numba_backend import ad_adjoints, ad_elementwise, ad_runtime, ad_shapes  # noqa: E402
 
-__all__ += ["matmul_vjp_x", "matmul_vjp_y", "reshape_like"]
-__all__ += ["basis", "broadcast_like", "broadcast_reduced", "grad_seed", "index_add", "jac_empty", "jac_reshape"]
-__all__ += ["ones_like", "owned", "ravel", "size", "tree_add", "unbroadcast", "zeros_like"]
+_AD_HELPERS = {
+    ad_runtime: ["zeros_like", "ones_like", "grad_seed", "unbroadcast", "broadcast_like"]
+    + ["index_add", "tree_add", "owned", "ravel", "size", "basis", "jac_empty", "jac_reshape"],
+    ad_adjoints: ["broadcast_reduced", "reshape_like", "matmul_vjp_x", "matmul_vjp_y"]
+    + ["cumprod_jvp", "cumprod_vjp", "cumsum_reverse", "dot_vjp_a", "dot_vjp_b"]
+    + ["einsum_general", "matrix_transpose", "norm_exponent", "norm_weights"]
+    + ["prod_others", "prod_others_jvp", "reduced_count", "tensordot_vjp_a"]
+    + ["tensordot_vjp_b", "tie_weights", "trace_vjp", "tril_fold", "tril_half_diag"]
+    + ["tril_symmetric"],
+    ad_shapes: ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "split_like"]
+    + ["linspace_weights", "undiag", "unrepeat", "unrolled", "unstack_like", "untile"],
+    ad_elementwise: ["mul_pow", "xlogy"],
+}
+for _module, _names in _AD_HELPERS.items():
+    for _name in _names:
+        globals()[_name] = getattr(_module, _name)
+__all__ += [name for names in _AD_HELPERS.values() for name in names] + ["first"]
+
+
+@register_jitable
+def first(value: Any, like: Any) -> Any:
+    """``value``: in a fused kernel, a scalar spread over ``like``'s elements (``like``
+    is an argument only so that the kernel broadcasts to its shape)."""
+    return value
