@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -123,7 +124,7 @@ def _free_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
     return bound
 
 
-class Transformed:
+class Transformed(ABC):
     """A function produced by a transformation. Call it like the original (see each
     transformation for its result); read ``.source``; transform it again."""
 
@@ -133,11 +134,15 @@ class Transformed:
         self.fun = fun
         functools.update_wrapper(self, fun, updated=())
 
+    @abstractmethod
     def _key(self) -> tuple:
-        raise NotImplementedError
+        """What, besides the function, the generated source depends on (argnums...)."""
 
-    def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
-        raise NotImplementedError
+    @abstractmethod
+    def _build(
+        self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives
+    ) -> gast.FunctionDef:
+        """The generated function's tree, from ``fn``'s normalized tree."""
 
     def generated(self) -> Generated:
         return generate(self.fun, self.transformation, self._key(), self._build)
