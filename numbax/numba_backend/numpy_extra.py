@@ -448,11 +448,8 @@ def _vector_norms(mag, p):
 
 
 @register_jitable
-def _matrix_norm(m, p, nuc):
-    """The matrix norm of order ``p`` (or, if ``nuc``, the nuclear norm) of a 2-d array."""
-    if nuc or p == 2 or p == -2:
-        s = np.linalg.svd(m, full_matrices=False)[1]
-        return s.sum() if nuc else (s.max() if p > 0 else s.min())
+def _matrix_sum_norm(m, p):
+    """The matrix norm of order ``p`` = +-1 (column sums) or +-inf (row sums)."""
     rows, cols = m.shape
     if p == 1 or p == -1:
         sums = np.zeros(cols, np.float64)
@@ -467,6 +464,21 @@ def _matrix_norm(m, p, nuc):
     else:
         raise ValueError("Invalid norm order for matrices.")
     return sums.max() if p > 0 else sums.min()
+
+
+@register_jitable
+def _matrix_svd_norm(m, p, nuc):
+    """The matrix norm of order ``p`` = +-2, or if ``nuc`` the nuclear norm (by SVD)."""
+    s = np.linalg.svd(m, full_matrices=False)[1]
+    return s.sum() if nuc else (s.max() if p > 0 else s.min())
+
+
+@register_jitable
+def _matrix_norm(m, p):
+    """The matrix norm of an order ``p`` known only at run time."""
+    if p == 2 or p == -2:
+        return _matrix_svd_norm(m, p, False)
+    return _matrix_sum_norm(m, p)
 
 
 def _gemm(a: Any, b: Any) -> Any:
@@ -525,6 +537,8 @@ _HELPERS = {
     "_gemm_into": _gemm_into,
     "_vector_norms": _vector_norms,
     "_matrix_norm": _matrix_norm,
+    "_matrix_sum_norm": _matrix_sum_norm,
+    "_matrix_svd_norm": _matrix_svd_norm,
 }
 
 
@@ -1180,8 +1194,17 @@ def _norm_impl(x: Any, ord: Any, axis: Any, keep: bool) -> Any:
     code(f"m = np.ascontiguousarray(a.transpose(to_fixed_tuple(perm, {ndim})))")
     code(f"stack = m.reshape((-1, m.shape[{ndim - 2}], m.shape[{ndim - 1}]))")
     code("vals = np.empty(stack.shape[0], R)", f"p = R({'0' if ord_name else 'ord'})")
-    code("for t in range(stack.shape[0]):")
-    code(f"    vals[t] = _matrix_norm(stack[t], p, np.int64({int(ord_name == 'nuc')}))")
+    # A constant order compiles its own kind of norm only (SVD takes seconds to compile).
+    order = ord.literal_value if isinstance(ord, types.IntegerLiteral) else None
+    if ord_name == "nuc":
+        one = "_matrix_svd_norm(stack[t], p, True)"
+    elif order in (2, -2):
+        one = "_matrix_svd_norm(stack[t], p, False)"
+    elif order in (1, -1):
+        one = "_matrix_sum_norm(stack[t], p)"
+    else:
+        one = "_matrix_norm(stack[t], p)"
+    code("for t in range(stack.shape[0]):", f"    vals[t] = {one}")
     rank = ndim if keep else ndim - 2
     if rank == 0:
         code("return vals[0]")
@@ -1200,12 +1223,14 @@ def _norm_jit(x, ord=None, axis=None, keepdims=False):
         return lambda x, ord=None, axis=None, keepdims=False: numba.literally(keepdims)
     if isinstance(ord, types.UnicodeType) and not isinstance(ord, types.StringLiteral):
         return lambda x, ord=None, axis=None, keepdims=False: numba.literally(ord)
-    return _norm_impl(
-        x,
-        types.unliteral(ord) if isinstance(ord, types.IntegerLiteral) else ord,
-        axis,
-        _keepdims(keepdims),
-    )
+    # Vector norms of every int order share one implementation; a matrix norm's order
+    # picks its algorithm when it is a constant.
+    ndim = x.ndim if isinstance(x, types.Array) else 0
+    two_axes = isinstance(axis, types.BaseTuple) and len(axis.types) == 2
+    matrix = two_axes or (_is_none(axis) and ndim == 2 and not _is_none(ord))
+    if isinstance(ord, types.IntegerLiteral) and not matrix:
+        ord = types.unliteral(ord)
+    return _norm_impl(x, ord, axis, _keepdims(keepdims))
 
 
 @functools.cache
