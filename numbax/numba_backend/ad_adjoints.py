@@ -39,7 +39,8 @@ from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import numpy_extra, reductions
-from numbax.numba_backend.ad_runtime import unbroadcast
+from numbax.numba_backend.ad_runtime import _dtype_of as _dtype
+from numbax.numba_backend.ad_runtime import _is_none, _is_scalar, unbroadcast
 from numbax.numba_backend.reductions import _keepdims, _wants_literal
 
 # ---------------------------------------------------------------------------------------
@@ -492,24 +493,6 @@ def einsum_general(
 def _fail(name: str, message: str) -> errors.NumbaTypeError:
     """A typing error naming the function, reported by Numba at the user's call."""
     return errors.NumbaTypeError(f"numbax ad_adjoints.{name}: {message}")
-
-
-def _is_none(ty: Any) -> bool:
-    if isinstance(ty, types.Omitted):
-        return ty.value is None
-    return ty is None or isinstance(ty, types.NoneType)
-
-
-def _is_scalar(ty: Any) -> bool:
-    return isinstance(ty, types.Number | types.Boolean)
-
-
-def _dtype(name: str, ty: Any) -> types.Type:
-    if isinstance(ty, types.Array):
-        return ty.dtype
-    if _is_scalar(ty):
-        return types.unliteral(ty)
-    raise _fail(name, f"expected an array or a number, got {ty}")
 
 
 def _np(ty: types.Type) -> np.dtype:
