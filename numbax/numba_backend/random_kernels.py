@@ -25,8 +25,8 @@ scalar types (``np.float32``) or left out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -51,76 +51,114 @@ _LOG1P_SMALL_F32 = np.float32(np.sqrt(2.0) - 1.0)
 _LOG1P_SMALL_F64 = np.float64(np.sqrt(2.0) - 1.0)
 
 
-# -- Threefry-2x32 on scalars ------------------------------------------------------------
+# -- Threefry-2x32 and bits-to-float on scalars --------------------------------------------
 
 
-@_inline
-def _rotl(x: np.uint32, r: int) -> np.uint32:
-    """Rotate left; the 64-bit promotion is truncated back to 32 bits explicitly."""
-    x64 = np.uint64(x)
-    return _U32(((x64 << np.uint64(r)) | (x64 >> np.uint64(32 - r))) & np.uint64(0xFFFFFFFF))
+class ScalarCore(NamedTuple):
+    """The per-element generator, compiled for one target (see :func:`scalar_core`)."""
+
+    threefry2x32: Any
+    hash_index: Any
+    unit_f32: Any
+    unit_f64: Any
 
 
-@_inline
-def _add(a: np.uint32, b: np.uint32) -> np.uint32:
-    """uint32 addition modulo 2**32 (Numba would widen the sum to 64 bits)."""
-    return _U32((np.uint64(a) + np.uint64(b)) & np.uint64(0xFFFFFFFF))
+def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
+    """Compile the generator's scalar core with ``jit``: ``numba.njit`` for the CPU loops
+    below, or ``numba.cuda.jit(device=True)`` for GPU kernels.
+
+    Why a factory: a CUDA kernel can only call device functions, so the same Python
+    functions are compiled once per target, each calling its own target's helpers.  They
+    use only scalar uint32/uint64 arithmetic and bit casts (no arrays, no Python
+    objects), which both targets compile; uint32 wrap-around is made explicit because
+    Numba promotes uint32 arithmetic to 64 bits.
+    """
+
+    @jit
+    def rotl(x: np.uint32, r: int) -> np.uint32:
+        """Rotate left; the 64-bit promotion is truncated back to 32 bits explicitly."""
+        x64 = np.uint64(x)
+        shifted = (x64 << np.uint64(r)) | (x64 >> np.uint64(32 - r))
+        return _U32(shifted & np.uint64(0xFFFFFFFF))
+
+    @jit
+    def add(a: np.uint32, b: np.uint32) -> np.uint32:
+        """uint32 addition modulo 2**32 (Numba would widen the sum to 64 bits)."""
+        return _U32((np.uint64(a) + np.uint64(b)) & np.uint64(0xFFFFFFFF))
+
+    @jit
+    def mix(x0: np.uint32, x1: np.uint32, r: int) -> tuple[np.uint32, np.uint32]:
+        x0 = add(x0, x1)
+        return x0, rotl(x1, r) ^ x0
+
+    @jit
+    def rounds_a(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
+        """Four Threefry rounds with rotations 13, 15, 26, 6."""
+        x0, x1 = mix(x0, x1, 13)
+        x0, x1 = mix(x0, x1, 15)
+        x0, x1 = mix(x0, x1, 26)
+        return mix(x0, x1, 6)
+
+    @jit
+    def rounds_b(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
+        """Four Threefry rounds with rotations 17, 29, 16, 24."""
+        x0, x1 = mix(x0, x1, 17)
+        x0, x1 = mix(x0, x1, 29)
+        x0, x1 = mix(x0, x1, 16)
+        return mix(x0, x1, 24)
+
+    @jit
+    def inject(
+        x0: np.uint32, x1: np.uint32, ka: np.uint32, kb: np.uint32, step: int
+    ) -> tuple[np.uint32, np.uint32]:
+        """Key injection number ``step``: add ``ka`` and ``kb + step``."""
+        return add(x0, ka), add(add(x1, kb), _U32(step))
+
+    @jit
+    def threefry2x32(
+        k0: np.uint32, k1: np.uint32, x0: np.uint32, x1: np.uint32
+    ) -> tuple[np.uint32, np.uint32]:
+        """``numbax._threefry.threefry2x32`` on scalars: 20 rounds, 5 key injections."""
+        k2 = _U32(k0 ^ k1 ^ _PARITY)
+        x0, x1 = add(x0, k0), add(x1, k1)
+        a0, a1 = rounds_a(x0, x1)
+        x0, x1 = inject(a0, a1, k1, k2, 1)
+        a0, a1 = rounds_b(x0, x1)
+        x0, x1 = inject(a0, a1, k2, k0, 2)
+        a0, a1 = rounds_a(x0, x1)
+        x0, x1 = inject(a0, a1, k0, k1, 3)
+        a0, a1 = rounds_b(x0, x1)
+        x0, x1 = inject(a0, a1, k1, k2, 4)
+        a0, a1 = rounds_a(x0, x1)
+        return inject(a0, a1, k2, k0, 5)
+
+    @jit
+    def hash_index(k0: np.uint32, k1: np.uint32, i: int) -> tuple[np.uint32, np.uint32]:
+        """Hash the 64-bit counter ``i`` (high word, low word): JAX's counter layout."""
+        i64 = np.uint64(i)
+        hi = _U32(i64 >> np.uint64(32))
+        lo = _U32(i64 & np.uint64(0xFFFFFFFF))
+        return threefry2x32(k0, k1, hi, lo)
+
+    @jit
+    def unit_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
+        """A float32 in [0, 1): 23 random mantissa bits under the exponent of 1.0, minus 1."""
+        w0, w1 = hash_index(k0, k1, i)
+        mantissa = _U32(((w0 ^ w1) >> _U32(9)) | _U32(0x3F800000))
+        return mantissa.view(np.float32) - np.float32(1.0)
+
+    @jit
+    def unit_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
+        """A float64 in [0, 1): 52 random mantissa bits under the exponent of 1.0, minus 1."""
+        w0, w1 = hash_index(k0, k1, i)
+        raw = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
+        mantissa = np.uint64((raw >> np.uint64(12)) | np.uint64(0x3FF0000000000000))
+        return mantissa.view(np.float64) - np.float64(1.0)
+
+    return ScalarCore(threefry2x32, hash_index, unit_f32, unit_f64)
 
 
-@_inline
-def _mix(x0: np.uint32, x1: np.uint32, r: int) -> tuple[np.uint32, np.uint32]:
-    x0 = _add(x0, x1)
-    return x0, _rotl(x1, r) ^ x0
-
-
-@_inline
-def _rounds_a(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
-    """Four Threefry rounds with rotations 13, 15, 26, 6."""
-    x0, x1 = _mix(x0, x1, 13)
-    x0, x1 = _mix(x0, x1, 15)
-    x0, x1 = _mix(x0, x1, 26)
-    return _mix(x0, x1, 6)
-
-
-@_inline
-def _rounds_b(x0: np.uint32, x1: np.uint32) -> tuple[np.uint32, np.uint32]:
-    """Four Threefry rounds with rotations 17, 29, 16, 24."""
-    x0, x1 = _mix(x0, x1, 17)
-    x0, x1 = _mix(x0, x1, 29)
-    x0, x1 = _mix(x0, x1, 16)
-    return _mix(x0, x1, 24)
-
-
-@_inline
-def _inject(
-    x0: np.uint32, x1: np.uint32, ka: np.uint32, kb: np.uint32, step: int
-) -> tuple[np.uint32, np.uint32]:
-    """Key injection number ``step``: add ``ka`` and ``kb + step``."""
-    return _add(x0, ka), _add(_add(x1, kb), _U32(step))
-
-
-@_inline
-def threefry2x32(
-    k0: np.uint32, k1: np.uint32, x0: np.uint32, x1: np.uint32
-) -> tuple[np.uint32, np.uint32]:
-    """``numbax._threefry.threefry2x32`` on scalars: 20 rounds, 5 key injections."""
-    k2 = _U32(k0 ^ k1 ^ _PARITY)
-    x0, x1 = _add(x0, k0), _add(x1, k1)
-    x0, x1 = _inject(*_rounds_a(x0, x1), k1, k2, 1)
-    x0, x1 = _inject(*_rounds_b(x0, x1), k2, k0, 2)
-    x0, x1 = _inject(*_rounds_a(x0, x1), k0, k1, 3)
-    x0, x1 = _inject(*_rounds_b(x0, x1), k1, k2, 4)
-    x0, x1 = _inject(*_rounds_a(x0, x1), k2, k0, 5)
-    return x0, x1
-
-
-@_inline
-def _hash_index(k0: np.uint32, k1: np.uint32, i: int) -> tuple[np.uint32, np.uint32]:
-    """Hash the 64-bit counter ``i`` (high word, low word): JAX's counter layout."""
-    i64 = np.uint64(i)
-    hi = _U32(i64 >> np.uint64(32))
-    lo = _U32(i64 & np.uint64(0xFFFFFFFF))
-    return threefry2x32(k0, k1, hi, lo)
+threefry2x32, _hash_index, _unit_f32, _unit_f64 = scalar_core(_inline)
 
 
 # -- bulk loops: flat outputs of n elements ----------------------------------------------
@@ -165,23 +203,6 @@ def bits64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
         w0, w1 = _hash_index(k0, k1, i)
         out[i] = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
     return out
-
-
-@_inline
-def _unit_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
-    """A float32 in [0, 1): 23 random mantissa bits under the exponent of 1.0, minus 1."""
-    w0, w1 = _hash_index(k0, k1, i)
-    mantissa = _U32(((w0 ^ w1) >> _U32(9)) | _U32(0x3F800000))
-    return mantissa.view(np.float32) - np.float32(1.0)
-
-
-@_inline
-def _unit_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
-    """A float64 in [0, 1): 52 random mantissa bits under the exponent of 1.0, minus 1."""
-    w0, w1 = _hash_index(k0, k1, i)
-    raw = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
-    mantissa = np.uint64((raw >> np.uint64(12)) | np.uint64(0x3FF0000000000000))
-    return mantissa.view(np.float64) - np.float64(1.0)
 
 
 @_loop

@@ -1,0 +1,62 @@
+"""The generator's scalar core compiled as CUDA device functions, run in Numba's CUDA
+simulator: a kernel of 8 threads must give numbax.random's numbers bit for bit.
+
+The simulator is chosen by ``NUMBA_ENABLE_CUDASIM=1``, which Numba reads when it is first
+imported, so the kernel runs in a subprocess: this pytest process keeps the real target.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+SCRIPT = textwrap.dedent(
+    """
+    import numpy as np
+    from numba import config, cuda
+
+    from numbax import random as nr
+    from numbax._threefry import threefry2x32 as threefry_numpy
+    from numbax.numba_backend.random_kernels import scalar_core
+
+    assert config.ENABLE_CUDASIM
+    threefry2x32, hash_index, unit_f32, unit_f64 = scalar_core(cuda.jit(device=True))
+
+
+    @cuda.jit
+    def draw(key, x, hashed, bits, u32, u64):
+        i = cuda.grid(1)
+        if i < bits.size:
+            w0, w1 = threefry2x32(key[0], key[1], x[0, i], x[1, i])
+            hashed[0, i] = w0
+            hashed[1, i] = w1
+            h0, h1 = hash_index(key[0], key[1], i)
+            bits[i] = h0 ^ h1
+            u32[i] = unit_f32(key[0], key[1], i)
+            u64[i] = unit_f64(key[0], key[1], i)
+
+
+    for seed in (0, 1701, 2**40 + 5):
+        key = nr.key(seed)
+        x = nr.bits(nr.fold_in(key, 1), (2, 8))
+        hashed = np.zeros((2, 8), np.uint32)
+        bits = np.zeros(8, np.uint32)
+        u32 = np.zeros(8, np.float32)
+        u64 = np.zeros(8, np.float64)
+        draw[1, 8](key, x, hashed, bits, u32, u64)
+        expected = np.stack(threefry_numpy(key[:1], key[1:], x[0], x[1]))
+        assert hashed.tobytes() == expected.tobytes(), (seed, hashed, expected)
+        assert bits.tobytes() == nr.bits(key, 8).tobytes(), seed
+        assert u32.tobytes() == nr.uniform(key, 8, np.float32).tobytes(), seed
+        assert u64.tobytes() == nr.uniform(key, 8, np.float64).tobytes(), seed
+    print("ok")
+    """
+)
+
+
+def test_scalar_core_runs_in_a_cuda_kernel():
+    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
