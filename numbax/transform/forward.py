@@ -243,6 +243,11 @@ def jvp_function(
     for p, t in zip(wrt, tangent_params, strict=True):
         if p in _stored_into(fn):  # the function writes into x: keep the caller's tangent
             body.insert(0, assign(t, runtime_call("owned", load(t))))
+    # a parameter not differentiated that later takes active values (h = f(h, w) in a
+    # loop) starts with a zero tangent
+    params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+    constant_params = [p for p in params if p not in wrt and p in activity]
+    body = [assign(forward.tangent(p), zeros_like(load(p))) for p in constant_params] + body
     out_tangent = forward.tangent_of(out)
     result = gast.Tuple([clone(out), out_tangent], gast.Load())
     new = clone(fn)

@@ -101,6 +101,7 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform.names import Namer
+from numbax.transform.normalize_calls import positional_arguments
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
 from numbax.transform.normalize_loops import LoopLowering
@@ -118,6 +119,7 @@ from numbax.transform.normalize_nodes import (
     store,
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
+from numbax.transform.operations import is_transformable_function
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource
 
@@ -456,6 +458,12 @@ class _Flattener(LoopLowering):
         func = self.callee(node.func)
         args = [self.atom(a) for a in node.args]
         keywords = [gast.keyword(k.arg, self.atom(k.value)) for k in node.keywords]
+        if self.is_global_chain(node.func) and not any(isinstance(a, gast.Starred) for a in args):
+            target = self.resolver.resolve(node.func)
+            if is_transformable_function(target):  # a helper: its derivative takes all
+                positional = positional_arguments(target, args, keywords)
+                if positional is not None:
+                    return call(func, positional)
         return call(func, args, keywords)
 
     def callee(self, func: gast.expr) -> gast.expr:

@@ -122,6 +122,22 @@ def data_dependent_trips(x, n):
     return np.sum(y)
 
 
+def recurrent(h, w):
+    """A parameter rebound in a loop: differentiated in w only, h still carries w."""
+    for _ in range(3):
+        h = np.tanh(w * h) + h
+    return np.sum(h)
+
+
+def scaled_sin(x, scale=2.0, shift=0.5):
+    return scale * np.sin(x + shift)
+
+
+def keyword_calls(x):
+    """A helper called with its defaults, with keywords, and with keywords out of order."""
+    return np.sum(scaled_sin(x) + scaled_sin(x, shift=-1.0) * scaled_sin(scale=x, x=x))
+
+
 _rng = np.random.default_rng(0)
 _x3 = np.array([0.3, -0.7, 1.2])
 _x4 = np.array([0.5, -0.4, 0.8, 1.1])
@@ -143,4 +159,6 @@ PROGRAMS = {
     "strided": (strided, (np.linspace(0.1, 0.8, 6),)),
     "early_exit": (early_exit, (_x4 * 2.0,)),
     "data_dependent_trips": (data_dependent_trips, (_x3, 3.0)),
+    "recurrent": (recurrent, (_x3, _x3[::-1] + 0.5)),
+    "keyword_calls": (keyword_calls, (_x3,)),
 }

@@ -25,7 +25,7 @@ def test_first_order_interpreted(name):
 
 
 JITTED = ["straight", "branch-taken", "horner", "newton_while", "in_place", "calls_helper"]
-JITTED += ["tuples", "strided", "early_exit", "nested_loops"]
+JITTED += ["tuples", "strided", "early_exit", "nested_loops", "recurrent", "keyword_calls"]
 
 
 @pytest.mark.parametrize("name", JITTED)
