@@ -19,6 +19,7 @@ from numbax.autodiff import (
     value_and_grad,
     vjp,
 )
+from numbax.custom import checkpoint, custom_jvp, custom_vjp, remat
 from numbax.errors import CompileError, TransformError
 from numbax.show import block_until_ready, show, source
 
@@ -28,6 +29,9 @@ __all__ = [
     "TransformError",
     "__version__",
     "block_until_ready",
+    "checkpoint",
+    "custom_jvp",
+    "custom_vjp",
     "grad",
     "hessian",
     "jacfwd",
@@ -37,6 +41,7 @@ __all__ = [
     "jvp",
     "linearize",
     "random",
+    "remat",
     "show",
     "source",
     "tree_util",

@@ -105,6 +105,8 @@ def callee_derivative(callee: Any, mode: str, positions: tuple[int, ...]) -> Gen
     ``positions``: ``jvp_h(<args>, <tangents>) -> (out, tangent)`` and
     ``vjp_h(<args>, ct) -> (cotangents...)``."""
     target = getattr(callee, "fun", callee) if hasattr(callee, "nested_dispatcher") else callee
+    if hasattr(target, "__numbax_derivative__"):  # custom_jvp, custom_vjp, checkpoint
+        return target.__numbax_derivative__(mode, positions)
 
     def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [_params(fn)[i] for i in positions]

@@ -286,6 +286,32 @@ def grad_dtype_check(x: Any, argnum: int) -> None:
     return None
 
 
+def custom_cotangents(cts: Any, primals: tuple, rule: str) -> tuple:
+    """A ``custom_vjp`` rule's ``bwd`` output, checked like JAX checks it: a tuple with
+    one cotangent per differentiable argument, each of its argument's shape; None
+    stands for a zero cotangent."""
+    if not isinstance(cts, tuple | list) or len(cts) != len(primals):
+        got = f"a {type(cts).__name__}" + (
+            f" of length {len(cts)}" if isinstance(cts, tuple | list) else ""
+        )
+        raise TypeError(
+            f"custom_vjp rule {rule} must return a tuple with one cotangent per "
+            f"differentiable argument of the primal function ({len(primals)}), got {got}"
+        )
+    out = []
+    for i, (ct, primal) in enumerate(zip(cts, primals, strict=True)):
+        if ct is None:
+            out.append(zeros_like(primal))
+            continue
+        if _is_leaf(primal) and np.shape(ct) != np.shape(primal):
+            raise ValueError(
+                f"custom_vjp rule {rule} returned a cotangent of shape {np.shape(ct)} for "
+                f"argument {i}, which has shape {np.shape(primal)}"
+            )
+        out.append(ct)
+    return tuple(out)
+
+
 # ---------------------------------------------------------------------------------------
 # Typing-time helpers and generated code.
 # ---------------------------------------------------------------------------------------
@@ -701,6 +727,21 @@ def _field_index_add(base: types.BaseNamedTuple, field: str) -> Any:
     return _define(source, "impl", {"tree_add": tree_add, "cls": base.instance_class})
 
 
+@overload(custom_cotangents)
+def _custom_cotangents_jit(cts, primals, rule):
+    if not isinstance(cts, types.BaseTuple) or len(cts) != len(primals):
+        raise _fail(
+            "custom_cotangents",
+            f"a custom_vjp rule must return a tuple with one cotangent per differentiable "
+            f"argument ({len(primals)}), got {cts}",
+        )
+    items = [
+        f"zeros_like(primals[{i}])" if _is_none(t) else f"cts[{i}]" for i, t in enumerate(cts.types)
+    ]
+    source = f"def impl(cts, primals, rule):\n    return ({', '.join(items)},)\n"
+    return _define(source, "impl", {"zeros_like": zeros_like})
+
+
 @overload(tree_add)
 def _tree_add_jit(a, b):
     if _is_none(a) and _is_none(b):
@@ -789,6 +830,7 @@ def _jac_reshape_jit(jac, out, x):
 __all__ = [
     "basis",
     "broadcast_like",
+    "custom_cotangents",
     "grad_dtype_check",
     "grad_seed",
     "index_add",

@@ -109,6 +109,8 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached)."""
     from numbax.api import Jitted
 
+    if hasattr(func, "__numbax_primal__"):  # custom_jvp, custom_vjp, checkpoint
+        func = func.__numbax_primal__()
     if isinstance(func, Jitted):
         return func.nested_dispatcher()
     key = (func, tuple(sorted(options.items())))
@@ -197,7 +199,7 @@ def _callable_identity(value: Any) -> str:
     module = getattr(value, "__module__", None) or type(value).__module__
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     text = f"{module}.{name or repr(value)}"
-    code = getattr(value, "__code__", None)
+    code = getattr(inspect.unwrap(value), "__code__", None)  # custom_jvp(f): f's
     if code is not None:
         text += f"@{code.co_filename}:{code.co_firstlineno}"
     return text
