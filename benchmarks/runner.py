@@ -42,7 +42,12 @@ from benchmarks import report
 PEERS = ("numpy", "numbax", "jax", "autograd", "numba")
 """Every peer a workload may implement, in the order they are run and printed."""
 
-WORKLOAD_MODULES = ("benchmarks.bandwidth", "benchmarks.workloads_jit", "benchmarks.workloads_grad")
+WORKLOAD_MODULES = (
+    "benchmarks.bandwidth",
+    "benchmarks.workloads_jit",
+    "benchmarks.workloads_grad",
+    "benchmarks.workloads_loops",
+)
 """Modules whose ``WORKLOADS`` lists make up the suite, run in this order."""
 
 MIN_SAMPLE_S = 1e-3
