@@ -166,3 +166,30 @@ def test_scalar_shapes_give_scalars_with_the_plain_values():
     k = nr.split(nr.key(5), ())
     _same(scalar_bits(nr.key(5)), nr.bits(k, (), np.uint8))
     _same(scalar_normal(nr.key(5)), nr.normal(k, (), np.float32))
+
+
+@nx.jit
+def uniform_array_bounds(key, lo, hi):
+    return (
+        nx.random.uniform(key, (3, 4), np.float32, lo, hi),
+        nx.random.uniform(key, (2, 3), minval=lo[:3], maxval=5.0),
+        nx.random.uniform(key, 4, minval=-1, maxval=hi[0]),
+        nx.random.uniform(key, (), minval=lo[0:1].reshape(()), maxval=2.0),
+    )
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_uniform_bounds_broadcast_to_the_shape(seed):
+    key = nr.key(seed)
+    lo = np.arange(4.0)
+    hi = np.arange(3.0)[:, None] + np.array([10.0, 20.0, 30.0, 40.0])
+    expected = (
+        nr.uniform(key, (3, 4), np.float32, lo, hi),
+        nr.uniform(key, (2, 3), minval=lo[:3], maxval=5.0),
+        nr.uniform(key, 4, minval=-1, maxval=hi[0]),
+        nr.uniform(key, (), minval=lo[0:1].reshape(()), maxval=2.0),
+    )
+    for actual, want in zip(uniform_array_bounds(key, lo, hi), expected, strict=True):
+        _same(actual, want)
+    with pytest.raises(ValueError):  # lo[:3] of shape (3, 4) does not broadcast to (2, 3)
+        uniform_array_bounds(key, np.ones((3, 4)), hi)

@@ -225,6 +225,31 @@ def uniform64_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float64, hi: np.
     return out
 
 
+def unit(k0: np.uint32, k1: np.uint32, i: int, like: Any) -> Any:
+    """Element ``i`` of ``uniform(key, dtype=type(like))`` (float32 or float64), in [0, 1).
+
+    Compiled, Numba picks the float32 or float64 function from ``like``'s type when it
+    types the call, so one loop serves both dtypes.
+    """
+    return (_unit_f32 if isinstance(like, np.float32) else _unit_f64)(k0, k1, i)
+
+
+@overload(unit, inline="always")
+def _unit_impl(k0, k1, i, like):
+    draw = _unit_f32 if like == types.float32 else _unit_f64
+    return lambda k0, k1, i, like: draw(k0, k1, i)
+
+
+@_loop
+def uniform_between_flat(k0: np.uint32, k1: np.uint32, lo: np.ndarray, hi: np.ndarray):
+    """Uniforms in ``[lo[i], hi[i])`` (float32 or float64, as ``lo``): ``_uniform``'s
+    ``max(lo, u * (hi - lo) + lo)`` with bounds per element."""
+    out = np.empty_like(lo)
+    for i in range(lo.size):
+        out[i] = max(lo[i], unit(k0, k1, i, lo[i]) * (hi[i] - lo[i]) + lo[i])
+    return out
+
+
 # -- normal: XLA's erfinv, as random._erfinv computes it ---------------------------------
 
 
@@ -260,51 +285,85 @@ _LO_F32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
 _LO_F64 = np.nextafter(np.float64(-1.0), np.float64(0.0))
 
 
+# Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each loop: a call
+# per element would stop the loop from vectorizing.
+_big = numba.njit(error_model="numpy", inline="always")
+
+
+@_big
+def log1p_f32(a: np.float32) -> np.float32:
+    """XLA's CPU ``log1p`` (``random._log1p``), with numbax's vectorizable ``log``."""
+    a2 = a * a
+    ratio = _LOG1P_NUM_F32(a) / _LOG1P_DEN_F32(a)
+    near = a + (np.float32(-0.5) * a2 + (a * a2) * ratio)
+    far = _k32.log(a + np.float32(1.0))
+    return near if abs(a) < _LOG1P_SMALL_F32 else far
+
+
+@_big
+def log1p_f64(a: np.float64) -> np.float64:
+    """XLA's CPU ``log1p`` (``random._log1p``), with numbax's vectorizable ``log``."""
+    a2 = a * a
+    ratio = _LOG1P_NUM_F64(a) / _LOG1P_DEN_F64(a)
+    near = a + (np.float64(-0.5) * a2 + (a * a2) * ratio)
+    far = _k64.log(a + np.float64(1.0))
+    return near if abs(a) < _LOG1P_SMALL_F64 else far
+
+
+@_big
+def erfinv_f32(x: np.float32) -> np.float32:
+    """XLA's float32 ``erfinv`` (``random._erfinv``).  Both polynomials are computed and
+    one selected, so there is no branch to stop vectorization."""
+    w = -log1p_f32(x * -x)
+    central = _F32_CENTRAL(w - np.float32(2.5))
+    tail = _F32_TAIL(np.sqrt(w) - np.float32(3.0))
+    p = central if w < np.float32(5.0) else tail
+    edge = np.float32(np.inf) if x > np.float32(0.0) else np.float32(-np.inf)
+    return edge if abs(x) == np.float32(1.0) else p * x
+
+
+@_big
+def erfinv_f64(x: np.float64) -> np.float64:
+    """XLA's float64 ``erfinv`` (``random._erfinv``), three polynomials, no branch."""
+    w = -log1p_f64(x * -x)
+    s = np.sqrt(w)
+    central = _F64_CENTRAL(w - np.float64(3.125))
+    middle = _F64_MIDDLE(s - np.float64(3.25))
+    tail = _F64_TAIL(s - np.float64(5.0))
+    p = central if w < np.float64(6.25) else (middle if w < np.float64(16.0) else tail)
+    edge = np.inf if x > 0.0 else -np.inf
+    return edge if abs(x) == 1.0 else p * x
+
+
+@_big
+def normal_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
+    """Element ``i`` of float32 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
+    u = _unit_f32(k0, k1, i) * (np.float32(1.0) - _LO_F32) + _LO_F32
+    return _SQRT2_F32 * erfinv_f32(max(_LO_F32, u))
+
+
+@_big
+def normal_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
+    """Element ``i`` of float64 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
+    u = _unit_f64(k0, k1, i) * (np.float64(1.0) - _LO_F64) + _LO_F64
+    return _SQRT2_F64 * erfinv_f64(max(_LO_F64, u))
+
+
 @_loop
 def normal32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
-    """float32 standard normals: ``sqrt(2) * erfinv(u)``, ``u`` uniform in (-1, 1)."""
+    """``n`` float32 standard normals."""
     out = np.empty(n, dtype=np.float32)
-    scale = np.float32(1.0) - _LO_F32
     for i in range(n):
-        x = max(_LO_F32, _unit_f32(k0, k1, i) * scale + _LO_F32)
-        # random._erfinv, written out here: called as a function, it is too big for LLVM
-        # to inline, and the call per element stops the loop from vectorizing.  Both
-        # sides of each choice are computed and one selected, so there is no branch.
-        a = x * -x  # w = -log1p(-x * x) with XLA's log1p
-        a2 = a * a
-        ratio = _LOG1P_NUM_F32(a) / _LOG1P_DEN_F32(a)
-        near = a + (np.float32(-0.5) * a2 + (a * a2) * ratio)
-        far = _k32.log(a + np.float32(1.0))
-        w = -(near if abs(a) < _LOG1P_SMALL_F32 else far)
-        central = _F32_CENTRAL(w - np.float32(2.5))
-        tail = _F32_TAIL(np.sqrt(w) - np.float32(3.0))
-        p = central if w < np.float32(5.0) else tail
-        edge = np.float32(np.inf) if x > np.float32(0.0) else np.float32(-np.inf)
-        out[i] = _SQRT2_F32 * (edge if abs(x) == np.float32(1.0) else p * x)
+        out[i] = normal_f32(k0, k1, i)
     return out
 
 
 @_loop
 def normal64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
-    """float64 standard normals: ``sqrt(2) * erfinv(u)``, ``u`` uniform in (-1, 1)."""
+    """``n`` float64 standard normals."""
     out = np.empty(n, dtype=np.float64)
-    scale = np.float64(1.0) - _LO_F64
     for i in range(n):
-        x = max(_LO_F64, _unit_f64(k0, k1, i) * scale + _LO_F64)
-        # random._erfinv written out, with three polynomials (see normal32_flat)
-        a = x * -x
-        a2 = a * a
-        ratio = _LOG1P_NUM_F64(a) / _LOG1P_DEN_F64(a)
-        near = a + (np.float64(-0.5) * a2 + (a * a2) * ratio)
-        far = _k64.log(a + np.float64(1.0))
-        w = -(near if abs(a) < _LOG1P_SMALL_F64 else far)
-        s = np.sqrt(w)
-        central = _F64_CENTRAL(w - np.float64(3.125))
-        middle = _F64_MIDDLE(s - np.float64(3.25))
-        tail = _F64_TAIL(s - np.float64(5.0))
-        p = central if w < np.float64(6.25) else (middle if w < np.float64(16.0) else tail)
-        edge = np.inf if x > 0.0 else -np.inf
-        out[i] = _SQRT2_F64 * (edge if abs(x) == 1.0 else p * x)
+        out[i] = normal_f64(k0, k1, i)
     return out
 
 
@@ -329,7 +388,8 @@ def random_bits(key: Any, shape: Any = (), dtype: Any = np.uint32) -> np.ndarray
 def random_uniform(
     key: Any, shape: Any = (), dtype: Any = float, minval: Any = 0.0, maxval: Any = 1.0
 ) -> np.ndarray:
-    """``numbax.random.uniform``; compiled, ``minval`` and ``maxval`` are scalars."""
+    """``numbax.random.uniform``; compiled, ``minval`` and ``maxval`` are numbers, or
+    arrays that broadcast to ``shape``."""
     return _random.uniform(key, shape, dtype, minval, maxval)
 
 
@@ -433,6 +493,56 @@ def _shaped(flat_fn: Any, shape_kind: str, trailing: tuple[int, ...] = ()) -> An
     return by_tuple
 
 
+def dims_of(shape: Any) -> tuple[int, ...]:
+    """``shape`` as a tuple of integers (an int ``n`` is ``(n,)``)."""
+    return _random._canonical_shape(shape)
+
+
+@overload(dims_of)
+def _dims_of_impl(shape):
+    kind = _shape_kind("random", shape)
+    if kind == "int":
+        return lambda shape: (np.int64(shape),)
+    if kind == "scalar":
+        return lambda shape: ()
+    # one homogeneous tuple, also from a tuple of integer literals
+    items = ", ".join(f"np.int64(shape[{j}])" for j in range(len(shape)))
+    namespace = {"np": np}
+    exec(f"def impl(shape):\n    return ({items},)\n", namespace)  # noqa: S102 (our own source)
+    return namespace["impl"]
+
+
+def finish(flat: np.ndarray, dims: tuple[int, ...]) -> Any:
+    """A flat sample of ``dims``'s size given shape ``dims``."""
+    return flat.reshape(dims)
+
+
+@overload(finish)
+def _finish_impl(flat, dims):
+    if len(dims) == 0:  # Numba has no 0-d arrays to reshape to: the plain value's scalar
+        return lambda flat, dims: flat[0]
+    return lambda flat, dims: flat.reshape(dims)
+
+
+def spread(x: Any, dims: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """``x`` (a scalar or an array) broadcast to ``dims`` and converted to ``dtype``, as a
+    flat contiguous array: per-element parameters such as ``uniform``'s bounds."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(x).astype(dtype), dims)).ravel()
+
+
+@overload(spread)
+def _spread_impl(x, dims, dtype):
+    if isinstance(x, types.Array):
+        return lambda x, dims, dtype: (
+            np.ascontiguousarray(np.broadcast_to(x, dims)).ravel().astype(dtype)
+        )
+    if isinstance(x, types.Number | types.Boolean) and len(dims) == 0:
+        return lambda x, dims, dtype: np.full(1, x).astype(dtype)
+    if isinstance(x, types.Number | types.Boolean):
+        return lambda x, dims, dtype: np.full(_size(dims), x).astype(dtype)
+    raise errors.TypingError(f"numbax.random: expected a scalar or an array; got {x}")
+
+
 @overload(random_split)
 def _split_impl(key, num=2):
     _check_key("split", key)
@@ -509,18 +619,30 @@ def _float_kernels(name: str, dtype: types.Type) -> tuple[Any, Any, type]:
 def _uniform_impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
     _check_key("uniform", key)
     uniform_flat, _, scalar = _float_kernels("uniform", dtype)
-    draw = _shaped(uniform_flat, _shape_kind("uniform", shape))
-    for bound in (minval, maxval):
-        if not isinstance(bound, float | types.Number | types.Omitted):
+    kind = _shape_kind("uniform", shape)
+    bounds = [b.value if isinstance(b, types.Omitted) else b for b in (minval, maxval)]
+    for bound in bounds:
+        if not isinstance(bound, float | types.Number | types.Array):
             raise errors.TypingError(
-                f"numbax.random.uniform under nx.jit takes scalar minval and maxval; got {bound}"
+                "numbax.random.uniform under nx.jit takes minval and maxval as numbers or "
+                f"arrays; got {bound}"
             )
+    if not any(isinstance(bound, types.Array) for bound in bounds):
+        draw = _shaped(uniform_flat, kind)
 
-    def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+        def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+            k0, k1 = _key_words(key)
+            return draw(k0, k1, shape, scalar(minval), scalar(maxval))
+
+        return impl
+
+    def between(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
         k0, k1 = _key_words(key)
-        return draw(k0, k1, shape, scalar(minval), scalar(maxval))
+        dims = dims_of(shape)
+        lo, hi = spread(minval, dims, scalar), spread(maxval, dims, scalar)
+        return finish(uniform_between_flat(k0, k1, lo, hi), dims)
 
-    return impl
+    return between
 
 
 @overload(random_normal)
