@@ -108,23 +108,26 @@ def callee_derivative(callee: Any, mode: str, positions: tuple[int, ...]) -> Gen
     if hasattr(target, "__numbax_derivative__"):  # custom_jvp, custom_vjp, checkpoint
         return target.__numbax_derivative__(mode, positions)
 
+    def name(source: FunctionSource) -> str:
+        return f"{'jvp' if mode == 'jvp' else 'vjp'}_{source.name}"
+
     def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [_params(fn)[i] for i in positions]
         fn.args.defaults = []  # call sites pass every argument
         if mode == "jvp":
-            return jvp_function(fn, source, wrt, derive, f"jvp_{source.name}")
+            return jvp_function(fn, source, wrt, derive, name(source))
         return vjp_function(
             fn,
             source,
             wrt,
             derive,
-            f"vjp_{source.name}",
+            name(source),
             seed="parameter",
             returns="tuple",
             has_aux=mode == "vjp_aux",
         )
 
-    return generate(target, mode, positions, build)
+    return generate(target, mode, positions, build, name)
 
 
 # -- grad ------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from numbax.codegen.load import load_module, module_name
 from numbax.errors import CompileError
 from numbax.numba_backend.boundary import scalar_result
 from numbax.numba_backend.fuse import fuse_elementwise
-from numbax.numba_backend.lower import lower_for_numba
+from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
@@ -95,14 +95,18 @@ def compile_function(
     key = cache_key(emitted.text, _fingerprint(namespace), sorted(options.items()))
     module = load_module(module_name(source.name, key), emitted.text, namespace)
     python_function = getattr(module, fn.name)
+    python_function = getattr(python_function, "py_func", python_function)  # see below
     python_function.__defaults__ = _remaining_defaults(source.func, fn)
     python_function.__kwdefaults__ = source.func.__kwdefaults__
     njit_options = {"cache": True, **options}
     dispatcher = numba.njit(**njit_options)(python_function)
+    if runtime_bindings.get(fn.name) is RECURSIVE:  # it calls itself by its module name
+        setattr(module, fn.name, dispatcher)
     return Compiled(dispatcher, python_function, source, emitted, module.__file__)
 
 
 _helpers: dict[tuple[Any, ...], Any] = {}
+_compiling: set[tuple[Any, ...]] = set()
 
 
 def compile_helper(func: Any, options: dict[str, Any]) -> Any:
@@ -114,8 +118,14 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     if isinstance(func, Jitted):
         return func.nested_dispatcher()
     key = (func, tuple(sorted(options.items())))
+    if key in _compiling:
+        return RECURSIVE
     if key not in _helpers:
-        _helpers[key] = compile_function(read_function(func), options=options).dispatcher
+        _compiling.add(key)
+        try:
+            _helpers[key] = compile_function(read_function(func), options=options).dispatcher
+        finally:
+            _compiling.discard(key)
     return _helpers[key]
 
 

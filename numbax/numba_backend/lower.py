@@ -94,6 +94,17 @@ class _PossiblyWeak:
         return False
 
 
+class _Recursive:
+    """What a ``compile_helper`` returns for a function being compiled already: it
+    calls itself, which Numba compiles through the module's binding of its own name."""
+
+    def __repr__(self) -> str:
+        return "RECURSIVE"
+
+
+RECURSIVE = _Recursive()
+
+
 class _Lowerer(gast.NodeTransformer):
     def __init__(
         self,
@@ -103,6 +114,7 @@ class _Lowerer(gast.NodeTransformer):
         kernels: frozenset[str] = frozenset(),
         weak_params: frozenset[str] | None = None,
     ) -> None:
+        self.fn = fn
         self.resolver = resolver
         self.weak = _PossiblyWeak(fn, resolver, weak_params)
         self.compile_helper = compile_helper
@@ -223,7 +235,11 @@ class _Lowerer(gast.NodeTransformer):
         """Bind the compiled ``target`` in the generated module; call it by plain name."""
         if not isinstance(func_node, gast.Name):  # `mod.helper(x)` becomes `helper(x)`
             func_node = gast.Name(target.__name__, gast.Load(), None, None)
-        self.bindings[func_node.id] = self.compile_helper(target)
+        compiled = self.compile_helper(target)
+        if compiled is RECURSIVE:  # f calls f: by its own name, bound to its dispatcher
+            self.bindings[self.fn.name] = RECURSIVE
+            return gast.Name(self.fn.name, gast.Load(), None, None)
+        self.bindings[func_node.id] = compiled
         return func_node
 
 
