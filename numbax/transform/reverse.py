@@ -52,6 +52,7 @@ from numbax.transform.operations import (
     appended,
     classify,
 )
+from numbax.transform.recompute import live_in_variables
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name
 
@@ -89,6 +90,11 @@ class _Record:
     trips: str | None = None  # a while loop's trip counter
     trips_record: _Record | None = None
     defined_before: frozenset[str] = frozenset()  # variables that may exist before it
+    definite_before: frozenset[str] = frozenset()  # variables that exist before it
+    # a loop whose body the adjoint runs again (recompute.py): what each iteration
+    # tapes at its start, and the body as written
+    live_in: list[tuple[str, _Save]] | None = None
+    original_body: list[gast.stmt] = field(default_factory=list)
 
 
 class _Reverse:
@@ -163,7 +169,11 @@ class _Reverse:
         out: list[gast.stmt] = []
         records: list[_Record] = []
         for stmt in stmts:
-            record = _Record(stmt, defined_before=frozenset(scope.maybe))
+            record = _Record(
+                stmt,
+                defined_before=frozenset(scope.maybe),
+                definite_before=frozenset(scope.definite),
+            )
             line = getattr(stmt, "lineno", None)
             if isinstance(stmt, gast.Assign):
                 out += self._primal_assign(stmt, record, scope, line)
@@ -244,6 +254,18 @@ class _Reverse:
             counter = _Record(assign(record.trips, gast.Constant(0, None)))
             out += self._primal_assign(counter.stmt, counter, scope, line)
             record.trips_record = counter
+        live = self._live_in(stmt, scope)
+        if live is not None:  # taped: the live-in values; the rest is recomputed
+            record.original_body = [clone(s) for s in stmt.body]
+            record.live_in = [(name, self.tape(name)) for name in live]
+            pushes = [save.push(load(name)) for name, save in record.live_in]
+            body = located(pushes, line) + list(stmt.body)
+            scope.maybe |= {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)}
+            if record.trips is not None:
+                count = add(load(record.trips), gast.Constant(1, None))
+                body.insert(0, located([assign(record.trips, count)], line)[0])
+            stmt.body = body
+            return [*out, stmt]
         body_scope = scope.child(_Loop())
         if isinstance(stmt, gast.For):
             body_scope.definite.add(stmt.target.id)
@@ -259,6 +281,14 @@ class _Reverse:
         stmt.body = body
         scope.maybe |= body_scope.maybe
         return [*out, stmt]
+
+    def _live_in(self, stmt: gast.For | gast.While, scope: _Scope) -> list[str] | None:
+        """The variables to tape per iteration if the adjoint recomputes the body (it
+        must have something to differentiate), else None."""
+        body = gast.Module(body=stmt.body, type_ignores=[])
+        if not any(isinstance(n, gast.Assign) and self._assigns_active(n) for n in gast.walk(body)):
+            return None
+        return live_in_variables(stmt, scope.definite, scope.maybe, self.needed)
 
     # -- adjoint sweep ---------------------------------------------------------------
     def adjoint(self, records: list[_Record]) -> list[gast.stmt]:
@@ -341,11 +371,13 @@ class _Reverse:
         reads_self = name in _names(stmt.value)
         if record.saves and (reads_self or self._uses_ans(op)):
             keep = self.namer.fresh(f"{name.lstrip('_')}_value")
-            out.append(assign(keep, load(name)))
             ans = load(keep)
+        contributions = self._contributions(op, ans, load(ct), line)
+        if ans.id != name and any(ans.id in _names(v) for _, v in _flat(contributions)):
+            out.append(assign(ans.id, load(name)))  # the new value, read by the rule
         out += self._restore(record, target)
         own = []  # t = t * x: the old t's cotangent starts after the others used g
-        for arg, value in self._contributions(op, ans, load(ct), line):
+        for arg, value in contributions:
             if arg is None:
                 out += value
             elif arg == name:
@@ -485,17 +517,24 @@ class _Reverse:
         return out + self._restore(record, target)
 
     # -- control flow in reverse ---------------------------------------------------------
-    def _join(self, branches: list[tuple[set[str], set[str]]], before: frozenset[str]):
-        """Make the branches agree on which cotangents exist afterwards."""
+    def _join(self, branches: list[tuple[set[str], set[str]]], record: _Record):
+        """Make the branches agree on which cotangents exist afterwards.
+
+        A branch without a variable's cotangent gets a zero of it — where the variable
+        exists. One that exists only on some paths (``if c: y = ...`` earlier) is left
+        without: on the paths where it exists, the branch that made the cotangent is the
+        one that runs when the code pairs its conditions, as generated code and the
+        usual ``if c: y = ...; ...; if c: use(y)`` do (paths where it does not exist
+        never read it, and any other read fails loudly as an unbound name)."""
         union = set().union(*(d for d, _ in branches))
         extra: list[list[gast.stmt]] = []
         for defined, _ in branches:
             stmts = []
             for ct in sorted(union - defined):
                 var = self._variable_of(ct)
-                if var in before:
+                if var in record.definite_before:
                     stmts.append(assign(ct, zeros_like(load(var))))
-                else:
+                elif var not in record.defined_before:
                     union.discard(ct)
             extra.append(stmts)
         owned_all = set.intersection(*(o for _, o in branches)) if branches else set()
@@ -516,7 +555,7 @@ class _Reverse:
             restore = [assign(name, save.pop()) for name, save in reversed(snapshot)]
             blocks.append(located(restore, line, adjoint=True) + self.adjoint(records))
             results.append((self.defined, self.owned))
-        defined, owned, extra = self._join(results, record.defined_before)
+        defined, owned, extra = self._join(results, record)
         self.defined, self.owned = defined, owned
         body = blocks[0] + located(extra[0], line, adjoint=True)
         orelse = blocks[1] + located(extra[1], line, adjoint=True)
@@ -552,8 +591,18 @@ class _Reverse:
                 self.defined.add(ct)
                 self.owned.add(ct)
         entry_defined, entry_owned = set(self.defined), set(self.owned)
-        restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
-        body = self.adjoint(record.body)
+        if record.live_in is not None:  # the iteration's start, then the body again
+            restore = [assign(name, save.pop()) for name, save in reversed(record.live_in)]
+            stmt = record.stmt
+            target = {stmt.target.id} if isinstance(stmt, gast.For) else set()
+            scope = _Scope(
+                None, set(record.definite_before) | target, set(record.defined_before) | target
+            )
+            again, records = self.primal([clone(s) for s in record.original_body], scope)
+            body = again + self.adjoint(records)
+        else:
+            restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
+            body = self.adjoint(record.body)
         ending = []
         for ct in carried:
             if ct not in self.defined:
@@ -705,6 +754,15 @@ def _insert_before(stmts: list[gast.stmt], target: gast.stmt, new: list[gast.stm
             if _insert_before(stmt.body, target, new) or _insert_before(stmt.orelse, target, new):
                 return True
     return False
+
+
+def _flat(contributions: list) -> list[tuple[str | None, gast.AST]]:
+    """Each contribution's expression, or each statement of one written as statements."""
+    out = []
+    for arg, value in contributions:
+        for part in value if isinstance(value, list) else [value]:
+            out.append((arg, part))
+    return out
 
 
 def _names(node: gast.AST) -> set[str]:
