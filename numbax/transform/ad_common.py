@@ -85,3 +85,13 @@ def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -
         lineno=line,
         construct=what,
     )
+
+
+def stored_into(fn: gast.FunctionDef) -> set[str]:
+    """The variables ``fn`` stores into (``x[i] = v``): a parameter among them is an
+    array of the caller, which derivative code must not change."""
+    return {
+        n.targets[0].value.id
+        for n in gast.walk(fn)
+        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript)
+    }

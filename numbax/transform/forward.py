@@ -19,6 +19,7 @@ from numbax.transform.ad_common import (
     located,
     no_rule_error,
     runtime_call,
+    stored_into,
     total,
     zeros_like,
 )
@@ -241,13 +242,16 @@ def jvp_function(
     tangent_params = [forward.tangent(p) for p in wrt]
     body = forward.block(fn.body[:-1])
     for p, t in zip(wrt, tangent_params, strict=True):
-        if p in _stored_into(fn):  # the function writes into x: keep the caller's tangent
+        if p in stored_into(fn):  # the function writes into x: keep the caller's tangent
             body.insert(0, assign(t, runtime_call("owned", load(t))))
+    # and the caller's array: derivatives are those of the functional equivalent (JAX's)
+    params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+    copies = [assign(p, runtime_call("owned", load(p))) for p in params if p in stored_into(fn)]
     # a parameter not differentiated that later takes active values (h = f(h, w) in a
     # loop) starts with a zero tangent
-    params = [a.id for a in fn.args.posonlyargs + fn.args.args]
     constant_params = [p for p in params if p not in wrt and p in activity]
-    body = [assign(forward.tangent(p), zeros_like(load(p))) for p in constant_params] + body
+    zeros = [assign(forward.tangent(p), zeros_like(load(p))) for p in constant_params]
+    body = copies + zeros + body
     out_tangent = forward.tangent_of(out)
     result = gast.Tuple([clone(out), out_tangent], gast.Load())
     new = clone(fn)
@@ -263,11 +267,3 @@ def _locals(fn: gast.FunctionDef) -> set[str]:
     from numbax.transform.resolve import local_names
 
     return local_names(fn)
-
-
-def _stored_into(fn: gast.FunctionDef) -> set[str]:
-    return {
-        n.targets[0].value.id
-        for n in gast.walk(fn)
-        if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript)
-    }

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import gast
 
-from numbax.transform.ad_common import DeriveCallee, located, runtime_call
+from numbax.transform.ad_common import DeriveCallee, located, runtime_call, stored_into
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 
@@ -44,16 +44,17 @@ def jacobian_function(
     position, a tuple for several). ``callee`` is bound under the returned name."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args]
-    args = [load(p) for p in params]
+    stored = stored_into(fn)  # the primal call gets a copy of what it writes into
+    primal_args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
     line = fn.lineno
     body: list[gast.stmt] = []
     out, aux = namer.fresh("out"), None
     if has_aux:
         value, aux = namer.fresh("value"), namer.fresh("aux")
-        body.append(assign(value, _call(callee_name, args)))
+        body.append(assign(value, _call(callee_name, primal_args)))
         body.append(assign(gast.Tuple([store(out), store(aux)], gast.Store()), load(value)))
     else:
-        body.append(assign(out, _call(callee_name, args)))
+        body.append(assign(out, _call(callee_name, primal_args)))
     jacobians = []
     for position in positions:
         x = params[position]

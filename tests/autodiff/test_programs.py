@@ -139,3 +139,28 @@ def pullback_function(f, args, argnum):
             return gradient(fixed[0], x)
 
     return pullback
+
+
+def mutates_argument(x):
+    x[0] = x[0] * x[1]
+    x[2] += 1.0
+    for i in range(1, 3):
+        x[i] = x[i] * x[i - 1]
+    return np.sum(x * x)
+
+
+@pytest.mark.parametrize(
+    "transform",
+    [nx.grad, nx.jacfwd, nx.jacrev, lambda f: lambda x: nx.jvp(f, (x,), (np.ones(4),))[1]],
+    ids=["grad", "jacfwd", "jacrev", "jvp"],
+)
+def test_a_mutated_argument_as_in_jax(transform):
+    """Derivatives of the functional equivalent; the caller's array is left as it was."""
+    x = np.array([0.5, 2.0, -1.0, 3.0])
+    original = x.copy()
+    want = numeric_jacobian(lambda y: mutates_argument(y.copy()), [x], 0)
+    got = transform(mutates_argument)(x)
+    np.testing.assert_array_equal(x, original)
+    if got.shape == ():  # the JVP along ones
+        want = want.sum()
+    np.testing.assert_allclose(got, want, rtol=1e-6)
