@@ -3,7 +3,11 @@
 Why a separate module: these samplers are built only from the primitives of
 :mod:`numbax.random` (keys, ``split``, raw bits, ``uniform``, ``normal``), re-doing the
 steps of JAX's own implementations in NumPy so that, for the same key, they give JAX's
-numbers.  ``numbax.random`` re-exports them.
+numbers.  ``numbax.random`` re-exports them.  For float32 and float64, the samplers that
+need ``log``, ``exp``, ``erf`` or ``pow`` (``exponential``, ``truncated_normal``,
+``gamma``, ``beta``, and the Gumbel noise of ``categorical`` and ``choice``) run the
+compiled loops of ``numba_backend.random_kernels_more`` -- the code ``nx.jit`` runs -- so
+plain and jitted calls give the same bits; other float dtypes use the NumPy code here.
 
 Exactness against JAX (float64 results compared with ``jax_enable_x64`` on):
 
@@ -11,10 +15,10 @@ Exactness against JAX (float64 results compared with ``jax_enable_x64`` on):
   ``p`` and ``replace=False``;
 * the same integers in our checks, but not guaranteed: ``categorical`` and ``choice``
   with ``p`` and ``replace=False`` take an argmax / top-k over Gumbel noise
-  ``-log(-log(u))``, and XLA's ``log`` differs from NumPy's in the last bits, so two
+  ``-log(-log(u))``, and XLA's ``log`` differs from ours in the last bits, so two
   candidates within an ulp of each other could be ordered differently;
 * within 2 ulp: ``exponential`` (XLA's ``log`` inside ``log1p``);
-* to rounding: ``truncated_normal`` (C's ``erf``, not XLA's: ~1e-13 relative in float64,
+* to rounding: ``truncated_normal`` (libm's ``erf``, not XLA's: ~1e-13 relative in float64,
   ~3e-5 in float32, the erf error amplified by ``erfinv`` in the tails) and
   ``multivariate_normal`` (LAPACK's Cholesky/SVD/eigh and NumPy's einsum, not XLA's);
 * same algorithm, close but not guaranteed: ``gamma`` and ``beta`` run JAX's
@@ -68,6 +72,19 @@ __all__ = [
 Shape = int | Sequence[int]
 
 _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+# float32 and float64 samples come from compiled loops (the code nx.jit runs); others from
+# the NumPy code here.
+_KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _kernels():
+    """The compiled loops (``numba_backend.random_kernels_more``), imported on first use."""
+    from numbax.numba_backend import (
+        random_kernels,  # noqa: F401 (random_kernels_more needs it first)
+        random_kernels_more,
+    )
+
+    return random_kernels_more
 
 
 # -- shape helpers
@@ -194,11 +211,15 @@ def exponential(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> 
     """Standard exponential floats: ``-log1p(-u)`` for ``u`` uniform in ``[0, 1)``.
 
     JAX's algorithm with XLA's CPU ``log1p`` formula; within 2 ulp of JAX in our checks
-    (XLA's ``log``, used for ``u >= sqrt(2) - 1``, differs from NumPy's in the last bit).
+    (XLA's ``log``, used for ``u >= sqrt(2) - 1``, differs from numbax's in the last bit).
     """
     k = _check_key_data("exponential", key)
     dtype = _float_dtype("exponential", dtype)
-    u = _uniform(k, _canonical_shape(shape), dtype, 0.0, 1.0)
+    shape = _canonical_shape(shape)
+    if dtype in _KERNEL_FLOATS:
+        flat = _kernels().exponential_flat(k[0], k[1], math.prod(shape), dtype.type(0.0))
+        return flat.reshape(shape)
+    u = _uniform(k, shape, dtype, 0.0, 1.0)
     work = np.promote_types(dtype, np.float32)
     return np.asarray(-_log1p(-u.astype(work)).astype(dtype))
 
@@ -231,9 +252,12 @@ def truncated_normal(
         shape = np.broadcast_shapes(np.shape(lower), np.shape(upper))
     else:
         _check_shape("truncated_normal", shape, np.shape(lower), np.shape(upper))
-    sqrt2 = dtype.type(np.sqrt(2.0))
     lower = np.asarray(lower).astype(dtype)
     upper = np.asarray(upper).astype(dtype)
+    if dtype in _KERNEL_FLOATS:
+        lo, hi = (np.broadcast_to(b, shape).ravel() for b in (lower, upper))
+        return _kernels().truncated_normal_flat(k[0], k[1], lo, hi).reshape(shape)
+    sqrt2 = dtype.type(np.sqrt(2.0))
     a, b = _erf(lower / sqrt2), _erf(upper / sqrt2)
     u = _uniform(k, shape, dtype, a, b)
     work = np.promote_types(dtype, np.float32)
@@ -244,6 +268,8 @@ def truncated_normal(
 
 def _gumbel(k, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """JAX's ``gumbel`` with ``mode="low"``: ``-log(-log(u))``, ``u`` uniform in [tiny, 1)."""
+    if dtype in _KERNEL_FLOATS:
+        return _kernels().gumbel_flat(k[0], k[1], math.prod(shape), dtype.type(0.0)).reshape(shape)
     u = _uniform(k, shape, dtype, np.finfo(dtype).tiny, 1.0)
     return -np.log(-np.log(u))
 
@@ -264,7 +290,7 @@ def categorical(
     """Category indices drawn with probabilities ``softmax(logits, axis)``.
 
     JAX's Gumbel-max trick (Gumbel top-k without replacement): the argmax along ``axis``
-    of ``logits + gumbel``.  The Gumbel noise's ``log`` is NumPy's, not XLA's, so an
+    of ``logits + gumbel``.  The Gumbel noise's ``log`` is numbax's, not XLA's, so an
     index could differ from JAX's when two perturbed logits are within an ulp; it never
     did in our checks.  ``logits`` must be floats, as in JAX.  Indices are int64, or
     int32 with ``replace=False`` (JAX's ``top_k`` indices; JAX does the same with x64).
@@ -417,7 +443,10 @@ def choice(
             ind = np.searchsorted(p_cuml, r).astype(np.int64)
         else:
             with np.errstate(divide="ignore"):
-                g = _gumbel(k, (n_inputs,), p_arr.dtype) + np.log(p_arr)
+                log_p = (
+                    _kernels().log_flat(p_arr) if p_arr.dtype in _KERNEL_FLOATS else np.log(p_arr)
+                )
+                g = _gumbel(k, (n_inputs,), p_arr.dtype) + log_p
             ind = _top_k_indices(g, n_draws).astype(np.int64)
         result = ind if arr.ndim == 0 else np.take(arr, ind, axis)
     out_shape = shape if arr.ndim == 0 else arr.shape[:axis] + shape + arr.shape[axis + 1 :]
@@ -568,6 +597,8 @@ def _gamma_one(keys: np.ndarray, alpha: np.ndarray, log_space: bool) -> np.ndarr
 
 def _gamma(k, a: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, log_space: bool):
     a = np.broadcast_to(a.astype(dtype), shape).reshape(-1)
+    if dtype in _KERNEL_FLOATS:
+        return _kernels().gamma_flat(k[0], k[1], a, log_space).reshape(shape)
     keys = _split_keys(k[None, :], a.size)[0]
     return _gamma_one(keys, a, log_space).reshape(shape)
 
@@ -579,7 +610,7 @@ def gamma(
 
     JAX's algorithm: one key per element (``split(key, size)``), then Marsaglia and
     Tsang's rejection loop with JAX's key splits, boosting ``a < 1`` to ``a + 1``.
-    Agrees with JAX to rounding, but not guaranteed bit for bit: NumPy's ``log`` and
+    Agrees with JAX to rounding, but not guaranteed bit for bit: our ``log`` and
     ``pow`` differ from XLA's in the last bits, and where that flips an accept/reject
     test the element's sample differs entirely (rare).  Statistically exact either way.
     """
@@ -614,6 +645,9 @@ def beta(
         shape = np.broadcast_shapes(a.shape, b.shape)
     else:
         _check_shape("beta", shape, a.shape, b.shape)
+    if dtype in _KERNEL_FLOATS:
+        a, b = (np.broadcast_to(x.astype(dtype), shape).ravel() for x in (a, b))
+        return _kernels().beta_flat(k[0], k[1], a, b).reshape(shape)
     key_a, key_b = split(k)
     log_a = _gamma(key_a, a, shape, dtype, log_space=True)
     log_b = _gamma(key_b, b, shape, dtype, log_space=True)

@@ -25,6 +25,7 @@ scalar types (``np.float32``) or left out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -405,14 +406,25 @@ def _key_words(key: np.ndarray) -> tuple[np.uint32, np.uint32]:
     return key[0], key[1]
 
 
-@_inline
-def _size(shape: Any) -> int:
-    n = 1
-    for d in literal_unroll(shape):
-        if d < 0:
-            raise ValueError("numbax.random: shape must not have negative dimensions")
-        n *= d
-    return n
+def _size(shape: tuple[int, ...]) -> int:
+    """The number of elements of ``shape``; compiled, negative dims raise ValueError."""
+    return math.prod(shape)
+
+
+@overload(_size)
+def _size_impl(shape):
+    if len(shape) == 0:  # (literal_unroll cannot iterate an empty tuple)
+        return lambda shape: 1
+
+    def impl(shape):
+        n = 1
+        for d in literal_unroll(shape):
+            if d < 0:
+                raise ValueError("numbax.random: shape must not have negative dimensions")
+            n *= d
+        return n
+
+    return impl
 
 
 def _check_key(name: str, key: types.Type) -> None:
@@ -656,3 +668,14 @@ def _normal_impl(key, shape=(), dtype=float):
         return draw(k0, k1, shape)
 
     return impl
+
+
+def __getattr__(name: str) -> Any:
+    """The other samplers' ``random_*`` functions, from ``random_kernels_more``, so that
+    ``runtime`` finds every sampler here.  Looked up on first use: that module imports
+    this one."""
+    if name.startswith("random_"):
+        from numbax.numba_backend import random_kernels_more
+
+        return getattr(random_kernels_more, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -44,7 +44,7 @@ for _module, _names, _namespace in (
         _REDIRECTS[id(getattr(_namespace, _name))] = _name
 
 # numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
-_RANDOM = ["split", "fold_in", "bits", "uniform", "normal"]
+_RANDOM = list(_numbax_random.__all__)  # every sampler, with a Numba version
 for _name in _RANDOM:
     globals()[f"random_{_name}"] = getattr(random_kernels, f"random_{_name}")
     _REDIRECTS[id(getattr(_numbax_random, _name))] = f"random_{_name}"
