@@ -120,7 +120,11 @@ def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:
         )
     rule = rules.rule_for(target)
     if rule is not None:
-        return Operation(RULE, rule, rule.bind(call.args, call.keywords), node=call)
+        try:
+            bound = rule.bind(call.args, call.keywords)
+        except TypeError:  # a form the rule does not cover, e.g. max(a, b, c)
+            return Operation(UNKNOWN, callee=target, node=call)
+        return Operation(RULE, rule, bound, node=call)
     if target is UNRESOLVED or target is LOCAL:
         return Operation(UNKNOWN, callee=target, node=call)
     if any(target is b for b in _NO_DERIVATIVE_BUILTINS):

@@ -889,3 +889,14 @@ def test_power_helpers_exact_zeros():
     assert ad_elementwise.xlogy(0.0, np.nan) == 0.0
     with np.errstate(divide="ignore"):
         assert math.isinf(ad_elementwise.mul_pow(1.0, 0.0, -1.0))
+
+
+def test_builtin_min_and_max_of_two_numbers():
+    def clipped(x):
+        return min(x * x, 2.0) + max(x, 0.5)
+
+    for x, want in ((1.2, 2 * 1.2 + 1.0), (0.3, 0.6), (2.0, 1.0)):
+        assert nx.grad(clipped)(x) == pytest.approx(want)
+        assert nx.jacfwd(clipped)(x) == pytest.approx(want)
+    with pytest.raises(nx.TransformError, match="max has no derivative rule"):
+        nx.grad(lambda x: max(x, 0.5, 2 * x))(1.0)

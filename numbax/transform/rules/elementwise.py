@@ -88,8 +88,9 @@ define([np.abs, abs], "x", jvp="np.real(dx * np.conj(np.sign(x)))",
 # -- selections: the derivative goes to the argument the result is. Ties split it evenly
 # between both, as JAX's maximum and minimum do (so d max(x, x) = dx; JAX's fmax and
 # fmin give ties to y). fmax and fmin differ only where one argument is nan: the result,
-# and the derivative, is the other's.
-define([np.maximum, np.minimum, np.fmax, np.fmin], "x, y",
+# and the derivative, is the other's. Python's max(x, y) and min(x, y) of two numbers
+# are the same selections.
+define([np.maximum, np.minimum, np.fmax, np.fmin, max, min], "x, y",
        jvp={"x": "np.where(x == y, 0.5 * dx, np.where(x == ans, dx, 0))",
             "y": "np.where(x == y, 0.5 * dy, np.where(y == ans, dy, 0))"},
        vjp={"x": "np.where(x == y, 0.5 * g, np.where(x == ans, g, 0))",
