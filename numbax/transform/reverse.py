@@ -599,7 +599,8 @@ class _Reverse:
                 None, set(record.definite_before) | target, set(record.defined_before) | target
             )
             again, records = self.primal([clone(s) for s in record.original_body], scope)
-            body = again + self.adjoint(records)
+            adjoint = self.adjoint(records)
+            body = _read_by(again, adjoint) + adjoint
         else:
             restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
             body = self.adjoint(record.body)
@@ -754,6 +755,20 @@ def _insert_before(stmts: list[gast.stmt], target: gast.stmt, new: list[gast.stm
             if _insert_before(stmt.body, target, new) or _insert_before(stmt.orelse, target, new):
                 return True
     return False
+
+
+def _read_by(stmts: list[gast.stmt], after: list[gast.stmt]) -> list[gast.stmt]:
+    """``stmts`` without the assignments to names nothing after reads (a recomputed
+    body's loop test, say, which the reverse loop does not evaluate)."""
+    live = set().union(*(_names(s) for s in after)) if after else set()
+    kept: list[gast.stmt] = []
+    for stmt in reversed(stmts):
+        target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
+        if isinstance(target, gast.Name) and target.id not in live:
+            continue
+        kept.append(stmt)
+        live |= _names(stmt)
+    return kept[::-1]
 
 
 def _flat(contributions: list) -> list[tuple[str | None, gast.AST]]:
