@@ -288,7 +288,10 @@ class LorenzCompile:
             if row.median_s and own is not None and own.median_s:
                 row.ratio = own.median_s / row.median_s
             rows.append(row)
-        rows[2].note = "the Python loop traced by jax.jit: one launch"
+        unrolled = rows[2]
+        unrolled.note = "the Python loop traced by jax.jit: one launch"
+        if unrolled.ratio:
+            unrolled.note += f"; numbax compiles {1 / unrolled.ratio:.0f}× faster"
         rows[3].note = rows[4].note = "lax.fori_loop twin"
         return rows
 
