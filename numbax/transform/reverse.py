@@ -53,6 +53,7 @@ from numbax.transform.operations import (
     classify,
 )
 from numbax.transform.recompute import live_in_variables
+from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name
 
@@ -885,7 +886,7 @@ def vjp_function(
     With ``has_aux``, ``fn`` returns ``(out, aux)`` and ``aux`` is returned beside.
     """
     namer = Namer.for_function(fn)
-    body = list(fn.body[:-1])
+    body = freeze_reread(list(fn.body[:-1]), namer)
     ret = fn.body[-1]
     line = getattr(ret, "lineno", None)
     out = ret.value

@@ -138,6 +138,28 @@ def keyword_calls(x):
     return np.sum(scaled_sin(x) + scaled_sin(x, shift=-1.0) * scaled_sin(scale=x, x=x))
 
 
+def and_in_loop(x):
+    """``a and b`` is ``t = a; if t: t = b``: the branch reassigns its own test."""
+    out = np.zeros(4)
+    for j in range(4):
+        if j > 0 and j <= 2:
+            out[j] = x[j] * j
+    return np.sum(out * out)
+
+
+def range_from_variable(x):
+    """An inner loop's start that the loop itself moves on (samples written once)."""
+    out = np.zeros(4)
+    k = 0
+    for i in range(4):
+        for j in range(k, 4):
+            if j > i:
+                break
+            out[j] = x[i] * i
+            k = j + 1
+    return np.sum(out * x)
+
+
 _rng = np.random.default_rng(0)
 _x3 = np.array([0.3, -0.7, 1.2])
 _x4 = np.array([0.5, -0.4, 0.8, 1.1])
@@ -161,4 +183,6 @@ PROGRAMS = {
     "data_dependent_trips": (data_dependent_trips, (_x3, 3.0)),
     "recurrent": (recurrent, (_x3, _x3[::-1] + 0.5)),
     "keyword_calls": (keyword_calls, (_x3,)),
+    "and_in_loop": (and_in_loop, (_x4,)),
+    "range_from_variable": (range_from_variable, (_x4,)),
 }

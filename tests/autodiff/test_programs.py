@@ -26,6 +26,7 @@ def test_first_order_interpreted(name):
 
 JITTED = ["straight", "branch-taken", "horner", "newton_while", "in_place", "calls_helper"]
 JITTED += ["tuples", "strided", "early_exit", "nested_loops", "recurrent", "keyword_calls"]
+JITTED += ["and_in_loop", "range_from_variable"]
 
 
 @pytest.mark.parametrize("name", JITTED)
