@@ -22,6 +22,7 @@ from numbax.autodiff import (
 from numbax.custom import checkpoint, custom_jvp, custom_vjp, remat
 from numbax.errors import CompileError, TransformError
 from numbax.show import block_until_ready, show, source
+from numbax.vmap import vmap
 
 __all__ = [
     "CompileError",
@@ -47,4 +48,5 @@ __all__ = [
     "tree_util",
     "value_and_grad",
     "vjp",
+    "vmap",
 ]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -29,7 +30,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import TransformError
 from numbax.numba_backend import runtime
-from numbax.numba_backend.cpu import _fingerprint
+from numbax.numba_backend.cpu import _callable_identity, _fingerprint
 from numbax.transform.ad_common import RUNTIME, derivative_name
 from numbax.transform.source import display_name, read_function
 from numbax.transformed import Generated
@@ -94,6 +95,16 @@ class _Rewritten(ABC):
         """What compiled code calls: the function itself."""
         return self.fun
 
+    def __numbax_identity__(self) -> str:
+        """What generated code that calls this object depends on (the cache key's part)."""
+        parts = ", ".join(
+            _callable_identity(p) if callable(p) else repr(p) for p in self._identity()
+        )
+        return f"{type(self).__name__}({_callable_identity(self.fun)}; {parts})"
+
+    def _identity(self) -> tuple:
+        return self.static
+
     def __numbax_function__(self) -> Callable:
         """``def f(x, y): return _custom_f(x, y)``: what transformations read."""
         if self._trampoline is None:
@@ -106,12 +117,14 @@ class _Rewritten(ABC):
                 [f"def {name}({args}):", f"    return _custom_{name}({args})"],
                 {f"_custom_{name}": self},
             )
-            self._trampoline.function.__defaults__ = self.fun.__defaults__
+            self._trampoline.function.__defaults__ = getattr(self.fun, "__defaults__", None)
         return self._trampoline.function
 
     @property
     def name(self) -> str:
-        return display_name(self.fun).rsplit(".", 1)[-1]
+        """The function's name as generated code spells it (``<lambda>``: ``lambda_``)."""
+        name = display_name(self.fun).rsplit(".", 1)[-1]
+        return name if name.isidentifier() else re.sub(r"\W", "", name) + "_"
 
     def parameters(self, transformation: str) -> list[str]:
         """The positional parameters; anything else cannot be called from derivative code."""
@@ -181,6 +194,9 @@ class custom_jvp(_Rewritten):
         super().__init__(fun, nondiff_argnums, "nondiff_argnums")
         self.jvp: Callable | None = None
         self.jvps: tuple[Callable | None, ...] | None = None
+
+    def _identity(self) -> tuple:
+        return (*self.static, self.jvp, *(self.jvps or ()))
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
         """Set the rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
@@ -321,6 +337,9 @@ class custom_vjp(_Rewritten):
         super().__init__(fun, nondiff_argnums, "nondiff_argnums")
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+
+    def _identity(self) -> tuple:
+        return (*self.static, self.fwd, self.bwd)
 
     def defvjp(
         self,

@@ -197,6 +197,12 @@ class Transformed(ABC):
     def generated(self) -> Generated:
         return generate(self.fun, self.transformation, self._key(), self._build)
 
+    def __numbax_identity__(self) -> str:
+        """What generated code that calls this object depends on (the cache key's part)."""
+        from numbax.numba_backend.cpu import _callable_identity
+
+        return f"{self.transformation}{self._key()!r}({_callable_identity(self.fun)})"
+
     def __numbax_function__(self) -> types.FunctionType:
         """The generated function, which other transformations read as source."""
         return self.generated().function

@@ -206,6 +206,9 @@ def _fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
 def _callable_identity(value: Any) -> str:
     """A stable name for a function the generated code calls: its module, name and,
     for Python functions, where it is defined (two lambdas bound to one name differ)."""
+    own = getattr(value, "__numbax_identity__", None)  # grad(f), vmap(f), custom_jvp(f)...
+    if own is not None:
+        return own()
     module = getattr(value, "__module__", None) or type(value).__module__
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     text = f"{module}.{name or repr(value)}"

@@ -80,7 +80,13 @@ __all__ += [f"random_{name}" for name in _RANDOM]
 # -- automatic differentiation: the helpers derivative code calls as nxrt.<name> --------
 # (each a plain function doing what NumPy does, with a Numba overload; each has its own
 # JVP and VJP rule in transform/rules/, so derivative code can be differentiated again)
-from numbax.numba_backend import ad_adjoints, ad_elementwise, ad_runtime, ad_shapes  # noqa: E402
+from numbax.numba_backend import (  # noqa: E402
+    ad_adjoints,
+    ad_elementwise,
+    ad_runtime,
+    ad_shapes,
+    batch_runtime,
+)
 
 _AD_HELPERS = {
     ad_runtime: ["zeros_like", "ones_like", "grad_seed", "unbroadcast", "broadcast_like"]
@@ -95,6 +101,7 @@ _AD_HELPERS = {
     ad_shapes: ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "split_like"]
     + ["linspace_weights", "undiag", "unrepeat", "unrolled", "unstack_like", "untile"],
     ad_elementwise: ["mul_pow", "xlogy"],
+    batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put"],
 }
 for _module, _names in _AD_HELPERS.items():
     for _name in _names:

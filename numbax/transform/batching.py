@@ -1,0 +1,95 @@
+"""``vmap``'s generated source: a loop over the batch that calls the function once per
+example.
+
+    def vmap_model(w, x):
+        _size = nxrt.batch_size('model', (w, x), (None, 0), ('w', 'x'))
+        _out = _model(w, nxrt.batch_take(x, 0, 0))
+        _batch = nxrt.batch_empty(_out, _size, 0)
+        nxrt.batch_put(_batch, 0, 0, _out, 'model')
+        for _i in range(1, _size):
+            _out = _model(w, nxrt.batch_take(x, _i, 0))
+            nxrt.batch_put(_batch, _i, 0, _out, 'model')
+        return _batch
+
+The first example is computed before the loop because the batched output is allocated
+from its shape and dtype; unmapped arguments are passed as they are.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numbax.transform.ad_common import RUNTIME
+
+
+def batching_loop(
+    name: str,
+    short: str,
+    params: list[str],
+    axes: tuple,
+    out_axes: Any,
+    axis_size: int | None,
+) -> tuple[list[str], list[str], dict[str, Any]]:
+    """(header comment lines, source lines, bindings) of the loop ``name``, calling
+    ``_<short>`` with ``params`` mapped over ``axes``."""
+    callee = f"_{short}"
+    mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
+    if mapped:
+        args = ", ".join(p for p, _ in mapped)
+        size = (
+            f"{RUNTIME}.batch_size({short!r}, ({args},), "
+            f"({', '.join(repr(a) for _, a in mapped)},), "
+            f"({', '.join(repr(p) for p, _ in mapped)},))"
+        )
+    else:
+        size = repr(axis_size)
+
+    def call(index: str) -> str:
+        parts = [_take(p, index, a) for p, a in zip(params, axes, strict=True)]
+        return f"{callee}({', '.join(parts)})"
+
+    leaves = _leaves("_out", "_batch", out_axes)
+    body = [
+        f"def {name}({', '.join(params)}):",
+        f"    _size = {size}",
+        f"    _out = {call('0')}",
+        f"    _batch = {_empty('_out', out_axes)}",
+        *(f"    {_put(b, '0', a, o, short)}" for o, b, a in leaves),
+        "    for _i in range(1, _size):",
+        f"        _out = {call('_i')}",
+        *(f"        {_put(b, '_i', a, o, short)}" for o, b, a in leaves),
+        "    return _batch",
+    ]
+    header = [f"in_axes={axes!r} (per parameter), out_axes={out_axes!r}"]
+    return header, body, {}
+
+
+# A tuple of axes (a pytree prefix for a tuple) is spelled out element by element, so
+# that compiled code sees one constant axis per array; other prefixes (dicts) are passed
+# whole, for the interpreted helpers.
+def _take(expr: str, index: str, axis: Any) -> str:
+    if axis is None:
+        return expr
+    if isinstance(axis, tuple):
+        items = [_take(f"{expr}[{k}]", index, a) for k, a in enumerate(axis)]
+        return f"({', '.join(items)},)"
+    return f"{RUNTIME}.batch_take({expr}, {index}, {axis!r})"
+
+
+def _empty(expr: str, axis: Any) -> str:
+    if isinstance(axis, tuple):
+        return f"({', '.join(_empty(f'{expr}[{k}]', a) for k, a in enumerate(axis))},)"
+    return f"{RUNTIME}.batch_empty({expr}, _size, {axis!r})"
+
+
+def _leaves(out: str, batch: str, axis: Any) -> list[tuple[str, str, Any]]:
+    """(output expression, batch expression, axis) per element of a tuple prefix."""
+    if isinstance(axis, tuple):
+        return [
+            leaf for k, a in enumerate(axis) for leaf in _leaves(f"{out}[{k}]", f"{batch}[{k}]", a)
+        ]
+    return [(out, batch, axis)]
+
+
+def _put(batch: str, index: str, axis: Any, out: str, name: str) -> str:
+    return f"{RUNTIME}.batch_put({batch}, {index}, {axis!r}, {out}, {name!r})"

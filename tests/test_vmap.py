@@ -1,0 +1,219 @@
+"""``vmap``: JAX's in_axes/out_axes semantics and errors, control flow on mapped values,
+and composition with jit and the derivatives (interpreted and compiled)."""
+
+import numpy as np
+import pytest
+
+import numbax as nx
+
+RNG = np.random.default_rng(0)
+MAT = RNG.normal(size=(15, 10))
+
+
+def apply_matrix(v):
+    return MAT @ v
+
+
+def scale_add(x, w, b):
+    return x * w + b
+
+
+def loss(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-(x @ w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+W = np.array([0.1, -0.2, 0.3])
+X = RNG.normal(size=(6, 3))
+Y = (X[:, 0] > 0).astype(float)
+batched_loss = nx.vmap(loss, in_axes=(None, 0, 0))
+
+
+def mean_loss(w):
+    return np.mean(batched_loss(w, X, Y))
+
+
+def per_example(f, *args, axes):
+    """The loop vmap must equal: f on each example, stacked on axis 0."""
+    n = next(a.shape[ax] for a, ax in zip(args, axes, strict=True) if ax is not None)
+    outs = [
+        f(*(a if ax is None else np.take(a, i, axis=ax) for a, ax in zip(args, axes, strict=True)))
+        for i in range(n)
+    ]
+    return np.stack(outs)
+
+
+# -- in_axes and out_axes -----------------------------------------------------------------
+
+
+def test_the_quickstart_batch():
+    batch = RNG.normal(size=(4, 10))
+    np.testing.assert_allclose(nx.vmap(apply_matrix)(batch), batch @ MAT.T)
+    assert "for _i in range(1, _size):" in nx.vmap(apply_matrix).source
+
+
+def _arrays(*shapes):
+    return [RNG.normal(size=shape) for shape in shapes]
+
+
+IN_AXES_CASES = [
+    (0, [(4, 5), (4, 5), (4, 5)]),
+    ((0, None, None), [(4, 5), (5,), (5,)]),
+    ([0, 0, None], [(4, 5), (4, 5), (5,)]),
+    ((1, None, 0), [(5, 4), (5,), (4, 5)]),
+    ((-1, 0, None), [(5, 4), (4, 5), (5,)]),
+]
+
+
+@pytest.mark.parametrize("in_axes, shapes", IN_AXES_CASES, ids=[str(c[0]) for c in IN_AXES_CASES])
+def test_in_axes(in_axes, shapes):
+    args = _arrays(*shapes)
+    axes = [in_axes] * 3 if isinstance(in_axes, int) else list(in_axes)
+    axes = [a if a is None else a % len(s) for a, s in zip(axes, shapes, strict=True)]
+    want = per_example(scale_add, *args, axes=axes)
+    np.testing.assert_allclose(nx.vmap(scale_add, in_axes=in_axes)(*args), want)
+
+
+def test_out_axes():
+    x = RNG.normal(size=(4, 3))
+    np.testing.assert_allclose(nx.vmap(np.sin, out_axes=1)(x), np.sin(x).T)
+    np.testing.assert_allclose(nx.vmap(np.sin, out_axes=-1)(x), np.sin(x).T)
+    pair = nx.vmap(lambda v: (v * 2.0, np.sum(v)), out_axes=(1, 0))(x)
+    np.testing.assert_allclose(pair[0], 2 * x.T)
+    np.testing.assert_allclose(pair[1], x.sum(axis=1))
+    same = nx.vmap(lambda v, c: c * 2.0, in_axes=(0, None), out_axes=None)(x, np.ones(2))
+    np.testing.assert_allclose(same, 2 * np.ones(2))
+
+
+def test_pytree_arguments_and_prefixes():
+    params = {"w": RNG.normal(size=3), "b": np.float64(0.5)}
+    batch = {"w": RNG.normal(size=(4, 3)), "b": RNG.normal(size=4)}
+
+    def affine(p, x):
+        return p["w"] @ x + p["b"]
+
+    got = nx.vmap(affine, in_axes=({"w": 0, "b": 0}, None))(batch, X[0])
+    np.testing.assert_allclose(got, batch["w"] @ X[0] + batch["b"])
+    got = nx.vmap(affine, in_axes=(None, 0))(params, X)
+    np.testing.assert_allclose(got, X @ params["w"] + params["b"])
+
+
+def test_keyword_arguments_are_mapped_over_axis_0():
+    x, w = RNG.normal(size=(4, 2)), RNG.normal(size=(4, 2))
+    got = nx.vmap(scale_add, in_axes=(0,))(x, w=w, b=1.0 * np.ones((4, 2)))
+    np.testing.assert_allclose(got, x * w + 1.0)
+
+
+def test_axis_size_with_nothing_mapped():
+    got = nx.vmap(lambda c: c + 1.0, in_axes=None, axis_size=3)(np.ones(2))
+    np.testing.assert_allclose(got, 2 * np.ones((3, 2)))
+
+
+def test_control_flow_on_mapped_values():
+    def count_up(x):
+        s = 0.0
+        while s < x:
+            s = s + 1.0
+        if s > 2.0:
+            s = -s
+        return s
+
+    np.testing.assert_allclose(nx.vmap(count_up)(np.array([0.5, 2.5, 3.0])), [1.0, -3.0, -3.0])
+
+
+# -- errors -------------------------------------------------------------------------------
+
+
+def test_inconsistent_sizes_list_each_argument():
+    with pytest.raises(ValueError, match="inconsistent sizes") as err:
+        nx.vmap(scale_add)(np.ones((3, 2)), np.ones((4, 2)), np.ones((3, 2)))
+    assert "argument x has shape with axis 0 of size 3" in str(err.value)
+    assert "argument w has shape with axis 0 of size 4" in str(err.value)
+
+
+def test_axis_out_of_range():
+    with pytest.raises(ValueError, match="along axis 2"):
+        nx.vmap(np.sin, in_axes=2)(np.ones((3, 2)))
+
+
+def test_in_axes_length_and_type():
+    with pytest.raises(ValueError, match=r"len\(in_axes\)=2, len\(args\)=3"):
+        nx.vmap(scale_add, in_axes=(0, 0))(np.ones(2), np.ones(2), np.ones(2))
+    with pytest.raises(TypeError, match="vmap in_axes must be an int, None, or a tuple"):
+        nx.vmap(scale_add, in_axes="x")
+
+
+def test_nothing_mapped_needs_axis_size():
+    with pytest.raises(ValueError, match="at least one non-None value in in_axes"):
+        nx.vmap(np.sin, in_axes=None)(np.ones(2))
+
+
+def test_out_axes_none_checks_the_output_is_shared():
+    with pytest.raises(ValueError, match="depends on the mapped axis"):
+        nx.vmap(np.sin, out_axes=None)(np.ones((3, 2)) * np.arange(3)[:, None])
+
+
+def test_methods_not_built_say_so():
+    with pytest.raises(NotImplementedError, match="vectorized"):
+        nx.vmap(np.sin, method="vectorized")
+    with pytest.raises(NotImplementedError, match="collectives"):
+        nx.vmap(np.sin, axis_name="batch")
+
+
+# -- composition --------------------------------------------------------------------------
+
+
+def test_vmap_of_vmap():
+    outer = nx.vmap(nx.vmap(lambda a, b: a * b), in_axes=(0, None))
+    a, b = RNG.normal(size=(2, 3)), RNG.normal(size=3)
+    np.testing.assert_allclose(outer(a, b), a * b)
+
+
+def test_per_example_gradients():
+    got = nx.vmap(nx.grad(loss), in_axes=(None, 0, 0))(W, X, Y)
+    want = np.stack([nx.grad(loss)(W, X[i], Y[i]) for i in range(len(X))])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+def test_gradient_through_a_call_to_vmap():
+    want = np.mean([nx.grad(loss)(W, X[i], Y[i]) for i in range(len(X))], axis=0)
+    np.testing.assert_allclose(nx.grad(mean_loss)(W), want, rtol=1e-12)
+    np.testing.assert_allclose(nx.jacfwd(mean_loss)(W), want, rtol=1e-12)
+    eps = 1e-6
+    hess_fd = np.stack(
+        [
+            (nx.grad(mean_loss)(W + eps * e) - nx.grad(mean_loss)(W - eps * e)) / (2 * eps)
+            for e in np.eye(3)
+        ]
+    )
+    np.testing.assert_allclose(nx.hessian(mean_loss)(W), hess_fd, rtol=1e-5, atol=1e-9)
+
+
+def test_jacobian_of_a_batched_function():
+    x = RNG.normal(size=(3, 2))
+    jac = nx.jacrev(nx.vmap(np.sin))(x)
+    np.testing.assert_allclose(jac.reshape(6, 6), np.diag(np.cos(x).ravel()), atol=1e-15)
+
+
+def test_under_jit():
+    batch = RNG.normal(size=(4, 10))
+    np.testing.assert_allclose(nx.jit(nx.vmap(apply_matrix))(batch), batch @ MAT.T)
+    per_ex = nx.jit(nx.vmap(nx.grad(loss), in_axes=(None, 0, 0)))(W, X, Y)
+    np.testing.assert_allclose(per_ex, nx.vmap(nx.grad(loss), in_axes=(None, 0, 0))(W, X, Y))
+    np.testing.assert_allclose(nx.jit(nx.grad(mean_loss))(W), nx.grad(mean_loss)(W), rtol=1e-12)
+    pair = nx.jit(nx.vmap(lambda v: (v * 2.0, np.sum(v)), out_axes=(1, 0)))(X)
+    np.testing.assert_allclose(pair[0], 2 * X.T)
+
+
+def test_same_shapes_and_values_as_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    x, w, b = RNG.normal(size=(4, 5)), RNG.normal(size=(5, 4)), RNG.normal(size=5)
+    for in_axes, out_axes in [((0, 1, None), 0), ((1, 0, None), 1), ((0, None, None), -1)]:
+        args = (x if in_axes[0] == 0 else x.T, w if in_axes[1] == 1 else w.T, b)
+        if in_axes[1] is None:
+            args = (args[0], b, b)
+        want = jax.vmap(scale_add, in_axes=in_axes, out_axes=out_axes)(*args)
+        got = nx.vmap(scale_add, in_axes=in_axes, out_axes=out_axes)(*args)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want)
