@@ -83,3 +83,18 @@ def mlp_loss(params, x, y):
     h2 = np.tanh(h1 @ w2 + b2)
     out = h2 @ w3 + b3
     return np.mean((out - y) ** 2)
+
+
+VMAP_MAT = np.random.default_rng(1701).standard_normal((150, 100))
+"""The quickstart's matrix (150 x 100) that ``apply_matrix`` multiplies one vector by."""
+
+
+def apply_matrix(v):
+    """JAX quickstart's function written for one example."""
+    return np.dot(VMAP_MAT, v)
+
+
+def logistic_loss(w, x, y):
+    """Binary cross-entropy of one example of logistic regression."""
+    p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))

@@ -32,3 +32,14 @@ def mlp_loss(params, x, y):
     h2 = jnp.tanh(h1 @ w2 + b2)
     out = h2 @ w3 + b3
     return jnp.mean((out - y) ** 2)
+
+
+def apply_matrix(v):
+    from benchmarks.kernels import VMAP_MAT
+
+    return jnp.dot(VMAP_MAT, v)
+
+
+def logistic_loss(w, x, y):
+    p = 1.0 / (1.0 + jnp.exp(-jnp.dot(x, w)))
+    return -(y * jnp.log(p) + (1.0 - y) * jnp.log(1.0 - p))

@@ -1,0 +1,124 @@
+"""Workloads for ``vmap``: the quickstart's batched matrix-vector product at batch 10
+and 10,000, and per-example gradients of logistic regression.
+
+The NumPy peer is the batching written by hand (one matrix product; the per-example
+gradient formula ``(p - y) x``), the Numba peer the same as a compiled loop; JAX's is
+``jax.jit(jax.vmap(...))`` of the ``jnp`` twin in float64.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numba
+import numpy as np
+
+from benchmarks import kernels
+from benchmarks.runner import PeerWorkload
+
+
+def apply_matrix_numpy(batch):
+    return batch @ kernels.VMAP_MAT.T
+
+
+@numba.njit(fastmath=False)
+def _apply_matrix_loop(batch, mat):
+    out = np.empty((batch.shape[0], mat.shape[0]))
+    for i in range(batch.shape[0]):
+        out[i] = mat @ batch[i]
+    return out
+
+
+def apply_matrix_numba(batch):
+    return _apply_matrix_loop(batch, kernels.VMAP_MAT)
+
+
+def per_example_numpy(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-(x @ w)))
+    return (p - y)[:, None] * x
+
+
+@numba.njit(fastmath=False)
+def per_example_numba(w, x, y):
+    out = np.empty_like(x)
+    for i in range(x.shape[0]):
+        p = 1.0 / (1.0 + np.exp(-np.dot(x[i], w)))
+        out[i] = (p - y[i]) * x[i]
+    return out
+
+
+def _batch_inputs(size: int) -> Callable[[bool], tuple[Any, ...]]:
+    return lambda quick: (np.random.default_rng(0).standard_normal((size, 100)),)
+
+
+def _per_example_inputs(quick: bool) -> tuple[Any, ...]:
+    rng = np.random.default_rng(0)
+    n = 1_000 if quick else 10_000
+    x = rng.standard_normal((n, 100))
+    w = rng.standard_normal(100) / 10
+    y = (rng.random(n) < 0.5).astype(np.float64)
+    return (w, x, y)
+
+
+def _numbax(fun: Callable[..., Any], in_axes: Any = 0, grad: bool = False) -> Callable:
+    def factory() -> Callable[..., Any]:
+        import numbax as nx
+
+        target = nx.grad(fun) if grad else fun
+        return nx.jit(nx.vmap(target, in_axes=in_axes))
+
+    return factory
+
+
+def _jax(name: str, in_axes: Any = 0, grad: bool = False) -> Callable:
+    def factory() -> Callable[..., Any]:
+        import jax
+
+        from benchmarks import kernels_jax
+
+        target = getattr(kernels_jax, name)
+        return jax.jit(jax.vmap(jax.grad(target) if grad else target, in_axes=in_axes))
+
+    return factory
+
+
+WORKLOADS = [
+    PeerWorkload(
+        id="vmap_small",
+        description="vmap(apply_matrix), matrix 150x100, batch 10 (quickstart)",
+        inputs=_batch_inputs(10),
+        impls={
+            "numpy": lambda: apply_matrix_numpy,
+            "numbax": _numbax(kernels.apply_matrix),
+            "jax": _jax("apply_matrix"),
+            "numba": lambda: apply_matrix_numba,
+        },
+        calls_per_sample=200,
+        rtol=1e-12,
+    ),
+    PeerWorkload(
+        id="vmap_large",
+        description="vmap(apply_matrix), matrix 150x100, batch 10,000",
+        inputs=_batch_inputs(10_000),
+        impls={
+            "numpy": lambda: apply_matrix_numpy,
+            "numbax": _numbax(kernels.apply_matrix),
+            "jax": _jax("apply_matrix"),
+            "numba": lambda: apply_matrix_numba,
+        },
+        rtol=1e-12,
+    ),
+    PeerWorkload(
+        id="per_example",
+        description="vmap(grad(logistic_loss), in_axes=(None, 0, 0)), 10,000 x 100",
+        inputs=_per_example_inputs,
+        impls={
+            "numpy": lambda: per_example_numpy,
+            "numbax": _numbax(kernels.logistic_loss, (None, 0, 0), grad=True),
+            "jax": _jax("logistic_loss", (None, 0, 0), grad=True),
+            "numba": lambda: per_example_numba,
+        },
+        rtol=1e-10,
+    ),
+]
