@@ -95,6 +95,21 @@ def _jax_random_normal() -> Callable[..., Any]:
     return jax.jit(draw, static_argnums=1)
 
 
+def random_uniform(key: np.ndarray, n: int) -> np.ndarray:
+    """``n`` uniform float32 draws in [0, 1) from ``key``, like :func:`random_normal`."""
+    return nx.random.uniform(key, n, np.float32)
+
+
+def _jax_random_uniform() -> Callable[..., Any]:
+    """``jax.jit`` of ``jax.random.uniform``, as :func:`_jax_random_normal`."""
+    import jax
+
+    def draw(key: Any, n: int) -> Any:
+        return jax.random.uniform(key, (n,), np.float32)
+
+    return jax.jit(draw, static_argnums=1)
+
+
 def _normal_float32(shape: tuple[int, ...]) -> np.ndarray:
     """Standard normal float32 input, fixed seed (the quickstart uses ``random.normal``)."""
     return np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
@@ -145,6 +160,16 @@ WORKLOADS = [
             "numpy": lambda: random_normal,
             "numbax": _numbax(random_normal),
             "jax": _jax_random_normal,
+        },
+    ),
+    PeerWorkload(
+        id="random_uniform",
+        description="jax.random.uniform: 1,000,000 float32 draws from a key",
+        inputs=lambda quick: (nx.random.key(0), 100_000 if quick else 1_000_000),
+        impls={
+            "numpy": lambda: random_uniform,
+            "numbax": _numbax(random_uniform),
+            "jax": _jax_random_uniform,
         },
     ),
     ColdStart(

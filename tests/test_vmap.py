@@ -207,7 +207,15 @@ def test_under_jit():
 
 def test_same_shapes_and_values_as_jax():
     jax = pytest.importorskip("jax")
+    previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
+    try:
+        _compare_with_jax(jax)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def _compare_with_jax(jax):
     x, w, b = RNG.normal(size=(4, 5)), RNG.normal(size=(5, 4)), RNG.normal(size=5)
     for in_axes, out_axes in [((0, 1, None), 0), ((1, 0, None), 1), ((0, None, None), -1)]:
         args = (x if in_axes[0] == 0 else x.T, w if in_axes[1] == 1 else w.T, b)

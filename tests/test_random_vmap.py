@@ -1,0 +1,46 @@
+"""A batch of keys gives a batch of samples under ``vmap``: each row is what its key
+gives alone, interpreted and under ``jit``, and JAX's numbers where JAX is installed."""
+
+import numpy as np
+import pytest
+
+import numbax as nx
+
+KEYS = nx.random.split(nx.random.key(0), 4)
+
+
+def normal_row(key):
+    return nx.random.normal(key, (3,))
+
+
+def uniform_from(key, low):
+    return nx.random.uniform(key, (2,), minval=low, maxval=low + 1.0)
+
+
+def test_each_row_is_its_key_alone():
+    want = np.stack([normal_row(k) for k in KEYS])
+    np.testing.assert_array_equal(nx.vmap(normal_row)(KEYS), want)
+    lows = np.arange(4.0)
+    want = np.stack([uniform_from(k, lo) for k, lo in zip(KEYS, lows, strict=True)])
+    np.testing.assert_array_equal(nx.vmap(uniform_from)(KEYS, lows), want)
+
+
+def test_under_jit():
+    want = np.stack([normal_row(k) for k in KEYS])
+    np.testing.assert_array_equal(nx.jit(nx.vmap(normal_row))(KEYS), want)
+
+
+def test_same_numbers_as_jax():
+    jax = pytest.importorskip("jax")
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        _compare_with_jax(jax)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def _compare_with_jax(jax):
+    keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    want = jax.vmap(lambda k: jax.random.normal(k, (3,), dtype=np.float64))(keys)
+    np.testing.assert_array_equal(nx.vmap(normal_row)(KEYS), np.asarray(want))
