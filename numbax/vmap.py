@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax.custom import _load, _Rewritten, _tangent, _where
+from numbax.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import display_name
 from numbax.transformed import Generated
@@ -42,7 +42,7 @@ def _check_axes_spec(in_axes: Any) -> Any:
     )
 
 
-class Batched(_Rewritten):
+class Batched(Rewritten):
     """``vmap(fun, ...)``: call it on a batch; ``.source`` shows the generated loop."""
 
     def __init__(
@@ -136,9 +136,9 @@ class Batched(_Rewritten):
                 self.name, short, params, axes, self.out_axes, self.axis_size
             )
             namespace["_" + short] = self.fun
-            self._loops[key] = _load(
+            self._loops[key] = load_generated(
                 self.name,
-                [f"vmap of {_where(self.fun)}: one call per example, in a loop", *header],
+                [f"vmap of {where(self.fun)}: one call per example, in a loop", *header],
                 body,
                 namespace,
             )
@@ -151,7 +151,7 @@ class Batched(_Rewritten):
         axes = self._axes(len(params), ())
         derivative = callee_derivative(self.fun, mode, positions).function
         if mode == "jvp":
-            tangents = [_tangent(params[i]) for i in positions]
+            tangents = [tangent_name(params[i]) for i in positions]
             batched = Batched(
                 derivative,
                 in_axes=axes + tuple(axes[i] for i in positions),
@@ -161,7 +161,7 @@ class Batched(_Rewritten):
             name = f"jvp_{self.name}"
             call = ", ".join(params + tangents)
             body = [f"def {name}({call}):", f"    return _batched_jvp({call})"]
-            return _load(
+            return load_generated(
                 name,
                 [f"JVP of {self.name}: vmap of the JVP of {display_name(self.fun)}"],
                 body,
@@ -188,7 +188,7 @@ class Batched(_Rewritten):
             "    # an argument the batch shares gets the sum of its examples' cotangents",
             f"    return {result}",
         ]
-        return _load(
+        return load_generated(
             name,
             [f"VJP of {self.name}: vmap of the VJP of {display_name(self.fun)}"],
             body,
