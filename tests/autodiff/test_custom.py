@@ -78,8 +78,8 @@ def test_the_rule_is_what_every_mode_uses():
 
 
 def test_a_stable_rule_where_the_primal_derivative_overflows():
-    assert nx.grad(log1pexp)(1000.0) == 1.0
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore"):  # exp(1000) in the primal
+        assert nx.grad(log1pexp)(1000.0) == 1.0
         assert np.isnan(nx.grad(lambda x: np.log(1.0 + np.exp(x)))(1000.0))
     np.testing.assert_allclose(nx.grad(log1pexp)(0.5), 1 / (1 + np.exp(-0.5)))
 
@@ -353,4 +353,6 @@ def test_same_numbers_as_jax():
         return j_log1pexp(x), (1.0 - 1.0 / (1.0 + jnp.exp(x))) * x_dot
 
     for x in (-3.0, 0.5, 1000.0):
-        np.testing.assert_allclose(nx.grad(log1pexp)(x), jax.grad(j_log1pexp)(x), rtol=1e-6)
+        with np.errstate(over="ignore"):
+            got = nx.grad(log1pexp)(x)
+        np.testing.assert_allclose(got, jax.grad(j_log1pexp)(x), rtol=1e-6)
