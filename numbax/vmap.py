@@ -19,8 +19,6 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from numbax.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import display_name
@@ -178,7 +176,7 @@ class Batched(Rewritten):
         name = f"vjp_{self.name}"
         call = ", ".join([*params, "_ct_out"])
         parts = [
-            f"_cts[{k}]" if axes[i] is not None else f"np.sum(_cts[{k}], axis=0)"
+            f"_cts[{k}]" if axes[i] is not None else f"nxrt.batch_sum(_cts[{k}])"
             for k, i in enumerate(positions)
         ]
         result = f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
@@ -192,7 +190,7 @@ class Batched(Rewritten):
             name,
             [f"VJP of {self.name}: vmap of the VJP of {display_name(self.fun)}"],
             body,
-            {"_batched_vjp": batched, "np": np},
+            {"_batched_vjp": batched},
             of=self.__numbax_function__(),
         )
 

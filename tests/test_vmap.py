@@ -225,3 +225,27 @@ def _compare_with_jax(jax):
         got = nx.vmap(scale_add, in_axes=in_axes, out_axes=out_axes)(*args)
         assert got.shape == want.shape
         np.testing.assert_allclose(got, want)
+
+
+def two_layer(params, x, y):
+    w, b = params
+    return np.sum((np.tanh(x @ w + b) - y) ** 2)
+
+
+PARAMS = (RNG.normal(size=(3, 2)), np.zeros(2))
+TARGETS = RNG.normal(size=(6, 2))
+batched_two_layer = nx.vmap(two_layer, in_axes=(None, 0, 0))
+
+
+def mean_two_layer(params):
+    return np.mean(batched_two_layer(params, X, TARGETS))
+
+
+def test_shared_pytree_argument_gets_the_summed_cotangent():
+    want = [
+        np.mean([nx.grad(two_layer)(PARAMS, X[i], TARGETS[i])[k] for i in range(len(X))], axis=0)
+        for k in range(2)
+    ]
+    for got in (nx.grad(mean_two_layer)(PARAMS), nx.jit(nx.grad(mean_two_layer))(PARAMS)):
+        for g, w in zip(got, want, strict=True):
+            np.testing.assert_allclose(g, w, rtol=1e-12)

@@ -17,7 +17,7 @@ from numba import literally, types
 from numba.core import errors
 from numba.extending import overload
 
-from numbax.numba_backend.ad_runtime import _define
+from numbax.numba_backend.ad_runtime import _define, _tuple_map
 from numbax.tree import NAMESPACE
 
 
@@ -102,6 +102,20 @@ def batch_put(out: Any, i: int, axis: Any, value: Any, name: str) -> None:
         index = [slice(None)] * np.ndim(leaf)
         index[a % np.ndim(leaf)] = i
         leaf[tuple(index)] = v
+
+
+def batch_sum(x: Any) -> Any:
+    """The sum over the batch axis (0) of every leaf: the cotangent of an argument the
+    batch shared, from each example's."""
+    return optree.tree_map(lambda leaf: np.sum(leaf, axis=0), x, namespace=NAMESPACE)
+
+
+def batch_broadcast(value: Any, like: Any) -> Any:
+    """``value`` repeated over the batch axis of ``like`` (leaf by leaf): the adjoint of
+    :func:`batch_sum`."""
+    return optree.tree_map(
+        lambda v, ref: np.broadcast_to(v, np.shape(ref)).copy(), value, like, namespace=NAMESPACE
+    )
 
 
 def _fail(name: str, message: str) -> errors.NumbaTypeError:
@@ -209,4 +223,31 @@ def _batch_size_jit(name, args, axes, params):
     return _define(source, "impl", {"_MESSAGE": message})
 
 
-__all__ = ["batch_empty", "batch_put", "batch_size", "batch_take"]
+@overload(batch_sum)
+def _batch_sum_jit(x):
+    if isinstance(x, types.BaseTuple):
+        return _tuple_map("batch_sum", batch_sum, (x,), ["x"])
+    if isinstance(x, types.Array):
+        return lambda x: np.sum(x, axis=0)
+    raise _fail("batch_sum", f"expected a batched array or a tuple of them, got {x}")
+
+
+@overload(batch_broadcast)
+def _batch_broadcast_jit(value, like):
+    if isinstance(value, types.BaseTuple):
+        return _tuple_map("batch_broadcast", batch_broadcast, (value, like), ["value", "like"])
+    if isinstance(value, types.Array):
+        return lambda value, like: np.broadcast_to(value, like.shape).copy()
+    if isinstance(value, types.Number):
+        return lambda value, like: np.full(like.shape, value)
+    raise _fail("batch_broadcast", f"expected an array, a number or a tuple, got {value}")
+
+
+__all__ = [
+    "batch_broadcast",
+    "batch_empty",
+    "batch_put",
+    "batch_size",
+    "batch_sum",
+    "batch_take",
+]

@@ -101,7 +101,8 @@ _AD_HELPERS = {
     ad_shapes: ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "split_like"]
     + ["linspace_weights", "undiag", "unrepeat", "unrolled", "unstack_like", "untile"],
     ad_elementwise: ["mul_pow", "xlogy"],
-    batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put"],
+    batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_sum"]
+    + ["batch_broadcast"],
 }
 for _module, _names in _AD_HELPERS.items():
     for _name in _names:

@@ -38,6 +38,11 @@ define(nxrt.matmul_vjp_x, "ct, x, y",
 define(nxrt.matmul_vjp_y, "ct, x, y",
        jvp={"ct": "nxrt.matmul_vjp_y(dct, x, y)",         "x": "nxrt.matmul_vjp_y(ct, dx, y)"},
        vjp={"ct": "np.matmul(x, g)",                      "x": "nxrt.matmul_vjp_x(ct, x, g)"})
+define(nxrt.batch_sum, "x",
+       jvp="nxrt.batch_sum(dx)",                          vjp="nxrt.batch_broadcast(g, x)")
+define(nxrt.batch_broadcast, "value, like",
+       jvp={"value": "nxrt.batch_broadcast(dvalue, like)"},
+       vjp={"value": "nxrt.batch_sum(g)"})
 define(nxrt.custom_cotangents, "cts, primals, rule",
        jvp={"cts": "nxrt.custom_cotangents(dcts, primals, rule)"},
        vjp={"cts": "g"})
