@@ -69,6 +69,7 @@ class Batched(Rewritten):
         self.out_axes = out_axes
         self.axis_size = axis_size
         self._loops: dict[str, Generated] = {}
+        self._dispatchers: dict[tuple, Any] = {}
 
     @property
     def name(self) -> str:
@@ -113,27 +114,56 @@ class Batched(Rewritten):
         axes = self._axes(len(args), tuple(kwargs))
         return self.loop(axes).function(*bound.arguments.values())
 
-    def __numbax_primal__(self) -> Callable:
-        """The loop compiled code calls: every parameter passed positionally."""
-        return self.loop(self._axes(len(self.parameters("vmap")), ())).function
+    def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
+        """The loop compiled by Numba as generated (it is already what Numba compiles),
+        calling the compiled function; under ``parallel=True`` its examples run on all
+        cores (``prange``; each writes its own slice of the batch)."""
+        import numba
+
+        from numbax.numba_backend.cpu import compile_helper
+
+        key = tuple(sorted(options.items()))
+        if key not in self._dispatchers:
+            axes = self._axes(len(self.parameters("vmap")), ())
+            generated = self.loop(axes, compiled=options)
+            generated.function.__globals__["_" + super().name] = compile_helper(self.fun, options)
+            self._dispatchers[key] = numba.njit(**{"cache": True, **options})(generated.function)
+        return self._dispatchers[key]
 
     @property
     def source(self) -> str:
         """The generated loop for a call passing every argument positionally."""
         return self.loop(self._axes(len(self.parameters("vmap")), ())).text
 
-    def loop(self, axes: tuple) -> Generated:
-        """The generated loop for one assignment of axes to the parameters."""
-        key = repr(axes)  # axes may hold dicts (pytree prefixes)
+    def loop(self, axes: tuple, compiled: dict[str, Any] | None = None) -> Generated:
+        """The generated loop for one assignment of axes to the parameters; ``compiled``:
+        Numba's options, for the loop Numba compiles (over ``prange``, calling the
+        function's compiled version, which the caller binds). Each set of options has its
+        own module, because Numba's disk cache tells its entries apart by argument types
+        only."""
+        key = repr((axes, compiled))  # axes may hold dicts (pytree prefixes)
         if key not in self._loops:
+            import numba
+
             from numbax.transform.batching import batching_loop
 
             params = self.parameters("vmap")
             short = super().name
             header, body, namespace = batching_loop(
-                self.name, short, params, axes, self.out_axes, self.axis_size
+                self.name,
+                short,
+                params,
+                axes,
+                self.out_axes,
+                self.axis_size,
+                loop="range" if compiled is None else "prange",
             )
-            namespace["_" + short] = self.fun
+            if compiled is None:
+                namespace["_" + short] = self.fun
+            else:
+                namespace["prange"] = numba.prange
+                options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
+                header.append(f"compiled by Numba with options: {options or 'none'}")
             self._loops[key] = load_generated(
                 self.name,
                 [f"vmap of {where(self.fun)}: one call per example, in a loop", *header],

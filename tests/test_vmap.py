@@ -249,3 +249,17 @@ def test_shared_pytree_argument_gets_the_summed_cotangent():
     for got in (nx.grad(mean_two_layer)(PARAMS), nx.jit(nx.grad(mean_two_layer))(PARAMS)):
         for g, w in zip(got, want, strict=True):
             np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
+# Numba warns that the one-line function jit compiles around the loop has nothing to
+# parallelize; the loop itself does.
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")
+def test_parallel_jit_runs_the_batch_on_all_cores():
+    """Under jit(parallel=True) the loop is a prange; the result is the same."""
+    serial = nx.jit(nx.vmap(nx.grad(loss), in_axes=(None, 0, 0)))(W, X, Y)
+    parallel = nx.jit(nx.vmap(nx.grad(loss), in_axes=(None, 0, 0)), parallel=True)
+    np.testing.assert_array_equal(parallel(W, X, Y), serial)
+    batched = nx.vmap(nx.grad(loss), in_axes=(None, 0, 0))
+    compiled = batched.loop(batched._axes(3, ()), compiled={"parallel": True}).text
+    assert "for _i in prange(1, _size):" in compiled
+    assert "parallel=True" in compiled

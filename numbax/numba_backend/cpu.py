@@ -113,6 +113,8 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached)."""
     from numbax.api import Jitted
 
+    if hasattr(func, "__numbax_dispatcher__"):  # vmap's loop: compiled as generated
+        return func.__numbax_dispatcher__(options)
     if hasattr(func, "__numbax_primal__"):  # custom_jvp, custom_vjp, checkpoint
         func = func.__numbax_primal__()
     if isinstance(func, Jitted):

@@ -29,9 +29,11 @@ def batching_loop(
     axes: tuple,
     out_axes: Any,
     axis_size: int | None,
+    loop: str = "range",
 ) -> tuple[list[str], list[str], dict[str, Any]]:
     """(header comment lines, source lines, bindings) of the loop ``name``, calling
-    ``_<short>`` with ``params`` mapped over ``axes``."""
+    ``_<short>`` with ``params`` mapped over ``axes``; ``loop`` is ``range`` or, for the
+    compiled loop, ``prange`` (parallel under ``jit(parallel=True)``)."""
     callee = f"_{short}"
     mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
     if mapped:
@@ -55,7 +57,7 @@ def batching_loop(
         f"    _out = {call('0')}",
         f"    _batch = {_empty('_out', out_axes)}",
         *(f"    {_put(b, '0', a, o, short)}" for o, b, a in leaves),
-        "    for _i in range(1, _size):",
+        f"    for _i in {loop}(1, _size):",
         f"        _out = {call('_i')}",
         *(f"        {_put(b, '_i', a, o, short)}" for o, b, a in leaves),
         "    return _batch",
