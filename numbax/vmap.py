@@ -1,10 +1,18 @@
 """``vmap``: a function of one example made a function of a batch (JAX's ``jax.vmap``).
 
-numbax batches by writing a loop over the batch axis that calls the function once per
-example (``transform/batching.py`` writes it; ``nx.show`` prints it). Unlike JAX's
-batching rules this needs nothing of the function's body: Python control flow that
-depends on the mapped values, in-place updates and calls to anything numbax can run all
-batch, and under ``nx.jit`` the loop compiles with the function.
+numbax batches in one of two ways, chosen at each call for the arguments' ranks:
+
+* **vectorized** (``transform/vectorize.py``): the body rewritten to run on the whole
+  batch, each operation by its batching rule (``np.dot(m, v)`` becomes ``v @ m.T``).
+  Used when every operation has a rule and no branch or loop depends on a mapped value.
+* **loop** (``transform/batching.py``): a generated loop over the batch calling the
+  function once per example. It needs nothing of the function's body: control flow on
+  the mapped values, in-place updates and calls to anything numbax can run all batch,
+  and under ``nx.jit(..., parallel=True)`` the examples run on all cores.
+
+``method="vectorized"`` or ``"loop"`` forces one; forcing the vectorized method on a
+body it cannot batch raises a ``TransformError`` naming the line and why. ``nx.show``
+prints the code the last call ran.
 
 Derivatives commute with batching: the JVP of ``vmap(f)`` is ``vmap`` of ``f``'s JVP,
 and its VJP is ``vmap`` of ``f``'s VJP, with the cotangents of unmapped arguments
@@ -19,14 +27,17 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from numbax.errors import TransformError
 from numbax.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
+from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
-from numbax.transformed import Generated
+from numbax.transform.vectorize import rank_of
+from numbax.transformed import Generated, generate
 
 __all__ = ["vmap"]
 
-_METHODS = (None, "loop")
+_METHODS = (None, "loop", "vectorized")
 
 
 def _check_axes_spec(in_axes: Any) -> Any:
@@ -53,9 +64,9 @@ class Batched(Rewritten):
         method: str | None = None,
     ) -> None:
         if method not in _METHODS:
-            raise NotImplementedError(
-                f"vmap(method={method!r}): numbax batches by a loop over the batch axis "
-                "(method='loop', the default); the vectorized method is not built yet."
+            raise ValueError(
+                f"vmap(method={method!r}): method is None (choose for each call), "
+                "'vectorized' or 'loop'"
             )
         if axis_name is not None:
             raise NotImplementedError(
@@ -68,15 +79,18 @@ class Batched(Rewritten):
         self.in_axes = _check_axes_spec(in_axes)
         self.out_axes = out_axes
         self.axis_size = axis_size
+        self.method = method
         self._loops: dict[str, Generated] = {}
+        self._vectorized: dict[tuple, Generated | Decline] = {}
         self._dispatchers: dict[tuple, Any] = {}
+        self._last: Generated | None = None
 
     @property
     def name(self) -> str:
         return f"vmap_{super().name}"
 
     def _identity(self) -> tuple:
-        return (self.in_axes, self.out_axes, self.axis_size)
+        return (self.in_axes, self.out_axes, self.axis_size, self.method)
 
     # -- calling ------------------------------------------------------------------------
     def _axes(self, n_positional: int, keywords: tuple[str, ...]) -> tuple:
@@ -111,10 +125,120 @@ class Batched(Rewritten):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         bound = inspect.signature(self.fun).bind(*args, **kwargs)
         bound.apply_defaults()
+        values = tuple(bound.arguments.values())
         axes = self._axes(len(args), tuple(kwargs))
-        return self.loop(axes).function(*bound.arguments.values())
+        ranks = tuple(
+            rank if rank is None or axis is None else rank - 1
+            for rank, axis in zip(map(rank_of, values), axes, strict=True)
+        )
+        self._last = self.program(axes, ranks)
+        return self._last.function(*values)
+
+    def program(self, axes: tuple, ranks: tuple) -> Generated:
+        """What a call runs for these axes and per-example ranks: the vectorized
+        function where it can be, else the loop (``method`` may force either)."""
+        if self.method != "loop":
+            vectorized = self.vectorized(axes, ranks)
+            if not isinstance(vectorized, Decline):
+                return vectorized
+            if self.method == "vectorized":
+                raise TransformError(
+                    f"vmap(method='vectorized') of {display_name(self.fun)!r}: {vectorized}. "
+                    "Leave method=None to batch by a loop where needed.",
+                    function=display_name(self.fun),
+                    transformation="vmap",
+                ) from None
+        return self.loop(axes)
+
+    def vectorized(self, axes: tuple, ranks: tuple) -> Generated | Decline:
+        """The body rewritten for the batch, for arguments of these per-example ranks,
+        or why it cannot be (:class:`Decline`)."""
+        key = (repr(axes), ranks)
+        if key not in self._vectorized:
+            self._vectorized[key] = self._vectorize(axes, ranks)
+        return self._vectorized[key]
+
+    def _vectorize(self, axes: tuple, ranks: tuple) -> Generated | Decline:
+        from numbax.api import Jitted
+        from numbax.transform.resolve import Resolver, local_names
+        from numbax.transform.vectorize import vectorize
+
+        if any(r is not None and r < 0 for r in ranks):  # the loop says what is wrong
+            return Decline("an argument has no axis to map")
+        if all(a is None for a in axes):
+            return Decline("no argument is mapped (axis_size alone)")
+
+        def build(fn: Any, source: Any, _derive: Any) -> Any:
+            resolver = Resolver(source, local_names(fn))
+            return vectorize(fn, source, resolver, self.name, axes, ranks, self.out_axes)
+
+        described = ", ".join(
+            f"{p}: {r}" for p, r in zip(self.parameters("vmap"), ranks, strict=True)
+        )
+        try:
+            generated = generate(
+                self.fun,
+                "vmap",
+                ("vectorized", repr(axes), ranks, repr(self.out_axes)),
+                build,
+                note=f"vectorized: the whole batch at once; in_axes={axes!r}, "
+                f"out_axes={self.out_axes!r}; ranks per example: {described}",
+            )
+        except Decline as decline:
+            return decline
+        if isinstance(self.fun, Jitted):  # vmap(jit(f)): the batched code is compiled
+            return Generated(
+                Jitted(generated.function, **self.fun.options), generated.text, generated.source
+            )
+        return generated
 
     def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
+        """What compiled code calls: a function Numba types per call, which runs the
+        vectorized function for the arguments' ranks where it can and the loop
+        otherwise (both compiled with ``options``)."""
+        key = tuple(sorted(options.items()))
+        if key not in self._dispatchers:
+            self._dispatchers[key] = self._typed(options)
+        return self._dispatchers[key]
+
+    def _typed(self, options: dict[str, Any]) -> Callable:
+        from numba.extending import overload
+
+        params = ", ".join(self.parameters("vmap"))
+        namespace: dict[str, Any] = {"choose": lambda types: self._compiled(types, options)}
+        exec(  # noqa: S102 - a stub and its typing function with the parameters' names
+            f"def {self.name}({params}):\n"
+            "    raise RuntimeError('called by compiled code only')\n"
+            f"def typing({params}):\n"
+            f"    return choose(({params},))\n",
+            namespace,
+        )
+        overload(namespace[self.name])(namespace["typing"])
+        return namespace[self.name]
+
+    def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
+        """The implementation Numba compiles for a call with these argument types."""
+        from numbax.numba_backend.cpu import compile_helper
+
+        params = self.parameters("vmap")
+        axes = self._axes(len(params), ())
+        ranks = tuple(
+            rank if rank is None or axis is None else rank - 1
+            for rank, axis in zip(map(_numba_rank, types), axes, strict=True)
+        )
+        program = self.program(axes, ranks)
+        if program.function is self.loop(axes).function:
+            target = self._loop_dispatcher(options)
+        else:
+            target = compile_helper(program.function, options)
+        namespace: dict[str, Any] = {"target": target}
+        exec(  # noqa: S102
+            f"def implementation({', '.join(params)}):\n    return target({', '.join(params)})\n",
+            namespace,
+        )
+        return namespace["implementation"]
+
+    def _loop_dispatcher(self, options: dict[str, Any]) -> Any:
         """The loop compiled by Numba as generated (it is already what Numba compiles),
         calling the compiled function; under ``parallel=True`` its examples run on all
         cores (``prange``; each writes its own slice of the batch)."""
@@ -122,7 +246,7 @@ class Batched(Rewritten):
 
         from numbax.numba_backend.cpu import compile_helper
 
-        key = tuple(sorted(options.items()))
+        key = ("loop", *sorted(options.items()))
         if key not in self._dispatchers:
             axes = self._axes(len(self.parameters("vmap")), ())
             generated = self.loop(axes, compiled=options)
@@ -132,7 +256,10 @@ class Batched(Rewritten):
 
     @property
     def source(self) -> str:
-        """The generated loop for a call passing every argument positionally."""
+        """The generated code the last call ran (before any call: the loop for a call
+        passing every argument positionally)."""
+        if self._last is not None:
+            return self._last.text
         return self.loop(self._axes(len(self.parameters("vmap")), ())).text
 
     def loop(self, axes: tuple, compiled: dict[str, Any] | None = None) -> Generated:
@@ -225,6 +352,17 @@ class Batched(Rewritten):
         )
 
 
+def _numba_rank(numba_type: Any) -> int | None:
+    """The rank of an argument Numba typed (None: not an array or a number)."""
+    from numba.core import types
+
+    if isinstance(numba_type, types.Array):
+        return numba_type.ndim
+    if isinstance(numba_type, (types.Number, types.Boolean)):
+        return 0
+    return None
+
+
 def vmap(
     fun: Callable,
     in_axes: Any = 0,
@@ -240,6 +378,7 @@ def vmap(
     (each an int, None, or a pytree prefix of the argument); negative axes count from
     the end; keyword arguments are mapped over axis 0. ``out_axes``: where the batch
     axis goes in the output (None: the output must be the same for every example).
-    ``axis_size``: the batch size when no argument is mapped.
+    ``axis_size``: the batch size when no argument is mapped. ``method``: None (the
+    vectorized method where it applies, else a loop), ``"vectorized"`` or ``"loop"``.
     """
     return Batched(fun, in_axes, out_axes, axis_name, axis_size, method)

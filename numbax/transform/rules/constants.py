@@ -9,7 +9,8 @@ do depend on some arguments (the fill value, the end points), so they have rules
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.batch_kinds import elementwise, same_shape
+from numbax.transform.rules.registry import batching, define, nondifferentiable
 
 nondifferentiable(
     # constructors: values that depend on shapes alone
@@ -50,3 +51,13 @@ define(np.linspace,
 # fmt: on
 
 nondifferentiable([nxrt.linspace_weights])
+
+# -- batching (vmap's vectorized method, batch_kinds.py)
+batching(same_shape("args0"), np.zeros_like, np.ones_like, np.empty_like)
+batching(
+    elementwise,
+    np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside,
+    np.isinf, np.isneginf, np.isposinf,
+    np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
+    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
+)  # fmt: skip

@@ -18,7 +18,8 @@ import math
 import numpy as np
 
 from numbax.numba_backend.ad_elementwise import mul_pow, xlogy
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, elementwise
+from numbax.transform.rules.registry import batching, define, nondifferentiable
 
 LN2 = repr(math.log(2))
 LN10 = repr(math.log(10))
@@ -146,3 +147,26 @@ define(xlogy,         "x, y",
        vjp={"x": "g * np.log(y)",              "y": "g * nxrt.mul_pow(x, y, -1)"},
        elementwise=True)
 # fmt: on
+
+# -- batching (vmap's vectorized method, batch_kinds.py): all of them elementwise
+batching(
+    elementwise,
+    np.exp, np.exp2, np.expm1, np.log, np.log2, np.log10, np.log1p,
+    np.sqrt, np.cbrt, np.square, np.reciprocal,
+    np.sin, np.cos, np.tan, np.arcsin, np.arccos, np.arctan, np.arctan2, np.hypot,
+    np.deg2rad, np.rad2deg, np.sinc,
+    np.sinh, np.cosh, np.tanh, np.arcsinh, np.arccosh, np.arctanh,
+    np.logaddexp, np.logaddexp2, np.abs, np.maximum, np.minimum, np.fmax, np.fmin,
+    max, min, np.clip, np.real, np.imag, np.conj, np.angle,
+    np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite, mul_pow, xlogy,
+)  # fmt: skip
+
+
+def _where(op: BatchOp) -> tuple[str, int | None]:
+    """``np.where(c, x, y)`` selects elementwise; ``np.where(c)`` alone gives indices."""
+    if op.is_none("x") and op.is_none("y"):
+        raise Decline("np.where(condition) alone gives indices, as many as it finds")
+    return elementwise(op)
+
+
+batching(_where, np.where)

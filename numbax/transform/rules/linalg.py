@@ -24,7 +24,8 @@ Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below be
 
 import numpy as np
 
-from numbax.transform.rules.registry import define
+from numbax.transform.rules.batch_kinds import product
+from numbax.transform.rules.registry import batching, define
 
 # fmt: off
 #      operation, signature
@@ -115,3 +116,7 @@ define(
     jvp=_jvp,
     vjp=_vjp,
 )
+
+# -- batching (vmap's vectorized method, batch_kinds.py): products of vectors and
+# matrices become one product over the batch
+batching(product("a", "b"), np.dot)

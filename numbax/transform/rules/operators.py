@@ -11,7 +11,8 @@ import operator
 import gast
 import numpy as np
 
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.batch_kinds import elementwise, product
+from numbax.transform.rules.registry import batching, define, nondifferentiable
 
 BINARY: dict[type, object] = {
     gast.Add: operator.add,
@@ -91,3 +92,15 @@ nondifferentiable(
     + [operator.lshift, operator.rshift, operator.and_, operator.or_, operator.xor]
     + list(COMPARE.values())
 )
+
+# -- batching (vmap's vectorized method, batch_kinds.py): operators act elementwise, but
+# @, which multiplies the examples' matrices
+batching(
+    elementwise,
+    *(op for op in BINARY.values() if op is not operator.matmul),
+    *UNARY.values(),
+    *(op for op in COMPARE.values() if op is not operator.contains),
+    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.mod, np.remainder,
+    np.fmod, np.power, np.negative, np.positive, np.floor_divide,
+)  # fmt: skip
+batching(product(), operator.matmul, np.matmul)

@@ -21,7 +21,8 @@ exact with zeros.
 
 import numpy as np
 
-from numbax.transform.rules.registry import define
+from numbax.transform.rules.batch_kinds import reduction, scan
+from numbax.transform.rules.registry import batching, define
 
 # Fragments the templates share: the cotangent spread back over the reduced axes, and
 # for var/std the centred input and the number of degrees of freedom (a scalar of a's
@@ -85,3 +86,8 @@ define(np.cumprod, "a, axis=None, dtype=None, out=None",
        vjp="nxrt.cumprod_vjp(g, a, axis)",
        methods=["cumprod"])
 # fmt: on
+
+# -- batching (vmap's vectorized method, batch_kinds.py): the axes move up by one
+batching(reduction(), np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std)
+batching(reduction("x"), np.linalg.norm)
+batching(scan(), np.cumsum, np.cumprod)

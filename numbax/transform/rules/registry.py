@@ -103,6 +103,7 @@ _BY_ID: dict[int, Rule] = {}
 _KEEP_ALIVE: list[Any] = []  # ids stay valid while the objects live
 _METHODS: dict[str, Rule] = {}
 _ATTRIBUTES: dict[str, Rule] = {}
+_BATCHING: dict[int, Any] = {}  # id of a Rule → its batching rule (they live as long)
 
 
 def _parse_signature(text: str) -> inspect.Signature:
@@ -172,6 +173,21 @@ def nondifferentiable(targets: Iterable[Any], methods: Iterable[str] = (), attri
         _METHODS[method] = define([], "*args, **kwargs", name=f".{method}()")
     for attribute in attributes:
         _ATTRIBUTES[attribute] = define([], "x", name=f".{attribute}")
+
+
+def batching(batch_rule: Any, *targets: Any) -> None:
+    """Give each target (an object with a rule, or a :class:`Rule` itself: a method's)
+    its batching rule, for vmap's vectorized method (``rules/batch_kinds.py``)."""
+    for target in targets:
+        rule = target if isinstance(target, Rule) else rule_for(target)
+        if rule is None:
+            raise ValueError(f"batching rule for {target!r}, which has no rule")
+        _BATCHING[id(rule)] = batch_rule
+
+
+def batching_rule(rule: Rule) -> Any:
+    """The batching rule of an operation's rule, or None (vmap then loops)."""
+    return _BATCHING.get(id(rule))
 
 
 def rule_for(target: Any) -> Rule | None:

@@ -6,7 +6,16 @@ mostly linear maps whose adjoint is another helper of the table.
 """
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.batch_kinds import (
+    BatchOp,
+    Decline,
+    elementwise,
+    lift,
+    matrix_product,
+    same_shape,
+    shifted_axis,
+)
+from numbax.transform.rules.registry import batching, define, nondifferentiable
 
 # fmt: off
 define(nxrt.unbroadcast, "value, like",
@@ -130,3 +139,113 @@ _jvp, _vjp = einsum_templates("like")
 define(nxrt.einsum_general, EINSUM_PARAMETERS + ", like=None", jvp=_jvp, vjp=_vjp)
 
 nondifferentiable([nxrt.reduced_count, nxrt.tie_weights, nxrt.norm_exponent])
+
+
+# -- batching (vmap's vectorized method, batch_kinds.py): each helper as the operations
+# it stands for, at the examples' ranks
+def _grad_seed(op: BatchOp) -> tuple[str, int | None]:
+    """One per example, for outputs that are scalars per example."""
+    if op.value("args0").rank != 0:
+        raise Decline("grad of an output that is not a scalar per example")
+    return f"np.ones_like({op.text('args0')})", 0
+
+
+def _unbroadcast(op: BatchOp) -> tuple[str, int | None]:
+    """Both batched and of equal ranks: the batch axes match, so the helper sums the
+    examples' broadcast axes and no other."""
+    rank = op.value("like").rank
+    if op.batched:
+        ranks = (op.value("value").rank, rank)
+        if not (op.is_batched("value") and op.is_batched("like")) or ranks[0] != ranks[1]:
+            raise Decline("a cotangent brought back to an argument the batch shares")
+    return op.replaced({}), rank
+
+
+def _outer(u: str, uv, v: str, vv) -> str:
+    """The outer product of two vectors per example."""
+    left = f"{u}[:, :, None]" if uv.batched else f"{u}[:, None]"
+    right = f"{v}[:, None, :]" if vv.batched else v
+    return f"{left} * {right}"
+
+
+def _product_adjoint(ct: str, a: str, b: str, of: str) -> object:
+    """The cotangent of ``of`` (a or b) of ``a @ b`` for vectors and matrices."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        ra, rb = op.value(a).rank, op.value(b).rank
+        rank = op.value(of).rank
+        if not op.batched:
+            return "", rank
+        other = b if of == a else a
+        g, gv = op.text(ct), op.value(ct)
+        x, xv = op.text(other), op.value(other)
+        if (ra, rb) == (1, 1):  # ct * other
+            return f"{lift(g, gv, 1)} * {lift(x, xv, 1)}", 1
+        if (of, ra, rb) in ((a, 2, 1), (b, 1, 2)):  # outer products
+            return (_outer(g, gv, x, xv) if of == a else _outer(x, xv, g, gv)), 2
+        if (of, ra, rb) == (a, 1, 2):  # b @ ct
+            return matrix_product(x, g, xv, gv, op.name)[0], 1
+        if (of, ra, rb) == (b, 2, 1):  # ct @ a
+            return matrix_product(g, x, gv, xv, op.name)[0], 1
+        raise Decline(f"{op.name} of per-example ranks {ra} and {rb}")
+
+    return rule
+
+
+def _broadcast_reduced(op: BatchOp) -> tuple[str, int | None]:
+    """The reduced cotangent given back its reduced axes (after the batch axis), then
+    broadcast over them."""
+    rank = op.value("a").rank
+    if not op.batched:
+        return "", rank
+    if not (op.is_batched("value") and op.is_batched("a")) or rank is None:
+        raise Decline("a reduction's cotangent spread over an argument the batch shares")
+    axis = op.constant("axis")
+    value = op.text("value")
+    if not op.constant("keepdims") and rank:
+        axes = tuple(range(rank)) if axis is None else axis
+        axes = shifted_axis(axes if isinstance(axes, tuple) else (axes,), rank, op.name)
+        index = [":" if k not in axes else "None" for k in range(rank + 1)]
+        value = f"{value}[{', '.join(index)}]"
+    return f"nxrt.broadcast_like({value}, {op.text('a')})", rank
+
+
+def _reduced_count(op: BatchOp) -> tuple[str, int | None, bool]:
+    """The batch's sizes are each example's times the batch: the ratio is the same."""
+    if op.batched and not (op.is_batched("args0") and op.is_batched("args1")):
+        raise Decline("a reduction count against a shared argument")
+    return op.replaced({}), 0, False
+
+
+def _tie_weights(op: BatchOp) -> tuple[str, int | None]:
+    rank = op.value("args0").rank
+    if not op.batched:
+        return "", rank
+    if not (op.is_batched("args0") and op.is_batched("args1")) or rank is None:
+        raise Decline("ties of a shared argument's extremum")
+    axis = op.constant("args2")
+    axes = tuple(range(rank)) if axis is None else axis
+    shifted = shifted_axis(axes, rank, op.name)
+    if isinstance(shifted, tuple):
+        if len(shifted) != 1:
+            raise Decline("ties over several axes")
+        shifted = shifted[0]
+    keepdims = op.text("args3") if "args3" in op.bound else "False"
+    return (
+        f"nxrt.tie_weights({op.text('args0')}, {op.text('args1')}, {shifted}, {keepdims})",
+        rank,
+    )
+
+
+batching(_grad_seed, nxrt.grad_seed)
+batching(_unbroadcast, nxrt.unbroadcast)
+batching(same_shape("args0"), nxrt.zeros_like, nxrt.ones_like)
+batching(same_shape("x"), nxrt.owned)
+batching(_product_adjoint("ct", "a", "b", "a"), nxrt.dot_vjp_a)
+batching(_product_adjoint("ct", "a", "b", "b"), nxrt.dot_vjp_b)
+batching(_product_adjoint("ct", "x", "y", "x"), nxrt.matmul_vjp_x)
+batching(_product_adjoint("ct", "x", "y", "y"), nxrt.matmul_vjp_y)
+batching(_broadcast_reduced, nxrt.broadcast_reduced)
+batching(_reduced_count, nxrt.reduced_count)
+batching(_tie_weights, nxrt.tie_weights)
+batching(elementwise, nxrt.mul_pow, nxrt.xlogy)

@@ -13,7 +13,8 @@ own rules are at the end, so derivative code can be differentiated again.
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.batch_kinds import BatchOp, Decline
+from numbax.transform.rules.registry import attribute_rule, batching, define, nondifferentiable
 
 # fmt: off
 #      operation, parameters (NumPy's), [array methods/attributes of the same meaning]
@@ -137,3 +138,20 @@ define(nxrt.uncast, "value, x, dtype",
 # fmt: on
 
 nondifferentiable([nxrt.inverse_axes, nxrt.transpose_axes])
+
+
+# -- batching (vmap's vectorized method, batch_kinds.py)
+def _reversed_axes(op: BatchOp) -> tuple[str, int | None]:
+    """``x.T``, ``np.transpose(x)``: the example's axes reversed, the batch axis first."""
+    rank = op.value("a").rank
+    if not op.batched:
+        return "", rank
+    if not op.is_none("axes") or rank is None:
+        raise Decline(f"{op.name} with given axes")
+    if rank <= 1:
+        return op.text("a"), rank
+    axes = (0, *range(rank, 0, -1))
+    return f"np.transpose({op.text('a')}, {axes!r})", rank
+
+
+batching(_reversed_axes, np.transpose, attribute_rule("T"))

@@ -1,0 +1,287 @@
+"""Batching rules: how one operation runs on a whole batch at once (``vmap``'s vectorized
+method, ``transform/vectorize.py``).
+
+A batched value carries the batch as its leading axis; an unbatched value is the same
+for every example. A rule sees, for each argument, its *per-example rank* (the rank
+one example has; known because the vectorized function is generated for the ranks of
+its arguments) and whether it is batched, and writes the operation on the batch:
+
+* elementwise operations lift a batched argument of lower rank by new axes after the
+  batch axis (``x[:, None] * m``), because NumPy aligns shapes from the right;
+* reductions and scans shift their axes by one (``np.sum(x, axis=1)``);
+* ``dot`` and ``@`` become one matrix product over the batch (``v @ m.T``);
+* runtime helpers of derivative code are rewritten as the operations they stand for.
+
+A rule returns the batched source and the result's per-example rank, or raises
+:class:`Decline` for a form it does not batch: ``vmap`` then loops over the batch
+instead. Each family registers its rules beside its derivative rules
+(``batching(...)`` at the end of elementwise.py, reductions.py...).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import astor
+import gast
+
+
+class Decline(Exception):
+    """The operation cannot be batched as written (the reason says why): vmap loops."""
+
+
+@dataclass(frozen=True)
+class Value:
+    """What the vectorizer knows of a value: its rank per example (None: unknown) and
+    whether it is batched; a tuple's elements, when it is one."""
+
+    rank: int | None
+    batched: bool = False
+    elements: tuple[Value, ...] | None = None
+
+
+SCALAR = Value(0)
+UNKNOWN = Value(None)
+
+
+def text(node: gast.AST) -> str:
+    """The source of an expression node."""
+    return astor.to_source(gast.gast_to_ast(node)).strip()
+
+
+def parse(source: str) -> gast.expr:
+    return gast.ast_to_gast(ast.parse(source, mode="eval")).body
+
+
+def lift(source: str, value: Value, rank: int) -> str:
+    """A batched value of lower per-example rank with new axes after the batch axis,
+    so that it broadcasts against per-example shapes of ``rank`` as one example does:
+    ``x[:, None]``."""
+    if not value.batched or value.rank is None or value.rank >= rank:
+        return source
+    return f"{source}[:, {', '.join(['None'] * (rank - value.rank))}]"
+
+
+class BatchOp:
+    """One operation to batch: its bound arguments (rule parameter → atom node) with
+    what is known of each."""
+
+    def __init__(
+        self,
+        name: str,
+        node: gast.expr,
+        bound: dict[str, gast.expr],
+        values: dict[str, Value],
+        constant: Callable[[gast.expr], Any],
+    ) -> None:
+        self.name = name
+        self.node = node
+        self.bound = bound
+        self.values = values
+        self._constant = constant
+
+    @property
+    def batched(self) -> bool:
+        return any(v.batched for v in self.values.values())
+
+    def value(self, param: str) -> Value:
+        return self.values.get(param, SCALAR)
+
+    def rank(self, param: str) -> int:
+        """A parameter's per-example rank, which the rule needs to know."""
+        rank = self.value(param).rank
+        if rank is None:
+            raise Decline(f"the rank of {param!r} of {self.name} is not known")
+        return rank
+
+    def text(self, param: str) -> str:
+        return text(self.bound[param])
+
+    def lifted(self, param: str, rank: int) -> str:
+        return lift(self.text(param), self.value(param), rank)
+
+    def constant(self, param: str) -> Any:
+        """The value of an argument that must be a constant (an axis)."""
+        if param not in self.bound:
+            return None
+        return self._constant(self.bound[param])
+
+    def is_none(self, param: str) -> bool:
+        """Whether the argument is absent or ``None``."""
+        return param not in self.bound or _is_none(self.bound[param])
+
+    def is_batched(self, param: str) -> bool:
+        return self.value(param).batched
+
+    def replaced(self, sources: dict[str, str]) -> str:
+        """The operation as written, with some arguments' atoms replaced by source."""
+        by_node = {id(self.bound[p]): s for p, s in sources.items() if p in self.bound}
+        return text(_rebuilt(self.node, by_node))
+
+
+def _rebuilt(node: gast.AST, by_node: dict[int, str]) -> gast.AST:
+    """A copy of ``node`` with the nodes ``by_node`` names (by id) replaced by source."""
+    if id(node) in by_node:
+        return parse(by_node[id(node)])
+    twin = copy.copy(node)
+    for name, child in gast.iter_fields(node):
+        if isinstance(child, list):
+            child = [_rebuilt(c, by_node) if isinstance(c, gast.AST) else c for c in child]
+        elif isinstance(child, gast.AST):
+            child = _rebuilt(child, by_node)
+        setattr(twin, name, child)
+    return twin
+
+
+Rule = Callable[[BatchOp], tuple[str, int | None]]
+
+
+# -- elementwise ------------------------------------------------------------------------
+def elementwise(op: BatchOp) -> tuple[str, int | None]:
+    """Every array argument broadcast: the result has the largest rank; batched
+    arguments of lower rank are lifted to it."""
+    arrays = [p for p in op.bound if op.value(p).rank != 0 or op.is_batched(p)]
+    arrays = [p for p in arrays if not _is_none(op.bound[p])]
+    ranks = [op.value(p).rank for p in arrays]
+    rank = None if None in ranks else max(ranks, default=0)
+    if not op.batched:
+        return "", rank
+    if rank is None:
+        raise Decline(f"{op.name} of arguments whose ranks are not known")
+    return op.replaced({p: op.lifted(p, rank) for p in arrays if op.is_batched(p)}), rank
+
+
+def _is_none(node: gast.expr) -> bool:
+    return isinstance(node, gast.Constant) and node.value is None
+
+
+def same_shape(param: str) -> Rule:
+    """An operation whose result has the shape of ``param`` (``zeros_like``), applied
+    to the batch as it is."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        return op.replaced({}), op.value(param).rank
+
+    return rule
+
+
+# -- axes -------------------------------------------------------------------------------
+def shifted_axis(axis: Any, rank: int, what: str) -> Any:
+    """A per-example axis (or tuple of axes) as an axis of the batch."""
+    if isinstance(axis, tuple):
+        return tuple(shifted_axis(a, rank, what) for a in axis)
+    if not isinstance(axis, int):
+        raise Decline(f"{what}: axis {axis!r} is not a constant")
+    if not -rank <= axis < rank:
+        raise Decline(f"{what}: axis {axis} is out of range for rank {rank}")
+    return axis % rank + 1
+
+
+def reduction(param: str = "a", axis: str = "axis", keepdims: str | None = "keepdims") -> Rule:
+    """A reduction over ``axis`` (None: every axis): the batch's axes are the
+    example's shifted by one; the batch axis itself is never reduced."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        rank = op.value(param).rank
+        axes = op.constant(axis)
+        keep = bool(op.constant(keepdims)) if keepdims else False
+        if rank is None:
+            if op.batched:
+                raise Decline(f"{op.name} of an argument whose rank is not known")
+            return "", None
+        if axes is None:
+            axes = tuple(range(rank))
+        count = len(axes) if isinstance(axes, tuple) else 1
+        out_rank = rank if keep else rank - count
+        if not op.batched:
+            return "", out_rank
+        if rank == 0:
+            raise Decline(f"{op.name} of a scalar per example")
+        shifted = shifted_axis(axes, rank, op.name)
+        if isinstance(shifted, tuple) and len(shifted) == 1:
+            shifted = shifted[0]
+        if isinstance(shifted, tuple):
+            raise Decline(f"{op.name} over several axes (compiled code reduces one at a time)")
+        return _with_keyword(op, axis, repr(shifted)), out_rank
+
+    return rule
+
+
+def scan(param: str = "a", axis: str = "axis") -> Rule:
+    """A scan along one axis (``cumsum``): same rank, the axis shifted."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        rank = op.value(param).rank
+        if not op.batched:
+            return "", rank
+        where = op.constant(axis)
+        if where is None or rank is None:
+            raise Decline(f"{op.name} of the flattened array")
+        return _with_keyword(op, axis, repr(shifted_axis(where, rank, op.name))), rank
+
+    return rule
+
+
+def _with_keyword(op: BatchOp, param: str, source: str) -> str:
+    """The call with argument ``param`` set to ``source`` (added as a keyword if the
+    call left it at its default)."""
+    call = op.node
+    if param in op.bound and any(op.bound[param] is a for a in _arguments(call)):
+        return op.replaced({param: source})
+    return op.replaced({})[:-1] + f", {param}={source})"
+
+
+def _arguments(call: gast.expr) -> list[gast.expr]:
+    if not isinstance(call, gast.Call):
+        return []
+    return list(call.args) + [k.value for k in call.keywords]
+
+
+# -- products ---------------------------------------------------------------------------
+def matrix_product(x: str, y: str, xv: Value, yv: Value, name: str) -> tuple[str, int]:
+    """``x @ y`` (or ``np.dot``) of vectors and matrices per example, on the batch: one
+    matrix product where one side is shared, a sum of products where both are batched
+    (NumPy's ``@`` would broadcast, but compiled code multiplies 2-d arrays only)."""
+    rx, ry = xv.rank, yv.rank
+    if rx is None or ry is None or not (1 <= rx <= 2 and 1 <= ry <= 2):
+        raise Decline(f"{name} of per-example ranks {rx} and {ry}")
+    out = rx + ry - 2
+    if xv.batched and not yv.batched:  # (B, [n,] k) @ (k[, m])
+        if rx == 2:
+            raise Decline(f"{name} of a batch of matrices (a stack of matrix products)")
+        return f"{x} @ {y}", out
+    if yv.batched and not xv.batched:
+        if ry == 2:
+            raise Decline(f"{name} of a batch of matrices (a stack of matrix products)")
+        return (f"{y} @ {x}.T" if rx == 2 else f"{y} @ {x}"), out
+    if rx == 1 and ry == 1:
+        return f"np.sum({x} * {y}, axis=1)", 0
+    if rx == 2 and ry == 1:
+        return f"np.sum({x} * {y}[:, None, :], axis=2)", 1
+    if rx == 1 and ry == 2:
+        return f"np.sum({x}[:, :, None] * {y}, axis=1)", 1
+    raise Decline(f"{name} of two batches of matrices (a stack of matrix products)")
+
+
+def product(x: str = "x", y: str = "y") -> Rule:
+    """``x @ y``, ``np.matmul``, ``np.dot`` (scalars multiply)."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        xv, yv = op.value(x), op.value(y)
+        if xv.rank == 0 or yv.rank == 0:  # np.dot of a scalar multiplies
+            rank = None if None in (xv.rank, yv.rank) else max(xv.rank, yv.rank)
+            if not op.batched:
+                return "", rank
+            if rank is None:
+                raise Decline(f"{op.name} of arguments whose ranks are not known")
+            return f"{op.lifted(x, rank)} * {op.lifted(y, rank)}", rank
+        if not op.batched:
+            ranks = (xv.rank, yv.rank)
+            return "", None if None in ranks or max(ranks) > 2 else sum(ranks) - 2
+        return matrix_product(op.text(x), op.text(y), xv, yv, op.name)
+
+    return rule

@@ -1,0 +1,438 @@
+"""``vmap``'s vectorized method: the function's body rewritten to run on the whole batch.
+
+Each mapped argument gets its batch axis first; then every statement is rewritten by
+its operation's batching rule (``rules/batch_kinds.py``), knowing each value's rank per
+example and whether it is batched:
+
+    def apply_matrix(v):                      def vmap_apply_matrix(v):
+        return np.dot(VMAP_MAT, v)     →          _size = nxrt.batch_size(...)
+                                                  _dot = v @ VMAP_MAT.T
+                                                  return _dot
+
+Values the batch shares stay as they are, so work that does not depend on the mapped
+arguments runs once. Control flow is kept when its tests and bounds are shared; a
+branch or loop that depends on a mapped value, a call to another function, an in-place
+store into a batch or an operation without a batching rule raises :class:`Decline`
+naming it, and ``vmap`` loops over the batch instead (always correct).
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from typing import Any
+
+import gast
+import numpy as np
+
+from numbax.transform import rules
+from numbax.transform.ad_common import RUNTIME
+from numbax.transform.operations import (
+    CALL,
+    CONSTANT,
+    COPY,
+    FIELD,
+    PACK,
+    POP,
+    RULE,
+    SUBSCRIPT,
+    classify,
+)
+from numbax.transform.operations import (
+    UNKNOWN as UNKNOWN_OP,
+)
+from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
+from numbax.transform.rules.batch_kinds import (
+    SCALAR,
+    UNKNOWN,
+    BatchOp,
+    Decline,
+    Value,
+    elementwise,
+    parse,
+    text,
+)
+from numbax.transform.source import FunctionSource
+
+__all__ = ["Decline", "rank_of", "vectorize"]
+
+_SCALARS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def rank_of(value: Any) -> int | None:
+    """The rank of a value the vectorized code may meet (None: not an array or number)."""
+    if isinstance(value, np.ndarray):
+        return value.ndim
+    if isinstance(value, _SCALARS):
+        return 0
+    return None
+
+
+def vectorize(
+    fn: gast.FunctionDef,
+    source: FunctionSource,
+    resolver: Resolver,
+    name: str,
+    axes: tuple,
+    ranks: tuple,
+    out_axes: Any,
+) -> gast.FunctionDef:
+    """``fn`` (normalized) rewritten for a batch: parameter ``k`` mapped over
+    ``axes[k]`` (None: shared), of rank ``ranks[k]`` per example; the result's batch
+    axes at ``out_axes``. Raises :class:`Decline` where it cannot."""
+    return _Vectorizer(fn, source, resolver).function(name, axes, ranks, out_axes)
+
+
+def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
+    line = getattr(node, "lineno", None)
+    if line is None:
+        return Decline(reason)
+    return Decline(f"{reason} (line {line}: {source.line(line)})")
+
+
+class _Vectorizer:
+    def __init__(self, fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver) -> None:
+        self.fn = fn
+        self.source = source
+        self.resolver = resolver
+        self.env: dict[str, Value] = {}
+        self.packed: dict[str, list[gast.expr]] = {}  # a tuple's element atoms
+        self.out_axes: Any = 0
+
+    # -- the function -------------------------------------------------------------------
+    def function(self, name: str, axes: tuple, ranks: tuple, out_axes: Any) -> gast.FunctionDef:
+        fn = copy.deepcopy(self.fn)
+        params = [a.id for a in fn.args.args]
+        self.out_axes = out_axes
+        prologue = [self._size_check(fn.name, params, axes)]
+        for param, axis, rank in zip(params, axes, ranks, strict=True):
+            if axis is not None and not isinstance(axis, int):
+                raise Decline(f"argument {param!r} is mapped by a pytree prefix")
+            if rank is None:
+                raise Decline(f"argument {param!r} is not an array or a number")
+            self.env[param] = Value(rank, axis is not None)
+            if axis is not None and axis % (rank + 1):  # the batch axis goes first
+                order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]
+                prologue.append(parse_stmt(f"{param} = np.transpose({param}, {tuple(order)!r})"))
+        for stmt in prologue:
+            gast.copy_location(stmt, fn)
+        fn.body = prologue + self.block(fn.body)
+        fn.name = name
+        fn.decorator_list = []
+        return fn
+
+    def _size_check(self, name: str, params: list[str], axes: tuple) -> gast.stmt:
+        mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
+        args = "".join(f"{p}, " for p, _ in mapped)
+        axes_text = "".join(f"{a!r}, " for _, a in mapped)
+        names = "".join(f"{p!r}, " for p, _ in mapped)
+        call = f"{RUNTIME}.batch_size({name!r}, ({args}), ({axes_text}), ({names}))"
+        return parse_stmt(f"_size = {call}")
+
+    # -- statements ---------------------------------------------------------------------
+    def block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        out = []
+        for stmt in stmts:
+            try:
+                out.append(self.statement(stmt))
+            except Decline as decline:
+                if "(line " in str(decline):
+                    raise
+                raise _at(stmt, str(decline), self.source) from None
+        return out
+
+    def statement(self, stmt: gast.stmt) -> gast.stmt:
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+            return self.assign(stmt)
+        if isinstance(stmt, gast.Return):
+            return self.ret(stmt)
+        if isinstance(stmt, gast.If):
+            return self.branch(stmt)
+        if isinstance(stmt, (gast.For, gast.While)):
+            return self.loop(stmt)
+        if isinstance(stmt, (gast.Break, gast.Continue, gast.Pass)):
+            return stmt
+        if self._mentions_batched(stmt):
+            raise Decline(f"a {type(stmt).__name__.lower()} statement on a batched value")
+        return stmt
+
+    def _mentions_batched(self, node: gast.AST) -> bool:
+        return any(
+            isinstance(n, gast.Name) and self._value(n).batched
+            for n in gast.walk(node)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+        )
+
+    def assign(self, stmt: gast.Assign) -> gast.stmt:
+        target = stmt.targets[0]
+        if isinstance(target, gast.Name):
+            value, new = self.expression(stmt.value, target.id)
+            self.env[target.id] = value
+            if new is not None:
+                stmt.value = new
+            return stmt
+        if isinstance(target, gast.Tuple) and isinstance(stmt.value, gast.Name):
+            value = self._value(stmt.value)
+            elements = value.elements
+            if elements is None or len(elements) != len(target.elts):
+                if value.batched:
+                    raise Decline("unpacking a batched value of unknown structure")
+                elements = (UNKNOWN,) * len(target.elts)
+            for element, v in zip(target.elts, elements, strict=True):
+                if not isinstance(element, gast.Name):
+                    raise Decline("unpacking into something other than names")
+                self.env[element.id] = v
+            return stmt
+        if self._mentions_batched(stmt):
+            raise Decline("an in-place store into a batch (vmap loops over the examples)")
+        return stmt
+
+    def ret(self, stmt: gast.Return) -> gast.stmt:
+        if stmt.value is None:
+            raise Decline("a function that returns nothing")
+        stmt.value = parse(self._output(stmt.value, self.out_axes))
+        return stmt
+
+    def _output(self, atom: gast.expr, axis: Any) -> str:
+        """The batched output, its batch axis moved to ``axis``, leaf by leaf."""
+        value = self._value(atom)
+        elements = self.packed.get(atom.id) if isinstance(atom, gast.Name) else None
+        if isinstance(axis, (tuple, list)) or value.elements is not None:
+            if elements is None:
+                raise Decline("an output whose structure is not known")
+            if isinstance(axis, (tuple, list)):
+                if len(axis) != len(elements):
+                    raise Decline("out_axes does not match the output's structure")
+                parts = [self._output(e, a) for e, a in zip(elements, axis, strict=True)]
+            else:
+                parts = [self._output(e, axis) for e in elements]
+            return f"({', '.join(parts)},)" if len(parts) == 1 else f"({', '.join(parts)})"
+        source = text(atom)
+        if axis is None:
+            if value.batched:
+                raise Decline("out_axes=None for an output that depends on the batch")
+            return source
+        if not isinstance(axis, int):
+            raise Decline(f"out_axes={axis!r}")
+        if value.rank is None:
+            raise Decline("an output whose rank is not known")
+        if not value.batched:  # the same for every example: repeated over the batch
+            shape = "_size" if value.rank == 0 else f"(_size,) + np.shape({source})"
+            source = f"np.ascontiguousarray(np.broadcast_to({source}, {shape}))"
+        where = axis % (value.rank + 1)
+        if where:
+            order = [*range(1, where + 1), 0, *range(where + 1, value.rank + 1)]
+            source = f"np.transpose({source}, {tuple(order)!r})"
+        return source
+
+    # -- control flow -------------------------------------------------------------------
+    def _shared_test(self, test: gast.expr, what: str) -> None:
+        if self._mentions_batched(test):
+            raise Decline(f"{what} depends on a mapped value (vmap loops over the examples)")
+
+    def branch(self, stmt: gast.If) -> gast.stmt:
+        self._shared_test(stmt.test, "an if")
+        before = dict(self.env)
+        stmt.body = self.block(stmt.body)
+        after_body, self.env = self.env, dict(before)
+        stmt.orelse = self.block(stmt.orelse)
+        self.env = self._merged(after_body, self.env)
+        return stmt
+
+    def _merged(self, a: dict[str, Value], b: dict[str, Value]) -> dict[str, Value]:
+        merged = {}
+        for name in a.keys() | b.keys():
+            va, vb = a.get(name), b.get(name)
+            if va is None or vb is None:
+                merged[name] = va or vb
+            elif va.batched != vb.batched:
+                raise Decline(f"{name!r} is batched on one path and not on the other")
+            else:
+                merged[name] = va if va == vb else Value(None, va.batched)
+        return merged
+
+    def loop(self, stmt: gast.For | gast.While) -> gast.stmt:
+        if isinstance(stmt, gast.For):
+            self._shared_test(stmt.iter, "a for loop's range")
+        original = copy.deepcopy(stmt)
+        for _ in range(4):  # to a fixpoint of what is batched and the ranks
+            entry = dict(self.env)
+            stmt = copy.deepcopy(original)
+            if isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name):
+                self.env[stmt.target.id] = self._iterated(stmt.iter)
+            if isinstance(stmt, gast.While):
+                self._shared_test(stmt.test, "a while loop's test")
+            stmt.body = self.block(stmt.body)
+            if isinstance(stmt, gast.While):
+                self._shared_test(stmt.test, "a while loop's test")
+            stmt.orelse = self.block(stmt.orelse)
+            for name, value in self.env.items():
+                if name in entry and value.batched and not entry[name].batched:
+                    raise Decline(f"{name!r} becomes batched inside the loop")
+            merged = self._merged(entry, self.env)
+            self.env = merged
+            if merged == entry:
+                return stmt
+        raise Decline("the ranks in a loop do not settle")
+
+    def _iterated(self, iterable: gast.expr) -> Value:
+        if isinstance(iterable, gast.Call):
+            return SCALAR if self.resolver.resolve(iterable.func) is range else UNKNOWN
+        value = self._value(iterable)
+        return UNKNOWN if value.rank is None or value.rank == 0 else Value(value.rank - 1)
+
+    # -- expressions --------------------------------------------------------------------
+    def _value(self, atom: gast.expr) -> Value:
+        if isinstance(atom, gast.Name):
+            found = self.resolver.lookup(atom.id)
+            if found is LOCAL:
+                return self.env.get(atom.id, UNKNOWN)
+            return self._global(found)
+        if isinstance(atom, gast.Constant):
+            return SCALAR if isinstance(atom.value, _SCALARS) else UNKNOWN
+        if isinstance(atom, gast.Attribute):
+            return self._global(self.resolver.resolve(atom))
+        if isinstance(atom, (gast.Tuple, gast.List)):
+            elements = tuple(self._value(e) for e in atom.elts)
+            return Value(None, any(e.batched for e in elements), elements)
+        if self._mentions_batched(atom):
+            return Value(None, True)
+        return UNKNOWN
+
+    def _global(self, value: Any) -> Value:
+        if value is LOCAL or value is UNRESOLVED:
+            return UNKNOWN
+        if isinstance(value, tuple):
+            return Value(None, False, tuple(self._global(v) for v in value))
+        return Value(rank_of(value))
+
+    def _constant(self, node: gast.expr) -> Any:
+        if isinstance(node, gast.Constant):
+            return node.value
+        if isinstance(node, gast.Tuple):
+            return tuple(self._constant(e) for e in node.elts)
+        if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+            return -self._constant(node.operand)
+        if isinstance(node, (gast.Name, gast.Attribute)):
+            value = self.resolver.resolve(node)
+            if value is not LOCAL and value is not UNRESOLVED:
+                return value
+        raise Decline(f"{text(node)} is not a constant")
+
+    def expression(self, node: gast.expr, target: str) -> tuple[Value, gast.expr | None]:
+        """What an assignment's right-hand side gives, and its batched form (None:
+        unchanged)."""
+        op = classify(node, self.resolver)
+        if op.kind == COPY:
+            if node.id in self.packed:
+                self.packed[target] = self.packed[node.id]
+            return self._value(node), None
+        if op.kind == CONSTANT:
+            return self._constant_op(node)
+        if op.kind == PACK:
+            if isinstance(node, gast.Dict):
+                if self._mentions_batched(node):
+                    raise Decline("a dict of batched values")
+                return UNKNOWN, None
+            self.packed[target] = list(node.elts)
+            elements = tuple(self._value(e) for e in node.elts)
+            if isinstance(node, gast.List) and any(e.batched for e in elements):
+                raise Decline("a list of batched values")
+            return Value(None, any(e.batched for e in elements), elements), None
+        if op.kind == SUBSCRIPT:
+            return self._subscript(node)
+        if op.kind == RULE:
+            return self._rule(op, node)
+        if op.kind == FIELD and not self._mentions_batched(node):
+            return UNKNOWN, None
+        if op.kind in (CALL, UNKNOWN_OP, POP, FIELD):
+            if not self._mentions_batched(node):
+                return UNKNOWN, None
+            what = {CALL: "a call to another function", FIELD: "a field of a batched value"}
+            raise Decline(what.get(op.kind, f"{text(node)}, which has no batching rule"))
+        raise Decline(f"{text(node)}, which has no batching rule")
+
+    def _constant_op(self, node: gast.expr) -> tuple[Value, gast.expr | None]:
+        if isinstance(node, gast.Compare):  # elementwise, like the operators
+            operands = [node.left, *node.comparators]
+            bound = {f"x{k}": a for k, a in enumerate(operands)}
+            return self._apply(elementwise, "a comparison", node, bound)
+        if isinstance(node, gast.Constant):
+            return self._value(node), None
+        if isinstance(node, gast.Attribute):
+            return self._global(self.resolver.resolve(node)), None
+        if isinstance(node, gast.Call) and self.resolver.resolve(node.func) is len:
+            argument = node.args[0] if node.args else None
+            if argument is not None and self._value(argument).batched:
+                return SCALAR, parse(f"{text(argument)}.shape[1]")
+            return SCALAR, None
+        if self._mentions_batched(node):
+            raise Decline(f"{text(node)} of a batched value")
+        return UNKNOWN, None
+
+    def _subscript(self, node: gast.Subscript) -> tuple[Value, gast.expr | None]:
+        base = self._value(node.value)
+        index = node.slice
+        if base.elements is not None:  # a tuple's element
+            position = self._constant(index)
+            if not isinstance(position, int):
+                raise Decline("a tuple indexed by a slice")
+            return base.elements[position], None
+        parts = list(index.elts) if isinstance(index, gast.Tuple) else [index]
+        if any(self._mentions_batched(p) for p in parts):
+            raise Decline("indexing by a mapped value (a gather; vmap loops)")
+        rank = base.rank
+        for part in parts:
+            if isinstance(part, gast.Slice):
+                continue
+            if isinstance(part, gast.Constant) and part.value is None:
+                rank = None if rank is None else rank + 1
+            elif self._value(part).rank == 0:
+                rank = None if rank is None else rank - 1
+            else:
+                if base.batched:
+                    raise Decline("indexing a batch by an array or an ellipsis")
+                rank = None
+        if not base.batched:
+            return Value(rank), None
+        inner = ", ".join(text(p) for p in parts)
+        return Value(rank, True), parse(f"{text(node.value)}[:, {inner}]")
+
+    def _rule(self, op: Any, node: gast.expr) -> tuple[Value, gast.expr | None]:
+        if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim"):
+            value = self._value(node.value)
+            if not value.batched:
+                return UNKNOWN, None
+            if node.attr == "ndim":
+                return SCALAR, parse(f"{text(node.value)}.ndim - 1")
+            elements = None if value.rank is None else (SCALAR,) * value.rank
+            return Value(None, False, elements), parse(f"{text(node.value)}.shape[1:]")
+        bound = {}
+        for param, atom in op.bound.items():
+            kind = op.rule.signature.parameters[param].kind
+            if kind is kind.VAR_POSITIONAL and isinstance(atom, gast.Tuple):
+                bound.update({f"{param}{k}": a for k, a in enumerate(atom.elts)})
+            elif kind is not kind.VAR_KEYWORD:
+                bound[param] = atom
+        batch_rule = rules.batching_rule(op.rule)
+        if batch_rule is None:
+            if any(self._value(a).batched for a in bound.values()):
+                raise Decline(f"{op.rule.name}, which has no batching rule")
+            return UNKNOWN, None
+        return self._apply(batch_rule, op.rule.name, node, bound)
+
+    def _apply(
+        self, batch_rule: Any, name: str, node: gast.expr, bound: dict[str, gast.expr]
+    ) -> tuple[Value, gast.expr | None]:
+        values = {param: self._value(atom) for param, atom in bound.items()}
+        batch_op = BatchOp(name, node, bound, values, self._constant)
+        result = batch_rule(batch_op)
+        source, rank = result[0], result[1]
+        batched = result[2] if len(result) > 2 else batch_op.batched
+        if not batch_op.batched:
+            return Value(rank), None
+        return Value(rank, batched), parse(source)
+
+
+def parse_stmt(source: str) -> gast.stmt:
+    return gast.ast_to_gast(ast.parse(source)).body[0]
