@@ -229,8 +229,10 @@ class Batched(Rewritten):
         program = self.program(axes, ranks)
         if program.function is self.loop(axes).function:
             target = self._loop_dispatcher(options)
-        else:
-            target = compile_helper(program.function, options)
+        else:  # whole arrays and BLAS: no prange to run (and Numba's parallel analysis
+            # cannot prove that lifted axes, x[:, None], broadcast)
+            serial = {k: v for k, v in options.items() if k != "parallel"}
+            target = compile_helper(program.function, serial)
         namespace: dict[str, Any] = {"target": target}
         exec(  # noqa: S102
             f"def implementation({', '.join(params)}):\n    return target({', '.join(params)})\n",

@@ -181,9 +181,13 @@ def shifted_axis(axis: Any, rank: int, what: str) -> Any:
     return axis % rank + 1
 
 
-def reduction(param: str = "a", axis: str = "axis", keepdims: str | None = "keepdims") -> Rule:
+def reduction(
+    param: str = "a", axis: str = "axis", keepdims: str | None = "keepdims", nests: bool = True
+) -> Rule:
     """A reduction over ``axis`` (None: every axis): the batch's axes are the
-    example's shifted by one; the batch axis itself is never reduced."""
+    example's shifted by one; the batch axis itself is never reduced. ``nests``: a
+    reduction over several axes is the reduction over each in turn (sum, max...: not
+    var), which is how compiled code, reducing one axis at a time, does it."""
 
     def rule(op: BatchOp) -> tuple[str, int | None]:
         rank = op.value(param).rank
@@ -202,11 +206,14 @@ def reduction(param: str = "a", axis: str = "axis", keepdims: str | None = "keep
         if rank == 0:
             raise Decline(f"{op.name} of a scalar per example")
         shifted = shifted_axis(axes, rank, op.name)
-        if isinstance(shifted, tuple) and len(shifted) == 1:
-            shifted = shifted[0]
-        if isinstance(shifted, tuple):
-            raise Decline(f"{op.name} over several axes (compiled code reduces one at a time)")
-        return _with_keyword(op, axis, repr(shifted)), out_rank
+        if not isinstance(shifted, tuple):
+            return _with_arguments(op, {axis: repr(shifted)}), out_rank
+        if len(shifted) > 1 and not nests:
+            raise Decline(f"{op.name} over several axes")
+        source = op.text(param)
+        for k in sorted(shifted, reverse=True):  # the last axis first: the others stay put
+            source = _with_arguments(op, {param: source, axis: repr(k)})
+        return source, out_rank
 
     return rule
 
@@ -221,18 +228,26 @@ def scan(param: str = "a", axis: str = "axis") -> Rule:
         where = op.constant(axis)
         if where is None or rank is None:
             raise Decline(f"{op.name} of the flattened array")
-        return _with_keyword(op, axis, repr(shifted_axis(where, rank, op.name))), rank
+        return _with_arguments(op, {axis: repr(shifted_axis(where, rank, op.name))}), rank
 
     return rule
 
 
-def _with_keyword(op: BatchOp, param: str, source: str) -> str:
-    """The call with argument ``param`` set to ``source`` (added as a keyword if the
-    call left it at its default)."""
-    call = op.node
-    if param in op.bound and any(op.bound[param] is a for a in _arguments(call)):
-        return op.replaced({param: source})
-    return op.replaced({})[:-1] + f", {param}={source})"
+def _with_arguments(op: BatchOp, sources: dict[str, str]) -> str:
+    """The call with these arguments replaced by source; those the call left at their
+    defaults are added as keywords."""
+    given = {p for p in sources if p in op.bound and _passed(op, p)}
+    call = parse(op.replaced({p: s for p, s in sources.items() if p in given}))
+    call.keywords += [gast.keyword(p, parse(s)) for p, s in sources.items() if p not in given]
+    return text(call)
+
+
+def _passed(op: BatchOp, param: str) -> bool:
+    return any(op.bound[param] is a for a in _arguments(op.node)) or (
+        isinstance(op.node, gast.Call)
+        and isinstance(op.node.func, gast.Attribute)
+        and op.bound[param] is op.node.func.value
+    )
 
 
 def _arguments(call: gast.expr) -> list[gast.expr]:
@@ -250,14 +265,19 @@ def matrix_product(x: str, y: str, xv: Value, yv: Value, name: str) -> tuple[str
     if rx is None or ry is None or not (1 <= rx <= 2 and 1 <= ry <= 2):
         raise Decline(f"{name} of per-example ranks {rx} and {ry}")
     out = rx + ry - 2
+    stack = f"{name} of a batch of matrices and a shared matrix (a stack of products)"
     if xv.batched and not yv.batched:  # (B, [n,] k) @ (k[, m])
-        if rx == 2:
-            raise Decline(f"{name} of a batch of matrices (a stack of matrix products)")
-        return f"{x} @ {y}", out
-    if yv.batched and not xv.batched:
-        if ry == 2:
-            raise Decline(f"{name} of a batch of matrices (a stack of matrix products)")
-        return (f"{y} @ {x}.T" if rx == 2 else f"{y} @ {x}"), out
+        if rx == 1:
+            return f"{x} @ {y}", out
+        if ry == 1:
+            return f"np.sum({x} * {y}, axis=2)", out
+        raise Decline(stack)
+    if yv.batched and not xv.batched:  # ([n,] k) @ (B, k[, m])
+        if ry == 1:
+            return (f"{y} @ {x}.T" if rx == 2 else f"{y} @ {x}"), out
+        if rx == 1:
+            return f"np.sum({x}[:, None] * {y}, axis=1)", out
+        raise Decline(stack)
     if rx == 1 and ry == 1:
         return f"np.sum({x} * {y}, axis=1)", 0
     if rx == 2 and ry == 1:

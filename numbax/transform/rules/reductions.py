@@ -88,6 +88,7 @@ define(np.cumprod, "a, axis=None, dtype=None, out=None",
 # fmt: on
 
 # -- batching (vmap's vectorized method, batch_kinds.py): the axes move up by one
-batching(reduction(), np.sum, np.mean, np.prod, np.max, np.min, np.var, np.std)
-batching(reduction("x"), np.linalg.norm)
+batching(reduction(), np.sum, np.mean, np.prod, np.max, np.min)
+batching(reduction(nests=False), np.var, np.std)
+batching(reduction("x", nests=False), np.linalg.norm)
 batching(scan(), np.cumsum, np.cumprod)

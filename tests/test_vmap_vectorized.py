@@ -1,0 +1,253 @@
+"""``vmap``'s vectorized method: each batching rule against the loop (which calls the
+function once per example), interpreted and under ``jit``; the choice between the two;
+and the reasons the vectorized method gives when it cannot batch a body."""
+
+import numpy as np
+import pytest
+
+import numbax as nx
+
+RNG = np.random.default_rng(7)
+M = RNG.normal(size=(4, 3))  # shared by every example
+B = 5  # batch size
+
+
+def elementwise(x, y):
+    return np.sin(x) * y + 2.0
+
+
+def scalar_times_shared_vector(s, v):  # s must be lifted: s[:, None] * v
+    return s * v
+
+
+def vector_times_shared_matrix(x):  # x (3,) against M (4, 3)
+    return x * M
+
+
+def scalar_plus_batched_vector(s, v):
+    return s + v
+
+
+def reductions(x):
+    return np.sum(x, axis=0), np.mean(x, axis=-1), np.max(x), x.sum(), np.cumsum(x, axis=1)
+
+
+def products(x, v, u):
+    return np.dot(M, v), v @ u, np.dot(v, u), x @ v, u @ x.T, np.dot(2.0, v)
+
+
+def transpose_and_index(x):
+    return x.T[0] + x[:, 2], x[None, 0], x[-1], x[1:3]
+
+
+def comparisons(x, t):
+    return np.where(x > t, x, 0.0), np.maximum(x, t), np.clip(x, -0.5, 0.5)
+
+
+def shared_loop(x, n):
+    for _ in range(n):
+        x = 0.5 * x + np.cos(x)
+    return x
+
+
+def shared_branch(x, flag):
+    if flag > 0:
+        y = np.exp(x)
+    else:
+        y = -x
+    return y
+
+
+def shape_of_example(x):
+    return x * x.shape[0] + len(x)
+
+
+def shared_output(x, c):
+    return x, 2.0 * c
+
+
+# (function, arguments, in_axes, out_axes)
+V3 = RNG.normal(size=(B, 3))
+CASES = {
+    "elementwise": (elementwise, (V3, RNG.normal(size=(B, 3))), 0, 0),
+    "elementwise, in_axes=(1, None)": (elementwise, (V3.T, RNG.normal(size=3)), (1, None), 0),
+    "lift a scalar": (scalar_times_shared_vector, (RNG.normal(size=B), M[0]), (0, None), 0),
+    "lift to a shared matrix": (vector_times_shared_matrix, (V3,), 0, 0),
+    "scalar plus vector": (scalar_plus_batched_vector, (RNG.normal(size=B), V3), 0, 0),
+    "reductions": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, 0),
+    "products": (
+        products,
+        (RNG.normal(size=(B, 4, 3)), V3, RNG.normal(size=(B, 3))),
+        0,
+        0,
+    ),
+    "products, shared vector": (products, (RNG.normal(size=(B, 4, 3)), V3, M[1]), (0, 0, None), 0),
+    "transpose and index": (transpose_and_index, (RNG.normal(size=(B, 4, 3)),), 0, 0),
+    "comparisons": (comparisons, (V3, 0.1), (0, None), 0),
+    "shared loop": (shared_loop, (V3, 3), (0, None), 0),
+    "shared branch": (shared_branch, (V3, -1.0), (0, None), 0),
+    "shape of an example": (shape_of_example, (RNG.normal(size=(B, 4)),), 0, 0),
+    "out_axes": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, (1, 0, 0, 0, 2)),
+    "shared output repeated": (shared_output, (V3, M), (0, None), 0),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_vectorized_equals_the_loop(case):
+    fun, args, in_axes, out_axes = CASES[case]
+    vectorized = nx.vmap(fun, in_axes, out_axes, method="vectorized")
+    looped = nx.vmap(fun, in_axes, out_axes, method="loop")
+    got, want = vectorized(*args), looped(*args)
+    assert "vectorized" in vectorized.source, case
+    for g, w in zip(_leaves(got), _leaves(want), strict=True):
+        assert np.shape(g) == np.shape(w), case
+        np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=case)
+
+
+JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
+JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
+
+
+@pytest.mark.parametrize("case", JIT_CASES)
+def test_vectorized_under_jit(case):
+    fun, args, in_axes, out_axes = CASES[case]
+    compiled = nx.jit(nx.vmap(fun, in_axes, out_axes, method="vectorized"))
+    want = nx.vmap(fun, in_axes, out_axes, method="loop")(*args)
+    for g, w in zip(_leaves(compiled(*args)), _leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, err_msg=case)
+
+
+def _leaves(out):
+    return list(out) if isinstance(out, tuple) else [out]
+
+
+# -- derivative code is vectorized too -------------------------------------------------------
+
+
+def logistic(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def mlp(w, x, y):
+    h = np.tanh(w @ x)
+    return np.mean((h - y) ** 2) + np.max(h)
+
+
+def test_per_example_gradients_are_vectorized():
+    x, y = RNG.normal(size=(B, 3)), (RNG.random(B) > 0.5).astype(float)
+    w = RNG.normal(size=3)
+    batched = nx.vmap(nx.grad(logistic), in_axes=(None, 0, 0))
+    want = np.stack([nx.grad(logistic)(w, x[i], y[i]) for i in range(B)])
+    np.testing.assert_allclose(batched(w, x, y), want, rtol=1e-12)
+    assert "vectorized" in batched.source
+    np.testing.assert_allclose(nx.jit(batched)(w, x, y), want, rtol=1e-12)
+
+
+def test_per_example_gradients_of_a_layer_are_vectorized():
+    x, y = RNG.normal(size=(B, 3)), RNG.normal(size=(B, 4))
+    batched = nx.vmap(nx.grad(mlp), in_axes=(None, 0, 0))
+    want = np.stack([nx.grad(mlp)(M, x[i], y[i]) for i in range(B)])
+    np.testing.assert_allclose(batched(M, x, y), want, rtol=1e-12)
+    assert "vectorized" in batched.source
+    np.testing.assert_allclose(nx.jit(batched)(M, x, y), want, rtol=1e-12)
+
+
+BATCHED_LOGISTIC = nx.vmap(logistic, in_axes=(None, 0, 0))
+X, Y = RNG.normal(size=(B, 3)), (RNG.random(B) > 0.5).astype(float)
+
+
+def mean_logistic(w):
+    return np.mean(BATCHED_LOGISTIC(w, X, Y))
+
+
+def test_gradient_through_a_vectorized_call():
+    w = RNG.normal(size=3)
+    want = np.mean([nx.grad(logistic)(w, X[i], Y[i]) for i in range(B)], axis=0)
+    np.testing.assert_allclose(nx.grad(mean_logistic)(w), want, rtol=1e-12)
+    np.testing.assert_allclose(nx.jit(nx.grad(mean_logistic))(w), want, rtol=1e-12)
+    assert "vectorized" in BATCHED_LOGISTIC.source
+
+
+def test_called_from_compiled_code():
+    batched = nx.vmap(elementwise)
+    total = nx.jit(lambda a, b: np.sum(batched(a, b)))
+    a, b = V3, RNG.normal(size=(B, 3))
+    np.testing.assert_allclose(total(a, b), np.sum(elementwise(a, b)))
+
+
+def test_float32_stays_float32():
+    x = V3.astype(np.float32)
+    out = nx.vmap(elementwise, method="vectorized")(x, x)
+    assert out.dtype == np.float32
+    assert nx.jit(nx.vmap(elementwise, method="vectorized"))(x, x).dtype == np.float32
+
+
+def test_same_as_jax():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    x = RNG.normal(size=(B, 4, 3)).astype(np.float32)
+    want = jax.vmap(lambda a: (jnp.sum(a, axis=0), a.T[0] + a[:, 2], jnp.max(a)), (2,))(x)
+    got = nx.vmap(
+        lambda a: (np.sum(a, axis=0), a.T[0] + a[:, 2], np.max(a)), (2,), method="vectorized"
+    )(x)
+    for g, w in zip(got, want, strict=True):
+        assert g.shape == w.shape
+        np.testing.assert_allclose(g, np.asarray(w), rtol=1e-6)
+
+
+# -- what the vectorized method does not batch: the loop does, and forcing it says why ----------
+
+
+def branch_on_example(x):
+    if np.sum(x) > 0:
+        return x
+    return -x
+
+
+def while_on_example(x):
+    while np.max(np.abs(x)) > 1.0:
+        x = x / 2.0
+    return x
+
+
+def helper(x):
+    return x * 2.0
+
+
+def calls_a_helper(x):
+    return helper(x) + 1.0
+
+
+def stores_in_place(x):
+    y = np.zeros(3)
+    y[0] = x[1]
+    return y
+
+
+DECLINED = {
+    "if on a mapped value": (branch_on_example, "depends on a mapped value", "np.sum(x) > 0"),
+    "while on a mapped value": (while_on_example, "depends on a mapped value", "while"),
+    "call to another function": (calls_a_helper, "a call to another function", "helper(x)"),
+    "in-place store": (stores_in_place, "in-place store", "y[0] = x[1]"),
+}
+
+
+@pytest.mark.parametrize("case", list(DECLINED))
+def test_what_cannot_be_vectorized_loops(case):
+    fun, reason, line = DECLINED[case]
+    x = RNG.normal(size=(B, 3)) * 3
+    want = np.stack([fun(x[i]) for i in range(B)])
+    auto = nx.vmap(fun)
+    np.testing.assert_allclose(auto(x), want)
+    assert "one call per example" in auto.source
+    with pytest.raises(nx.TransformError, match=reason) as error:
+        nx.vmap(fun, method="vectorized")(x)
+    assert line in str(error.value)
+    assert fun.__name__ in str(error.value)
+
+
+def test_loop_method_is_kept_when_asked():
+    looped = nx.vmap(elementwise, method="loop")
+    looped(V3, V3)
+    assert "one call per example" in looped.source
