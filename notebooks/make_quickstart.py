@@ -136,8 +136,9 @@ cells = [
         "## Auto-vectorization with `nx.vmap`\n\n"
         "`apply_matrix` is written for one vector. JAX's quickstart batches it three ways: a "
         "Python loop, a rewrite by hand (`batched_x @ mat.T`), and `vmap`. numbax's `vmap` "
-        "generates the loop over the batch for you (and compiles it under `nx.jit`), so the "
-        "function may even branch on the mapped values."
+        "rewrites the function for the whole batch (`np.dot(mat, x)` becomes the rewrite by "
+        "hand) and compiles it under `nx.jit`. A function that branches on the mapped values "
+        "is batched too: by a generated loop over the examples."
     ),
     new_code_cell(
         "key = nx.random.key(1701)\n"
@@ -164,8 +165,11 @@ cells = [
         "print('Auto-vectorized with vmap')\n"
         "%timeit -n 100 -r 3 nx.block_until_ready(vmap_batched_apply_matrix(batched_x))"
     ),
-    new_markdown_cell("The batched function numbax generated: one call per example."),
-    new_code_cell("nx.show(nx.vmap(apply_matrix))"),
+    new_markdown_cell(
+        "The batched function numbax generated for this call: one matrix product for the "
+        "whole batch."
+    ),
+    new_code_cell("batched = nx.vmap(apply_matrix)\nbatched(batched_x)\nnx.show(batched)"),
 ]
 
 notebook = new_notebook(cells=cells)

@@ -141,7 +141,7 @@ def apply_matrix(x):
 
 
 def tour_vmap() -> None:
-    _section("9. Batching: nx.vmap writes the loop over the batch")
+    _section("9. Batching: nx.vmap rewrites the function for the batch")
     batched_x = nx.random.normal(nx.random.split(nx.random.key(1701))[1], (10, 100))
     print("def apply_matrix(x):\n    return np.dot(mat, x)        # mat: 150 x 100\n")
     naive = np.stack([apply_matrix(v) for v in batched_x])
@@ -156,7 +156,9 @@ def tour_vmap() -> None:
     print(f"naively batched  : {t_naive * 1e6:8.1f} us")
     print(f"manually batched : {t_manual * 1e6:8.1f} us")
     print(f"nx.jit(nx.vmap)  : {t_vmap * 1e6:8.1f} us\n")
-    nx.show(nx.vmap(apply_matrix))
+    shown = nx.vmap(apply_matrix)
+    shown(batched_x)  # generated for the ranks of its arguments
+    nx.show(shown)
 
 
 def main() -> None:
