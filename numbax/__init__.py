@@ -6,7 +6,7 @@ Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad`
 
 __version__ = "0.1.0"
 
-from numbax import random, tree_util
+from numbax import lax, random, tree_util
 from numbax.api import Jitted, jit
 from numbax.autodiff import (
     grad,
@@ -40,6 +40,7 @@ __all__ = [
     "jacrev",
     "jit",
     "jvp",
+    "lax",
     "linearize",
     "random",
     "remat",

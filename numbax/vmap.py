@@ -27,8 +27,11 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from numbax.errors import TransformError
 from numbax.rewritten import Rewritten, load_generated, tangent_name, where
+from numbax.transform.batching import INDEX
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
@@ -68,17 +71,13 @@ class Batched(Rewritten):
                 f"vmap(method={method!r}): method is None (choose for each call), "
                 "'vectorized' or 'loop'"
             )
-        if axis_name is not None:
-            raise NotImplementedError(
-                "vmap(axis_name=...): the collectives (nx.lax.psum, pmean, ...) are not built "
-                "yet; leave axis_name=None."
-            )
         if is_numpy_function(fun):  # vmap(np.dot): a wrapper numbax can call and read
             fun = numpy_wrapper(fun)
         super().__init__(fun, (), "")
         self.in_axes = _check_axes_spec(in_axes)
         self.out_axes = out_axes
         self.axis_size = axis_size
+        self.axis_name = axis_name
         self.method = method
         self._loops: dict[str, Generated] = {}
         self._vectorized: dict[tuple, Generated | Decline] = {}
@@ -90,7 +89,7 @@ class Batched(Rewritten):
         return f"vmap_{super().name}"
 
     def _identity(self) -> tuple:
-        return (self.in_axes, self.out_axes, self.axis_size, self.method)
+        return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
 
     # -- calling ------------------------------------------------------------------------
     def _axes(self, n_positional: int, keywords: tuple[str, ...]) -> tuple:
@@ -170,7 +169,9 @@ class Batched(Rewritten):
 
         def build(fn: Any, source: Any, _derive: Any) -> Any:
             resolver = Resolver(source, local_names(fn))
-            return vectorize(fn, source, resolver, self.name, axes, ranks, self.out_axes)
+            return vectorize(
+                fn, source, resolver, self.name, axes, ranks, self.out_axes, self.axis_name
+            )
 
         described = ", ".join(
             f"{p}: {r}" for p, r in zip(self.parameters("vmap"), ranks, strict=True)
@@ -179,7 +180,7 @@ class Batched(Rewritten):
             generated = generate(
                 self.fun,
                 "vmap",
-                ("vectorized", repr(axes), ranks, repr(self.out_axes)),
+                ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name)),
                 build,
                 note=f"vectorized: the whole batch at once; in_axes={axes!r}, "
                 f"out_axes={self.out_axes!r}; ranks per example: {described}",
@@ -249,6 +250,9 @@ class Batched(Rewritten):
         from numbax.numba_backend.cpu import compile_helper
 
         key = ("loop", *sorted(options.items()))
+        if key not in self._dispatchers and self._collective_parts() is not None:
+            axes = self._axes(len(self.parameters("vmap")), ())
+            self._dispatchers[key] = compile_helper(self._split_loop(axes).function, options)
         if key not in self._dispatchers:
             axes = self._axes(len(self.parameters("vmap")), ())
             generated = self.loop(axes, compiled=options)
@@ -270,6 +274,8 @@ class Batched(Rewritten):
         function's compiled version, which the caller binds). Each set of options has its
         own module, because Numba's disk cache tells its entries apart by argument types
         only."""
+        if self._collective_parts() is not None:  # split at each collective
+            return self._split_loop(axes)
         key = repr((axes, compiled))  # axes may hold dicts (pytree prefixes)
         if key not in self._loops:
             import numba
@@ -301,7 +307,79 @@ class Batched(Rewritten):
             )
         return self._loops[key]
 
+    def _collective_parts(self) -> list | None:
+        """The function's body split at its collectives over ``axis_name`` (None when
+        there are none)."""
+        if self.axis_name is None:
+            return None
+        if "parts" not in self.__dict__:
+            from numbax.transform.batching_collectives import has_collectives, split
+            from numbax.transform.normalize import normalize
+            from numbax.transform.resolve import Resolver, local_names
+            from numbax.transform.source import read_function
+
+            source = read_function(self.fun, "vmap")
+            fn = normalize(source, "vmap")
+            resolver = Resolver(source, local_names(fn))
+            self.parts = None
+            if has_collectives(fn, resolver):
+                self.parts = split(fn, resolver, self.axis_name, display_name(self.fun))
+        return self.parts
+
+    def _split_loop(self, axes: tuple) -> Generated:
+        """The loop over the examples, split at each collective (one loop per part)."""
+        from numbax.transform.batching import examples_loop, size_expression
+        from numbax.transform.batching_collectives import driver_lines, part_function, split
+        from numbax.transform.resolve import Resolver, local_names
+
+        key = repr(("split", axes))
+        if key in self._loops:
+            return self._loops[key]
+        parts = self._collective_parts()
+        short, params = super().name, self.parameters("vmap")
+        callees: list[str] = []
+        namespace: dict[str, Any] = {"np": np}
+        for k in range(len(parts)):
+            name = f"{short}_part{k + 1}"
+
+            def build(fn: Any, source: Any, _derive: Any, k: int = k, name: str = name) -> Any:
+                resolver = Resolver(source, local_names(fn))
+                part = split(fn, resolver, self.axis_name, display_name(self.fun))[k]
+                return part_function(fn, part, name, resolver)
+
+            callees.append(f"_{name}")
+            if k == len(parts) - 1 or parts[k].outputs:
+                key = ("part", k, repr(self.axis_name))
+                namespace[f"_{name}"] = generate(self.fun, "vmap", key, build).function
+        lines, where_is = driver_lines(parts, callees[:-1], params, axes, short)
+        last = parts[-1]
+        args = [where_is[n] for n in last.inputs] + ([("", INDEX)] if last.uses_index else [])
+        body = [
+            f"def {self.name}({', '.join(params)}):",
+            f"    _size = {size_expression(short, params, axes, self.axis_size)}",
+            *lines,
+            f"    # part {len(parts)}: every example, to the end",
+            *examples_loop(callees[-1], args, "_batch", self.out_axes, short),
+            "    return _batch",
+        ]
+        self._loops[key] = load_generated(
+            self.name,
+            [
+                f"vmap of {where(self.fun)} over axis {self.axis_name!r}: the loop over the "
+                "examples split at each collective",
+                f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}",
+            ],
+            body,
+            namespace,
+        )
+        return self._loops[key]
+
     # -- derivatives: vmap of the derivative --------------------------------------------
+    def _derivative_method(self) -> str | None:
+        """A forced loop stays a loop; derivative code may hold tapes the vectorized
+        method declines, so it is otherwise chosen per call."""
+        return "loop" if self.method == "loop" else None
+
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         from numbax.autodiff import callee_derivative
 
@@ -313,7 +391,9 @@ class Batched(Rewritten):
                 derivative,
                 in_axes=axes + tuple(axes[i] for i in positions),
                 out_axes=(self.out_axes, self.out_axes),
+                axis_name=self.axis_name,
                 axis_size=self.axis_size,
+                method=self._derivative_method(),
             )
             name = f"jvp_{self.name}"
             call = ", ".join(params + tangents)
@@ -330,7 +410,9 @@ class Batched(Rewritten):
             derivative,
             in_axes=axes + (self.out_axes,),
             out_axes=cotangent_axes,
+            axis_name=self.axis_name,
             axis_size=self.axis_size,
+            method=self._derivative_method(),
         )
         name = f"vjp_{self.name}"
         call = ", ".join([*params, "_ct_out"])

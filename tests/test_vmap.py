@@ -153,11 +153,9 @@ def test_out_axes_none_checks_the_output_is_shared():
         nx.vmap(np.sin, out_axes=None)(np.ones((3, 2)) * np.arange(3)[:, None])
 
 
-def test_unknown_method_and_collectives_say_so():
+def test_unknown_method_says_so():
     with pytest.raises(ValueError, match="'vectorized' or 'loop'"):
         nx.vmap(np.sin, method="vectorised")
-    with pytest.raises(NotImplementedError, match="collectives"):
-        nx.vmap(np.sin, axis_name="batch")
 
 
 # -- composition --------------------------------------------------------------------------

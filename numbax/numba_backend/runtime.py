@@ -80,6 +80,7 @@ __all__ += [f"random_{name}" for name in _RANDOM]
 # -- automatic differentiation: the helpers derivative code calls as nxrt.<name> --------
 # (each a plain function doing what NumPy does, with a Numba overload; each has its own
 # JVP and VJP rule in transform/rules/, so derivative code can be differentiated again)
+from numbax import lax as _lax  # noqa: E402
 from numbax.numba_backend import (  # noqa: E402
     ad_adjoints,
     ad_elementwise,
@@ -103,6 +104,7 @@ _AD_HELPERS = {
     ad_elementwise: ["mul_pow", "xlogy"],
     batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_sum"]
     + ["batch_broadcast"],
+    _lax: ["psum", "pmean", "pmax", "pmin", "axis_index"],  # rewritten by vmap
 }
 for _module, _names in _AD_HELPERS.items():
     for _name in _names:

@@ -21,6 +21,9 @@ from typing import Any
 
 from numbax.transform.ad_common import RUNTIME
 
+INDEX = "index"
+"""An argument's axis that passes the example's position itself (``axis_index``)."""
+
 
 def batching_loop(
     name: str,
@@ -34,36 +37,55 @@ def batching_loop(
     """(header comment lines, source lines, bindings) of the loop ``name``, calling
     ``_<short>`` with ``params`` mapped over ``axes``; ``loop`` is ``range`` or, for the
     compiled loop, ``prange`` (parallel under ``jit(parallel=True)``)."""
-    callee = f"_{short}"
-    mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
-    if mapped:
-        args = ", ".join(p for p, _ in mapped)
-        size = (
-            f"{RUNTIME}.batch_size({short!r}, ({args},), "
-            f"({', '.join(repr(a) for _, a in mapped)},), "
-            f"({', '.join(repr(p) for p, _ in mapped)},))"
-        )
-    else:
-        size = repr(axis_size)
-
-    def call(index: str) -> str:
-        parts = [_take(p, index, a) for p, a in zip(params, axes, strict=True)]
-        return f"{callee}({', '.join(parts)})"
-
-    leaves = _leaves("_out", "_batch", out_axes)
     body = [
         f"def {name}({', '.join(params)}):",
-        f"    _size = {size}",
+        f"    _size = {size_expression(short, params, axes, axis_size)}",
+        *examples_loop(f"_{short}", list(zip(params, axes, strict=True)), "_batch", out_axes,
+                       short, loop),
+        "    return _batch",
+    ]  # fmt: skip
+    header = [f"in_axes={axes!r} (per parameter), out_axes={out_axes!r}"]
+    return header, body, {}
+
+
+def size_expression(short: str, params: list[str], axes: tuple, axis_size: int | None) -> str:
+    """The batch size: the mapped arguments' common size (checked), or ``axis_size``."""
+    mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
+    if not mapped:
+        return repr(axis_size)
+    args = ", ".join(p for p, _ in mapped)
+    return (
+        f"{RUNTIME}.batch_size({short!r}, ({args},), "
+        f"({', '.join(repr(a) for _, a in mapped)},), "
+        f"({', '.join(repr(p) for p, _ in mapped)},))"
+    )
+
+
+def examples_loop(
+    callee: str,
+    args: list[tuple[str, Any]],
+    batch: str,
+    out_axes: Any,
+    short: str,
+    loop: str = "range",
+) -> list[str]:
+    """Lines (indented for a function body) calling ``callee`` once per example, with
+    each ``(expression, axis)`` argument mapped over its axis (None: passed as it is;
+    :data:`INDEX`: the example's position), its outputs stacked into ``batch``."""
+
+    def call(index: str) -> str:
+        parts = [index if a == INDEX else _take(e, index, a) for e, a in args]
+        return f"{callee}({', '.join(parts)})"
+
+    leaves = _leaves("_out", batch, out_axes)
+    return [
         f"    _out = {call('0')}",
-        f"    _batch = {_empty('_out', out_axes)}",
+        f"    {batch} = {_empty('_out', out_axes)}",
         *(f"    {_put(b, '0', a, o, short)}" for o, b, a in leaves),
         f"    for _i in {loop}(1, _size):",
         f"        _out = {call('_i')}",
         *(f"        {_put(b, '_i', a, o, short)}" for o, b, a in leaves),
-        "    return _batch",
     ]
-    header = [f"in_axes={axes!r} (per parameter), out_axes={out_axes!r}"]
-    return header, body, {}
 
 
 # A tuple of axes (a pytree prefix for a tuple) is spelled out element by element, so

@@ -25,6 +25,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax import lax
 from numbax.transform import rules
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.operations import (
@@ -76,11 +77,14 @@ def vectorize(
     axes: tuple,
     ranks: tuple,
     out_axes: Any,
+    axis_name: Any = None,
 ) -> gast.FunctionDef:
     """``fn`` (normalized) rewritten for a batch: parameter ``k`` mapped over
     ``axes[k]`` (None: shared), of rank ``ranks[k]`` per example; the result's batch
-    axes at ``out_axes``. Raises :class:`Decline` where it cannot."""
-    return _Vectorizer(fn, source, resolver).function(name, axes, ranks, out_axes)
+    axes at ``out_axes``; the collectives over ``axis_name`` reduce over the batch.
+    Raises :class:`Decline` where it cannot."""
+    vectorizer = _Vectorizer(fn, source, resolver, axis_name)
+    return vectorizer.function(name, axes, ranks, out_axes)
 
 
 def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
@@ -91,8 +95,11 @@ def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
 
 
 class _Vectorizer:
-    def __init__(self, fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver) -> None:
+    def __init__(
+        self, fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver, axis_name: Any
+    ) -> None:
         self.fn = fn
+        self.axis_name = axis_name
         self.source = source
         self.resolver = resolver
         self.env: dict[str, Value] = {}
@@ -322,6 +329,10 @@ class _Vectorizer:
     def expression(self, node: gast.expr, target: str) -> tuple[Value, gast.expr | None]:
         """What an assignment's right-hand side gives, and its batched form (None:
         unchanged)."""
+        if isinstance(node, gast.Call):
+            target = self.resolver.resolve(node.func)
+            if target is lax.axis_index or target in lax.COLLECTIVES:
+                return self._collective(node, target)
         op = classify(node, self.resolver)
         if op.kind == COPY:
             if node.id in self.packed:
@@ -351,6 +362,23 @@ class _Vectorizer:
             what = {CALL: "a call to another function", FIELD: "a field of a batched value"}
             raise Decline(what.get(op.kind, f"{text(node)}, which has no batching rule"))
         raise Decline(f"{text(node)}, which has no batching rule")
+
+    def _collective(self, call: gast.Call, target: Any) -> tuple[Value, gast.expr]:
+        """``psum(x, name)``: a reduction over the batch axis, the same for every
+        example; ``axis_index(name)``: each example's position."""
+        *args, name = [*call.args, *(k.value for k in call.keywords)]
+        if self._constant(name) != self.axis_name or self.axis_name is None:
+            raise Decline(
+                f"{text(call)}: the collective is over an axis other than this vmap's "
+                f"(axis_name={self.axis_name!r})"
+            )
+        if target is lax.axis_index:
+            return Value(0, True), parse("np.arange(_size)")
+        value = self._value(args[0])
+        reduce, unmapped = lax.COLLECTIVES[target]
+        if not value.batched:
+            return Value(value.rank), parse(unmapped.format(x=text(args[0])))
+        return Value(value.rank), parse(f"{reduce}({text(args[0])}, axis=0)")
 
     def _constant_op(self, node: gast.expr) -> tuple[Value, gast.expr | None]:
         if isinstance(node, gast.Compare):  # elementwise, like the operators

@@ -2,6 +2,7 @@
 registers them all (see registry.py for what a rule is)."""
 
 from numbax.transform.rules import (  # noqa: F401
+    collectives,
     constants,
     elementwise,
     linalg,
