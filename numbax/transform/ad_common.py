@@ -12,6 +12,8 @@ from numbax.errors import TransformError
 from numbax.transform import rules
 from numbax.transform.normalize_nodes import at, load
 from numbax.transform.operations import Operation
+from numbax.transform.resolve import LOCAL
+from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, display_name
 
 RUNTIME = "nxrt"
@@ -73,12 +75,24 @@ def derivative_name(var: str, prefix: str) -> str:
 
 def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -> TransformError:
     callee = op.callee
-    what = callee if isinstance(callee, str) else rules.qualified_name(callee)
+    if callee is LOCAL and isinstance(op.node, gast.Call):  # f = make(); f(x)
+        what = text(op.node.func)
+        advice = (
+            f"{what} is a function made while the function runs, which numbax cannot read. "
+            "Call a function defined in the module instead; a transformation such as "
+            "nx.vmap(model, (None, 0)) may be built in place when all its arguments are "
+            "constants or globals."
+        )
+    else:
+        what = callee if isinstance(callee, str) else rules.qualified_name(callee)
+        advice = (
+            f"{what} has no derivative rule, and one of its arguments carries a derivative. "
+            "Wrap the computation in a function decorated with nx.custom_jvp or "
+            "nx.custom_vjp that supplies its derivative, or register a rule with "
+            "numbax.transform.rules.registry.define."
+        )
     return TransformError(
-        f"{what} has no derivative rule, and one of its arguments carries a derivative. "
-        "Wrap the computation in a function decorated with nx.custom_jvp or nx.custom_vjp "
-        "that supplies its derivative, or register a rule with "
-        "numbax.transform.rules.registry.define.",
+        advice,
         function=display_name(source.func),
         transformation=mode,
         filename=source.filename,

@@ -119,6 +119,7 @@ from numbax.transform.normalize_nodes import (
     store,
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
+from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource
@@ -164,13 +165,14 @@ _OP_NAMES: dict[type, str] = {
 
 
 def normalize(source: FunctionSource, transformation: str = "jit") -> gast.FunctionDef:
-    """A new tree for ``source``'s function in the core language (``source`` is untouched).
+    """A new tree for ``source``'s function in the core language (``source`` is untouched,
+    but for the transformations built inside the function: see normalize_transformations).
 
     ``transformation`` names the transformation being applied, for error messages.
     """
     reject_unsupported(source, transformation)
-    fn = clone(source.tree)
-    namer = Namer.for_function(source.tree)
+    fn = fold_transformations(clone(source.tree), source)
+    namer = Namer.for_function(fn)
     body = prune(_without_docstring(fn.body))
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
