@@ -250,11 +250,12 @@ class Batched(Rewritten):
         from numbax.numba_backend.cpu import compile_helper
 
         key = ("loop", *sorted(options.items()))
-        if key not in self._dispatchers and self._collective_parts() is not None:
-            axes = self._axes(len(self.parameters("vmap")), ())
-            self._dispatchers[key] = compile_helper(self._split_loop(axes).function, options)
+        axes = self._axes(len(self.parameters("vmap")), ())
+        if key not in self._dispatchers and (
+            self._collective_parts() is not None or _has_dict(axes) or _has_dict(self.out_axes)
+        ):  # numbax compiles what raw Numba cannot: dicts (records), reductions' axes
+            self._dispatchers[key] = compile_helper(self.loop(axes).function, options)
         if key not in self._dispatchers:
-            axes = self._axes(len(self.parameters("vmap")), ())
             generated = self.loop(axes, compiled=options)
             generated.function.__globals__["_" + super().name] = compile_helper(self.fun, options)
             self._dispatchers[key] = numba.njit(**{"cache": True, **options})(generated.function)
@@ -434,6 +435,13 @@ class Batched(Rewritten):
             {"_batched_vjp": batched},
             of=self.__numbax_function__(),
         )
+
+
+def _has_dict(axes: Any) -> bool:
+    """Whether a prefix of axes holds a dict."""
+    if isinstance(axes, dict):
+        return True
+    return isinstance(axes, tuple) and any(map(_has_dict, axes))
 
 
 def _numba_rank(numba_type: Any) -> int | None:

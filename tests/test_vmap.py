@@ -98,6 +98,20 @@ def test_pytree_arguments_and_prefixes():
     np.testing.assert_allclose(got, X @ params["w"] + params["b"])
 
 
+@pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")  # axis 1
+def test_pytree_prefixes_under_jit():
+    batch = {"w": RNG.normal(size=(3, 4)), "b": RNG.normal(size=4)}
+
+    def affine(p, x):
+        return {"y": p["w"] @ x + p["b"], "x": x}
+
+    batched = nx.vmap(affine, in_axes=({"w": 1, "b": 0}, None), out_axes={"y": 0, "x": None})
+    for run in (batched, nx.jit(batched)):
+        got = run(batch, X[0])
+        np.testing.assert_allclose(got["y"], batch["w"].T @ X[0] + batch["b"])
+        np.testing.assert_allclose(got["x"], X[0])
+
+
 def test_keyword_arguments_are_mapped_over_axis_0():
     x, w = RNG.normal(size=(4, 2)), RNG.normal(size=(4, 2))
     got = nx.vmap(scale_add, in_axes=(0,))(x, w=w, b=1.0 * np.ones((4, 2)))

@@ -50,7 +50,7 @@ def batching_loop(
 
 def size_expression(short: str, params: list[str], axes: tuple, axis_size: int | None) -> str:
     """The batch size: the mapped arguments' common size (checked), or ``axis_size``."""
-    mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
+    mapped = [leaf for p, a in zip(params, axes, strict=True) for leaf in mapped_leaves(p, a)]
     if not mapped:
         return repr(axis_size)
     args = ", ".join(p for p, _ in mapped)
@@ -88,31 +88,54 @@ def examples_loop(
     ]
 
 
-# A tuple of axes (a pytree prefix for a tuple) is spelled out element by element, so
-# that compiled code sees one constant axis per array; other prefixes (dicts) are passed
-# whole, for the interpreted helpers.
+# A tuple or dict of axes (a pytree prefix) is spelled out element by element, so that
+# compiled code sees one constant axis per array (a dict is a record there, indexed by
+# constant keys).
+def _items(expr: str, axis: Any) -> list[tuple[str, str, Any]]:
+    """(key source, element expression, element axis) of a tuple or dict prefix."""
+    keys = range(len(axis)) if isinstance(axis, tuple) else axis
+    return [(repr(k), f"{expr}[{k!r}]", axis[k]) for k in keys]
+
+
+def _build(axis: Any, items: list[tuple[str, str]]) -> str:
+    """A tuple or dict of ``(key, source)`` items, as ``axis`` is."""
+    if isinstance(axis, tuple):
+        return f"({', '.join(v for _, v in items)},)"
+    return "{" + ", ".join(f"{k}: {v}" for k, v in items) + "}"
+
+
 def _take(expr: str, index: str, axis: Any) -> str:
     if axis is None:
         return expr
-    if isinstance(axis, tuple):
-        items = [_take(f"{expr}[{k}]", index, a) for k, a in enumerate(axis)]
-        return f"({', '.join(items)},)"
+    if isinstance(axis, (tuple, dict)):
+        return _build(axis, [(k, _take(e, index, a)) for k, e, a in _items(expr, axis)])
     return f"{RUNTIME}.batch_take({expr}, {index}, {axis!r})"
 
 
 def _empty(expr: str, axis: Any) -> str:
-    if isinstance(axis, tuple):
-        return f"({', '.join(_empty(f'{expr}[{k}]', a) for k, a in enumerate(axis))},)"
+    if isinstance(axis, (tuple, dict)):
+        return _build(axis, [(k, _empty(e, a)) for k, e, a in _items(expr, axis)])
     return f"{RUNTIME}.batch_empty({expr}, _size, {axis!r})"
 
 
 def _leaves(out: str, batch: str, axis: Any) -> list[tuple[str, str, Any]]:
-    """(output expression, batch expression, axis) per element of a tuple prefix."""
-    if isinstance(axis, tuple):
+    """(output expression, batch expression, axis) per element of a prefix."""
+    if isinstance(axis, (tuple, dict)):
         return [
-            leaf for k, a in enumerate(axis) for leaf in _leaves(f"{out}[{k}]", f"{batch}[{k}]", a)
+            leaf
+            for (_, o, a), (_, b, _) in zip(_items(out, axis), _items(batch, axis), strict=True)
+            for leaf in _leaves(o, b, a)
         ]
     return [(out, batch, axis)]
+
+
+def mapped_leaves(expr: str, axis: Any) -> list[tuple[str, Any]]:
+    """(expression, axis) of each mapped element of an argument mapped by ``axis``."""
+    if axis is None:
+        return []
+    if isinstance(axis, (tuple, dict)):
+        return [leaf for _, e, a in _items(expr, axis) for leaf in mapped_leaves(e, a)]
+    return [(expr, axis)]
 
 
 def _put(batch: str, index: str, axis: Any, out: str, name: str) -> str:
