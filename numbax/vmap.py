@@ -215,6 +215,7 @@ class Batched(Rewritten):
             namespace,
         )
         overload(namespace[self.name])(namespace["typing"])
+        namespace[self.name].__numbax_typed_per_process__ = True  # see cpu.typed_per_process
         return namespace[self.name]
 
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
@@ -247,7 +248,7 @@ class Batched(Rewritten):
         cores (``prange``; each writes its own slice of the batch)."""
         import numba
 
-        from numbax.numba_backend.cpu import compile_helper
+        from numbax.numba_backend.cpu import compile_helper, typed_per_process
 
         key = ("loop", *sorted(options.items()))
         axes = self._axes(len(self.parameters("vmap")), ())
@@ -257,8 +258,12 @@ class Batched(Rewritten):
             self._dispatchers[key] = compile_helper(self.loop(axes).function, options)
         if key not in self._dispatchers:
             generated = self.loop(axes, compiled=options)
-            generated.function.__globals__["_" + super().name] = compile_helper(self.fun, options)
-            self._dispatchers[key] = numba.njit(**{"cache": True, **options})(generated.function)
+            function = compile_helper(self.fun, options)
+            generated.function.__globals__["_" + super().name] = function
+            cache = not typed_per_process([function])
+            self._dispatchers[key] = numba.njit(**{"cache": cache, **options})(generated.function)
+            if not cache:
+                self._dispatchers[key].__numbax_typed_per_process__ = True
         return self._dispatchers[key]
 
     @property

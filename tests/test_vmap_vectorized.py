@@ -251,3 +251,39 @@ def test_loop_method_is_kept_when_asked():
     looped = nx.vmap(elementwise, method="loop")
     looped(V3, V3)
     assert "one call per example" in looped.source
+
+
+SCRIPT = """
+import numpy as np
+import numbax as nx
+
+def logistic(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+def total(w, x, y):
+    return np.sum(PER_EXAMPLE(w, x, y))
+
+PER_EXAMPLE = nx.vmap(nx.grad(logistic), in_axes=(None, 0, 0))
+x = np.linspace(-1.0, 1.0, 15).reshape(5, 3)
+print(nx.jit(PER_EXAMPLE)(np.ones(3) * 0.1, x, np.ones(5)).sum(), nx.jit(total)(np.ones(3), x, np.ones(5)))
+"""
+
+
+def test_a_later_process_reuses_the_disk_cache(tmp_path):
+    """Code Numba typed per call (vmap's, made for the arguments' ranks) must not be
+    referred to by a cached caller that a later process would load before making it."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "per_example.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "NUMBAX_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [
+        subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout

@@ -98,11 +98,25 @@ def compile_function(
     python_function = getattr(python_function, "py_func", python_function)  # see below
     python_function.__defaults__ = _remaining_defaults(source.func, fn)
     python_function.__kwdefaults__ = source.func.__kwdefaults__
-    njit_options = {"cache": True, **options}
+    typed_per_call = typed_per_process(namespace.values())
+    njit_options = {"cache": not typed_per_call, **options}
     dispatcher = numba.njit(**njit_options)(python_function)
+    if typed_per_call:
+        dispatcher.__numbax_typed_per_process__ = True
     if runtime_bindings.get(fn.name) is RECURSIVE:  # it calls itself by its module name
         setattr(module, fn.name, dispatcher)
     return Compiled(dispatcher, python_function, source, emitted, module.__file__)
+
+
+def typed_per_process(values: Any) -> bool:
+    """Whether compiled code calling these values must not go to Numba's disk cache.
+
+    A function Numba types per call (``vmap``'s, which generates its batched code for
+    the arguments' ranks while Numba types the call) makes that code in the process
+    that types it; a cached caller, loaded in a later process, would refer to a module
+    that process has not made. So such callers, and theirs, are compiled per process
+    (what they call is still cached)."""
+    return any(getattr(v, "__numbax_typed_per_process__", False) for v in values)
 
 
 _helpers: dict[tuple[Any, ...], Any] = {}
