@@ -266,7 +266,8 @@ def total(w, x, y):
 
 PER_EXAMPLE = nx.vmap(nx.grad(logistic), in_axes=(None, 0, 0))
 x = np.linspace(-1.0, 1.0, 15).reshape(5, 3)
-print(nx.jit(PER_EXAMPLE)(np.ones(3) * 0.1, x, np.ones(5)).sum(), nx.jit(total)(np.ones(3), x, np.ones(5)))
+w, y = np.ones(3) * 0.1, np.ones(5)
+print(nx.jit(PER_EXAMPLE)(w, x, y).sum(), nx.jit(total)(w, x, y))
 """
 
 
