@@ -136,8 +136,8 @@ cells = [
         "## Auto-vectorization with `nx.vmap`\n\n"
         "`apply_matrix` is written for one vector. JAX's quickstart batches it three ways: a "
         "Python loop, a rewrite by hand (`batched_x @ mat.T`), and `vmap`. numbax's `vmap` "
-        "rewrites the function for the whole batch (`np.dot(mat, x)` becomes the rewrite by "
-        "hand) and compiles it under `nx.jit`. A function that branches on the mapped values "
+        "rewrites the function for the whole batch (`np.dot(mat, x)` becomes one matrix "
+        "product, as by hand) and compiles it under `nx.jit`. A function that branches on the mapped values "
         "is batched too: by a generated loop over the examples."
     ),
     new_code_cell(
