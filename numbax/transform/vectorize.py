@@ -37,11 +37,10 @@ from numbax.transform.operations import (
     POP,
     RULE,
     SUBSCRIPT,
+    appended,
     classify,
 )
-from numbax.transform.operations import (
-    UNKNOWN as UNKNOWN_OP,
-)
+from numbax.transform.operations import UNKNOWN as UNKNOWN_OP
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
 from numbax.transform.rules.batch_kinds import (
     SCALAR,
@@ -104,6 +103,7 @@ class _Vectorizer:
         self.resolver = resolver
         self.env: dict[str, Value] = {}
         self.packed: dict[str, list[gast.expr]] = {}  # a tuple's element atoms
+        self.stacks: dict[str, Value | None] = {}  # a list's elements (reverse mode's tapes)
         self.out_axes: Any = 0
 
     # -- the function -------------------------------------------------------------------
@@ -159,9 +159,23 @@ class _Vectorizer:
             return self.loop(stmt)
         if isinstance(stmt, (gast.Break, gast.Continue, gast.Pass)):
             return stmt
+        pushed = appended(stmt)
+        if pushed is not None and pushed[0] in self.stacks:  # tape.append(v)
+            self._push(*pushed)
+            return stmt
         if self._mentions_batched(stmt):
             raise Decline(f"a {type(stmt).__name__.lower()} statement on a batched value")
         return stmt
+
+    def _push(self, stack: str, atom: gast.expr) -> None:
+        """A list holds values that are all batched or all shared, of one rank (a tape
+        of a batched value is a list of batches)."""
+        value, known = self._value(atom), self.stacks[stack]
+        if known is not None and known.batched != value.batched:
+            raise Decline(f"the list {stack!r} holds batched and shared values")
+        if known is not None and known.rank != value.rank:
+            value = Value(None, value.batched)
+        self.stacks[stack] = value
 
     def _mentions_batched(self, node: gast.AST) -> bool:
         return any(
@@ -263,7 +277,7 @@ class _Vectorizer:
             self._shared_test(stmt.iter, "a for loop's range")
         original = copy.deepcopy(stmt)
         for _ in range(4):  # to a fixpoint of what is batched and the ranks
-            entry = dict(self.env)
+            entry, entry_stacks = dict(self.env), dict(self.stacks)
             stmt = copy.deepcopy(original)
             if isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name):
                 self.env[stmt.target.id] = self._iterated(stmt.iter)
@@ -278,7 +292,7 @@ class _Vectorizer:
                     raise Decline(f"{name!r} becomes batched inside the loop")
             merged = self._merged(entry, self.env)
             self.env = merged
-            if merged == entry:
+            if merged == entry and self.stacks == entry_stacks:
                 return stmt
         raise Decline("the ranks in a loop do not settle")
 
@@ -345,6 +359,9 @@ class _Vectorizer:
                 if self._mentions_batched(node):
                     raise Decline("a dict of batched values")
                 return UNKNOWN, None
+            if isinstance(node, gast.List) and not node.elts:  # a tape, filled by append
+                self.stacks[target] = None
+                return UNKNOWN, None
             self.packed[target] = list(node.elts)
             elements = tuple(self._value(e) for e in node.elts)
             if isinstance(node, gast.List) and any(e.batched for e in elements):
@@ -354,6 +371,8 @@ class _Vectorizer:
             return self._subscript(node)
         if op.kind == RULE:
             return self._rule(op, node)
+        if op.kind == POP and node.func.value.id in self.stacks:
+            return self.stacks[node.func.value.id] or UNKNOWN, None
         if op.kind == FIELD and not self._mentions_batched(node):
             return UNKNOWN, None
         if op.kind in (CALL, UNKNOWN_OP, POP, FIELD):
