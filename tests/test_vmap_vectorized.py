@@ -50,6 +50,13 @@ def shared_loop(x, n):
     return x
 
 
+def accumulated(x, n):  # a shared array the loop makes batched: repeated before it
+    acc = np.zeros(x.shape)
+    for i in range(n):
+        acc = 0.5 * acc + x * i
+    return acc + np.arange(3)
+
+
 def shared_branch(x, flag):
     if flag > 0:
         y = np.exp(x)
@@ -86,6 +93,7 @@ CASES = {
     "comparisons": (comparisons, (V3, 0.1), (0, None), 0),
     "shared loop": (shared_loop, (V3, 3), (0, None), 0),
     "shared branch": (shared_branch, (V3, -1.0), (0, None), 0),
+    "accumulator": (accumulated, (V3, 3), (0, None), 0),
     "shape of an example": (shape_of_example, (RNG.normal(size=(B, 4)),), 0, 0),
     "out_axes": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, (1, 0, 0, 0, 2)),
     "shared output repeated": (shared_output, (V3, M), (0, None), 0),
@@ -106,6 +114,7 @@ def test_vectorized_equals_the_loop(case):
 
 JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
+JIT_CASES += ["accumulator"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)
@@ -219,6 +228,13 @@ def calls_a_helper(x):
     return helper(x) + 1.0
 
 
+def scalar_accumulator(x):
+    total = 0.0  # a Python number adapts to the arrays it meets: not repeated
+    for i in range(3):
+        total = total + x[i]
+    return total
+
+
 def stores_in_place(x):
     y = np.zeros(3)
     y[0] = x[1]
@@ -230,6 +246,7 @@ DECLINED = {
     "while on a mapped value": (while_on_example, "depends on a mapped value", "while"),
     "call to another function": (calls_a_helper, "a call to another function", "helper(x)"),
     "in-place store": (stores_in_place, "in-place store", "y[0] = x[1]"),
+    "scalar accumulator": (scalar_accumulator, "starts as a scalar the batch shares", "for i"),
 }
 
 

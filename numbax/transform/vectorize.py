@@ -141,14 +141,15 @@ class _Vectorizer:
         out = []
         for stmt in stmts:
             try:
-                out.append(self.statement(stmt))
+                new = self.statement(stmt)
+                out += new if isinstance(new, list) else [new]
             except Decline as decline:
                 if "(line " in str(decline):
                     raise
                 raise _at(stmt, str(decline), self.source) from None
         return out
 
-    def statement(self, stmt: gast.stmt) -> gast.stmt:
+    def statement(self, stmt: gast.stmt) -> gast.stmt | list[gast.stmt]:
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
             return self.assign(stmt)
         if isinstance(stmt, gast.Return):
@@ -272,11 +273,13 @@ class _Vectorizer:
                 merged[name] = va if va == vb else Value(None, va.batched)
         return merged
 
-    def loop(self, stmt: gast.For | gast.While) -> gast.stmt:
+    def loop(self, stmt: gast.For | gast.While) -> list[gast.stmt]:
+        """The loop, run once for the whole batch. A shared array that the loop makes
+        batched (an accumulator) is repeated over the batch before it."""
         if isinstance(stmt, gast.For):
             self._shared_test(stmt.iter, "a for loop's range")
-        original = copy.deepcopy(stmt)
-        for _ in range(4):  # to a fixpoint of what is batched and the ranks
+        original, repeated = copy.deepcopy(stmt), []
+        for _ in range(8):  # to a fixpoint of what is batched and the ranks
             entry, entry_stacks = dict(self.env), dict(self.stacks)
             stmt = copy.deepcopy(original)
             if isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name):
@@ -287,14 +290,37 @@ class _Vectorizer:
             if isinstance(stmt, gast.While):
                 self._shared_test(stmt.test, "a while loop's test")
             stmt.orelse = self.block(stmt.orelse)
-            for name, value in self.env.items():
-                if name in entry and value.batched and not entry[name].batched:
-                    raise Decline(f"{name!r} becomes batched inside the loop")
+            grown = [
+                name
+                for name, value in self.env.items()
+                if name in entry and value.batched and not entry[name].batched
+            ]
+            if grown:
+                for name in grown:
+                    entry[name] = self._repeated(name, entry[name])
+                repeated += grown
+                self.env, self.stacks = entry, entry_stacks
+                continue
             merged = self._merged(entry, self.env)
             self.env = merged
             if merged == entry and self.stacks == entry_stacks:
-                return stmt
+                before = [
+                    parse_stmt(f"{n} = np.zeros((_size,) + {n}.shape, {n}.dtype) + {n}")
+                    for n in repeated
+                ]
+                return [gast.copy_location(b, original) for b in before] + [stmt]
         raise Decline("the ranks in a loop do not settle")
+
+    def _repeated(self, name: str, value: Value) -> Value:
+        """A shared array the loop makes batched, repeated over the batch before it (a
+        shared scalar is not: a Python number adapts to the arrays it meets, which a
+        repeated one would not)."""
+        if not value.rank:
+            what = "a scalar" if value.rank == 0 else "a value"
+            raise Decline(
+                f"{name!r} starts as {what} the batch shares and becomes batched inside the loop"
+            )
+        return Value(value.rank, True)
 
     def _iterated(self, iterable: gast.expr) -> Value:
         if isinstance(iterable, gast.Call):
@@ -448,8 +474,9 @@ class _Vectorizer:
     def _rule(self, op: Any, node: gast.expr) -> tuple[Value, gast.expr | None]:
         if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim"):
             value = self._value(node.value)
-            if not value.batched:
-                return UNKNOWN, None
+            if not value.batched:  # the shape's length is the rank
+                elements = None if value.rank is None else (SCALAR,) * value.rank
+                return (SCALAR if node.attr == "ndim" else Value(None, False, elements)), None
             if node.attr == "ndim":
                 return SCALAR, parse(f"{text(node.value)}.ndim - 1")
             elements = None if value.rank is None else (SCALAR,) * value.rank

@@ -169,6 +169,23 @@ def same_shape(param: str) -> Rule:
     return rule
 
 
+def constructor(shape: str, rank: int | None = None) -> Rule:
+    """A new array from a shape the batch shares (``np.zeros(3)``): its rank is the
+    shape's length (``rank``: a fixed one, ``np.eye``)."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        if op.batched:
+            raise Decline(f"{op.name} of a shape that depends on the batch")
+        if rank is not None:
+            return "", rank
+        value = op.value(shape)
+        if value.elements is not None:
+            return "", len(value.elements)
+        return "", 1 if value.rank == 0 else None
+
+    return rule
+
+
 # -- axes -------------------------------------------------------------------------------
 def shifted_axis(axis: Any, rank: int, what: str) -> Any:
     """A per-example axis (or tuple of axes) as an axis of the batch."""

@@ -9,7 +9,7 @@ do depend on some arguments (the fill value, the end points), so they have rules
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.batch_kinds import elementwise, same_shape
+from numbax.transform.rules.batch_kinds import constructor, elementwise, same_shape
 from numbax.transform.rules.registry import batching, define, nondifferentiable
 
 nondifferentiable(
@@ -54,6 +54,9 @@ nondifferentiable([nxrt.linspace_weights])
 
 # -- batching (vmap's vectorized method, batch_kinds.py)
 batching(same_shape("args0"), np.zeros_like, np.ones_like, np.empty_like)
+batching(constructor("args0"), np.zeros, np.ones, np.empty)
+batching(constructor("args0", rank=1), np.arange)
+batching(constructor("args0", rank=2), np.eye, np.identity)
 batching(
     elementwise,
     np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside,
