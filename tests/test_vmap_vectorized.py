@@ -305,3 +305,16 @@ def test_a_later_process_reuses_the_disk_cache(tmp_path):
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout
+
+
+def test_the_generated_source_reads_like_the_batch_written_by_hand():
+    batched = nx.vmap(nx.grad(logistic), in_axes=(None, 0, 0))
+    batched(np.ones(3), X, Y)
+    source = batched.source
+    assert "nxrt.batch_size('grad_logistic', (x, y), (0, 0), ('x', 'y'))\n" in source
+    assert "_dot = x @ w\n" in source
+    assert "_ct_w = _ct_dot[:, None] * x\n" in source  # nxrt.dot_vjp_b of one example
+    assert "# line " in source  # each line says which line of the gradient it batches
+    shown = nx.vmap(vector_times_shared_matrix)
+    shown(V3)
+    assert "_mul = x[:, None] * M\n" in shown.source  # lifted to broadcast as one example

@@ -121,9 +121,14 @@ class _Vectorizer:
             if axis is not None and axis % (rank + 1):  # the batch axis goes first
                 order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]
                 prologue.append(parse_stmt(f"{param} = np.transpose({param}, {tuple(order)!r})"))
+        body = self.block(fn.body)
+        if not any(
+            isinstance(n, gast.Name) and n.id == "_size" for s in body for n in gast.walk(s)
+        ):
+            prologue[0] = gast.Expr(prologue[0].value)  # the sizes are checked, not used
         for stmt in prologue:
             gast.copy_location(stmt, fn)
-        fn.body = prologue + self.block(fn.body)
+        fn.body = prologue + body
         fn.name = name
         fn.decorator_list = []
         return fn
