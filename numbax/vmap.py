@@ -142,10 +142,12 @@ class Batched(Rewritten):
                 return vectorized
             if self.method == "vectorized":
                 raise TransformError(
-                    f"vmap(method='vectorized') of {display_name(self.fun)!r}: {vectorized}. "
-                    "Leave method=None to batch by a loop where needed.",
+                    f"method='vectorized' cannot batch it: {vectorized}. Leave method=None "
+                    "to batch by a loop where needed.",
                     function=display_name(self.fun),
                     transformation="vmap",
+                    filename=vectorized.filename,
+                    lineno=vectorized.lineno,
                 ) from None
         return self.loop(axes)
 
@@ -187,6 +189,8 @@ class Batched(Rewritten):
             )
         except Decline as decline:
             return decline
+        except TransformError as error:  # a source numbax cannot read: the loop calls it
+            return Decline(error.detail)
         if isinstance(self.fun, Jitted):  # vmap(jit(f)): the batched code is compiled
             return Generated(
                 Jitted(generated.function, **self.fun.options), generated.text, generated.source

@@ -262,6 +262,7 @@ def test_what_cannot_be_vectorized_loops(case):
         nx.vmap(fun, method="vectorized")(x)
     assert line in str(error.value)
     assert fun.__name__ in str(error.value)
+    assert f"{__file__}, line " in str(error.value)
 
 
 def test_loop_method_is_kept_when_asked():

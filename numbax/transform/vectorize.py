@@ -89,8 +89,8 @@ def vectorize(
 def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
     line = getattr(node, "lineno", None)
     if line is None:
-        return Decline(reason)
-    return Decline(f"{reason} (line {line}: {source.line(line)})")
+        return Decline(reason, source.filename)
+    return Decline(f"{reason} (line {line}: {source.line(line)})", source.filename, line)
 
 
 class _Vectorizer:
@@ -149,7 +149,7 @@ class _Vectorizer:
                 new = self.statement(stmt)
                 out += new if isinstance(new, list) else [new]
             except Decline as decline:
-                if "(line " in str(decline):
+                if decline.filename is not None:
                     raise
                 raise _at(stmt, str(decline), self.source) from None
         return out
@@ -375,9 +375,9 @@ class _Vectorizer:
         """What an assignment's right-hand side gives, and its batched form (None:
         unchanged)."""
         if isinstance(node, gast.Call):
-            target = self.resolver.resolve(node.func)
-            if target is lax.axis_index or target in lax.COLLECTIVES:
-                return self._collective(node, target)
+            callee = self.resolver.resolve(node.func)
+            if callee is lax.axis_index or callee in lax.COLLECTIVES:
+                return self._collective(node, callee)
         op = classify(node, self.resolver)
         if op.kind == COPY:
             if node.id in self.packed:

@@ -31,7 +31,13 @@ import gast
 
 
 class Decline(Exception):
-    """The operation cannot be batched as written (the reason says why): vmap loops."""
+    """The operation cannot be batched as written (the reason says why): vmap loops.
+    ``filename`` and ``lineno``: where, once the statement is known."""
+
+    def __init__(self, reason: str, filename: str | None = None, lineno: int | None = None):
+        super().__init__(reason)
+        self.filename = filename
+        self.lineno = lineno
 
 
 @dataclass(frozen=True)
