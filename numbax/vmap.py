@@ -127,8 +127,7 @@ class Batched(Rewritten):
         values = tuple(bound.arguments.values())
         axes = self._axes(len(args), tuple(kwargs))
         ranks = tuple(
-            rank if rank is None or axis is None else rank - 1
-            for rank, axis in zip(map(rank_of, values), axes, strict=True)
+            _per_example(rank, axis) for rank, axis in zip(map(rank_of, values), axes, strict=True)
         )
         self._last = self.program(axes, ranks)
         return self._last.function(*values)
@@ -164,7 +163,7 @@ class Batched(Rewritten):
         from numbax.transform.resolve import Resolver, local_names
         from numbax.transform.vectorize import vectorize
 
-        if any(r is not None and r < 0 for r in ranks):  # the loop says what is wrong
+        if any(isinstance(r, int) and r < 0 for r in ranks):  # the loop says what is wrong
             return Decline("an argument has no axis to map")
         if all(a is None for a in axes):
             return Decline("no argument is mapped (axis_size alone)")
@@ -229,7 +228,7 @@ class Batched(Rewritten):
         params = self.parameters("vmap")
         axes = self._axes(len(params), ())
         ranks = tuple(
-            rank if rank is None or axis is None else rank - 1
+            _per_example(rank, axis)
             for rank, axis in zip(map(_numba_rank, types), axes, strict=True)
         )
         program = self.program(axes, ranks)
@@ -453,14 +452,24 @@ def _has_dict(axes: Any) -> bool:
     return isinstance(axes, tuple) and any(map(_has_dict, axes))
 
 
-def _numba_rank(numba_type: Any) -> int | None:
-    """The rank of an argument Numba typed (None: not an array or a number)."""
+def _per_example(rank: Any, axis: Any) -> Any:
+    """An argument's rank per example: one less where it is mapped (a mapped tuple is
+    left to the loop)."""
+    if axis is None or rank is None:
+        return rank
+    return rank - 1 if isinstance(rank, int) else None
+
+
+def _numba_rank(numba_type: Any) -> Any:
+    """The rank of an argument Numba typed, as :func:`rank_of` gives it."""
     from numba.core import types
 
     if isinstance(numba_type, types.Array):
         return numba_type.ndim
     if isinstance(numba_type, (types.Number, types.Boolean)):
         return 0
+    if isinstance(numba_type, types.BaseTuple):
+        return tuple(_numba_rank(t) for t in numba_type.types)
     return None
 
 

@@ -162,6 +162,26 @@ def test_per_example_gradients_of_a_layer_are_vectorized():
     np.testing.assert_allclose(nx.jit(batched)(M, x, y), want, rtol=1e-12)
 
 
+def two_layers(params, x, y):  # shared parameters as a tuple, one a scalar bias
+    w1, b1, w2, b2 = params
+    h = np.tanh(x @ w1 + b1)
+    return np.sum((h @ w2 + b2 - y) ** 2)
+
+
+def test_per_example_gradients_of_tuple_parameters_are_vectorized():
+    params = (RNG.normal(size=(3, 4)), RNG.normal(size=4), RNG.normal(size=(4, 2)), 0.5)
+    x, y = RNG.normal(size=(B, 3)), RNG.normal(size=(B, 2))
+    batched = nx.vmap(nx.grad(two_layers), in_axes=(None, 0, 0))
+    got = batched(params, x, y)
+    assert "vectorized" in batched.source
+    assert "np.broadcast_to(b2," in batched.source  # the shared bias's cotangent per example
+    for i in range(B):
+        for g, w in zip(got, nx.grad(two_layers)(params, x[i], y[i]), strict=True):
+            np.testing.assert_allclose(g[i], w, rtol=1e-12)
+    for g, w in zip(nx.jit(batched)(params, x, y), got, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
+
+
 BATCHED_LOGISTIC = nx.vmap(logistic, in_axes=(None, 0, 0))
 X, Y = RNG.normal(size=(B, 3)), (RNG.random(B) > 0.5).astype(float)
 

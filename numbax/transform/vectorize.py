@@ -59,13 +59,23 @@ __all__ = ["Decline", "rank_of", "vectorize"]
 _SCALARS = (bool, int, float, complex, np.number, np.bool_)
 
 
-def rank_of(value: Any) -> int | None:
-    """The rank of a value the vectorized code may meet (None: not an array or number)."""
+def rank_of(value: Any) -> Any:
+    """The rank of a value the vectorized code may meet; for a tuple or list, a tuple of
+    its elements' (None: neither an array nor a number)."""
     if isinstance(value, np.ndarray):
         return value.ndim
     if isinstance(value, _SCALARS):
         return 0
+    if isinstance(value, (tuple, list)):
+        return tuple(rank_of(v) for v in value)
     return None
+
+
+def _described(rank: Any) -> Value:
+    """What is known of an argument the batch shares, of this rank (tuples: each)."""
+    if isinstance(rank, tuple):
+        return Value(None, False, tuple(_described(r) for r in rank))
+    return Value(rank)
 
 
 def vectorize(
@@ -115,8 +125,11 @@ class _Vectorizer:
         for param, axis, rank in zip(params, axes, ranks, strict=True):
             if axis is not None and not isinstance(axis, int):
                 raise Decline(f"argument {param!r} is mapped by a pytree prefix")
-            if rank is None:
-                raise Decline(f"argument {param!r} is not an array or a number")
+            if rank is None or (isinstance(rank, tuple) and axis is not None):
+                raise Decline(f"argument {param!r} is mapped but not an array or a number")
+            if isinstance(rank, tuple):  # a shared tuple of parameters
+                self.env[param] = _described(rank)
+                continue
             self.env[param] = Value(rank, axis is not None)
             if axis is not None and axis % (rank + 1):  # the batch axis goes first
                 order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]

@@ -151,14 +151,21 @@ def _grad_seed(op: BatchOp) -> tuple[str, int | None]:
 
 
 def _unbroadcast(op: BatchOp) -> tuple[str, int | None]:
-    """Both batched and of equal ranks: the batch axes match, so the helper sums the
-    examples' broadcast axes and no other."""
-    rank = op.value("like").rank
-    if op.batched:
-        ranks = (op.value("value").rank, rank)
-        if not (op.is_batched("value") and op.is_batched("like")) or ranks[0] != ranks[1]:
-            raise Decline("a cotangent brought back to an argument the batch shares")
-    return op.replaced({}), rank
+    """Of equal ranks, the batch axes match, so the helper sums the examples' broadcast
+    axes and no other; a shared ``like`` (a parameter's cotangent, per example) is
+    first given the batch axis."""
+    rank, value_rank = op.value("like").rank, op.value("value").rank
+    if not op.batched:
+        return "", rank
+    if not op.is_batched("value") or rank is None or value_rank is None:
+        raise Decline("a shared cotangent brought back to a batched argument")
+    value, like = lift(op.text("value"), op.value("value"), rank), op.text("like")
+    for _ in range(value_rank - rank):  # the example's leading axes broadcasting added
+        value = f"np.sum({value}, axis=1)"
+    if op.is_batched("like"):
+        return f"nxrt.unbroadcast({value}, {like})", rank
+    batched_like = f"np.broadcast_to({like}, {op.text('value')}.shape[:1] + np.shape({like}))"
+    return f"nxrt.unbroadcast({value}, {batched_like})", rank
 
 
 def _outer(u: str, uv, v: str, vv) -> str:
