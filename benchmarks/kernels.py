@@ -98,3 +98,10 @@ def logistic_loss(w, x, y):
     """Binary cross-entropy of one example of logistic regression."""
     p = 1.0 / (1.0 + np.exp(-np.dot(x, w)))
     return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def mlp_example_loss(params, x, y):
+    """Squared error of one example of a one-hidden-layer tanh network."""
+    w1, b1, w2, b2 = params
+    h = np.tanh(x @ w1 + b1)
+    return np.sum((h @ w2 + b2 - y) ** 2)

@@ -43,3 +43,9 @@ def apply_matrix(v):
 def logistic_loss(w, x, y):
     p = 1.0 / (1.0 + jnp.exp(-jnp.dot(x, w)))
     return -(y * jnp.log(p) + (1.0 - y) * jnp.log(1.0 - p))
+
+
+def mlp_example_loss(params, x, y):
+    w1, b1, w2, b2 = params
+    h = jnp.tanh(x @ w1 + b1)
+    return jnp.sum((h @ w2 + b2 - y) ** 2)

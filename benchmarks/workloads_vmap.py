@@ -1,5 +1,5 @@
 """Workloads for ``vmap``: the quickstart's batched matrix-vector product at batch 10
-and 10,000, and per-example gradients of logistic regression.
+and 10,000, and per-example gradients of logistic regression and of a small MLP.
 
 The NumPy peer is the batching written by hand (one matrix product; the per-example
 gradient formula ``(p - y) x``), the Numba peer the same as a compiled loop; JAX's is
@@ -46,6 +46,27 @@ def per_example_numba(w, x, y):
         p = 1.0 / (1.0 + np.exp(-np.dot(x[i], w)))
         out[i] = (p - y[i]) * x[i]
     return out
+
+
+def per_example_mlp_numpy(params, x, y):
+    """Backpropagation of each example's loss, batched by hand."""
+    w1, b1, w2, b2 = params
+    h = np.tanh(x @ w1 + b1)
+    g_out = 2.0 * (h @ w2 + b2 - y)
+    g_a = (g_out @ w2.T) * (1.0 - h * h)
+    return x[:, :, None] * g_a[:, None, :], g_a, h[:, :, None] * g_out[:, None, :], g_out
+
+
+def _per_example_mlp_inputs(quick: bool) -> tuple[Any, ...]:
+    rng = np.random.default_rng(0)
+    n, d = (200 if quick else 2_000), 50
+    params = (
+        rng.standard_normal((d, 32)) / np.sqrt(d),
+        np.zeros(32),
+        rng.standard_normal((32, 3)) / np.sqrt(32),
+        np.zeros(3),
+    )
+    return (params, rng.standard_normal((n, d)), rng.standard_normal((n, 3)))
 
 
 def _batch_inputs(size: int) -> Callable[[bool], tuple[Any, ...]]:
@@ -118,6 +139,17 @@ WORKLOADS = [
             "numbax": _numbax(kernels.logistic_loss, (None, 0, 0), grad=True),
             "jax": _jax("logistic_loss", (None, 0, 0), grad=True),
             "numba": lambda: per_example_numba,
+        },
+        rtol=1e-10,
+    ),
+    PeerWorkload(
+        id="per_example_mlp",
+        description="vmap(grad(mlp_loss), in_axes=(None, 0, 0)), 50-32-3 tanh MLP, 2,000 examples",
+        inputs=_per_example_mlp_inputs,
+        impls={
+            "numpy": lambda: per_example_mlp_numpy,
+            "numbax": _numbax(kernels.mlp_example_loss, (None, 0, 0), grad=True),
+            "jax": _jax("mlp_example_loss", (None, 0, 0), grad=True),
         },
         rtol=1e-10,
     ),
