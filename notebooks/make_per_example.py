@@ -61,6 +61,23 @@ cells = [
         "print('clipped mean gradient (first 5):', clipped_mean[:5])"
     ),
     new_markdown_cell(
+        "## Collectives: the batch inside the per-example function\n\n"
+        "With `axis_name`, the function written for one example can reduce over the "
+        "batch: here each example's gradient is divided by the batch's mean gradient "
+        "norm (`nx.lax.pmean`). The gradient is built in place, JAX style; numbax builds it "
+        "once beforehand. Because the body calls another function, `vmap` batches it by "
+        "its loop over the examples, split at the collective."
+    ),
+    new_code_cell(
+        "def normalized_grad(w, x, y):\n"
+        "    g = nx.grad(logistic_loss)(w, x, y)\n"
+        "    return g / nx.lax.pmean(np.sqrt(np.sum(g * g)), 'batch')\n\n\n"
+        "normalized = nx.jit(nx.vmap(normalized_grad, in_axes=(None, 0, 0), axis_name='batch'))\n"
+        "Gn = normalized(w, X, Y)\n"
+        "np.testing.assert_allclose(Gn, G / np.linalg.norm(G, axis=1).mean(), rtol=1e-12)\n"
+        "print('normalized by the mean norm over the batch:', np.linalg.norm(G, axis=1).mean())"
+    ),
+    new_markdown_cell(
         "## A small MLP\n\n"
         "Parameters as a tuple; the gradient comes back as a tuple of per-example "
         "arrays, each with the batch as its first axis."
