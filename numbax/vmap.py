@@ -23,6 +23,7 @@ function, so ``grad`` of a loss that calls ``vmap``, per-example gradients
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -319,21 +320,21 @@ class Batched(Rewritten):
     def _collective_parts(self) -> list | None:
         """The function's body split at its collectives over ``axis_name`` (None when
         there are none)."""
-        if self.axis_name is None:
-            return None
-        if "parts" not in self.__dict__:
-            from numbax.transform.batching_collectives import has_collectives, split
-            from numbax.transform.normalize import normalize
-            from numbax.transform.resolve import Resolver, local_names
-            from numbax.transform.source import read_function
+        return None if self.axis_name is None else self._parts
 
-            source = read_function(self.fun, "vmap")
-            fn = normalize(source, "vmap")
-            resolver = Resolver(source, local_names(fn))
-            self.parts = None
-            if has_collectives(fn, resolver):
-                self.parts = split(fn, resolver, self.axis_name, display_name(self.fun))
-        return self.parts
+    @functools.cached_property
+    def _parts(self) -> list | None:
+        from numbax.transform.batching_collectives import has_collectives, split
+        from numbax.transform.normalize import normalize
+        from numbax.transform.resolve import Resolver, local_names
+        from numbax.transform.source import read_function
+
+        source = read_function(self.fun, "vmap")
+        fn = normalize(source, "vmap")
+        resolver = Resolver(source, local_names(fn))
+        if not has_collectives(fn, resolver):
+            return None
+        return split(fn, resolver, self.axis_name, display_name(self.fun))
 
     def _split_loop(self, axes: tuple) -> Generated:
         """The loop over the examples, split at each collective (one loop per part)."""
