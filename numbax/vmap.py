@@ -142,8 +142,8 @@ class Batched(Rewritten):
                 return vectorized
             if self.method == "vectorized":
                 raise TransformError(
-                    f"method='vectorized' cannot batch it: {vectorized}. Leave method=None "
-                    "to batch by a loop where needed.",
+                    f"method='vectorized' cannot batch it: {str(vectorized).rstrip('.')}. "
+                    "Leave method=None to batch by a loop where needed.",
                     function=display_name(self.fun),
                     transformation="vmap",
                     filename=vectorized.filename,

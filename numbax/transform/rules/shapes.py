@@ -10,11 +10,18 @@ The adjoints that are not NumPy functions live in ``numba_backend/ad_shapes.py``
 own rules are at the end, so derivative code can be differentiated again.
 """
 
+import gast
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.batch_kinds import BatchOp, Decline
-from numbax.transform.rules.registry import attribute_rule, batching, define, nondifferentiable
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, text
+from numbax.transform.rules.registry import (
+    attribute_rule,
+    batching,
+    define,
+    method_rule,
+    nondifferentiable,
+)
 
 # fmt: off
 #      operation, parameters (NumPy's), [array methods/attributes of the same meaning]
@@ -155,3 +162,33 @@ def _reversed_axes(op: BatchOp) -> tuple[str, int | None]:
 
 
 batching(_reversed_axes, np.transpose, attribute_rule("T"))
+
+
+def _reshaped(op: BatchOp) -> tuple[str, int | None]:
+    """``np.reshape(x, shape)``, ``x.reshape(*shape)``, ``np.ravel(x)``: each example
+    reshaped, the batch axis kept first (from a C-ordered copy where the batch is not
+    one: compiled code reshapes contiguous arrays only)."""
+    given = [p for p in op.bound if p.startswith("shape") and not op.is_none(p)]
+    if op.name == "numpy.ravel":  # also x.ravel(), x.flatten()
+        parts = ["-1"]
+    elif len(given) == 1 and isinstance(op.bound[given[0]], gast.Tuple):
+        parts = [text(e) for e in op.bound[given[0]].elts]
+    elif given and all(op.value(p).rank == 0 for p in given):
+        parts = [op.text(p) for p in given]  # reshape(a, 6), x.reshape(2, 3)
+    else:
+        parts = None  # a tuple in a variable: its length is the rank, if known
+    elements = op.value(given[0]).elements if parts is None and len(given) == 1 else None
+    rank = len(parts) if parts is not None else None if elements is None else len(elements)
+    if not op.batched:
+        return "", rank
+    if rank is None or op.constant("order") not in (None, "C"):
+        raise Decline(f"{op.name} to a shape of unknown length, or in Fortran order")
+    a = op.text("a")
+    if parts is None:
+        shape = f"({a}.shape[0],) + {op.text(given[0])}"
+    else:
+        shape = f"({', '.join([f'{a}.shape[0]', *parts])})"
+    return f"np.reshape(np.ascontiguousarray({a}), {shape})", rank
+
+
+batching(_reshaped, np.reshape, method_rule("reshape"), np.ravel)
