@@ -69,6 +69,10 @@ def reshaped(x):  # each example reshaped; the batch axis kept first
     return x.reshape(-1) * 2.0, np.reshape(x, (2, 6)), np.ravel(x.T), x.reshape(6, 2).sum(axis=1)
 
 
+def joined(x, y):  # a shared array joined to batched ones is repeated over the batch
+    return np.concatenate((x, M[0], y), axis=0) * 2.0, np.stack((x, y), axis=1), np.stack((x, M[1]))
+
+
 def shape_of_example(x):
     return x * x.shape[0] + len(x)
 
@@ -100,6 +104,7 @@ CASES = {
     "accumulator": (accumulated, (V3, 3), (0, None), 0),
     "shape of an example": (shape_of_example, (RNG.normal(size=(B, 4)),), 0, 0),
     "reshape": (reshaped, (RNG.normal(size=(3, 4, B)),), 2, 0),
+    "concatenate and stack": (joined, (V3, RNG.normal(size=(B, 3))), 0, 0),
     "out_axes": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, (1, 0, 0, 0, 2)),
     "shared output repeated": (shared_output, (V3, M), (0, None), 0),
 }
@@ -119,7 +124,7 @@ def test_vectorized_equals_the_loop(case):
 
 JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
-JIT_CASES += ["accumulator", "reshape"]
+JIT_CASES += ["accumulator", "reshape", "concatenate and stack"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)

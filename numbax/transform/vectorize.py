@@ -134,7 +134,7 @@ class _Vectorizer:
             if axis is not None and axis % (rank + 1):  # the batch axis goes first
                 order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]
                 prologue.append(parse_stmt(f"{param} = np.transpose({param}, {tuple(order)!r})"))
-        body = self.block(fn.body)
+        body = _without_unused_tuples(self.block(fn.body))
         if not any(
             isinstance(n, gast.Name) and n.id == "_size" for s in body for n in gast.walk(s)
         ):
@@ -371,6 +371,14 @@ class _Vectorizer:
             return Value(None, False, tuple(self._global(v) for v in value))
         return Value(rank_of(value))
 
+    def _elements(self, node: gast.expr) -> list[gast.expr] | None:
+        """The element atoms of a tuple written here or packed into a name."""
+        if isinstance(node, gast.Tuple):
+            return list(node.elts)
+        if isinstance(node, gast.Name):
+            return self.packed.get(node.id)
+        return None
+
     def _constant(self, node: gast.expr) -> Any:
         if isinstance(node, gast.Constant):
             return node.value
@@ -517,13 +525,34 @@ class _Vectorizer:
         self, batch_rule: Any, name: str, node: gast.expr, bound: dict[str, gast.expr]
     ) -> tuple[Value, gast.expr | None]:
         values = {param: self._value(atom) for param, atom in bound.items()}
-        batch_op = BatchOp(name, node, bound, values, self._constant)
+        batch_op = BatchOp(name, node, bound, values, self._constant, self._elements)
         result = batch_rule(batch_op)
         source, rank = result[0], result[1]
         batched = result[2] if len(result) > 2 else batch_op.batched
         if not batch_op.batched:
             return Value(rank), None
         return Value(rank, batched), parse(source)
+
+
+def _without_unused_tuples(body: list[gast.stmt]) -> list[gast.stmt]:
+    """``body`` without the tuples that batching rules spelled out element by element
+    (``np.concatenate((x, w), ...)``) and nothing else reads."""
+    loaded = {
+        n.id
+        for s in body
+        for n in gast.walk(s)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    }
+    return [s for s in body if not _unused_tuple(s, loaded)]
+
+
+def _unused_tuple(stmt: gast.stmt, loaded: set[str]) -> bool:
+    return (
+        isinstance(stmt, gast.Assign)
+        and isinstance(stmt.value, gast.Tuple)
+        and isinstance(stmt.targets[0], gast.Name)
+        and stmt.targets[0].id not in loaded
+    )
 
 
 def parse_stmt(source: str) -> gast.stmt:

@@ -83,12 +83,14 @@ class BatchOp:
         bound: dict[str, gast.expr],
         values: dict[str, Value],
         constant: Callable[[gast.expr], Any],
+        elements: Callable[[gast.expr], list[gast.expr] | None] = lambda node: None,
     ) -> None:
         self.name = name
         self.node = node
         self.bound = bound
         self.values = values
         self._constant = constant
+        self._elements = elements
 
     @property
     def batched(self) -> bool:
@@ -115,6 +117,14 @@ class BatchOp:
         if param not in self.bound:
             return None
         return self._constant(self.bound[param])
+
+    def elements(self, param: str) -> list[tuple[str, Value]] | None:
+        """The source and what is known of each element of a tuple argument (None: not
+        a tuple whose elements are known)."""
+        atoms = self._elements(self.bound[param])
+        if atoms is None:
+            return None
+        return list(zip(map(text, atoms), self.value(param).elements or (), strict=True))
 
     def is_none(self, param: str) -> bool:
         """Whether the argument is absent or ``None``."""
@@ -188,6 +198,32 @@ def constructor(shape: str, rank: int | None = None) -> Rule:
         if value.elements is not None:
             return "", len(value.elements)
         return "", 1 if value.rank == 0 else None
+
+    return rule
+
+
+def joined(new_axis: bool) -> Rule:
+    """``np.concatenate`` (``new_axis``: ``np.stack``) of a tuple of arrays along
+    ``axis``: the axis shifted past the batch's, shared arrays repeated over the batch."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        parts = op.elements("arrays")
+        ranks = {v.rank for _, v in parts} if parts else {None}
+        rank = None if len(ranks) != 1 or None in ranks else ranks.pop()
+        out_rank = None if rank is None else rank + new_axis
+        if not op.batched:
+            return "", out_rank
+        if rank is None or parts is None:
+            raise Decline(f"{op.name} of a tuple whose elements are not known")
+        axis = op.constant("axis")
+        if not isinstance(axis, int):
+            raise Decline(f"{op.name} along axis {axis!r}")
+        where = shifted_axis(axis, out_rank, op.name)
+        sources = [
+            s if v.batched else f"np.broadcast_to({s}, (_size,) + np.shape({s}))" for s, v in parts
+        ]
+        function = "np.stack" if new_axis else "np.concatenate"
+        return f"{function}(({', '.join(sources)},), axis={where})", out_rank
 
     return rule
 

@@ -14,7 +14,7 @@ import gast
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.batch_kinds import BatchOp, Decline, text
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, joined, text
 from numbax.transform.rules.registry import (
     attribute_rule,
     batching,
@@ -192,3 +192,5 @@ def _reshaped(op: BatchOp) -> tuple[str, int | None]:
 
 
 batching(_reshaped, np.reshape, method_rule("reshape"), np.ravel)
+batching(joined(new_axis=False), np.concatenate)
+batching(joined(new_axis=True), np.stack)
