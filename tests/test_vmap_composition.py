@@ -79,9 +79,7 @@ def fd_gradient(fun, x, eps=1e-6):
     return grad
 
 
-@pytest.mark.parametrize(
-    "outer", ["grad", "jacfwd", "jacrev", "jit∘grad", "hessian∘jvp"], ids=str
-)
+@pytest.mark.parametrize("outer", ["grad", "jacfwd", "jacrev", "jit∘grad", "hessian∘jvp"], ids=str)
 def test_each_transformation_of_vmap(outer):
     want = fd_gradient(total, XS)
     if outer == "hessian∘jvp":  # a Hessian-vector product through the batched call

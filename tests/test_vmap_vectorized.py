@@ -73,6 +73,10 @@ def joined(x, y):  # a shared array joined to batched ones is repeated over the 
     return np.concatenate((x, M[0], y), axis=0) * 2.0, np.stack((x, y), axis=1), np.stack((x, M[1]))
 
 
+def embedded(token, w):  # a shared table indexed by each example's integer
+    return np.tanh(M[token] @ w) + M[token, 2]
+
+
 def shape_of_example(x):
     return x * x.shape[0] + len(x)
 
@@ -105,6 +109,7 @@ CASES = {
     "shape of an example": (shape_of_example, (RNG.normal(size=(B, 4)),), 0, 0),
     "reshape": (reshaped, (RNG.normal(size=(3, 4, B)),), 2, 0),
     "concatenate and stack": (joined, (V3, RNG.normal(size=(B, 3))), 0, 0),
+    "embedding lookup": (embedded, (np.array([3, 1, 0, 3, 2]), RNG.normal(size=3)), (0, None), 0),
     "out_axes": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, (1, 0, 0, 0, 2)),
     "shared output repeated": (shared_output, (V3, M), (0, None), 0),
 }
@@ -124,7 +129,7 @@ def test_vectorized_equals_the_loop(case):
 
 JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
-JIT_CASES += ["accumulator", "reshape", "concatenate and stack"]
+JIT_CASES += ["accumulator", "reshape", "concatenate and stack", "embedding lookup"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)
@@ -265,6 +270,10 @@ def scalar_accumulator(x):
     return total
 
 
+def gathers_per_example(x):
+    return x[2 - (x[0] > 0)]  # a batched array indexed by a batched index
+
+
 def stores_in_place(x):
     y = np.zeros(3)
     y[0] = x[1]
@@ -276,6 +285,7 @@ DECLINED = {
     "while on a mapped value": (while_on_example, "depends on a mapped value", "while"),
     "call to another function": (calls_a_helper, "a call to another function", "helper(x)"),
     "in-place store": (stores_in_place, "in-place store", "y[0] = x[1]"),
+    "gather": (gathers_per_example, "indexing by a mapped value", "x[2 - (x[0] > 0)]"),
     "scalar accumulator": (scalar_accumulator, "starts as a scalar the batch shares", "for i"),
 }
 

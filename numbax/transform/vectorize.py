@@ -479,7 +479,7 @@ class _Vectorizer:
             return base.elements[position], None
         parts = list(index.elts) if isinstance(index, gast.Tuple) else [index]
         if any(self._mentions_batched(p) for p in parts):
-            raise Decline("indexing by a mapped value (a gather; vmap loops)")
+            return self._gather(node, base, parts)
         rank = base.rank
         for part in parts:
             if isinstance(part, gast.Slice):
@@ -496,6 +496,20 @@ class _Vectorizer:
             return Value(rank), None
         inner = ", ".join(text(p) for p in parts)
         return Value(rank, True), parse(f"{text(node.value)}[:, {inner}]")
+
+    def _gather(
+        self, node: gast.Subscript, base: Value, parts: list[gast.expr]
+    ) -> tuple[Value, gast.expr | None]:
+        """``table[i]`` with ``i`` an integer per example and ``table`` shared (an
+        embedding lookup): NumPy's integer-array indexing puts the batch first, as it
+        is. Other gathers by mapped values are left to the loop."""
+        first = self._value(parts[0])
+        rest = [self._value(p) for p in parts[1:] if not isinstance(p, gast.Slice)]
+        if base.batched or not first.batched or first.rank != 0 or base.rank is None:
+            raise Decline("indexing by a mapped value (a gather; vmap loops)")
+        if any(v.batched or v.rank != 0 for v in rest):
+            raise Decline("indexing by a mapped value and by arrays (a gather; vmap loops)")
+        return Value(base.rank - 1 - len(rest), True), None
 
     def _rule(self, op: Any, node: gast.expr) -> tuple[Value, gast.expr | None]:
         if isinstance(node, gast.Attribute) and node.attr in ("shape", "ndim"):
