@@ -146,5 +146,15 @@ def test_a_collective_in_a_branch_on_mapped_values_is_refused():
             x = x - nx.lax.pmean(x, "i")
         return x
 
-    with pytest.raises(nx.TransformError, match="inside a branch, a loop"):
+    with pytest.raises(nx.TransformError, match="inside a branch, a loop") as error:
         nx.vmap(nested, axis_name="i")(X)
+    assert f"{__file__}, line " in str(error.value)
+
+
+def test_the_axis_name_may_be_a_keyword():
+    def centred(x):
+        return x - nx.lax.pmean(x, axis_name="i")
+
+    for method in METHODS:
+        got = nx.vmap(centred, axis_name="i", method=method)(X)
+        np.testing.assert_allclose(got, X - X.mean(0), rtol=1e-12)

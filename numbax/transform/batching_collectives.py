@@ -79,12 +79,13 @@ def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str
                 _check_name(node, axis_name, display, resolver)
             elif found is not None:
                 raise TransformError(
-                    f"{display}: a collective inside a branch, a loop or an expression "
-                    f"(line {getattr(stmt, 'lineno', '?')}) cannot be batched by a loop over "
-                    "the examples. Make it a statement of the function's own body, or let "
-                    "vmap vectorize the function.",
+                    "a collective inside a branch, a loop or an expression cannot be "
+                    "batched by a loop over the examples. Make it a statement of the "
+                    "function's own body, or let vmap vectorize the function.",
                     function=display,
                     transformation="vmap",
+                    filename=resolver.source.filename,
+                    lineno=getattr(stmt, "lineno", None),
                 )
         parts[-1].statements.append(stmt)
     _link(parts, [a.id for a in fn.args.args], resolver)
@@ -92,14 +93,17 @@ def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str
 
 
 def _check_name(call: gast.Call, axis_name: Any, display: str, resolver: Resolver) -> None:
-    name = call.args[-1] if call.args else call.keywords[-1].value
+    keywords = {k.arg: k.value for k in call.keywords}
+    name = keywords.get("axis_name", call.args[-1] if call.args else None)
     if not isinstance(name, gast.Constant) or name.value != axis_name:
+        given = text(name) if name is not None else "no axis name"
         raise TransformError(
-            f"{display}: {gast.dump(name) if not isinstance(name, gast.Constant) else name.value!r}"
-            f" is not the axis name of this vmap (axis_name={axis_name!r}); collectives over "
-            "an enclosing vmap's axis are not supported.",
+            f"{given} is not the axis name of this vmap (axis_name={axis_name!r}); "
+            "collectives over an enclosing vmap's axis are not supported.",
             function=display,
             transformation="vmap",
+            filename=resolver.source.filename,
+            lineno=getattr(call, "lineno", None),
         )
 
 
