@@ -197,6 +197,22 @@ def test_per_example_gradients_of_tuple_parameters_are_vectorized():
         np.testing.assert_allclose(g, w, rtol=1e-12)
 
 
+def joined_loss(x, w):
+    z = np.concatenate((x, w * M[0], x * 2.0), axis=0)
+    return np.sum(np.tanh(z) ** 2)
+
+
+@pytest.mark.parametrize("argnum", [0, 1])
+def test_gradients_through_a_concatenation_are_vectorized(argnum):
+    x, w = RNG.normal(size=(B, 3)), RNG.normal(size=3)
+    gradient = nx.grad(joined_loss, argnums=argnum)
+    batched = nx.vmap(gradient, in_axes=(0, None))
+    want = np.stack([gradient(x[i], w) for i in range(B)])
+    np.testing.assert_allclose(batched(x, w), want, rtol=1e-12)
+    assert "vectorized" in batched.source and "nxrt.split_like(" in batched.source
+    np.testing.assert_allclose(nx.jit(batched)(x, w), want, rtol=1e-12)
+
+
 BATCHED_LOGISTIC = nx.vmap(logistic, in_axes=(None, 0, 0))
 X, Y = RNG.normal(size=(B, 3)), (RNG.random(B) > 0.5).astype(float)
 

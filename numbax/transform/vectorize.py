@@ -542,6 +542,8 @@ class _Vectorizer:
         batch_op = BatchOp(name, node, bound, values, self._constant, self._elements)
         result = batch_rule(batch_op)
         source, rank = result[0], result[1]
+        if isinstance(rank, Value):  # a structured result (a tuple of pieces)
+            return rank, parse(source) if batch_op.batched else None
         batched = result[2] if len(result) > 2 else batch_op.batched
         if not batch_op.batched:
             return Value(rank), None

@@ -14,7 +14,7 @@ import gast
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.batch_kinds import BatchOp, Decline, joined, text
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, Value, joined, shifted_axis, text
 from numbax.transform.rules.registry import (
     attribute_rule,
     batching,
@@ -194,3 +194,30 @@ def _reshaped(op: BatchOp) -> tuple[str, int | None]:
 batching(_reshaped, np.reshape, method_rule("reshape"), np.ravel)
 batching(joined(new_axis=False), np.concatenate)
 batching(joined(new_axis=True), np.stack)
+
+
+def _split(op: BatchOp) -> tuple[str, Value]:
+    """The adjoint of a concatenation: each example's cotangent split like the arrays it
+    joined, those the batch shares given the batch axis first."""
+    parts = op.elements("arrays")
+    if parts is None or any(v.rank is None for _, v in parts):
+        if op.batched:
+            raise Decline(f"{op.name} of a tuple whose elements are not known")
+        return "", Value(None)
+    pieces = tuple(Value(v.rank, op.batched) for _, v in parts)
+    if not op.batched:
+        return "", Value(None, False, pieces)
+    axis = op.constant("axis")
+    rank = op.value("value").rank
+    if not isinstance(axis, int) or rank is None or not op.is_batched("value"):
+        raise Decline(f"{op.name} along axis {axis!r}, or of a shared cotangent")
+    likes = [
+        s if v.batched else f"np.broadcast_to({s}, (_size,) + np.shape({s}))" for s, v in parts
+    ]
+    where = shifted_axis(axis, rank, op.name)
+    return f"nxrt.split_like({op.text('value')}, ({', '.join(likes)},), {where})", Value(
+        None, True, pieces
+    )
+
+
+batching(_split, nxrt.split_like)
