@@ -30,7 +30,7 @@ import gast
 
 from numbax import lax
 from numbax.errors import TransformError
-from numbax.transform.batching import INDEX
+from numbax.transform.batching import INDEX, examples_loop
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
 
@@ -178,8 +178,6 @@ def driver_lines(
 ) -> tuple[list[str], dict[str, tuple[str, Any]]]:
     """The driver's lines between the size and the final part's loop, and where each
     value the final part needs is: ``(expression, axis)``."""
-    from numbax.transform.batching import examples_loop
-
     where: dict[str, tuple[str, Any]] = dict(
         zip(params, zip(params, axes, strict=True), strict=True)
     )

@@ -27,7 +27,7 @@ import numpy as np
 
 from numbax import lax
 from numbax.transform import rules
-from numbax.transform.ad_common import RUNTIME
+from numbax.transform.batching import size_expression
 from numbax.transform.operations import (
     CALL,
     CONSTANT,
@@ -50,6 +50,7 @@ from numbax.transform.rules.batch_kinds import (
     Value,
     elementwise,
     parse,
+    repeated,
     text,
 )
 from numbax.transform.source import FunctionSource
@@ -121,7 +122,8 @@ class _Vectorizer:
         fn = copy.deepcopy(self.fn)
         params = [a.id for a in fn.args.args]
         self.out_axes = out_axes
-        prologue = [self._size_check(fn.name, params, axes)]
+        size = size_expression(fn.name, params, axes, None)
+        prologue = [parse_stmt(f"_size = {size}")]
         for param, axis, rank in zip(params, axes, ranks, strict=True):
             if axis is not None and not isinstance(axis, int):
                 raise Decline(f"argument {param!r} is mapped by a pytree prefix")
@@ -145,14 +147,6 @@ class _Vectorizer:
         fn.name = name
         fn.decorator_list = []
         return fn
-
-    def _size_check(self, name: str, params: list[str], axes: tuple) -> gast.stmt:
-        mapped = [(p, a) for p, a in zip(params, axes, strict=True) if a is not None]
-        args = "".join(f"{p}, " for p, _ in mapped)
-        axes_text = "".join(f"{a!r}, " for _, a in mapped)
-        names = "".join(f"{p!r}, " for p, _ in mapped)
-        call = f"{RUNTIME}.batch_size({name!r}, ({args}), ({axes_text}), ({names}))"
-        return parse_stmt(f"_size = {call}")
 
     # -- statements ---------------------------------------------------------------------
     def block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
@@ -257,8 +251,7 @@ class _Vectorizer:
         if value.rank is None:
             raise Decline("an output whose rank is not known")
         if not value.batched:  # the same for every example: repeated over the batch
-            shape = "_size" if value.rank == 0 else f"(_size,) + np.shape({source})"
-            source = f"np.ascontiguousarray(np.broadcast_to({source}, {shape}))"
+            source = f"np.ascontiguousarray({repeated(source)})"
         where = axis % (value.rank + 1)
         if where:
             order = [*range(1, where + 1), 0, *range(where + 1, value.rank + 1)]

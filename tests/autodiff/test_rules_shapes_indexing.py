@@ -73,6 +73,8 @@ SHAPES = [
     case("vstack", lambda a, b: np.vstack((a, b)) * 2, M, M2, jit=True),
     case("vstack-2d-1d", lambda a, b: np.vstack((a, b)) * 2, M, M2[0]),
     case("vstack-1d", lambda a, b: np.vstack([a, b]) * 2, V, 3 * V),
+    case("ascontiguousarray", lambda x: np.ascontiguousarray(x.T) * 2, M, jit=True),
+    case("ascontiguousarray-scalar", lambda x: np.ascontiguousarray(x * 3.0), 0.7),
     case("broadcast_to", lambda x: np.broadcast_to(x, (2, 3, 4)) * 2, M, jit=True),
     case("broadcast_to-stretch", lambda x: np.broadcast_to(x, (3, 4)) * 2, M[:1]),
     case("flip", lambda x: np.flip(x) * 2, X, jit=True),

@@ -72,6 +72,12 @@ def lift(source: str, value: Value, rank: int) -> str:
     return f"{source}[:, {', '.join(['None'] * (rank - value.rank))}]"
 
 
+def repeated(source: str) -> str:
+    """A value the batch shares, repeated over it (a read-only view): for operations
+    whose other operands are batched, or that need a batch-shaped ``like``."""
+    return f"np.broadcast_to({source}, (_size,) + np.shape({source}))"
+
+
 class BatchOp:
     """One operation to batch: its bound arguments (rule parameter → atom node) with
     what is known of each."""
@@ -219,9 +225,7 @@ def joined(new_axis: bool) -> Rule:
         if not isinstance(axis, int):
             raise Decline(f"{op.name} along axis {axis!r}")
         where = shifted_axis(axis, out_rank, op.name)
-        sources = [
-            s if v.batched else f"np.broadcast_to({s}, (_size,) + np.shape({s}))" for s, v in parts
-        ]
+        sources = [s if v.batched else repeated(s) for s, v in parts]
         function = "np.stack" if new_axis else "np.concatenate"
         return f"{function}(({', '.join(sources)},), axis={where})", out_rank
 

@@ -12,6 +12,7 @@ from numbax.transform.rules.batch_kinds import (
     elementwise,
     lift,
     matrix_product,
+    repeated,
     same_shape,
     shifted_axis,
 )
@@ -164,8 +165,7 @@ def _unbroadcast(op: BatchOp) -> tuple[str, int | None]:
         value = f"np.sum({value}, axis=1)"
     if op.is_batched("like"):
         return f"nxrt.unbroadcast({value}, {like})", rank
-    batched_like = f"np.broadcast_to({like}, {op.text('value')}.shape[:1] + np.shape({like}))"
-    return f"nxrt.unbroadcast({value}, {batched_like})", rank
+    return f"nxrt.unbroadcast({value}, {repeated(like)})", rank
 
 
 def _outer(u: str, uv, v: str, vv) -> str:

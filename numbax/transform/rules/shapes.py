@@ -14,7 +14,16 @@ import gast
 import numpy as np
 
 from numbax.numba_backend import runtime as nxrt
-from numbax.transform.rules.batch_kinds import BatchOp, Decline, Value, joined, shifted_axis, text
+from numbax.transform.rules.batch_kinds import (
+    BatchOp,
+    Decline,
+    Value,
+    joined,
+    repeated,
+    same_shape,
+    shifted_axis,
+    text,
+)
 from numbax.transform.rules.registry import (
     attribute_rule,
     batching,
@@ -63,6 +72,9 @@ define(np.atleast_1d, "a",
 define(np.atleast_2d, "a",
        jvp="np.atleast_2d(da)",
        vjp="nxrt.reshape_like(g, a)")
+define(np.ascontiguousarray, "a, dtype=None",
+       jvp="np.ascontiguousarray(da)",
+       vjp="nxrt.unbroadcast(g, a)")
 define(np.broadcast_to, "array, shape, subok=False",
        jvp="np.broadcast_to(darray, shape)",
        vjp="nxrt.unbroadcast(g, array)")
@@ -211,9 +223,7 @@ def _split(op: BatchOp) -> tuple[str, Value]:
     rank = op.value("value").rank
     if not isinstance(axis, int) or rank is None or not op.is_batched("value"):
         raise Decline(f"{op.name} along axis {axis!r}, or of a shared cotangent")
-    likes = [
-        s if v.batched else f"np.broadcast_to({s}, (_size,) + np.shape({s}))" for s, v in parts
-    ]
+    likes = [s if v.batched else repeated(s) for s, v in parts]
     where = shifted_axis(axis, rank, op.name)
     return f"nxrt.split_like({op.text('value')}, ({', '.join(likes)},), {where})", Value(
         None, True, pieces
@@ -221,3 +231,4 @@ def _split(op: BatchOp) -> tuple[str, Value]:
 
 
 batching(_split, nxrt.split_like)
+batching(same_shape("a"), np.ascontiguousarray)
