@@ -844,16 +844,19 @@ def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
 def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     """Variables that may hold tuples or other pytrees (their cotangents add up with
     ``nxrt.tree_add``): built from a display, unpacked, returned by a function that is
-    differentiated by its own derivative, popped, or read by key or field."""
+    differentiated by its own derivative or passed to one (its cotangent comes back in
+    the argument's structure), popped, or read by key or field."""
     names = set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
                 names.add(node.targets[0].id)
-            elif classify(node.value, resolver).kind in (CALL, POP, FIELD):
+            elif (kind := classify(node.value, resolver).kind) in (CALL, POP, FIELD):
                 names.add(node.targets[0].id)
                 if isinstance(node.value, gast.Attribute):
                     names.add(node.value.value.id)
+                if kind == CALL:
+                    names |= {a.id for a in node.value.args if isinstance(a, gast.Name)}
             elif isinstance(node.value, gast.Subscript) and isinstance(node.value.value, gast.Name):
                 key = node.value.slice
                 if isinstance(key, gast.Constant) and isinstance(key.value, str):
