@@ -1,20 +1,23 @@
 """Read a Python function's source into a gast tree that every transformation starts from.
 
 numbax never traces: it rewrites source. So the first step for any function is to find
-its text (in a module file, a Jupyter/IPython cell, or a nested/lambda definition), parse
-it, drop its decorators (the object we were given is the undecorated function), shift
-line numbers so they are the user's real file lines, and capture what its names refer
-to (globals, closure cells, default values).
+its text (in a module file, a Jupyter/IPython cell, or a nested/lambda definition), make
+sure that text is what the running code was compiled from, take the definition out of it
+(line numbers stay the user's real file lines; decorators are dropped, since the object
+we were given is the undecorated function), and capture what its names refer to
+(globals, closure cells, default values).
 """
 
 from __future__ import annotations
+import __future__
 
 import ast
 import contextlib
+import copy
+import functools
 import inspect
 import linecache
-import re
-import textwrap
+import operator
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,7 +72,12 @@ def describe_file(filename: str) -> str:
 
 
 def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
-    """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read."""
+    """Parse ``func``'s source, or raise :class:`TransformError` saying why it can't be read.
+
+    The text is the one that produced ``func.__code__``: the file is compiled again and
+    its code objects compared with the running one, so two lambdas on one line are told
+    apart by their columns, and a file edited since it was imported is refused instead
+    of being transformed in place of the code that runs."""
     name = display_name(func)
     if hasattr(func, "nested_dispatcher"):  # jit(f): f's source (jit adds no code)
         func = func.fun
@@ -88,18 +96,27 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
             transformation=transformation,
         )
     code = func.__code__
-    try:
-        lines, start = inspect.findsource(code)
-    except (OSError, TypeError) as err:
+    if code.co_flags & _ASYNC_FLAGS:
+        raise TransformError(
+            f"async functions are not supported by numbax.{transformation}: {name!r} is an "
+            "async def (a coroutine). Transform a plain def that computes the value, and "
+            "await around it.",
+            function=name,
+            transformation=transformation,
+            filename=code.co_filename,
+            lineno=code.co_firstlineno,
+            construct="an async def",
+        )
+    text = _file_text(func)
+    if not text:
         raise TransformError(
             f"the source of {name!r} cannot be read (it was probably created by exec or "
             "eval, or its file is gone): define it in a file or a notebook cell.",
             function=name,
             transformation=transformation,
             filename=code.co_filename,
-        ) from err
-    block = inspect.getblock(lines[start:])
-    tree = _parse_definition(func, block, start + 1, transformation)
+        )
+    tree = _parse_definition(func, text, transformation)
     closure = {}
     if func.__closure__:
         for var, cell in zip(code.co_freevars, func.__closure__, strict=True):
@@ -115,81 +132,115 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     )
 
 
-def _parse_definition(
-    func: types.FunctionType, block: list[str], first: int, transformation: str
-) -> gast.FunctionDef:
-    text = textwrap.dedent("".join(block))
-    try:
-        module = ast.parse(text)
-    except SyntaxError:
-        if func.__name__ != "<lambda>":
-            raise
-        # A lambda inside a larger expression (a dict entry, a call spanning lines):
-        # the lines around it are not a statement of their own.
-        module = _parse_lambdas(text)
-    ast.increment_lineno(module, first - 1)
-    node = _find_definition(module, func)
+_ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
+_FUTURE_FLAGS = functools.reduce(
+    operator.or_, (getattr(__future__, f).compiler_flag for f in __future__.all_feature_names)
+)
+
+
+def _file_text(func: types.FunctionType) -> str:
+    """The current text of the file (or notebook cell) ``func`` was compiled from."""
+    filename = func.__code__.co_filename
+    if not (filename.startswith("<") and filename.endswith(">")):
+        linecache.checkcache(filename)  # the file as it is now, not as first read
+    return "".join(linecache.getlines(filename, func.__globals__))
+
+
+def _parse_definition(func: types.FunctionType, text: str, transformation: str) -> gast.FunctionDef:
+    code = func.__code__
+    name = display_name(func)
+    pytest_rewritten = "@py_builtins" in func.__globals__  # a test module pytest rewrote
+    module, compiled = _compile(
+        code.co_filename, text, code.co_flags & _FUTURE_FLAGS, pytest_rewritten
+    )
+    if compiled is None or not any(c == code for c in _code_objects(compiled, code)):
+        raise TransformError(
+            f"the source of {name!r} in {describe_file(code.co_filename)} changed since it "
+            "was imported: the function that runs is not the one the file defines now, so "
+            "numbax cannot read its source. Reload its module (importlib.reload(module)) or "
+            "restart Python, then transform it again.",
+            function=name,
+            transformation=transformation,
+            filename=code.co_filename,
+            lineno=code.co_firstlineno,
+        )
+    node = _find_definition(module, code)
     if node is None:
         raise TransformError(
-            f"could not locate the definition of {display_name(func)!r} in its source",
-            function=display_name(func),
+            f"could not locate the definition of {name!r} in its source",
+            function=name,
             transformation=transformation,
-            filename=func.__code__.co_filename,
-            lineno=first,
+            filename=code.co_filename,
+            lineno=code.co_firstlineno,
         )
+    node = copy.deepcopy(node)  # the parsed module is cached: leave it as it was
     if isinstance(node, ast.Lambda):
-        node = _lambda_to_def(node, func)
+        node = _lambda_to_def(node)
     node.decorator_list = []
-    fn = gast.ast_to_gast(ast.Module(body=[node], type_ignores=[])).body[0]
-    return fn
+    return gast.ast_to_gast(ast.Module(body=[node], type_ignores=[])).body[0]
 
 
-def _parse_lambdas(text: str) -> ast.Module:
-    """Every lambda expression in ``text``, each parsed from its own ``lambda`` keyword
-    to the longest end that parses, with line numbers relative to ``text``."""
-    lambdas = []
-    for match in re.finditer(r"\blambda\b", text):
-        start = match.start()
-        line_offset = text.count("\n", 0, start)
-        tail = text[start:]
-        # A lambda ends where its enclosing construct goes on: try those places, longest
-        # first (`lambda x: a, b` parses as a tuple, so shorter ends are tried too).
-        ends = [len(tail)] + [m.start() for m in re.finditer(r"[,)\]}\n#;]", tail)][::-1]
-        for end in ends:
-            try:
-                expression = ast.parse(tail[:end], mode="eval").body
-            except SyntaxError:
-                continue
-            if isinstance(expression, ast.Lambda):
-                ast.increment_lineno(expression, line_offset)
-                lambdas.append(ast.Expr(expression, lineno=expression.lineno, col_offset=0))
-                break
-    return ast.Module(body=lambdas, type_ignores=[])
+@functools.lru_cache(maxsize=16)
+def _compile(
+    filename: str, text: str, flags: int, pytest_rewritten: bool
+) -> tuple[ast.Module | None, types.CodeType | None]:
+    """The file's syntax tree and its code, compiled as Python compiled it on import."""
+    try:
+        module = ast.parse(text, filename)
+        if not pytest_rewritten:
+            return module, compile(module, filename, "exec", flags=flags, dont_inherit=True)
+        from _pytest.assertion.rewrite import rewrite_asserts
+
+        rewritten = ast.parse(text, filename)
+        rewrite_asserts(rewritten, text.encode(), filename)
+        return module, compile(rewritten, filename, "exec", flags=flags, dont_inherit=True)
+    except (SyntaxError, ValueError):  # edited into text that does not compile
+        return None, None
 
 
-def _find_definition(module: ast.Module, func: types.FunctionType) -> ast.AST | None:
-    """The def or lambda node whose line and parameters match ``func``'s code object."""
-    code = func.__code__
-    params = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
-    is_lambda = func.__name__ == "<lambda>"
+def _code_objects(code: types.CodeType, like: types.CodeType) -> list[types.CodeType]:
+    """The code objects nested in ``code`` with ``like``'s name and first line."""
+    found = []
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == like.co_name and const.co_firstlineno == like.co_firstlineno:
+                found.append(const)
+            found += _code_objects(const, like)
+    return found
+
+
+def _find_definition(module: ast.Module, code: types.CodeType) -> ast.AST | None:
+    """The def or lambda node that compiles to ``code`` (whose text is known to match):
+    the one on its first line whose extent holds every instruction's position."""
     candidates = []
     for node in ast.walk(module):
-        if is_lambda and isinstance(node, ast.Lambda):
-            candidates.append(node)
-        elif not is_lambda and isinstance(node, ast.FunctionDef) and node.name == func.__name__:
-            candidates.append(node)
-    for node in candidates:
-        args = node.args
-        names = tuple(a.arg for a in args.posonlyargs + args.args + args.kwonlyargs)
-        if names != params:
+        if code.co_name == "<lambda>" and isinstance(node, ast.Lambda):
+            first = node.lineno
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+            node.name == code.co_name
+        ):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        else:
             continue
-        first = node.decorator_list[0].lineno if getattr(node, "decorator_list", None) else None
-        if code.co_firstlineno in (node.lineno, first):
-            return node
-    return candidates[0] if len(candidates) == 1 else None
+        if first == code.co_firstlineno:
+            candidates.append(node)
+    positions = [
+        (line, col, end_line, end_col)
+        for line, end_line, col, end_col in code.co_positions()
+        if None not in (line, col, end_line, end_col) and (line, col) != (end_line, end_col)
+    ]
+
+    def holds(node: ast.AST) -> bool:
+        start, end = (node.lineno, node.col_offset), (node.end_lineno, node.end_col_offset)
+        return all(start <= (a, b) and (c, d) <= end for a, b, c, d in positions)
+
+    held = [node for node in candidates if holds(node)]
+    if not held:
+        return None
+    return min(held, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))
 
 
-def _lambda_to_def(node: ast.Lambda, func: types.FunctionType) -> ast.FunctionDef:
+def _lambda_to_def(node: ast.Lambda) -> ast.FunctionDef:
     ret = ast.Return(value=node.body)
     ast.copy_location(ret, node.body)
     fn = ast.FunctionDef(
