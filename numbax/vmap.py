@@ -33,6 +33,7 @@ import numpy as np
 from numbax.errors import TransformError
 from numbax.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.transform.batching import INDEX
+from numbax.transform.names import Namer
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
@@ -252,7 +253,11 @@ class Batched(Rewritten):
         cores (``prange``; each writes its own slice of the batch)."""
         import numba
 
-        from numbax.numba_backend.cpu import compile_helper, typed_per_process
+        from numbax.numba_backend.cpu import (
+            DEFAULT_NUMBA_OPTIONS,
+            compile_helper,
+            typed_per_process,
+        )
 
         key = ("loop", *sorted(options.items()))
         axes = self._axes(len(self.parameters("vmap")), ())
@@ -265,7 +270,8 @@ class Batched(Rewritten):
             function = compile_helper(self.fun, options)
             generated.function.__globals__["_" + super().name] = function
             cache = not typed_per_process([function])
-            self._dispatchers[key] = numba.njit(**{"cache": cache, **options})(generated.function)
+            njit_options = {"cache": cache, **DEFAULT_NUMBA_OPTIONS, **options}
+            self._dispatchers[key] = numba.njit(**njit_options)(generated.function)
             if not cache:
                 self._dispatchers[key].__numbax_typed_per_process__ = True
         return self._dispatchers[key]
@@ -395,8 +401,11 @@ class Batched(Rewritten):
 
         axes = self._axes(len(params), ())
         derivative = callee_derivative(self.fun, mode, positions).function
+        # Parameters of derivative code are often derivative names already (vmap of a
+        # JVP takes ``_d_x``): the new ones must not repeat them.
+        namer = Namer({*params, "_batched_jvp", "_batched_vjp", "_cts", "nxrt"})
         if mode == "jvp":
-            tangents = [tangent_name(params[i]) for i in positions]
+            tangents = [namer.fresh(tangent_name(params[i])) for i in positions]
             batched = Batched(
                 derivative,
                 in_axes=axes + tuple(axes[i] for i in positions),
@@ -425,7 +434,7 @@ class Batched(Rewritten):
             method=self._derivative_method(),
         )
         name = f"vjp_{self.name}"
-        call = ", ".join([*params, "_ct_out"])
+        call = ", ".join([*params, namer.fresh("_ct_out")])
         parts = [
             f"_cts[{k}]" if axes[i] is not None else f"nxrt.batch_sum(_cts[{k}])"
             for k, i in enumerate(positions)

@@ -115,13 +115,13 @@ def from_numba(value: Any) -> Any:
 
 # Numba returns every float scalar as a Python float and every integer as a Python int,
 # so a float32 result would come back as float64. Generated functions return scalars of
-# other dtypes through ``keep_dtype`` as 0-d arrays, which ``scalar_result`` turns into
+# other dtypes through ``keep_dtype`` as 0-d arrays, which ``python_result`` turns into
 # the NumPy scalar of the right dtype (np.float32, np.int32, ...).
 _BOXED_EXACTLY = (types.float64, types.int64, types.complex128, types.boolean)
 
 
 def keep_dtype(value: Any) -> Any:
-    """``value`` unchanged (in Python); see :func:`scalar_result`."""
+    """``value`` unchanged (in Python); see :func:`python_result`."""
     return value
 
 
@@ -139,8 +139,10 @@ def _keep_dtype_numba(value):
     return lambda value: value
 
 
-def scalar_result(value: Any) -> Any:
-    """A 0-d array made by :func:`keep_dtype` becomes a NumPy scalar of its dtype."""
-    if type(value) is np.ndarray and not value.ndim:
-        return value[()]
-    return value
+def python_result(value: Any) -> Any:
+    """What a compiled function's raw result is to its caller: a 0-d array made by
+    :func:`keep_dtype` becomes a NumPy scalar of its dtype, and a pytree of any nesting
+    (a dict of tuples, a tuple of dicts) is rebuilt by :func:`from_numba`."""
+    if type(value) is np.ndarray:
+        return value if value.ndim else value[()]
+    return from_numba(value)

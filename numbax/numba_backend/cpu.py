@@ -24,7 +24,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import CompileError
-from numbax.numba_backend.boundary import scalar_result
+from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.startup import preload_blas_bindings
@@ -40,6 +40,13 @@ NUMBA_OPTIONS = frozenset(
     ["fastmath", "parallel", "boundscheck", "error_model", "nogil", "cache", "inline"]
 )
 """Options passed through to ``numba.njit``."""
+
+DEFAULT_NUMBA_OPTIONS = {"error_model": "numpy"}
+"""What numbax compiles with unless the user says otherwise: NumPy's floating-point
+rules (``1.0 / 0.0`` is ``inf``, ``0.0 / 0.0`` is ``nan``, an integer division by zero is
+0 as NumPy's arrays give), not Numba's default ``error_model="python"``, which raises
+``ZeroDivisionError`` where NumPy returns ``inf`` (the derivative of ``sqrt`` at 0).
+Numba passes the error model on to the overloads and functions the code calls."""
 
 NUMBA_ERRORS = (numba_errors.TypingError, numba_errors.UnsupportedError, numba_errors.LoweringError)
 
@@ -60,7 +67,7 @@ class Compiled:
 
     def __call__(self, *args: Any) -> Any:
         try:
-            return scalar_result(self.dispatcher(*args))
+            return python_result(self.dispatcher(*args))
         except NUMBA_ERRORS as err:
             raise translate_numba_error(err, self) from err
 
@@ -99,7 +106,7 @@ def compile_function(
     python_function.__defaults__ = _remaining_defaults(source.func, fn)
     python_function.__kwdefaults__ = source.func.__kwdefaults__
     typed_per_call = typed_per_process(namespace.values())
-    njit_options = {"cache": not typed_per_call, **options}
+    njit_options = {"cache": not typed_per_call, **DEFAULT_NUMBA_OPTIONS, **options}
     dispatcher = numba.njit(**njit_options)(python_function)
     if typed_per_call:
         dispatcher.__numbax_typed_per_process__ = True

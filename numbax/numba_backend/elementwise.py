@@ -76,7 +76,7 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     if kernel is None:
         return lambda kernel: elementwise(kernel, weak=weak)
     weak_positions = {i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak}
-    scalar = numba.njit(cache=True)(kernel)
+    scalar = numba.njit(cache=True, error_model="numpy")(kernel)  # NumPy: 1/0 is inf
     ufunc = numba.vectorize(cache=True)(kernel)
 
     def apply(*args: Any) -> Any:

@@ -59,6 +59,24 @@ def _reads(node: gast.AST) -> list[str]:
     ]
 
 
+def _contributing(group: list[gast.Assign]) -> list[gast.Assign]:
+    """The statements of ``group`` that its last one (the kernel's result) depends on.
+
+    A kernel's result has the broadcast shape of all its inputs, so a statement whose
+    value nothing reads must not be fused in: its inputs would broadcast the result (a
+    dead array copy beside an integer copy made the integer an array). Such a statement
+    is dead code, as its value is read neither in the group nor after it."""
+    needed = set(_reads(group[-1].value))
+    kept = [group[-1]]
+    for stmt in reversed(group[:-1]):
+        target = stmt.targets[0].id
+        if target in needed:
+            needed.discard(target)
+            needed.update(_reads(stmt.value))
+            kept.append(stmt)
+    return kept[::-1]
+
+
 class _Fuser:
     def __init__(self, fn: gast.FunctionDef, resolver: Resolver, namer: Namer) -> None:
         self.fn = fn
@@ -147,9 +165,11 @@ class _Fuser:
             outputs |= extra
         out: list[gast.stmt] = []
         for group in groups:
-            stmts = [run[j] for j in group]
-            fusable = len(stmts) > 1 and group[-1] in outputs
-            out += self._kernel_call(stmts) if fusable else stmts
+            if group[-1] not in outputs:  # nothing of it is read: dead, left as it was
+                out += [run[j] for j in group]
+                continue
+            stmts = _contributing([run[j] for j in group])
+            out += self._kernel_call(stmts) if len(stmts) > 1 else stmts
         return out
 
     @staticmethod

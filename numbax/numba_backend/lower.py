@@ -239,8 +239,16 @@ class _Lowerer(gast.NodeTransformer):
         if compiled is RECURSIVE:  # f calls f: by its own name, bound to its dispatcher
             self.bindings[self.fn.name] = RECURSIVE
             return gast.Name(self.fn.name, gast.Load(), None, None)
-        self.bindings[func_node.id] = compiled
-        return func_node
+        name = func_node.id
+        if name == self.fn.name:
+            # The generated function's own definition would replace this binding in the
+            # module (``jit(f)`` where ``f`` calls ``f``): bind the callee apart.
+            taken = {n.id for n in gast.walk(self.fn) if isinstance(n, gast.Name)}
+            name = f"{name}_compiled"
+            while name in taken or name in self.bindings:
+                name += "_"
+        self.bindings[name] = compiled
+        return gast.Name(name, gast.Load(), None, None)
 
 
 def _elementwise_decorator(weak: list[str] | None) -> gast.expr:

@@ -1029,7 +1029,7 @@ def _einsum_impl(subscripts: str, ops: tuple[types.Array, ...]) -> Any:
     # A (batched) matrix product: batch letters first, then a's free letters, then b's.
     general = _Code("def impl(op0, op1):")
     _einsum_loops(terms, output, dtypes, general)
-    loops = numba.njit(general.compile("einsum"))
+    loops = numba.njit(error_model="numpy")(general.compile("einsum"))
     a, b = terms
     batch = [c for c in output if c in a and c in b]
     left = [c for c in a if c in output and c not in b]

@@ -205,7 +205,7 @@ def _compile(source: str, name: str, namespace: dict[str, Any], jit: bool = True
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope = {**_HELPERS, **namespace}
     exec(compile(source, filename, "exec"), scope)
-    return numba.njit(scope[name]) if jit else scope[name]
+    return numba.njit(error_model="numpy")(scope[name]) if jit else scope[name]
 
 
 # ---------------------------------------------------------------------------------------
