@@ -23,7 +23,7 @@ from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _callable_identity, _fingerprint
 from numbax.transform.ad_common import RUNTIME, derivative_name
-from numbax.transform.source import display_name, read_function
+from numbax.transform.source import display_name, read_function, refuse_variadic
 from numbax.transformed import Generated
 
 
@@ -117,16 +117,8 @@ class Rewritten(ABC):
 
     def parameters(self, transformation: str) -> list[str]:
         """The positional parameters; anything else cannot be called from derivative code."""
-        params = inspect.signature(self.fun).parameters.values()
-        if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
-            raise TransformError(
-                f"{display_name(self.fun)!r} has *args, **kwargs or keyword-only parameters; "
-                "a function with a custom derivative rule or a checkpoint takes positional "
-                "parameters only. Wrap it in one that does.",
-                function=display_name(self.fun),
-                transformation=transformation,
-            )
-        return [p.name for p in params]
+        refuse_variadic(self.fun, transformation, keyword_only=True)
+        return list(inspect.signature(self.fun).parameters)
 
     def __numbax_derivative__(self, mode: str, positions: tuple[int, ...]) -> Generated:
         """The JVP (``mode="jvp"``: ``(args, tangents at positions) -> (out, tangent)``)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import functools
 import inspect
 import types
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -23,23 +24,39 @@ import numpy as np
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
-from numbax.codegen.load import load_module, module_name
+from numbax.codegen.load import live_function, load_module, module_name
 from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _fingerprint
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.normalize import normalize
-from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 
 @dataclass
 class Generated:
-    """One generated function and the module text it lives in."""
+    """One generated function and the module text it lives in.
+
+    ``depends`` holds what the generation relied on in the user's free names (see
+    :func:`_token`), ``callees`` the generated functions it calls: when they no longer
+    hold, the function is generated again (:meth:`current`)."""
 
     function: types.FunctionType
     text: str
     source: FunctionSource  # what it was generated from
+    depends: tuple[tuple[str, Any], ...] = ()
+    callees: tuple[Generated, ...] = ()
+
+    def current(self) -> bool:
+        """Whether the user's names still denote what this function was generated for:
+        the same functions and modules, and values of the same kind (a float rebound
+        to another float is read by the running code; a helper rebound to another
+        function needs its own derivative)."""
+        for name, token in self.depends:
+            if _current_token(self.source, name) != token:
+                return False
+        return all(callee.current() for callee in self.callees)
 
 
 Builder = Callable[[gast.FunctionDef, FunctionSource, "Derivatives"], gast.FunctionDef]
@@ -64,6 +81,7 @@ class Derivatives:
         self.taken = taken  # the names its source uses
         self.bindings: dict[str, Any] = {}
         self.names: dict[Any, str] = {}  # derivative function → its name here
+        self.generated: list[Generated] = []  # what the bindings were generated as
 
     def __call__(self, callee: Any, mode: str, positions: tuple[int, ...]) -> str:
         from numbax.api import Jitted
@@ -85,6 +103,7 @@ class Derivatives:
         value = derived.function
         if value in self.names:
             return self.names[value]
+        self.generated.append(derived)
         name = f"_{mode}_{derived.source.name.lstrip('_')}"
         if name in self.bindings:  # the same function, w.r.t. other arguments
             name += "_wrt_" + "_".join(map(str, positions))
@@ -100,6 +119,9 @@ class Derivatives:
 
 _generated: dict[tuple, Generated] = {}
 _building: dict[tuple, str] = {}  # being generated → the name it will have
+_of_function: weakref.WeakKeyDictionary[types.FunctionType, Generated] = (
+    weakref.WeakKeyDictionary()
+)  # a generated function → how it was generated
 
 
 def generate(
@@ -111,17 +133,24 @@ def generate(
     note: str = "",
 ) -> Generated:
     """The function ``build`` makes from ``fun``'s normalized source (cached per
-    ``(fun, transformation, key)``), loaded from a module in the cache directory;
-    ``note``: more lines for its header comment.
+    ``(fun, transformation, key)`` while the names it reads denote what they did),
+    loaded from a module in the cache directory; ``note``: more lines for its header
+    comment.
 
     ``name`` gives the generated function's name from the source, for a function that
-    may call itself (:class:`RecursiveDerivative`)."""
+    may call itself (:class:`RecursiveDerivative`).
+
+    The generated function reads the user's globals and closure cells when it runs, as
+    the user's function does (Python's eager semantics, and JAX's for un-jitted
+    transformations); ``jit`` compiles it with the values of the moment instead."""
     cache = (_identity(fun), transformation, key)
-    if cache in _generated:
-        return _generated[cache]
+    cached = _generated.get(cache)
+    if cached is not None and cached.current():
+        return cached
     if cache in _building:
         raise RecursiveDerivative(cache, _building[cache])
     source = read_function(fun, transformation)
+    depends = _dependencies(source)
     fn = normalize(source, transformation)
     derivatives = Derivatives(cache, frozenset(_names(fn)))
     if name is not None:
@@ -143,15 +172,26 @@ def generate(
         preamble="\n".join(f"# {line}" for line in header.splitlines()),
     )
     resolver = Resolver(source, local_names(tree))
-    namespace = {
-        **_free_bindings(tree, resolver),
+    # Names the user's function reads are read live; only what numbax binds itself is
+    # part of the module (and of its key: a global's value is not baked in).
+    bindings = {
+        **_made_bindings(tree, resolver),
         "np": np,
         RUNTIME: runtime,
         **derivatives.bindings,
     }
-    key_text = cache_key(emitted.text, _fingerprint(namespace))
-    module = load_module(module_name(tree.name, key_text), emitted.text, namespace)
-    generated = Generated(getattr(module, tree.name), emitted.text, source)
+    key_text = cache_key(emitted.text, _fingerprint(bindings))
+    module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
+    function = live_function(module, tree.name, bindings, source.live)
+    origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
+    generated = Generated(
+        function,
+        emitted.text,
+        source,
+        depends,
+        tuple(derivatives.generated) + ((origin,) if origin is not None else ()),
+    )
+    _of_function[function] = generated
     _generated[cache] = generated
     return generated
 
@@ -168,16 +208,77 @@ def _identity(fun: Any) -> Any:
         return id(fun)
 
 
-def _free_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
+def _made_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
+    """Names the transformation bound itself (``nx.vmap(model)`` built once, as
+    ``_vmap_model``): free names of ``fn`` that the user's function cannot read."""
     bound = {}
     for node in gast.walk(fn):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-            value = resolver.lookup(node.id)
-            if value is LOCAL or value is UNRESOLVED:
-                continue
-            if node.id in resolver.source.closure or node.id in resolver.source.globals:
-                bound[node.id] = value
+            if node.id in resolver.source.closure and not _readable(resolver.source, node.id):
+                bound[node.id] = resolver.source.closure[node.id]
     return bound
+
+
+def _readable(source: FunctionSource, name: str) -> bool:
+    try:
+        source.live(name)
+    except KeyError:
+        return False
+    return True
+
+
+def _dependencies(source: FunctionSource) -> tuple[tuple[str, Any], ...]:
+    """Each free name of the user's function with what the transformation relies on."""
+    locals_ = local_names(source.tree)
+    free = {
+        node.id
+        for node in gast.walk(source.tree)
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
+    }
+    return tuple((name, _current_token(source, name)) for name in sorted(free - locals_))
+
+
+class _Same:
+    """A token equal to another only for the very same object."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.value is self.value
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+_UNDEFINED = ("undefined",)
+_VALUED = (int, bool, str, bytes, type(None), np.integer, np.bool_)
+
+
+def _current_token(source: FunctionSource, name: str) -> Any:
+    try:
+        return _token(source.live(name))
+    except KeyError:
+        return _UNDEFINED
+
+
+def _token(value: Any) -> Any:
+    """What a transformation may rely on in a value its function reads: of arrays and
+    floats their kind only (generated code reads them when it runs), of integers,
+    strings and flags their value (they may be axes, shapes or indices), of containers
+    their elements', of anything else (functions, modules, objects) its identity."""
+    if isinstance(value, np.ndarray):
+        return (np.ndarray, value.dtype, value.ndim)
+    if isinstance(value, (float, complex, np.inexact)):
+        return type(value)
+    if isinstance(value, _VALUED):
+        return (type(value), value)
+    if isinstance(value, (tuple, list)):
+        return (type(value), tuple(map(_token, value)))
+    if type(value) is dict:
+        return (dict, tuple((k, _token(v)) for k, v in value.items()))
+    return _Same(value)
 
 
 class Transformed(ABC):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 from numbax.codegen.cache import generated_dir, write_atomic
@@ -45,3 +46,53 @@ def load_module(name: str, text: str, namespace: dict[str, Any]) -> types.Module
         sys.modules.pop(name, None)
         raise
     return module
+
+
+class LiveNamespace(dict):
+    """The globals of a generated function that runs eagerly: its own bindings (NumPy,
+    numbax's runtime, derivative functions) are held, and every other name is read
+    through ``read`` when the code runs — the user's globals and closure cells as they
+    are at that moment, as the user's own function would read them.
+
+    CPython looks globals up through ``__getitem__`` (hence ``__missing__``) when they are
+    not an exact dict; ``__contains__`` and ``get`` agree with it, so that a later
+    transformation reading this function resolves the same names."""
+
+    def __init__(self, bindings: dict[str, Any], read: Callable[[str], Any]) -> None:
+        super().__init__(bindings)
+        self._read = read
+
+    def __missing__(self, name: str) -> Any:
+        return self._read(name)
+
+    def __contains__(self, name: object) -> bool:
+        if dict.__contains__(self, name):
+            return True
+        try:
+            self._read(name)
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
+def live_function(
+    module: types.ModuleType, name: str, bindings: dict[str, Any], read: Callable[[str], Any]
+) -> types.FunctionType:
+    """``module``'s function ``name``, made again over a :class:`LiveNamespace` of
+    ``bindings`` (which win over what the module holds) and ``read``."""
+    function = getattr(module, name)
+    namespace = LiveNamespace({**vars(module), **bindings}, read)
+    live = types.FunctionType(
+        function.__code__, namespace, function.__name__, function.__defaults__, function.__closure__
+    )
+    live.__kwdefaults__ = function.__kwdefaults__
+    live.__qualname__ = function.__qualname__
+    live.__doc__ = function.__doc__
+    namespace[name] = live  # a recursive function calls itself by this name
+    return live

@@ -12,6 +12,7 @@ from __future__ import annotations
 import __future__
 
 import ast
+import builtins
 import contextlib
 import copy
 import functools
@@ -26,6 +27,8 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
+
+_UNDEFINED = object()
 
 
 @dataclass
@@ -52,11 +55,64 @@ class FunctionSource:
         """Human-readable place of the definition: a file or a notebook cell."""
         return describe_file(self.filename)
 
+    def live(self, name: str) -> Any:
+        """What the free name ``name`` denotes in the running function *now*: its closure
+        cell, else its global, else the builtin (``KeyError`` when none is defined).
+
+        ``closure`` and ``globals`` are what the transformation saw; generated code
+        that runs eagerly reads this instead, as the function itself would."""
+        code = self.func.__code__
+        if name in code.co_freevars and self.func.__closure__:
+            cell = self.func.__closure__[code.co_freevars.index(name)]
+            try:
+                return cell.cell_contents
+            except ValueError:  # not assigned yet
+                raise KeyError(name) from None
+        try:
+            return self.globals[name]
+        except KeyError:
+            builtin = getattr(builtins, name, _UNDEFINED)
+            if builtin is _UNDEFINED:
+                raise
+            return builtin
+
 
 def display_name(func: Any) -> str:
     """``Model.apply`` for a method, ``inner`` for a nested function (no ``<locals>``)."""
     qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
     return qualname.rsplit("<locals>.", 1)[-1]
+
+
+def refuse_variadic(func: Any, transformation: str, keyword_only: bool = False) -> None:
+    """Raise :class:`TransformError` when ``func`` takes ``*args`` or ``**kwargs`` (and,
+    with ``keyword_only``, keyword-only parameters): numbax generates code for named
+    parameters (``argnums`` and ``in_axes`` count them), so the user must name them."""
+    target = inspect.unwrap(getattr(func, "fun", func))
+    try:
+        params = inspect.signature(target).parameters.values()
+    except (TypeError, ValueError):  # no signature: what reads the source says why
+        return
+    refused = {inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+    if keyword_only:
+        refused[inspect.Parameter.KEYWORD_ONLY] = "keyword-only parameters"
+    found = list(dict.fromkeys(refused[p.kind] for p in params if p.kind in refused))
+    if not found:
+        return
+    name = display_name(func)
+    code = getattr(target, "__code__", None)
+    raise TransformError(
+        f"{' and '.join(found)} {'is' if found == ['*args'] else 'are'} not supported by "
+        f"numbax.{transformation}: "
+        f"{name!r} must name each parameter it is given, since argnums and in_axes count "
+        "named positional parameters. Write `def f(x, y)` (or `lambda x, y: ...`), or take "
+        "the values as one tuple parameter and pass a tuple: transformations treat it as a "
+        "pytree.",
+        function=name,
+        transformation=transformation,
+        filename=getattr(code, "co_filename", None),
+        lineno=getattr(code, "co_firstlineno", None),
+        construct=found[0],
+    )
 
 
 def describe_file(filename: str) -> str:
@@ -149,7 +205,8 @@ def _file_text(func: types.FunctionType) -> str:
 def _parse_definition(func: types.FunctionType, text: str, transformation: str) -> gast.FunctionDef:
     code = func.__code__
     name = display_name(func)
-    pytest_rewritten = "@py_builtins" in func.__globals__  # a test module pytest rewrote
+    # A test module pytest rewrote (its own namespace: not a name a generated one reads).
+    pytest_rewritten = dict.__contains__(func.__globals__, "@py_builtins")
     module, compiled = _compile(
         code.co_filename, text, code.co_flags & _FUTURE_FLAGS, pytest_rewritten
     )

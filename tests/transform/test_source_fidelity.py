@@ -162,3 +162,25 @@ def test_a_file_edited_into_a_syntax_error_is_a_change(edited_module):
     edit(MODULE + "\ndef broken(:\n")
     with pytest.raises(nx.TransformError, match="changed since it was imported"):
         nx.grad(module.f)(2.0)
+
+
+def product(*a):
+    return a[0] * a[1]
+
+
+@pytest.mark.parametrize(
+    "call",
+    [lambda: nx.vmap(product)(np.ones(2), np.ones(2))],
+    ids=["vmap"],
+)
+def test_star_args_are_refused_saying_what_to_write(call):
+    with pytest.raises(nx.TransformError) as info:
+        call()
+    message = str(info.value)
+    assert "*args is not supported by numbax." in message
+    assert "def f(x, y)" in message and "tuple" in message
+    assert f"{__file__}, line {product.__code__.co_firstlineno}" in message
+
+
+def test_a_tuple_parameter_is_what_star_args_become():
+    assert nx.grad(lambda a: a[0] * a[1])((2.0, 3.0)) == (3.0, 2.0)
