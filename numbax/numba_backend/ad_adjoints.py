@@ -96,7 +96,8 @@ def tie_weights(a: Any, ans: Any, axis: Any = None, keepdims: bool = False) -> A
         return float(1)
     mask = a == broadcast_reduced(ans, a, axis, keepdims)
     counts = np.sum(mask, axis=axis, keepdims=True)
-    return (mask / np.maximum(counts, 1)).astype(_inexact(a.dtype))
+    none = np.where(counts == 0, np.nan, 1.0)  # a nan extremum: JAX's 0 / 0
+    return (mask / np.maximum(counts, 1) * none).astype(_inexact(a.dtype))
 
 
 def _rows(a: np.ndarray, axis: Any) -> tuple[np.ndarray, Any]:
@@ -680,7 +681,8 @@ def _tie_weights_jit(a, ans, axis=None, keepdims=False):
     def impl(a, ans, axis=None, keepdims=False):
         mask = a == broadcast_reduced(ans, a, axis, keepdims)
         counts = reductions.sum(mask, axis, keepdims=True)
-        return (mask / np.maximum(counts, 1)).astype(cast)
+        none = np.where(counts == 0, np.nan, 1.0)  # a nan extremum: JAX's 0 / 0
+        return (mask / np.maximum(counts, 1) * none).astype(cast)
 
     return impl
 

@@ -6,6 +6,11 @@ statement is left as the user wrote it and costs nothing extra. The analysis is
 flow-insensitive: a name is active if any of its assignments is, which is what a
 variable's one tangent needs (a loop-carried ``acc = 0.0`` becomes active through
 ``acc = acc * x``).
+
+A call made for its effect (``y.fill(v)``, ``y.sort()``, ``np.copyto(y, x)``, a helper
+that writes into its argument) changes values without assigning them, which the
+derivatives cannot follow: when it reads a value that varies and one that is useful,
+the analysis refuses the function rather than letting the change go undifferentiated.
 """
 
 from __future__ import annotations
@@ -15,8 +20,11 @@ from dataclasses import dataclass
 
 import gast
 
-from numbax.transform.operations import CONSTANT, appended, classify
+from numbax.errors import TransformError
+from numbax.transform.operations import CALL, CONSTANT, UNKNOWN, appended, classify, held_globals
 from numbax.transform.resolve import Resolver
+from numbax.transform.rules.batch_kinds import text
+from numbax.transform.source import display_name
 
 
 @dataclass(frozen=True)
@@ -34,17 +42,33 @@ class Activity:
 
 def assignments(body: Iterable[gast.stmt]) -> Iterator[gast.Assign | gast.Expr]:
     """Every assignment and ``stack.append(v)`` in ``body``, nested blocks included."""
-    for stmt in body:
+    for stmt in _statements(body):
         if isinstance(stmt, gast.Assign) or appended(stmt):
             yield stmt
+
+
+def _statements(body: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
+    for stmt in body:
+        yield stmt
         for field in ("body", "orelse"):
-            yield from assignments(getattr(stmt, field, []))
+            yield from _statements(getattr(stmt, field, []))
 
 
 def analyze(
-    fn: gast.FunctionDef, wrt: Iterable[str], outputs: Iterable[str], resolver: Resolver
+    fn: gast.FunctionDef,
+    wrt: Iterable[str],
+    outputs: Iterable[str],
+    resolver: Resolver,
+    transformation: str | None = None,
 ) -> Activity:
-    """Activity of ``fn``'s variables for derivatives of ``outputs`` w.r.t. ``wrt``."""
+    """Activity of ``fn``'s variables for derivatives of ``outputs`` w.r.t. ``wrt``.
+
+    Also records in ``resolver`` the locals that hold a global object, which
+    :func:`~numbax.transform.operations.classify` then sees through (``_np_r_[x, x]``);
+    a call made for its effect on active values raises a :class:`TransformError` naming
+    ``transformation``.
+    """
+    resolver.held = held_globals(fn, resolver)
     edges: list[tuple[set[str], set[str]]] = []  # (sources, targets): targets vary with sources
     for stmt in assignments(fn.body):
         pushed = appended(stmt)
@@ -66,7 +90,42 @@ def analyze(
                 edges.append(({stmt.value.id}, {target.value.id}))
     varied = _closure(set(wrt), edges)
     useful = _closure(set(outputs), [(t, s) for s, t in edges])
+    _refuse_effects(fn, resolver, varied, useful, transformation)
     return Activity(frozenset(varied), frozenset(useful))
+
+
+def _refuse_effects(
+    fn: gast.FunctionDef,
+    resolver: Resolver,
+    varied: set[str],
+    useful: set[str],
+    transformation: str | None,
+) -> None:
+    """Raise for a call statement (other than a tape's append) that may change a value
+    carrying a derivative: one without a rule or a user function, reading a value that
+    varies and one that reaches the output (``y.fill(v)``: ``v`` varies, ``y`` is
+    returned)."""
+    for stmt in _statements(fn.body):
+        if not isinstance(stmt, gast.Expr) or appended(stmt):
+            continue
+        op = classify(stmt.value, resolver)
+        if op.kind not in (UNKNOWN, CALL):
+            continue
+        read = op.differentiable_names()
+        if read & varied and read & useful:
+            what = f"{text(stmt.value.func)}()"
+            raise TransformError(
+                f"{what} is called for its effect on a value that carries a derivative "
+                "(it changes its arguments in place, or may), which numbax cannot "
+                "differentiate: only values that operations return and stores "
+                "(y[i] = v) are followed. Assign the result of a function instead "
+                "(y = np.sort(y), y = np.full_like(y, v), y = x.copy()).",
+                function=display_name(resolver.source.func),
+                transformation=transformation,
+                filename=resolver.source.filename,
+                lineno=getattr(stmt, "lineno", None),
+                construct=what,
+            )
 
 
 def _closure(start: set[str], edges: list[tuple[set[str], set[str]]]) -> set[str]:

@@ -237,7 +237,7 @@ def jvp_function(
     out = ret.value
     resolver = Resolver(source, _locals(fn))
     outputs = [out.id] if isinstance(out, gast.Name) else []
-    activity = analyze(fn, wrt, outputs, resolver)
+    activity = analyze(fn, wrt, outputs, resolver, transformation)
     forward = _Forward(fn, source, resolver, activity, derive, transformation)
     tangent_params = [forward.tangent(p) for p in wrt]
     body = forward.block(fn.body[:-1])

@@ -3,8 +3,15 @@
 ``normalize`` leaves one operation per assignment; :func:`classify` says which: a copy,
 a constant, an operation with a derivative rule (its arguments bound to the rule's
 parameters), a tuple built or indexed, a call to another function that is itself
-differentiated (a user helper, a jitted or transformed function), or a call numbax has
-no rule for.
+differentiated (a user helper, a jitted or transformed function), or an operation numbax
+has no rule for.
+
+Only what is proven derivative-free is a constant: literals, comparisons, globals and
+their attributes, functions declared without derivative. Everything else that numbax
+does not understand (a call, a method, an array attribute or an object indexed like
+``np.r_[x, x]``) is :data:`UNKNOWN`, with every value it reads among its arguments, so
+that the derivative transformations refuse it when one of them carries a derivative,
+instead of taking its result for a constant.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gast
+import numpy as np
 
 from numbax.transform import rules
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
@@ -27,7 +35,11 @@ SUBSCRIPT = "subscript"  # x[index]
 FIELD = "field"  # p.w: a field of a pytree (NamedTuple, registered class)
 POP = "pop"  # v = stack.pop(): the tapes of reverse mode, differentiated again
 CALL = "call"  # a function differentiated by generating its own derivative
-UNKNOWN = "unknown"  # a call without a rule: fine while no argument is active
+UNKNOWN = "unknown"  # no rule: fine while nothing it reads is active
+
+ARRAY_ONLY_ATTRIBUTES = frozenset({"base", "flat", "mT"})
+"""Array attributes without a rule that no pytree field is expected to be called; any
+other attribute of a local without a rule is read as a field of a pytree (``p.w``)."""
 
 
 @dataclass
@@ -52,8 +64,10 @@ class Operation:
             return [self.node.func.value]
         if self.kind == RULE:
             return [self.bound[p] for p in self.rule.differentiable if p in self.bound]
-        if self.kind in (CALL, UNKNOWN):
+        if self.kind == CALL:
             return list(self.node.args) + [k.value for k in self.node.keywords]
+        if self.kind == UNKNOWN:
+            return _read(self.node)
         return []
 
     def differentiable_names(self) -> set[str]:
@@ -62,6 +76,53 @@ class Operation:
 
 _NO_DERIVATIVE_BUILTINS = (len, range, int, bool, isinstance, print, str, type, round)
 _NO_DERIVATIVE_BUILTINS += (AssertionError, ValueError, TypeError, hash, id)
+
+
+def _read(node: gast.expr) -> list[gast.expr]:
+    """Every value an operation without a rule reads: a call's arguments and, for a
+    method, its object (``y.copy()`` reads ``y``); an index and the indexed object."""
+    if isinstance(node, gast.Call):
+        read = list(node.args) + [k.value for k in node.keywords]
+        if isinstance(node.func, gast.Attribute):
+            read.append(node.func.value)
+        return read
+    return [n for n in gast.walk(node) if isinstance(n, gast.Name)]
+
+
+def held_globals(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
+    """The locals of ``fn`` that hold one global object wherever they are read: assigned
+    once, from a global or an attribute of one (``normalize`` names ``np.r_`` before it
+    is indexed: ``_np_r_ = np.r_``)."""
+    params = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    stores: dict[str, int] = {}
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            stores[node.id] = stores.get(node.id, 0) + 1
+    held = {}
+    for stmt in gast.walk(fn):
+        if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
+            continue
+        name = stmt.targets[0].id
+        if name in params or stores.get(name) != 1:
+            continue
+        if isinstance(stmt.value, (gast.Name, gast.Attribute)):
+            target = resolver.resolve(stmt.value)
+            if target is not LOCAL and target is not UNRESOLVED:
+                held[name] = target
+    return held
+
+
+def _global(node: gast.expr, resolver: Resolver) -> Any:
+    """What a name or attribute chain denotes, a local holding a global included."""
+    target = resolver.resolve(node)
+    if target is LOCAL and isinstance(node, gast.Name):
+        return resolver.held.get(node.id, LOCAL)
+    return target
+
+
+# Global objects whose items are data: indexing one by any value gives a constant (an
+# index is an integer, a boolean or a slice, which carry no derivative).
+_DATA = (np.ndarray, np.generic, list, tuple, dict, str, bytes, int, float, complex)
 
 
 def is_transformable_function(target: Any) -> bool:
@@ -89,18 +150,24 @@ def classify(value: gast.expr, resolver: Resolver) -> Operation:
     if isinstance(value, gast.UnaryOp):
         rule = rules.rule_for(UNARY[type(value.op)])
         return Operation(RULE, rule, rule.bind([value.operand], []), node=value)
-    if isinstance(value, (gast.Compare, gast.Set)):
+    if isinstance(value, gast.Compare):
         return Operation(CONSTANT, node=value)
     if isinstance(value, (gast.Tuple, gast.List, gast.Dict)):
         return Operation(PACK, node=value)
     if isinstance(value, gast.Subscript):
-        return Operation(SUBSCRIPT, node=value)
+        base = _global(value.value, resolver)
+        if base is LOCAL or base is UNRESOLVED or isinstance(base, _DATA):
+            return Operation(SUBSCRIPT, node=value)
+        # np.r_[x, y], np.mgrid[0:n]: an object that computes from its index
+        return Operation(UNKNOWN, callee=f"{rules.qualified_name(base)}[...]", node=value)
     if isinstance(value, gast.Attribute):
         if resolver.resolve(value) is LOCAL:  # x.T, x.shape
             rule = rules.attribute_rule(value.attr)
-            if rule is None:  # a field of a NamedTuple or a registered class
-                return Operation(FIELD, node=value)
-            return Operation(RULE, rule, rule.bind([value.value], []), node=value)
+            if rule is not None:
+                return Operation(RULE, rule, rule.bind([value.value], []), node=value)
+            if value.attr in ARRAY_ONLY_ATTRIBUTES:
+                return Operation(UNKNOWN, callee=f".{value.attr}", node=value)
+            return Operation(FIELD, node=value)  # of a NamedTuple or a registered class
         return Operation(CONSTANT, node=value)  # np.pi, np.newaxis, a global's attribute
     if isinstance(value, gast.Call):
         return _classify_call(value, resolver)
@@ -113,18 +180,15 @@ def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:
         if call.func.attr == "pop" and not call.args and isinstance(call.func.value, gast.Name):
             return Operation(POP, node=call)
         rule = rules.method_rule(call.func.attr)
+        method = f".{call.func.attr}()"
         if rule is None:
-            return Operation(UNKNOWN, callee=f".{call.func.attr}()", node=call)
-        return Operation(
-            RULE, rule, rule.bind([call.func.value, *call.args], call.keywords), node=call
-        )
+            return Operation(UNKNOWN, callee=method, node=call)
+        return _ruled(rule, [call.func.value, *call.args], call, method)
+    if target is LOCAL and isinstance(call.func, gast.Name):  # f = np.sin; f(x)
+        target = resolver.held.get(call.func.id, LOCAL)
     rule = rules.rule_for(target)
     if rule is not None:
-        try:
-            bound = rule.bind(call.args, call.keywords)
-        except TypeError:  # a form the rule does not cover, e.g. max(a, b, c)
-            return Operation(UNKNOWN, callee=target, node=call)
-        return Operation(RULE, rule, bound, node=call)
+        return _ruled(rule, call.args, call, target)
     if target is UNRESOLVED or target is LOCAL:
         return Operation(UNKNOWN, callee=target, node=call)
     if any(target is b for b in _NO_DERIVATIVE_BUILTINS):
@@ -132,6 +196,24 @@ def _classify_call(call: gast.Call, resolver: Resolver) -> Operation:
     if is_transformable_function(target):
         return Operation(CALL, callee=target, node=call)
     return Operation(UNKNOWN, callee=target, node=call)
+
+
+def _ruled(rule: rules.Rule, args: list[gast.expr], call: gast.Call, callee: Any) -> Operation:
+    """A call to an operation with a rule, unless it is in a form the rule does not
+    cover (``max(a, b, c)``) or writes into an array (``np.sum(x, out=y)``)."""
+    try:
+        bound = rule.bind(args, call.keywords)
+    except TypeError:
+        return Operation(UNKNOWN, callee=callee, node=call)
+    out = rule.signature.parameters.get("out")
+    written = bound.get("out") if out is not None and out.default is None else None
+    if written is not None and not (isinstance(written, gast.Constant) and written.value is None):
+        return Operation(UNKNOWN, callee=f"{_callee_name(callee)} with out=", node=call)
+    return Operation(RULE, rule, bound, node=call)
+
+
+def _callee_name(callee: Any) -> str:
+    return callee if isinstance(callee, str) else rules.qualified_name(callee)
 
 
 def appended(stmt: gast.stmt) -> tuple[str, gast.expr] | None:

@@ -52,6 +52,9 @@ class Resolver:
     def __init__(self, source: FunctionSource, locals_: set[str] | None = None) -> None:
         self.source = source
         self.locals = local_names(source.tree) if locals_ is None else locals_
+        # locals that hold one global object (``_np_r_ = np.r_``): the derivative
+        # transformations' activity analysis fills this in (operations.held_globals)
+        self.held: dict[str, Any] = {}
 
     def lookup(self, name: str) -> Any:
         """The object a free name denotes: closure, then globals, then builtins."""

@@ -903,7 +903,7 @@ def vjp_function(
     work.body = body
     resolver = Resolver(source, local_names(fn) | local_names(work))
     outputs = [out.id] if isinstance(out, gast.Name) else []
-    activity = analyze(work, wrt, outputs, resolver)
+    activity = analyze(work, wrt, outputs, resolver, transformation)
     reverse = _Reverse(work, source, resolver, activity, derive, namer, transformation)
     reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
     top = _Scope(None, set(_params(fn)), set(_params(fn)))

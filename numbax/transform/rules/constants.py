@@ -20,7 +20,8 @@ nondifferentiable(
     # shapes
     + [np.shape, np.ndim, np.size]
     # integer results: positions, counts
-    + [np.argmax, np.argmin, np.argsort, np.nonzero, np.flatnonzero, np.argwhere]
+    + [np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.flatnonzero]
+    + [np.argwhere]
     + [np.count_nonzero, np.searchsorted]
     # rounding (floor, ceil, round, sign: elementwise.py): piecewise constant
     + [np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside]
@@ -29,8 +30,11 @@ nondifferentiable(
     + [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
     + [np.logical_and, np.logical_or, np.logical_not, np.logical_xor]
     + [np.isclose, np.allclose, np.array_equal, np.all, np.any],
-    methods=["argmax", "argmin", "argsort", "nonzero", "all", "any"],
-    attributes=["shape", "ndim", "size", "dtype"],
+    methods=["argmax", "argmin", "argsort", "argpartition", "nonzero", "searchsorted"]
+    + ["all", "any", "round"],
+    # an array's layout and where it lives: integers, flags, a device
+    attributes=["shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"]
+    + ["flags", "ctypes", "device"],
 )
 
 # fmt: off

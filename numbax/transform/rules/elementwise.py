@@ -128,6 +128,14 @@ define([np.conj, np.conjugate], "x",
 define(np.angle,      "z, deg=False",
        jvp=f"np.imag(dz / z) * ({DEG_PER_RAD} if deg else 1.0)",
        vjp=f"nxrt.unbroadcast(-1j * g / z, z) * ({DEG_PER_RAD} if deg else 1.0)")
+# -- casts to a floating or complex scalar type: the value, in another precision. The
+# cotangent goes back in x's own dtype (the real part, for a real x).
+define(float,         "x", jvp="float(dx)",                   vjp="nxrt.unbroadcast(g, x)")
+define(complex,       "x", jvp="complex(dx)",                 vjp="nxrt.unbroadcast(g, x)")
+define(np.float64,    "x", jvp="np.float64(dx)",              vjp="nxrt.unbroadcast(g, x)")
+define(np.float32,    "x", jvp="np.float32(dx)",              vjp="nxrt.unbroadcast(g, x)")
+define(np.complex128, "x", jvp="np.complex128(dx)",           vjp="nxrt.unbroadcast(g, x)")
+define(np.complex64,  "x", jvp="np.complex64(dx)",            vjp="nxrt.unbroadcast(g, x)")
 # fmt: on
 
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite])
@@ -159,6 +167,7 @@ batching(
     np.logaddexp, np.logaddexp2, np.abs, np.maximum, np.minimum, np.fmax, np.fmin,
     max, min, np.clip, np.real, np.imag, np.conj, np.angle,
     np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite, mul_pow, xlogy,
+    np.float64, np.float32, np.complex128, np.complex64,
 )  # fmt: skip
 
 

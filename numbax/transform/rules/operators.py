@@ -73,7 +73,7 @@ define(np.fmod, "x, y",
 # even at x = 0); the y-term, ans * log(x), only when y carries a derivative (so
 # x ** 2 at x <= 0 never takes a log), and exactly 0 where ans is (0 ** y, y > 0).
 # mul_pow and xlogy: numba_backend/ad_elementwise.py, their rules in elementwise.py.
-define([operator.pow, np.power], "x, y",
+define([operator.pow, np.power, pow], "x, y",
        jvp={"x": "dx * nxrt.mul_pow(y, x, y - 1)", "y": "dy * nxrt.xlogy(ans, x)"},
        vjp={"x": "g * nxrt.mul_pow(y, x, y - 1)",  "y": "g * nxrt.xlogy(ans, x)"}, elementwise=True)
 define([operator.neg, np.negative], "x",

@@ -215,8 +215,15 @@ def qualified_name(target: Any) -> str:
     """``numpy.linalg.norm``, ``operator.mul``: how messages name a function."""
     import numpy as np
 
-    name = getattr(target, "__name__", None) or repr(target)
-    for prefix, namespace in (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)):
+    namespaces = (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft))
+    name = getattr(target, "__name__", None)
+    if not isinstance(name, str):  # an object such as np.r_: found by identity
+        for prefix, namespace in namespaces:
+            for key, value in vars(namespace).items():
+                if value is target and not key.startswith("_"):
+                    return f"{prefix}.{key}"
+        return repr(target)
+    for prefix, namespace in namespaces:
         if getattr(namespace, name, None) is target:
             return f"{prefix}.{name}"
     module = getattr(target, "__module__", None) or ""

@@ -120,6 +120,16 @@ define(np.tril, "m, k=0",
        jvp="np.tril(dm, k)",
        vjp="np.tril(g, k)")
 
+# A copy is the identity, with a tangent of its own (the copy may be written into while
+# the original's tangent is still needed); a cotangent is never written into in place.
+define(np.copy, "a, order='K', subok=False", methods=["copy"],
+       jvp="nxrt.owned(da)",
+       vjp="g")
+# x.item(): the one element as a Python scalar; its cotangent goes back to x's shape.
+define([], "a", name=".item()", methods=["item"],
+       jvp="da.item()",
+       vjp="nxrt.unbroadcast(g, a)")
+
 # x.astype(dtype): a float dtype keeps the derivative, an integer or bool one drops it.
 define([], "x, dtype, order='K', casting='unsafe', subok=True, copy=True",
        name=".astype()", methods=["astype"],
@@ -231,4 +241,4 @@ def _split(op: BatchOp) -> tuple[str, Value]:
 
 
 batching(_split, nxrt.split_like)
-batching(same_shape("a"), np.ascontiguousarray)
+batching(same_shape("a"), np.ascontiguousarray, np.copy, method_rule("copy"))
