@@ -178,3 +178,48 @@ def test_jit_grad_of_a_zero_dimensional_array(dtype):
         assert np.shape(got) == np.shape(eager) == ()
         assert np.asarray(got).dtype == np.asarray(eager).dtype == dtype
         assert got == eager == 4.0
+
+
+# -- float16 -------------------------------------------------------------------------
+
+
+def sum_sin(x):
+    return np.sum(np.sin(x) * 2)
+
+
+def mean_of_rows(x):
+    return np.mean(x, axis=0)
+
+
+def doubled_entry(d):
+    return d["w"] * 2
+
+
+def raises_not_implemented(x):
+    raise NotImplementedError("not yet")
+
+
+@pytest.mark.parametrize(
+    ("fun", "x", "name"),
+    [
+        (sum_sin, np.ones(3, np.float16), "x"),  # Numba fails in lowering
+        (mean_of_rows, np.ones((2, 2), np.float16), "x"),  # Numba fails in typing
+        (doubled_entry, {"w": np.ones(2, np.float16)}, "d"),
+    ],
+)
+def test_float16_is_a_clear_error_naming_the_function_and_argument(fun, x, name):
+    jitted = nx.jit(fun)
+    for _ in range(2):  # the first call, then the fast path of later ones
+        with pytest.raises(nx.CompileError, match=rf"{fun.__name__}.*'{name}' holds float16"):
+            jitted(x)
+    if isinstance(x, np.ndarray):  # float64 first: float16 then meets the fast path
+        jitted = nx.jit(fun)
+        np.testing.assert_allclose(jitted(x.astype(np.float64)), fun(x.astype(np.float64)))
+        with pytest.raises(nx.CompileError, match="float16") as info:
+            jitted(x)
+        assert info.value.__cause__ is not None
+
+
+def test_the_users_own_not_implemented_error_passes_through():
+    with pytest.raises(NotImplementedError, match="not yet"):
+        nx.jit(raises_not_implemented)(np.ones(2))

@@ -143,14 +143,26 @@ def _index_text(ndim: int, axis: int, index: str) -> str:
     return ", ".join(parts) + ("," if ndim == 1 else "")
 
 
+def _rebuild(ty: types.BaseTuple, items: list[str]) -> str:
+    """Source of a tuple of ``items`` of ``ty``'s kind: a NamedTuple (a dict or a
+    registered class at the boundary) stays one, so the caller's structure comes back."""
+    if isinstance(ty, types.BaseNamedTuple):
+        return f"cls({', '.join(items)})"
+    return f"({', '.join(items)}{',' if len(items) == 1 else ''})"
+
+
+def _class(ty: types.BaseTuple) -> Any:
+    return getattr(ty, "instance_class", None)
+
+
 @overload(batch_take)
 def _batch_take_jit(x, i, axis):
     if _needs_literal(axis):
         return lambda x, i, axis: literally(axis)
     if isinstance(x, types.BaseTuple):
-        items = ", ".join(f"batch_take(x[{k}], i, axis)" for k in range(len(x)))
-        source = f"def impl(x, i, axis):\n    return ({items},)\n"
-        return _define(source, "impl", {"batch_take": batch_take})
+        items = [f"batch_take(x[{k}], i, axis)" for k in range(len(x))]
+        source = f"def impl(x, i, axis):\n    return {_rebuild(x, items)}\n"
+        return _define(source, "impl", {"batch_take": batch_take, "cls": _class(x)})
     a = _leaf_axis(x, axis)
     if a is None:
         return lambda x, i, axis: x
@@ -163,9 +175,9 @@ def _batch_empty_jit(first, size, axis):
     if _needs_literal(axis):
         return lambda first, size, axis: literally(axis)
     if isinstance(first, types.BaseTuple):
-        items = ", ".join(f"batch_empty(first[{k}], size, axis)" for k in range(len(first)))
-        source = f"def impl(first, size, axis):\n    return ({items},)\n"
-        return _define(source, "impl", {"batch_empty": batch_empty})
+        items = [f"batch_empty(first[{k}], size, axis)" for k in range(len(first))]
+        source = f"def impl(first, size, axis):\n    return {_rebuild(first, items)}\n"
+        return _define(source, "impl", {"batch_empty": batch_empty, "cls": _class(first)})
     if isinstance(axis, types.NoneType):
         return lambda first, size, axis: first
     value = axis.literal_value
@@ -204,15 +216,23 @@ def _batch_put_jit(out, i, axis, value, name):
     return _define(source, "impl", {})
 
 
+def _mapped_leaves(expr: str, ty: types.Type) -> list[tuple[str, types.Array]]:
+    """(source, type) of each array leaf of an argument mapped by one axis."""
+    if isinstance(ty, types.BaseTuple):
+        return [leaf for k, t in enumerate(ty) for leaf in _mapped_leaves(f"{expr}[{k}]", t)]
+    if not isinstance(ty, types.Array):
+        raise _fail("arguments", f"a mapped argument must be an array under jit, got {ty}")
+    return [(expr, ty)]
+
+
 @overload(batch_size)
 def _batch_size_jit(name, args, axes, params):
     sizes = []
     for k, (arg, axis) in enumerate(zip(args, axes, strict=True)):
         if isinstance(axis, types.NoneType):
             continue
-        if not isinstance(arg, types.Array):
-            raise _fail("arguments", f"a mapped argument must be an array under jit, got {arg}")
-        sizes.append(f"args[{k}].shape[axes[{k}] % {arg.ndim}]")
+        for expr, leaf in _mapped_leaves(f"args[{k}]", arg):  # one axis for a whole pytree
+            sizes.append(f"{expr}.shape[axes[{k}] % {leaf.ndim}]")
     if not sizes:
         raise _fail("arguments", "no argument is mapped: give axis_size")
     checks = "".join(

@@ -13,13 +13,14 @@ import inspect
 import re
 import types
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import gast
 import numba
 import numpy as np
 from numba.core import errors as numba_errors
 
+from numbax import tree_util
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.load import load_module, module_name
@@ -68,8 +69,37 @@ class Compiled:
     def __call__(self, *args: Any) -> Any:
         try:
             return python_result(self.dispatcher(*args))
-        except NUMBA_ERRORS as err:
-            raise translate_numba_error(err, self) from err
+        except CALL_ERRORS as err:
+            explain_failure(err, self, args)
+
+
+CALL_ERRORS = (*NUMBA_ERRORS, NotImplementedError)
+"""What a call of compiled code raises that :func:`explain_failure` explains."""
+
+
+def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn:
+    """Raise what a failed call means to the user: a :class:`CompileError` naming the
+    function and line for Numba's errors, and for a float16 argument (Numba types float16
+    but cannot compile it on the CPU, and says only ``NotImplementedError: float16``, or
+    finds no implementation); any other ``NotImplementedError`` (one the user's code
+    raises) is raised again as it is."""
+    names = list(inspect.signature(compiled.python_function).parameters)
+    for index, arg in enumerate(args):
+        if any(np.asarray(leaf).dtype == np.float16 for leaf in tree_util.tree_leaves(arg)):
+            name = names[index] if index < len(names) else f"#{index}"
+            raise CompileError(
+                f"argument {name!r} holds float16 values, which Numba does not compile on "
+                "the CPU. Cast it to float32 (x.astype(np.float32)) before the call, or call "
+                "the function without jit.",
+                function=display_name(compiled.source.func),
+                transformation="jit",
+                filename=compiled.source.filename,
+                lineno=compiled.source.firstlineno,
+                construct="float16",
+            ) from err
+    if isinstance(err, NUMBA_ERRORS):
+        raise translate_numba_error(err, compiled) from err
+    raise err
 
 
 def compile_function(

@@ -1,0 +1,97 @@
+"""vmap of pytrees and of derivatives, interpreted and under nx.jit, where it once
+crashed or lost the caller's structure."""
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from tests.autodiff.fd import numeric_jacobian
+
+
+def _assert_tree_close(got, want, rtol=1e-12):
+    assert nx.tree_util.tree_structure(got) == nx.tree_util.tree_structure(want)
+    for g, w in zip(nx.tree_util.tree_leaves(got), nx.tree_util.tree_leaves(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=rtol)
+
+
+def affine(d, y):
+    return {"s": d["a"] * y, "t": (d["b"] + y, y)}
+
+
+def _per_example(fun, d, y, shared=()):
+    """The examples one by one: the reference for ``vmap``."""
+    outs = [fun({k: v if k in shared else v[i] for k, v in d.items()}, y[i]) for i in range(len(y))]
+    return nx.tree_util.tree_map(lambda *leaves: np.stack(leaves), *outs)
+
+
+IN_AXES = [0, (0, 0), ({"a": 0, "b": 0}, 0)]
+
+
+@pytest.mark.parametrize("method", ["loop", None])
+@pytest.mark.parametrize("in_axes", IN_AXES, ids=["int", "tuple", "dict"])
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_dict_argument_and_dict_result(in_axes, method, jit):
+    d, y = {"a": np.arange(3.0), "b": np.arange(3.0) * 10}, np.ones(3)
+    batched = nx.vmap(affine, in_axes=in_axes, method=method)
+    batched = nx.jit(batched) if jit else batched
+    for _ in range(2):
+        _assert_tree_close(batched(d, y), _per_example(affine, d, y))
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_dict_in_axes_with_an_unmapped_key(jit):
+    d, y = {"a": np.arange(3.0), "b": np.array([2.0, -1.0])}, np.ones(3)
+
+    def f(d, y):
+        return d["a"] * y + np.sum(d["b"])
+
+    batched = nx.vmap(f, in_axes=({"a": 0, "b": None}, 0))
+    batched = nx.jit(batched) if jit else batched
+    _assert_tree_close(batched(d, y), _per_example(f, d, y, shared=("b",)))
+
+
+def weighted(d, y):
+    return np.sum(d["w x"] * y) + d["_b"]
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_vmap_of_grad_with_dict_in_axes(jit):
+    d = {"_b": np.arange(3.0), "w x": np.arange(6.0).reshape(3, 2)}
+    y = np.linspace(-1.0, 1.0, 6).reshape(3, 2)
+    grads = nx.vmap(nx.grad(weighted), in_axes=({"w x": 0, "_b": 0}, 0))
+    grads = nx.jit(grads) if jit else grads
+    got = grads(d, y)
+    assert set(got) == {"w x", "_b"}
+    np.testing.assert_allclose(got["w x"], y, rtol=1e-12)
+    np.testing.assert_allclose(got["_b"], np.ones(3))
+
+
+def loss(w, x, y):
+    return np.sum((w * x - y) ** 2)
+
+
+def test_jit_vmap_grad_with_argnums_tuple_returns_a_tuple():
+    rng = np.random.default_rng(0)
+    w, xs, ys = rng.normal(size=3), rng.normal(size=(4, 3)), rng.normal(size=(4, 3))
+    per_example = nx.vmap(nx.grad(loss, argnums=(0, 1)), in_axes=(None, 0, 0))
+    eager, jitted = per_example(w, xs, ys), nx.jit(per_example)(w, xs, ys)
+    for got in (eager, jitted):
+        assert isinstance(got, tuple) and len(got) == 2
+        assert got[0].shape == got[1].shape == (4, 3)
+        for i in range(4):
+            for k in (0, 1):
+                want = numeric_jacobian(loss, (w, xs[i], ys[i]), k)
+                np.testing.assert_allclose(got[k][i], want, rtol=1e-6, atol=1e-8)
+
+
+def sin_times_reversed(x):
+    return np.sin(x) * x[::-1]
+
+
+def test_vmap_of_jit_of_jacfwd():
+    xs = np.random.default_rng(1).normal(size=(4, 3))
+    jacobians = nx.vmap(nx.jit(nx.jacfwd(sin_times_reversed)))(xs)
+    assert jacobians.shape == (4, 3, 3)
+    for i in range(4):
+        want = numeric_jacobian(sin_times_reversed, (xs[i],), 0)
+        np.testing.assert_allclose(jacobians[i], want, rtol=1e-6, atol=1e-8)
