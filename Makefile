@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench lint format clean
+.PHONY: demo test bench fuzz lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,14 @@ $(COMPARE): $(STAMP)
 
 bench: $(COMPARE)
 	$(PY) -m benchmarks $(BENCH_ARGS)
+
+# Generated programs through every transformation (tests/fuzz): FUZZ_N programs (10,000
+# by default), e.g. make fuzz FUZZ_N=500 FUZZ_ARGS="--modes eager,vmap --shrink 5"
+FUZZ_N ?= 10000
+FUZZ_ARGS ?=
+
+fuzz: $(STAMP)
+	FUZZ_N=$(FUZZ_N) $(PY) -m tests.fuzz $(FUZZ_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check numbax tests benchmarks
