@@ -42,6 +42,7 @@ from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
 from numbax.numba_backend import reductions
+from numbax.numba_backend.boundary import field_name
 
 _SCALARS = (bool, int, float, complex, np.generic)
 _LEAVES = (np.ndarray, *_SCALARS)
@@ -197,8 +198,17 @@ def index_add(base: np.ndarray, index: Any, value: Any) -> np.ndarray:
             return base._replace(**{index: tree_add(getattr(base, index), value)})
         return _with_field(base, index, value)
     if isinstance(base, (tuple, list)):
-        position = index % len(base)
-        items = [tree_add(e, value) if i == position else e for i, e in enumerate(base)]
+        if isinstance(index, slice):  # layers[:-1]: value holds the slice's cotangents
+            positions = range(len(base))[index]
+            if len(positions) != len(value):
+                raise ValueError(
+                    f"index_add: {len(value)} cotangents for a slice of {len(positions)}"
+                )
+            added = dict(zip(positions, value, strict=True))
+            items = [tree_add(e, added[i]) if i in added else e for i, e in enumerate(base)]
+        else:
+            position = index % len(base)
+            items = [tree_add(e, value) if i == position else e for i, e in enumerate(base)]
         if isinstance(base, list):
             return items
         return type(base)(*items) if hasattr(base, "_fields") else tuple(items)
@@ -220,6 +230,19 @@ def tree_add(a: Any, b: Any) -> Any:
     if _is_leaf(a) and _is_leaf(b):
         return a + b
     return _leafwise(_add_leaf, a, b)
+
+
+def loop_cotangent(ct: Any, x: Any) -> Any:
+    """The cotangent of ``x`` carried into an iteration of a reverse loop: ``ct``
+    itself, or, where ``x`` has another shape in this iteration than ``ct`` has, zeros
+    of x's shape. A cotangent that reaches the iteration has x's shape; one of another
+    shape is the zero the iteration after it left for a variable it redefines (a loop
+    over layers of different widths: ``for W, b in params``)."""
+    if _is_leaf(ct) and _is_leaf(x):
+        return ct if np.shape(ct) == np.shape(x) else zeros_like(x)
+    if tree_util.tree_structure(ct) != tree_util.tree_structure(x):  # a list, grown
+        return zeros_like(x)
+    return tree_util.tree_map(loop_cotangent, ct, x)
 
 
 def owned(x: Any) -> Any:
@@ -451,11 +474,23 @@ def _shape_text(ndim: int) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+def _list_map(func: Any) -> Any:
+    """An implementation that applies ``func`` to each element of a list (the
+    cotangent of a Python list the function builds is a list of the same length)."""
+
+    def impl(x):
+        return [func(e) for e in x]
+
+    return impl
+
+
 def _filled_like(name: str, func: Any, x: Any, value: int) -> Any:
     if _is_none(x):
         return lambda x: None
     if isinstance(x, types.BaseTuple):
         return _tuple_map(name, func, (x,), ["x"])
+    if isinstance(x, types.List):
+        return _list_map(func)
     if isinstance(x, types.Array):
         dtype = x.dtype
         if value == 0:
@@ -612,7 +647,14 @@ def _index_add_jit(base, index, value):
     if isinstance(base, types.BaseNamedTuple) and isinstance(index, types.StringLiteral):
         return _field_index_add(base, index.literal_value)
     if isinstance(base, types.BaseTuple):
-        return _tuple_index_add(base, index)
+        return _tuple_index_add(base, index, value)
+    if isinstance(base, types.List) and isinstance(index, types.Integer):
+
+        def add_to_element(base, index, value):
+            base[index] = tree_add(base[index], value)
+            return base
+
+        return add_to_element
     if not isinstance(base, types.Array):
         raise _fail("index_add", f"base must be an array, got {base}")
     if isinstance(index, types.BaseTuple):
@@ -703,9 +745,17 @@ def _index_add_jit(base, index, value):
     return _define("\n".join(lines) + "\n", "impl", {})
 
 
-def _tuple_index_add(base: types.BaseTuple, index: types.Type) -> Any:
-    """A new tuple: ``base`` with ``value`` added to its element ``index`` (a constant)."""
+def _tuple_index_add(base: types.BaseTuple, index: types.Type, value: types.Type) -> Any:
+    """A new tuple: ``base`` with ``value`` added to its element ``index``: a constant,
+    or, when all elements have one type (a list of layers of one kind, however wide),
+    any integer, such as a loop's index."""
     if not isinstance(index, types.IntegerLiteral):
+        if isinstance(base, types.UniTuple) and isinstance(index, types.Integer):
+            return _uniform_tuple_index_add(len(base))
+        if isinstance(base, types.UniTuple) and isinstance(index, types.SliceType):
+            return _uniform_tuple_slice_add(len(base), value)
+        if not isinstance(index, types.Integer):
+            raise _fail("index_add", f"cannot index the tuple {base} with {index}")
         return lambda base, index, value: numba.literally(index)
     position = index.literal_value % len(base)
     parts = [
@@ -717,8 +767,47 @@ def _tuple_index_add(base: types.BaseTuple, index: types.Type) -> Any:
     )
 
 
-def _field_index_add(base: types.BaseNamedTuple, field: str) -> Any:
-    """A new NamedTuple: ``base`` with ``value`` added to its field ``field``."""
+def _uniform_tuple_index_add(n: int) -> Any:
+    """``base`` with ``value`` added to element ``index`` (known at run time) of a
+    tuple whose elements share one type."""
+    parts = [f"tree_add(base[{i}], value) if k == {i} else base[{i}]" for i in range(n)]
+    source = (
+        "def impl(base, index, value):\n"
+        f"    k = _wrap(index, {n})\n"
+        f"    return ({', '.join(parts)},)\n"
+    )
+    return _define(source, "impl", {"tree_add": tree_add})
+
+
+def _uniform_tuple_slice_add(n: int, value: types.Type) -> Any:
+    """``base`` with the elements of tuple ``value`` added to the elements a slice
+    selects (``layers[:-1]``), for a tuple whose elements share one type."""
+    if not isinstance(value, types.BaseTuple):
+        raise _fail("index_add", f"the cotangent of a slice of a tuple must be a tuple: {value}")
+    if len(value) == 0:
+        return lambda base, index, value: base
+    parts = [f"tree_add(base[{i}], value[j{i}]) if h{i} else base[{i}]" for i in range(n)]
+    lines = [
+        "def impl(base, index, value):",
+        f"    s, e, p = index.indices({n})",
+        f"    if _slice_len(s, e, p) != {len(value)}:",
+        "        raise ValueError('index_add: cotangents do not match the slice')",
+    ]
+    for i in range(n):
+        lines.append(f"    j{i} = ({i} - s) // p")
+        lines.append(f"    h{i} = ({i} - s) % p == 0 and 0 <= j{i} < {len(value)}")
+        lines.append(f"    j{i} = min(max(j{i}, 0), {len(value) - 1})")
+    lines.append(f"    return ({', '.join(parts)},)")
+    return _define("\n".join(lines) + "\n", "impl", {"tree_add": tree_add})
+
+
+def _field_index_add(base: types.BaseNamedTuple, key: str) -> Any:
+    """A new NamedTuple: ``base`` with ``value`` added to the field standing for
+    ``key`` (a field name, or a dict key that is not an identifier: see
+    ``boundary.field_name``)."""
+    field = key if key in base.fields else field_name(key)
+    if field not in base.fields:
+        raise _fail("index_add", f"{base} has no field for the key {key!r}")
     parts = [
         f"tree_add(base[{i}], value)" if name == field else f"base[{i}]"
         for i, name in enumerate(base.fields)
@@ -748,11 +837,36 @@ def _tree_add_jit(a, b):
         return lambda a, b: None
     if isinstance(a, types.BaseTuple):
         return _tuple_map("tree_add", tree_add, (a, b), ["a", "b"])
+    if isinstance(a, types.List) and isinstance(b, types.List):
+
+        def add_lists(a, b):
+            if len(a) != len(b):
+                raise ValueError("tree_add: lists of different lengths")
+            return [tree_add(a[i], b[i]) for i in range(len(a))]
+
+        return add_lists
     if isinstance(a, types.Array | types.Number | types.Boolean) and isinstance(
         b, types.Array | types.Number | types.Boolean
     ):
         return lambda a, b: a + b
     raise _fail("tree_add", f"cannot add {a} and {b}")
+
+
+@overload(loop_cotangent)
+def _loop_cotangent_jit(ct, x):
+    if isinstance(ct, types.BaseTuple):
+        return _tuple_map("loop_cotangent", loop_cotangent, (ct, x), ["ct", "x"])
+    if isinstance(ct, types.List):
+
+        def fit_list(ct, x):
+            if len(ct) != len(x):
+                return zeros_like(x)
+            return [loop_cotangent(ct[i], x[i]) for i in range(len(x))]
+
+        return fit_list
+    if isinstance(ct, types.Array) and isinstance(x, types.Array):
+        return lambda ct, x: ct if ct.shape == x.shape else zeros_like(x)
+    return lambda ct, x: ct
 
 
 @overload(owned)
@@ -761,6 +875,8 @@ def _owned_jit(x):
         return lambda x: x.copy()
     if isinstance(x, types.BaseTuple):
         return _tuple_map("owned", owned, (x,), ["x"])
+    if isinstance(x, types.List):
+        return _list_map(owned)
     if _is_scalar(x) or _is_none(x):
         return lambda x: x
     raise _fail("owned", f"expected an array, a number or a tuple, got {x}")

@@ -101,6 +101,32 @@ def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -
     )
 
 
+def refuse_made_functions(
+    fn: gast.FunctionDef,
+    activity: Any,
+    resolver: Any,
+    source: FunctionSource,
+    mode: str,
+) -> None:
+    """Raise for a call of a function the body made from values that carry a
+    derivative (``f = make(a); y = f(x)``) whose result reaches the output: the
+    derivative flows through the function itself, which numbax cannot read, so the
+    call would silently count as constant in ``a``."""
+    from numbax.transform.activity import assignments
+    from numbax.transform.operations import UNKNOWN, classify
+
+    for stmt in assignments(fn.body):
+        if not isinstance(stmt, gast.Assign) or not isinstance(stmt.value, gast.Call):
+            continue
+        func, target = stmt.value.func, stmt.targets[0]
+        if not isinstance(func, gast.Name) or func.id not in activity.varied:
+            continue
+        targets = {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+        op = classify(stmt.value, resolver)
+        if op.kind == UNKNOWN and targets & activity.useful:
+            raise no_rule_error(op, source, getattr(stmt, "lineno", None), mode)
+
+
 def stored_into(fn: gast.FunctionDef) -> set[str]:
     """The variables ``fn`` stores into (``x[i] = v``): a parameter among them is an
     array of the caller, which derivative code must not change."""

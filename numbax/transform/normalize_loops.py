@@ -7,7 +7,8 @@ and how to compute its k-th element:
 * a sequence (array, list, tuple, anything with ``len`` and ``[k]``): ``_n = len(xs)``,
   then ``x = xs[_i]`` at the top of the body;
 * ``enumerate(it, start)``, ``zip(a, b, ...)`` (length ``min`` of the parts) and
-  ``reversed(seq or range)`` combine those, and tuple targets
+  ``reversed(seq or range)`` combine those (``zip``'s ``strict=True`` checks the
+  lengths, as Python does), and tuple targets
   (``for i, (a, b) in enumerate(zip(xs, ys))``) are bound part by part, never built as
   tuples. ``for i, x in enumerate(xs)`` loops over ``i`` itself.
 
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from numbax.transform.normalize_nodes import builtin_call, const, load, store
+from numbax.transform.normalize_nodes import builtin_call, call, const, if_, load, store
 
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 _DICT_VIEWS = {"items", "keys", "values"}
@@ -55,6 +56,7 @@ class _Enumerate(_Plan):
 @dataclass
 class _Zip(_Plan):
     parts: list[_Plan]
+    strict: bool = False  # zip(..., strict=True): unequal lengths raise ValueError
 
 
 @dataclass
@@ -117,8 +119,10 @@ class LoopLowering:
                 inner = self._plan(args[0])
                 start = args[1] if len(args) == 2 else keywords.get("start")
                 return _Enumerate(inner, None if start is None else self.atom(start))
-        if self.resolves_to(node.func, builtins.zip) and not keywords and args:
-            return _Zip([self._plan(a) for a in args])
+        if self.resolves_to(node.func, builtins.zip) and set(keywords) <= {"strict"} and args:
+            strict = keywords.get("strict", const(False))
+            if isinstance(strict, gast.Constant) and isinstance(strict.value, bool):
+                return _Zip([self._plan(a) for a in args], strict.value)
         if self.resolves_to(node.func, builtins.reversed) and not keywords and len(args) == 1:
             inner = self._plan(args[0])
             if not isinstance(inner, (_Sequence, _Range)):
@@ -144,10 +148,20 @@ class LoopLowering:
             return self.computed("n", builtin_call(self.builtin("len"), span))
         if isinstance(plan, _Zip):
             lengths = [self._length(part) for part in plan.parts]
+            if plan.strict:
+                for other in lengths[1:]:
+                    self._check_equal(lengths[0], other)
             if len(lengths) == 1:
                 return lengths[0]
             return self.computed("n", builtin_call(self.builtin("min"), *lengths))
         return self._length(plan.inner)  # enumerate, reversed
+
+    def _check_equal(self, length: gast.expr, other: gast.expr) -> None:
+        """Raise Python's ValueError of ``zip(..., strict=True)`` unless equal."""
+        differs = self.computed("differs", gast.Compare(length, [gast.NotEq()], [other]))
+        message = const("zip() arguments have different lengths")
+        error = call(load(self.builtin("ValueError")), [message])
+        self.emit(if_(differs.id, [gast.Raise(error, None)]))
 
     def _prepare(self, plan: _Plan) -> None:
         """Compute, before the loop, what the elements need (the last index of reversals)."""

@@ -33,6 +33,7 @@ from numbax.transform.ad_common import (
     derivative_name,
     located,
     no_rule_error,
+    refuse_made_functions,
     runtime_call,
     total,
     zeros_like,
@@ -119,13 +120,18 @@ class _Reverse:
         self.tapes: dict[str, str] = {}
         self.needed = self._needed(fn)
         self.maybe_tuple = _tuple_valued(fn, resolver)
-        # stacks (lists used with append/pop, as the tapes of a reverse sweep being
-        # differentiated again): their cotangent is a stack of the elements' cotangents
+        # stacks (lists used with append/pop: a user's list, or a tape of a reverse
+        # sweep being differentiated again): their cotangent is a list of the elements'
+        # cotangents, which shrinks and grows backwards as the list grew and shrank
         self.stacks = {
             pushed[0]
             for node in gast.walk(fn)
             if (pushed := appended(node)) is not None and pushed[0] in activity
         }
+        # stacks whose cotangent starts as zeros of the list's final value (set once the
+        # primal sweep knows which exist at its end); the others start empty at the top,
+        # and receive cotangents only by their pops and appends
+        self.seeded: set[str] = set()
         # adjoint-sweep state: cotangents that exist here, and those we may update in place
         self.defined: set[str] = set()
         self.owned: set[str] = set()
@@ -312,10 +318,11 @@ class _Reverse:
     def _adjoint_append(self, stack: str, value: gast.expr) -> list[gast.stmt]:
         """``stack.append(v)``: ``v`` gets the cotangent its ``pop`` pushed."""
         pop = gast.Call(gast.Attribute(load(self.cotangent(stack)), "pop", gast.Load()), [], [])
+        undo = [gast.Expr(_method(stack, "pop"))] if stack in self.seeded else []
         if not self.activity.atom(value):
-            return [gast.Expr(pop)]
+            return [gast.Expr(pop), *undo]
         part = self.namer.fresh(f"ct_{value.id.lstrip('_')}_part")
-        return [assign(part, pop), *self._accumulate(value.id, load(part))]
+        return [assign(part, pop), *self._accumulate(value.id, load(part)), *undo]
 
     def _push_cotangent(self, stack: str, value: gast.expr) -> gast.stmt:
         push = gast.Attribute(load(self.cotangent(stack)), "append", gast.Load())
@@ -354,17 +361,22 @@ class _Reverse:
         if isinstance(target, gast.Subscript):
             return self._adjoint_store(stmt, record)
         name = target.id
-        if name in self.stacks:  # stack = []: its cotangent stack lives throughout
+        if name in self.stacks and name not in self.seeded:  # its cotangent lives throughout
             return self._restore(record, target)
         ct = self.cotangent(name) if name in self.activity else None
         op = classify(stmt.value, self.resolver)
+        # v = l.pop() on a user's list: the list gets v back, as the adjoint of
+        # l.append(v) takes it off, so that the adjoint sweep reads the list as it was
+        undo = []
+        if op.kind == POP and op.node.func.value.id in self.seeded:
+            undo.append(gast.Expr(_method(op.node.func.value.id, "append", load(name))))
         if ct is None or ct not in self.defined:
             out = []
             if op.kind == POP and op.node.func.value.id in self.stacks:  # keep it balanced
                 out.append(self._push_cotangent(op.node.func.value.id, zeros_like(target)))
             if ct is not None:
                 self.owned.discard(ct)
-            return out + self._restore(record, target)
+            return out + undo + self._restore(record, target)
         self.defined.discard(ct)  # this value of the variable gets its cotangent here
         self.owned.discard(ct)
         out: list[gast.stmt] = []
@@ -376,7 +388,7 @@ class _Reverse:
         contributions = self._contributions(op, ans, load(ct), line)
         if ans.id != name and any(ans.id in _names(v) for _, v in _flat(contributions)):
             out.append(assign(ans.id, load(name)))  # the new value, read by the rule
-        out += self._restore(record, target)
+        out += undo + self._restore(record, target)
         own = []  # t = t * x: the old t's cotangent starts after the others used g
         for arg, value in contributions:
             if arg is None:
@@ -582,7 +594,10 @@ class _Reverse:
 
         Each iteration must leave the cotangents as it found them: one consumed by a
         definition in the body (its variable gets a new value there, whose cotangent
-        starts at zero in the iteration before) is made zero again at the end.
+        starts at zero in the iteration before) is made zero again at the end. That
+        zero has the shape of this iteration's value; the iteration before, once its
+        values are back, gives it the shape of its own (``nxrt.loop_cotangent``: a loop
+        over layers of different widths).
         """
         carried = self._loop_cotangents(record)
         before = []
@@ -601,18 +616,21 @@ class _Reverse:
             )
             again, records = self.primal([clone(s) for s in record.original_body], scope)
             adjoint = self.adjoint(records)
-            body = _read_by(again, adjoint) + adjoint
         else:
             restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
-            body = self.adjoint(record.body)
-        ending = []
+            again, adjoint = [], self.adjoint(record.body)
+        ending, fitted = [], []
         for ct in carried:
             if ct not in self.defined:
-                ending.append(assign(ct, zeros_like(load(self._variable_of(ct)))))
+                var = self._variable_of(ct)
+                ending.append(assign(ct, zeros_like(load(var))))
+                fitted.append(assign(ct, runtime_call("loop_cotangent", load(ct), load(var))))
             elif ct in entry_owned and ct not in self.owned:
                 ending.append(assign(ct, runtime_call("owned", load(ct))))
         self.defined = entry_defined | (self.defined & set(carried))
         self.owned = entry_owned
+        fitted = located(fitted, line, adjoint=True)
+        body = _read_by(again, fitted + adjoint) + fitted + adjoint
         body = located(restore, line, adjoint=True) + body + located(ending, line, adjoint=True)
         return located(before, line, adjoint=True), body
 
@@ -781,6 +799,11 @@ def _flat(contributions: list) -> list[tuple[str | None, gast.AST]]:
     return out
 
 
+def _method(name: str, method: str, *args: gast.expr) -> gast.Call:
+    """``name.method(args)``."""
+    return gast.Call(gast.Attribute(load(name), method, gast.Load()), list(args), [])
+
+
 def _names(node: gast.AST) -> set[str]:
     return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
@@ -904,11 +927,20 @@ def vjp_function(
     resolver = Resolver(source, local_names(fn) | local_names(work))
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(work, wrt, outputs, resolver, transformation)
+    refuse_made_functions(work, activity, resolver, source, transformation)
     reverse = _Reverse(work, source, resolver, activity, derive, namer, transformation)
-    reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
     top = _Scope(None, set(_params(fn)), set(_params(fn)))
     primal, records = reverse.primal(body, top)
     seed_stmts: list[gast.stmt] = []
+    # a list that exists at the end gets zero cotangents, one per element: the adjoint
+    # of ``l[k]`` adds into element k, that of ``l.append(v)`` pops v's, and that of
+    # ``l = [a, b]`` hands each element its own
+    # (a returned list starts from the output's cotangent, below)
+    reverse.seeded = {s for s in reverse.stacks if s in top.definite}
+    for s in sorted(reverse.seeded - {getattr(out, "id", None)}):
+        seed_stmts.append(assign(reverse.cotangent(s), zeros_like(load(s))))
+    reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
+    reverse.owned |= {reverse.cotangent(s) for s in reverse.seeded}
     ct_out_param = None
     if isinstance(out, gast.Name) and out.id in activity:
         ct = reverse.cotangent(out.id)
@@ -916,7 +948,10 @@ def vjp_function(
             seed_stmts.append(assign(ct, runtime_call("grad_seed", load(out.id))))
         else:
             ct_out_param = namer.fresh("ct_out")
-            seed_stmts.append(assign(ct, load(ct_out_param)))
+            ct_out = load(ct_out_param)
+            if out.id in reverse.stacks:  # a list returned: its adjoint pops the copy
+                ct_out = runtime_call("owned", ct_out)
+            seed_stmts.append(assign(ct, ct_out))
         reverse.defined.add(ct)
     elif seed == "grad":
         seed_stmts.append(gast.Expr(runtime_call("grad_seed", clone(out))))
@@ -929,7 +964,8 @@ def vjp_function(
         results.append(load(ct) if ct in reverse.defined else zeros_like(load(p)))
     tapes = [assign(t, gast.List([], gast.Load())) for t in reverse.tapes.values()]
     tapes += [
-        assign(reverse.cotangent(s), gast.List([], gast.Load())) for s in sorted(reverse.stacks)
+        assign(reverse.cotangent(s), gast.List([], gast.Load()))
+        for s in sorted(reverse.stacks - reverse.seeded)
     ]
     cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
     if returns == "tuple" or tuple_cotangents:

@@ -53,6 +53,8 @@ define(nxrt.batch_sum, "x",
 define(nxrt.batch_broadcast, "value, like",
        jvp={"value": "nxrt.batch_broadcast(dvalue, like)"},
        vjp={"value": "nxrt.batch_sum(g)"})
+define(nxrt.loop_cotangent, "ct, x",
+       jvp={"ct": "nxrt.loop_cotangent(dct, x)"},         vjp={"ct": "nxrt.loop_cotangent(g, ct)"})
 define(nxrt.custom_cotangents, "cts, primals, rule",
        jvp={"cts": "nxrt.custom_cotangents(dcts, primals, rule)"},
        vjp={"cts": "g"})
@@ -244,10 +246,22 @@ def _tie_weights(op: BatchOp) -> tuple[str, int | None]:
     )
 
 
+def _loop_cotangent(op: BatchOp) -> tuple[str, int | None]:
+    """Of a batched cotangent and a batched value, the shapes differ exactly where an
+    example's do (the batch axis is common)."""
+    rank = op.value("x").rank
+    if not op.batched:
+        return "", rank
+    if not (op.is_batched("ct") and op.is_batched("x")):
+        raise Decline("a loop's cotangent carried against a value the batch shares")
+    return op.replaced({}), rank
+
+
 batching(_grad_seed, nxrt.grad_seed)
 batching(_unbroadcast, nxrt.unbroadcast)
 batching(same_shape("args0"), nxrt.zeros_like, nxrt.ones_like)
 batching(same_shape("x"), nxrt.owned)
+batching(_loop_cotangent, nxrt.loop_cotangent)
 batching(_product_adjoint("ct", "a", "b", "a"), nxrt.dot_vjp_a)
 batching(_product_adjoint("ct", "a", "b", "b"), nxrt.dot_vjp_b)
 batching(_product_adjoint("ct", "x", "y", "x"), nxrt.matmul_vjp_x)
