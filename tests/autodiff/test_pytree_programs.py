@@ -13,7 +13,7 @@ import pytest
 
 import numbax as nx
 from numbax import tree_util
-from tests.autodiff.fd import EPS
+from tests.autodiff.fd import EPS, check_jacobians
 
 
 def numeric_grad(f, args: tuple, argnum: int) -> Any:
@@ -141,6 +141,7 @@ def test_list_display_then_appended():
     assert nx.grad(appended_to_a_display)(2.0, 4.0) == 7.0
     check_grad(appended_to_a_display, 2.0, 4.0)
     check_grad(appended_to_a_display, 2.0, 4.0, argnum=1)
+    check_jacobians(appended_to_a_display, 2.0, 4.0)
 
 
 def states_appended(w, h):
@@ -158,6 +159,7 @@ def test_states_appended_read_back_and_popped():
     w, h = np.array([0.5, -0.7]), np.array([0.3, 0.9])
     check_grad(states_appended, w, h)
     check_grad(states_appended, w, h, argnum=1)
+    check_jacobians(states_appended, w, h, jit=False)
 
 
 # -- dicts -------------------------------------------------------------------------------
@@ -218,9 +220,17 @@ def mlp_last_layer_reused(params, x):
     return np.sum(x**2) + np.sum(W**2) + np.sum(b)
 
 
+LAYER_TUPLE = tuple(LAYERS)  # a global list cannot be compiled by Numba; a tuple can
+
+
+def mlp_of_inputs(x):
+    return mlp(LAYER_TUPLE, x)
+
+
 def test_mlp_of_layers_of_different_widths():
     check_grad(mlp, LAYERS, INPUTS)
     check_grad(mlp, LAYERS, INPUTS, argnum=1)
+    check_jacobians(mlp_of_inputs, INPUTS, jit=False)
 
 
 def test_mlp_over_a_slice_of_the_layers():
