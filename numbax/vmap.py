@@ -266,9 +266,8 @@ class Batched(Rewritten):
         ):  # numbax compiles what raw Numba cannot: dicts (records), reductions' axes
             self._dispatchers[key] = compile_helper(self.loop(axes).function, options)
         if key not in self._dispatchers:
-            generated = self.loop(axes, compiled=options)
             function = compile_helper(self.fun, options)
-            generated.function.__globals__["_" + super().name] = function
+            generated = self.loop(axes, compiled=options, callee=function)
             cache = not typed_per_process([function])
             njit_options = {"cache": cache, **DEFAULT_NUMBA_OPTIONS, **options}
             self._dispatchers[key] = numba.njit(**njit_options)(generated.function)
@@ -284,12 +283,16 @@ class Batched(Rewritten):
             return self._last.text
         return self.loop(self._axes(len(self.parameters("vmap")), ())).text
 
-    def loop(self, axes: tuple, compiled: dict[str, Any] | None = None) -> Generated:
+    def loop(
+        self, axes: tuple, compiled: dict[str, Any] | None = None, callee: Any = None
+    ) -> Generated:
         """The generated loop for one assignment of axes to the parameters; ``compiled``:
-        Numba's options, for the loop Numba compiles (over ``prange``, calling the
-        function's compiled version, which the caller binds). Each set of options has its
-        own module, because Numba's disk cache tells its entries apart by argument types
-        only."""
+        Numba's options, for the loop Numba compiles (over ``prange``, calling
+        ``callee``, the function's compiled version). Each set of options has its own
+        module, because Numba's disk cache tells its entries apart by argument types
+        only; and the callee is bound before the module is named, so a changed callee
+        (its generated module) names a new loop module instead of meeting machine code
+        on disk that calls the old one."""
         if self._collective_parts() is not None:  # split at each collective
             return self._split_loop(axes)
         key = repr((axes, compiled))  # axes may hold dicts (pytree prefixes)
@@ -312,6 +315,7 @@ class Batched(Rewritten):
             if compiled is None:
                 namespace["_" + short] = self.fun
             else:
+                namespace["_" + short] = callee
                 namespace["prange"] = numba.prange
                 options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
                 header.append(f"compiled by Numba with options: {options or 'none'}")

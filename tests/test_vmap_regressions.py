@@ -1,6 +1,10 @@
 """vmap of pytrees and of derivatives, interpreted and under nx.jit, where it once
 crashed or lost the caller's structure."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -95,3 +99,31 @@ def test_vmap_of_jit_of_jacfwd():
     for i in range(4):
         want = numeric_jacobian(sin_times_reversed, (xs[i],), 0)
         np.testing.assert_allclose(jacobians[i], want, rtol=1e-6, atol=1e-8)
+
+
+_EDITED = """
+import os
+import subprocess
+import sys
+
+import numpy as np
+import numbax as nx
+
+def scaled(x):
+    return np.sin(x) * {factor}
+
+print(nx.jit(nx.vmap(scaled, method="loop"))(np.array([0.5, 1.0])).tolist())
+"""
+
+
+def test_compiled_loop_follows_an_edited_function_across_processes(tmp_path):
+    """The compiled loop's machine code on disk calls the function's compiled version;
+    once the function is edited, a new process must not load the loop that calls the
+    old one."""
+    script = tmp_path / "edited.py"
+    env = {**os.environ, "NUMBAX_CACHE_DIR": str(tmp_path / "cache")}
+    for factor in (2.0, 3.0, 3.0):
+        script.write_text(_EDITED.format(factor=factor))
+        out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr[-3000:]
+        np.testing.assert_allclose(eval(out.stdout), np.sin([0.5, 1.0]) * factor, rtol=1e-15)
