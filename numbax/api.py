@@ -13,11 +13,11 @@ import numpy as np
 
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import (
-    NUMBA_ERRORS,
+    CALL_ERRORS,
     NUMBA_OPTIONS,
     Compiled,
     compile_function,
-    translate_numba_error,
+    explain_failure,
 )
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
@@ -164,9 +164,11 @@ class Jitted:
             if fast is not None:  # Compiled.__call__, inlined: this path is per call
                 try:
                     out = fast.dispatcher(*args)
-                except NUMBA_ERRORS as err:
-                    raise translate_numba_error(err, fast) from err
-                return out[()] if type(out) is np.ndarray and not out.ndim else out
+                except CALL_ERRORS as err:
+                    explain_failure(err, fast, args)
+                if type(out) is np.ndarray:
+                    return out if out.ndim else out[()]
+                return from_numba(out)  # a pytree result of any nesting, rebuilt
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
