@@ -20,7 +20,7 @@ from numbax.numba_backend.ad_runtime import grad_dtype_check
 from numbax.transform.forward import jvp_function
 from numbax.transform.jacobians import jacobian_function
 from numbax.transform.reverse import vjp_function
-from numbax.transform.source import FunctionSource, display_name
+from numbax.transform.source import FunctionSource, display_name, refuse_variadic
 from numbax.transformed import Derivatives, Generated, Transformed, generate
 
 Argnums = int | Sequence[int]
@@ -43,6 +43,7 @@ def _positional(fun: Callable) -> list[str]:
 
 def _argnums(fun: Callable, argnums: Argnums, transformation: str) -> tuple[tuple[int, ...], bool]:
     """(positions, whether the user gave a tuple), validated like JAX."""
+    refuse_variadic(_callable_target(fun), transformation)
     is_tuple = not isinstance(argnums, int)
     numbers = tuple(argnums) if is_tuple else (argnums,)
     n = len(_positional(fun))

@@ -170,8 +170,12 @@ def product(*a):
 
 @pytest.mark.parametrize(
     "call",
-    [lambda: nx.vmap(product)(np.ones(2), np.ones(2))],
-    ids=["vmap"],
+    [
+        lambda: nx.grad(product)(2.0, 3.0),
+        lambda: nx.jacfwd(product, argnums=1)(2.0, 3.0),
+        lambda: nx.vmap(product)(np.ones(2), np.ones(2)),
+    ],
+    ids=["grad", "jacfwd", "vmap"],
 )
 def test_star_args_are_refused_saying_what_to_write(call):
     with pytest.raises(nx.TransformError) as info:
