@@ -641,6 +641,9 @@ class _Flattener(LoopLowering):
             self.assign_user(self.rename(target.id), value)
         elif isinstance(target, (gast.Tuple, gast.List)) and _same_shape_literal(target, value):
             self._parallel_assign(target.elts, value.elts)
+        elif isinstance(target, (gast.Tuple, gast.List)) and _independent_parts(target, value):
+            for part, element in zip(target.elts, value.elts, strict=True):
+                self.store(part, self.atom(element))
         else:
             self.store(target, self.atom(value))
 
@@ -808,6 +811,22 @@ def _unpacked_hint(target: gast.expr) -> str:
     if _stores_item(target):
         return "item"
     return "_".join(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
+
+
+def _independent_parts(target: gast.expr, value: gast.expr) -> bool:
+    """``(x,), (t,) = primals, tangents``: nested names on the left, as many values on
+    the right, and no value reads a name the left side assigns, so each part may be
+    assigned on its own. Kept apart, each name depends only on its own value, which
+    the derivative transformations' activity analysis sees (one packed tuple would make
+    ``x`` depend on ``tangents`` too)."""
+    if not isinstance(value, (gast.Tuple, gast.List)) or len(value.elts) != len(target.elts):
+        return False
+    stored = [n for n in gast.walk(target) if isinstance(n, gast.Name)]
+    only_names = all(
+        isinstance(n, (gast.Name, gast.Tuple, gast.List, gast.Store)) for n in gast.walk(target)
+    )
+    read = {n for element in value.elts for n in names_in(element)}
+    return only_names and not {n.id for n in stored} & read
 
 
 def _same_shape_literal(target: gast.expr, value: gast.expr) -> bool:

@@ -84,6 +84,27 @@ def test_a_stable_rule_where_the_primal_derivative_overflows():
     np.testing.assert_allclose(nx.grad(log1pexp)(0.5), 1 / (1 + np.exp(-0.5)))
 
 
+@nx.custom_jvp
+def softplus(x):
+    return np.log(1.0 + np.exp(x))
+
+
+@softplus.defjvp
+def softplus_jvp(primals, tangents):
+    (x,), (x_dot,) = primals, tangents  # the README's one-line unpacking
+    return softplus(x), (1.0 - 1.0 / (1.0 + np.exp(x))) * x_dot
+
+
+def test_a_rule_unpacking_primals_and_tangents_on_one_line():
+    """Unpacked together, the primal must not look as if it depended on the tangents
+    (then the rule's call of the primal would be differentiated: a false recursion)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        assert nx.grad(softplus)(1000.0) == 1.0
+        np.testing.assert_array_equal(nx.jacrev(softplus)(np.array([1000.0]))[0], [1.0])
+        assert nx.jit(nx.grad(softplus))(1000.0) == 1.0
+    np.testing.assert_allclose(nx.jacfwd(softplus)(0.5), 1 / (1 + np.exp(-0.5)))
+
+
 def test_second_order_differentiates_the_rule():
     x, y = 0.7, 1.3
     np.testing.assert_allclose(nx.hessian(sin_times)(x, y), -np.sin(x) * y)
