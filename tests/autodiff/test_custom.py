@@ -85,24 +85,24 @@ def test_a_stable_rule_where_the_primal_derivative_overflows():
 
 
 @nx.custom_jvp
-def softplus(x):
+def log1pexp_one_line(x):
     return np.log(1.0 + np.exp(x))
 
 
-@softplus.defjvp
-def softplus_jvp(primals, tangents):
+@log1pexp_one_line.defjvp
+def log1pexp_one_line_jvp(primals, tangents):
     (x,), (x_dot,) = primals, tangents  # the README's one-line unpacking
-    return softplus(x), (1.0 - 1.0 / (1.0 + np.exp(x))) * x_dot
+    return log1pexp_one_line(x), (1.0 - 1.0 / (1.0 + np.exp(x))) * x_dot
 
 
 def test_a_rule_unpacking_primals_and_tangents_on_one_line():
     """Unpacked together, the primal must not look as if it depended on the tangents
     (then the rule's call of the primal would be differentiated: a false recursion)."""
     with np.errstate(over="ignore", invalid="ignore"):
-        assert nx.grad(softplus)(1000.0) == 1.0
-        np.testing.assert_array_equal(nx.jacrev(softplus)(np.array([1000.0]))[0], [1.0])
-        assert nx.jit(nx.grad(softplus))(1000.0) == 1.0
-    np.testing.assert_allclose(nx.jacfwd(softplus)(0.5), 1 / (1 + np.exp(-0.5)))
+        assert nx.grad(log1pexp_one_line)(1000.0) == 1.0
+        np.testing.assert_array_equal(nx.jacrev(log1pexp_one_line)(np.array([1000.0]))[0], [1.0])
+        assert nx.jit(nx.grad(log1pexp_one_line))(1000.0) == 1.0
+    np.testing.assert_allclose(nx.jacfwd(log1pexp_one_line)(0.5), 1 / (1 + np.exp(-0.5)))
 
 
 def test_second_order_differentiates_the_rule():
