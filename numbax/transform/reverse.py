@@ -26,7 +26,7 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform import rules
-from numbax.transform.activity import Activity, analyze
+from numbax.transform.activity import Activity, analyze, assignments
 from numbax.transform.ad_common import (
     DeriveCallee,
     add,
@@ -129,8 +129,10 @@ class _Reverse:
             if (pushed := appended(node)) is not None and pushed[0] in activity
         }
         # stacks whose cotangent starts as zeros of the list's final value (set once the
-        # primal sweep knows which exist at its end); the others start empty at the top,
-        # and receive cotangents only by their pops and appends
+        # primal sweep knows which exist at its end); the others get theirs as any
+        # variable does, from the first contribution (zeros of the list as it is there:
+        # the adjoint sweep takes appended values off and puts popped ones back, so
+        # that every statement's adjoint sees the list as its primal saw it)
         self.seeded: set[str] = set()
         # adjoint-sweep state: cotangents that exist here, and those we may update in place
         self.defined: set[str] = set()
@@ -318,7 +320,9 @@ class _Reverse:
     def _adjoint_append(self, stack: str, value: gast.expr) -> list[gast.stmt]:
         """``stack.append(v)``: ``v`` gets the cotangent its ``pop`` pushed."""
         pop = gast.Call(gast.Attribute(load(self.cotangent(stack)), "pop", gast.Load()), [], [])
-        undo = [gast.Expr(_method(stack, "pop"))] if stack in self.seeded else []
+        undo = [gast.Expr(_method(stack, "pop"))]
+        if self.cotangent(stack) not in self.defined:  # the value's cotangent is zero
+            return undo
         if not self.activity.atom(value):
             return [gast.Expr(pop), *undo]
         part = self.namer.fresh(f"ct_{value.id.lstrip('_')}_part")
@@ -361,25 +365,27 @@ class _Reverse:
         if isinstance(target, gast.Subscript):
             return self._adjoint_store(stmt, record)
         name = target.id
-        if name in self.stacks and name not in self.seeded:  # its cotangent lives throughout
-            return self._restore(record, target)
         ct = self.cotangent(name) if name in self.activity else None
         op = classify(stmt.value, self.resolver)
         # v = l.pop() on a user's list: the list gets v back, as the adjoint of
         # l.append(v) takes it off, so that the adjoint sweep reads the list as it was
-        undo = []
-        if op.kind == POP and op.node.func.value.id in self.seeded:
-            undo.append(gast.Expr(_method(op.node.func.value.id, "append", load(name))))
+        stack = op.node.func.value.id if op.kind == POP else None
+        stack_ct = self.cotangent(stack) if stack in self.stacks else None
+        undo = [] if stack_ct is None else [gast.Expr(_method(stack, "append", load(name)))]
         if ct is None or ct not in self.defined:
             out = []
-            if op.kind == POP and op.node.func.value.id in self.stacks:  # keep it balanced
-                out.append(self._push_cotangent(op.node.func.value.id, zeros_like(target)))
+            if stack_ct in self.defined:  # keep it balanced
+                out.append(self._push_cotangent(stack, zeros_like(target)))
             if ct is not None:
                 self.owned.discard(ct)
             return out + undo + self._restore(record, target)
         self.defined.discard(ct)  # this value of the variable gets its cotangent here
         self.owned.discard(ct)
         out: list[gast.stmt] = []
+        if stack_ct is not None and stack_ct not in self.defined:  # the list as popped
+            out.append(assign(stack_ct, zeros_like(load(stack))))
+            self.defined.add(stack_ct)
+            self.owned.add(stack_ct)
         ans = load(name)
         reads_self = name in _names(stmt.value)
         if record.saves and (reads_self or self._uses_ans(op)):
@@ -579,9 +585,10 @@ class _Reverse:
 
     def _loop_cotangents(self, record: _Record) -> list[str]:
         """Cotangents the reverse loop carries between iterations: those of the active
-        variables the body mentions that exist before the loop (made zero there if
-        need be), and of those defined by the loop whose cotangent exists already."""
-        mentioned = set().union(*(_names(s) for s in record.stmt.body))
+        variables that the body's active statements (those whose adjoint does
+        something) mention and that exist before the loop (made zero there if need
+        be), and of those defined by the loop whose cotangent exists already."""
+        mentioned = set().union(*(_names(s) for s in self._active_statements(record)))
         return sorted(
             self.cotangent(v)
             for v in mentioned
@@ -589,8 +596,19 @@ class _Reverse:
             and (v in record.defined_before or self.cotangent(v) in self.defined)
         )
 
-    def _reverse_body(self, record: _Record, line: int | None) -> tuple[list, list]:
-        """(statements before the reverse loop, its body).
+    def _active_statements(self, record: _Record) -> list[gast.stmt]:
+        """The loop body's assignments to active variables and appends to active
+        lists, nested blocks included."""
+        return [
+            s
+            for s in assignments(record.stmt.body)
+            if (isinstance(s, gast.Assign) and self._assigns_active(s))
+            or (appended(s) is not None and appended(s)[0] in self.stacks)
+        ]
+
+    def _reverse_body(self, record: _Record, line: int | None) -> tuple[list, list] | None:
+        """(statements before the reverse loop, its body), or None when the loop has
+        nothing to run backwards.
 
         Each iteration must leave the cotangents as it found them: one consumed by a
         definition in the body (its variable gets a new value there, whose cotangent
@@ -599,6 +617,7 @@ class _Reverse:
         values are back, gives it the shape of its own (``nxrt.loop_cotangent``: a loop
         over layers of different widths).
         """
+        start = set(self.defined), set(self.owned)
         carried = self._loop_cotangents(record)
         before = []
         for ct in carried:
@@ -632,12 +651,16 @@ class _Reverse:
         fitted = located(fitted, line, adjoint=True)
         body = _read_by(again, fitted + adjoint) + fitted + adjoint
         body = located(restore, line, adjoint=True) + body + located(ending, line, adjoint=True)
+        if not body:  # what ``before`` made is not needed
+            self.defined, self.owned = start
+            return None
         return located(before, line, adjoint=True), body
 
     def _adjoint_for(self, stmt: gast.For, record: _Record, line: int | None) -> list[gast.stmt]:
-        before, body = self._reverse_body(record, line)
-        if not any(not isinstance(s, gast.Pass) for s in body):
+        reverse = self._reverse_body(record, line)
+        if reverse is None:
             return []
+        before, body = reverse
         if record.trips is not None:  # left early: its iterations, counted, backwards
             start, _, step = _range_args(stmt.iter)
             k = self.namer.fresh("k")
@@ -658,9 +681,10 @@ class _Reverse:
         return before + located([*count, loop], line, adjoint=True)
 
     def _adjoint_while(self, stmt: gast.While, record: _Record, line: int | None) -> list:
-        before, body = self._reverse_body(record, line)
-        if not any(not isinstance(s, gast.Pass) for s in body):
+        reverse = self._reverse_body(record, line)
+        if reverse is None:
             return []
+        before, body = reverse
         iteration = self.namer.fresh("iteration")
         trips = gast.Call(load("range"), [load(record.trips)], [])
         loop = gast.For(store(iteration), trips, body, [], None)
@@ -939,7 +963,7 @@ def vjp_function(
     reverse.seeded = {s for s in reverse.stacks if s in top.definite}
     for s in sorted(reverse.seeded - {getattr(out, "id", None)}):
         seed_stmts.append(assign(reverse.cotangent(s), zeros_like(load(s))))
-    reverse.defined |= {reverse.cotangent(s) for s in reverse.stacks}
+    reverse.defined |= {reverse.cotangent(s) for s in reverse.seeded}
     reverse.owned |= {reverse.cotangent(s) for s in reverse.seeded}
     ct_out_param = None
     if isinstance(out, gast.Name) and out.id in activity:
@@ -963,10 +987,6 @@ def vjp_function(
         ct = reverse.cotangent(p)
         results.append(load(ct) if ct in reverse.defined else zeros_like(load(p)))
     tapes = [assign(t, gast.List([], gast.Load())) for t in reverse.tapes.values()]
-    tapes += [
-        assign(reverse.cotangent(s), gast.List([], gast.Load()))
-        for s in sorted(reverse.stacks - reverse.seeded)
-    ]
     cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
     if returns == "tuple" or tuple_cotangents:
         cts = gast.Tuple(results, gast.Load())

@@ -20,12 +20,7 @@ from tests.fuzz.generator import ALL_CONSTRUCTS, CONSTRUCTS, Program, programs
 
 #: Construct classes numbax gets wrong today, left out of this profile until fixed
 #: (delete an entry to put its class back; ``make fuzz`` still generates them all).
-FAST_PROFILE_EXCLUDED: dict[str, str] = {
-    "unused_loop": "reverse mode of a loop whose result never reaches the output raises "
-    "UnboundLocalError (_ct_x) in the generated adjoint",
-    "list_append": "reverse mode of a list created and appended to inside a loop raises "
-    "ZeroDivisionError (integer modulo by zero) in nxrt.index_add",
-}
+FAST_PROFILE_EXCLUDED: dict[str, str] = {}
 
 FAST_PROFILE = ALL_CONSTRUCTS - FAST_PROFILE_EXCLUDED.keys()
 
