@@ -84,6 +84,7 @@ from numbax import lax as _lax  # noqa: E402
 from numbax.numba_backend import (  # noqa: E402
     ad_adjoints,
     ad_elementwise,
+    ad_jacobians,
     ad_runtime,
     ad_shapes,
     batch_runtime,
@@ -102,6 +103,7 @@ _AD_HELPERS = {
     ad_shapes: ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "split_like"]
     + ["linspace_weights", "undiag", "unrepeat", "unrolled", "unstack_like", "untile"],
     ad_elementwise: ["mul_pow", "xlogy"],
+    ad_jacobians: list(ad_jacobians.__all__),
     batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_sum"]
     + ["batch_broadcast"],
     _lax: ["psum", "pmean", "pmax", "pmin", "axis_index"],  # rewritten by vmap

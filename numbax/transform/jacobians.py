@@ -7,12 +7,17 @@ jittable, and readable::
 
     def jacrev_f(x):
         _out = f(x)
-        _jac = nxrt.jac_empty(_out, x)
-        for _row in range(nxrt.size(_out)):
-            _ct_out = nxrt.basis(_out, _row)
-            _ct_x = _vjp_f(x, _ct_out)
-            _jac[_row, :] = nxrt.ravel(_ct_x)
-        return nxrt.jac_reshape(_jac, _out, x)
+        _jac = nxrt.jac_buffer(_out, x)
+        for _row in range(nxrt.jac_size(_out)):
+            _ct_out = nxrt.jac_basis(_out, _row)
+            _ct_x, = _vjp_f(x, _ct_out)
+            _jac[_row, :] = nxrt.jac_ravel(_ct_x)
+        return nxrt.jac_unflatten(_jac, _out, x)
+
+The same source serves arrays and pytrees: the ``nxrt.jac_*`` helpers
+(``numba_backend/ad_jacobians.py``) see a pytree as the concatenation of its leaves, and
+``jac_unflatten`` cuts the buffer into JAX's result, the output's structure holding the
+input's at each output leaf, each leaf shaped ``out_leaf.shape + x_leaf.shape``.
 """
 
 from __future__ import annotations
@@ -59,13 +64,13 @@ def jacobian_function(
     for position in positions:
         x = params[position]
         jac = namer.fresh(f"jac_{x.lstrip('_')}" if len(positions) > 1 else "jac")
-        body.append(assign(jac, runtime_call("jac_empty", load(out), load(x))))
+        body.append(assign(jac, runtime_call("jac_buffer", load(out), load(x))))
         if forward:
             body += _forward_columns(namer, derive, callee, params, position, out, jac, has_aux)
         else:
             body += _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux)
         result = namer.fresh(f"jacobian_{x.lstrip('_')}")
-        body.append(assign(result, runtime_call("jac_reshape", load(jac), load(out), load(x))))
+        body.append(assign(result, runtime_call("jac_unflatten", load(jac), load(out), load(x))))
         jacobians.append(load(result))
     value = jacobians[0] if not as_tuple else gast.Tuple(jacobians, gast.Load())
     if aux is not None:
@@ -82,7 +87,7 @@ def _forward_columns(namer, derive, callee, params, position, out, jac, has_aux)
     out_again, d_out = namer.fresh("out_again"), namer.fresh("d_out")
     jvp = derive(callee, "jvp", (position,))
     call = _call(jvp, [load(p) for p in params] + [load(tangent)])
-    body = [assign(tangent, runtime_call("basis", load(x), load(column)))]
+    body = [assign(tangent, runtime_call("jac_basis", load(x), load(column)))]
     if has_aux:
         d_value = namer.fresh("d_value")
         body.append(assign(gast.Tuple([store(out_again), store(d_value)], gast.Store()), call))
@@ -95,8 +100,8 @@ def _forward_columns(namer, derive, callee, params, position, out, jac, has_aux)
     target = gast.Subscript(
         load(jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
     )
-    body.append(assign(target, runtime_call("ravel", load(d_out))))
-    size = runtime_call("size", load(x))
+    body.append(assign(target, runtime_call("jac_ravel", load(d_out))))
+    size = runtime_call("jac_size", load(x))
     return [gast.For(store(column), _call("range", [size]), body, [], None)]
 
 
@@ -106,7 +111,7 @@ def _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux):
     ct_x = namer.fresh(f"ct_{x.lstrip('_')}")
     vjp = derive(callee, "vjp_aux" if has_aux else "vjp", (position,))
     call = _call(vjp, [load(p) for p in params] + [load(ct_out)])
-    body = [assign(ct_out, runtime_call("basis", load(out), load(row)))]
+    body = [assign(ct_out, runtime_call("jac_basis", load(out), load(row)))]
     cotangents = gast.Tuple([store(ct_x)], gast.Store())
     if has_aux:  # the VJP of a function with aux returns ((cotangents...), aux)
         cotangents = gast.Tuple([cotangents, store(namer.fresh("aux_again"))], gast.Store())
@@ -115,6 +120,6 @@ def _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux):
     target = gast.Subscript(
         load(jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store()
     )
-    body.append(assign(target, runtime_call("ravel", load(ct_x))))
-    size = runtime_call("size", load(out))
+    body.append(assign(target, runtime_call("jac_ravel", load(ct_x))))
+    size = runtime_call("jac_size", load(out))
     return [gast.For(store(row), _call("range", [size]), body, [], None)]

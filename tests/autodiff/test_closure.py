@@ -22,10 +22,11 @@ EMITTED_BY_TRANSFORMATIONS = [
     "tree_add",
     "owned",
     "ravel",
-    "size",
-    "basis",
-    "jac_empty",
-    "jac_reshape",
+    "jac_size",
+    "jac_basis",
+    "jac_buffer",
+    "jac_ravel",
+    "jac_unflatten",
 ]
 
 

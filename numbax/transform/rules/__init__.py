@@ -5,6 +5,7 @@ from numbax.transform.rules import (  # noqa: F401
     collectives,
     constants,
     elementwise,
+    jacobians,
     linalg,
     operators,
     reductions,

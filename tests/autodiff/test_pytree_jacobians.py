@@ -1,0 +1,233 @@
+"""jacfwd, jacrev and hessian of functions of pytrees and with pytree outputs, as JAX
+gives them: the output's structure holding, at each output leaf, the input's structure,
+each leaf shaped ``out_leaf.shape + in_leaf.shape``; checked against central
+differences, interpreted and under ``nx.jit``."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax import tree_util
+from tests.autodiff.fd import numeric_jacobian
+
+
+def numeric_tree_jacobian(f, args, argnum, eps=1e-6):
+    """d f(*args) / d args[argnum] by central differences, in JAX's structure."""
+    x_leaves, x_tree = tree_util.tree_flatten(args[argnum])
+    out_leaves, out_tree = tree_util.tree_flatten(f(*args))
+    rows = [[None] * len(x_leaves) for _ in out_leaves]
+    for j, leaf in enumerate(x_leaves):
+
+        def with_leaf(value, i, j=j):
+            leaves = list(x_leaves)
+            leaves[j] = value
+            changed = list(args)
+            changed[argnum] = tree_util.tree_unflatten(x_tree, leaves)
+            return tree_util.tree_leaves(f(*changed))[i]
+
+        for i in range(len(out_leaves)):
+            rows[i][j] = numeric_jacobian(lambda v, i=i: with_leaf(v, i), [leaf], 0, eps)
+    return tree_util.tree_unflatten(out_tree, [tree_util.tree_unflatten(x_tree, r) for r in rows])
+
+
+def numeric_tree_hessian(f, args, argnum):
+    def gradient(*a):  # of the scalar f, by central differences
+        return numeric_tree_jacobian(f, a, argnum, eps=1e-4)
+
+    return numeric_tree_jacobian(gradient, args, argnum, eps=1e-4)
+
+
+def _as_tuples(tree: Any) -> Any:
+    """Lists as tuples: under jit a list argument crosses as a tuple, and comes back one."""
+    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
+        return tuple(_as_tuples(t) for t in tree)
+    if isinstance(tree, dict):
+        return {k: _as_tuples(v) for k, v in tree.items()}
+    return tree
+
+
+def assert_tree_close(got, want, label, *, jit=False, rtol=1e-6, atol=1e-7):
+    if jit:
+        got, want = _as_tuples(got), _as_tuples(want)
+    got_leaves, got_tree = tree_util.tree_flatten(got)
+    want_leaves, want_tree = tree_util.tree_flatten(want)
+    assert got_tree == want_tree, f"{label}: structure {got_tree}, expected {want_tree}"
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert np.shape(g) == np.shape(w), f"{label}: leaf shape {np.shape(g)} vs {np.shape(w)}"
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
+
+
+def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):
+    """Each mode agrees with central differences, interpreted and compiled; returns the
+    interpreted jacfwd (or first mode's) result for structure checks."""
+    positions = argnums if isinstance(argnums, tuple) else (argnums,)
+    wants = [numeric_tree_jacobian(f, args, k) for k in positions]
+    want = tuple(wants) if isinstance(argnums, tuple) else wants[0]
+    results = []
+    for mode in modes:
+        derivative = getattr(nx, mode)(f, argnums=argnums)
+        got = derivative(*args)
+        assert_tree_close(got, want, f"{mode} of {f.__name__}, interpreted")
+        results.append(got)
+        if jit:
+            compiled = nx.jit(derivative)(*args)
+            assert_tree_close(compiled, want, f"{mode} of {f.__name__}, jit", jit=True)
+    return results[0]
+
+
+# -- functions ------------------------------------------------------------------------
+
+
+def dict_loss(p):
+    return np.sum(p["w"] ** 2) + np.sum(np.sin(p["b"]))
+
+
+def list_product(p):
+    return np.sum(p[0] ** 2) * np.sum(p[1])
+
+
+def nested(p):
+    a, b = p["a"]
+    return np.sum(a * b) * p["c"]["s"] + np.sum(np.exp(p["c"]["v"]))
+
+
+def vector_of_dict(p):
+    return p["w"] * np.sum(p["b"] ** 2)
+
+
+def dict_out(x):
+    return {"total": np.sum(x**2), "scaled": np.sin(x) * 2.0}
+
+
+def tuple_of_leaves_out(p):
+    return np.sum(p["w"] * p["b"][0]), p["w"] * p["b"][1]
+
+
+class Params(NamedTuple):
+    w: Any
+    b: Any
+
+
+def named(p):
+    return np.tanh(p.w) * p.b
+
+
+def two_args(p, x):
+    return np.sin(p["w"]) * np.sum(x**2) + np.sum(p["b"] * x)
+
+
+def with_aux(p):
+    value = np.sum(p["w"]) * np.sum(p["b"] ** 2)
+    return value, {"w_norm": np.sum(p["w"] ** 2)}
+
+
+P = {"w": np.array([0.3, -0.7]), "b": np.array([0.1, 0.5, -0.2])}
+
+
+# -- tests ----------------------------------------------------------------------------
+
+
+def test_dict_input_scalar_output():
+    got = check(dict_loss, P)
+    assert set(got) == {"w", "b"}
+    assert got["w"].shape == (2,) and got["b"].shape == (3,)
+
+
+def test_list_input():
+    got = check(list_product, [np.array([1.0, 2.0]), np.array([0.5, -1.0, 3.0])])
+    assert isinstance(got, list) and [g.shape for g in got] == [(2,), (3,)]
+
+
+def test_nested_input_with_a_scalar_leaf():
+    p = {"a": (np.array([0.2, 0.4]), np.array([1.5, -0.5])), "c": {"s": 0.7, "v": np.ones(2)}}
+    got = check(nested, p)
+    assert isinstance(got["a"], tuple) and got["a"][0].shape == (2,)
+    assert np.ndim(got["c"]["s"]) == 0 and got["c"]["v"].shape == (2,)
+
+
+def test_vector_output_of_dict_input():
+    got = check(vector_of_dict, P)
+    assert got["w"].shape == (2, 2) and got["b"].shape == (2, 3)
+
+
+def test_dict_output():
+    got = check(dict_out, np.array([0.3, 1.2, -0.4]))
+    assert set(got) == {"total", "scaled"}
+    assert got["total"].shape == (3,) and got["scaled"].shape == (3, 3)
+
+
+def test_tuple_output_of_dict_input():
+    p = {"w": np.array([0.3, -0.7]), "b": (np.array([0.5, 2.0]), np.array([1.0]))}
+    got = check(tuple_of_leaves_out, p)
+    assert isinstance(got, tuple) and len(got) == 2
+    assert got[0]["w"].shape == (2,) and got[0]["b"][1].shape == (1,)
+    assert got[1]["w"].shape == (2, 2) and got[1]["b"][1].shape == (2, 1)
+
+
+def test_named_tuple_input():
+    got = check(named, Params(np.array([0.1, 0.9]), np.array([2.0, -1.0])))
+    assert type(got) is Params and got.w.shape == (2, 2)
+
+
+def test_argnums_tuple():
+    got = check(two_args, P, np.array([0.5, 1.5, -1.0]), argnums=(0, 1))
+    assert isinstance(got, tuple) and len(got) == 2
+    assert got[0]["w"].shape == (2, 2) and got[0]["b"].shape == (2, 3)
+    assert got[1].shape == (2, 3)
+
+
+def test_has_aux_with_dict_input():
+    for mode in (nx.jacfwd, nx.jacrev):
+        want = numeric_tree_jacobian(lambda p: with_aux(p)[0], (P,), 0)
+        for call in (mode(with_aux, has_aux=True), nx.jit(mode(with_aux, has_aux=True))):
+            jac, aux = call(P)
+            assert_tree_close(jac, want, f"{mode.__name__} with aux")
+            assert set(aux) == {"w_norm"}
+            np.testing.assert_allclose(aux["w_norm"], np.sum(P["w"] ** 2))
+
+
+def test_hessian_of_dict_input():
+    want = numeric_tree_hessian(dict_loss, (P,), 0)
+    got = nx.hessian(dict_loss)(P)
+    assert_tree_close(got, want, "hessian, interpreted", rtol=1e-5, atol=1e-6)
+    shapes = {k: {j: v.shape for j, v in row.items()} for k, row in got.items()}
+    assert shapes == {"w": {"w": (2, 2), "b": (2, 3)}, "b": {"w": (3, 2), "b": (3, 3)}}
+    compiled = nx.jit(nx.hessian(dict_loss))(P)
+    assert_tree_close(compiled, want, "hessian, jit", jit=True, rtol=1e-5, atol=1e-6)
+
+
+def test_jacrev_of_jacrev_of_dict_input():
+    """Reverse mode through the Jacobian helpers themselves (their VJP rules)."""
+    want = numeric_tree_hessian(nested_small, (P,), 0)
+    twice = nx.jacrev(nx.jacrev(nested_small))
+    assert_tree_close(twice(P), want, "jacrev(jacrev), interpreted", rtol=1e-5, atol=1e-6)
+    compiled = nx.jit(twice)(P)
+    assert_tree_close(compiled, want, "jacrev(jacrev), jit", jit=True, rtol=1e-5, atol=1e-6)
+
+
+def nested_small(p):
+    return np.sum(p["w"] ** 3) * np.sum(np.cos(p["b"]))
+
+
+def test_structures_match_jax():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    jnp = jax.numpy
+
+    def as_numpy(tree):
+        return jax.tree_util.tree_map(np.asarray, tree)
+
+    cases = [
+        (vector_of_dict, lambda q: q["w"] * jnp.sum(q["b"] ** 2), P),
+        (dict_out, lambda x: {"total": jnp.sum(x**2), "scaled": jnp.sin(x) * 2.0}, P["b"]),
+    ]
+    for ours, theirs, arg in cases:
+        for mode in ("jacfwd", "jacrev"):
+            want = as_numpy(getattr(jax, mode)(theirs)(arg))
+            assert_tree_close(getattr(nx, mode)(ours)(arg), want, f"{mode} against JAX")
+    want = as_numpy(jax.hessian(lambda q: jnp.sum(q["w"] ** 2) + jnp.sum(jnp.sin(q["b"])))(P))
+    assert_tree_close(nx.hessian(dict_loss)(P), want, "hessian against JAX")
