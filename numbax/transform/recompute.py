@@ -37,7 +37,7 @@ def live_in_variables(
             return None
         if isinstance(node, gast.Call) and _is_pop(node):
             return None
-    assigned = _assigned(loop.body)
+    assigned = assigned_names(loop.body)
     if isinstance(loop, gast.For):
         assigned.discard(loop.target.id)  # the reverse loop sets it
     live = (_exposed(loop.body, set()) & assigned) | (assigned & existing & needed)
@@ -46,11 +46,18 @@ def live_in_variables(
     return sorted(live)
 
 
+def read_before_written(stmts: list[gast.stmt]) -> set[str]:
+    """The names ``stmts`` read before writing them on some path: in a loop body,
+    those an iteration reads from the one before, or from before the loop."""
+    return _exposed(stmts, set())
+
+
 def _is_pop(call: gast.Call) -> bool:
     return isinstance(call.func, gast.Attribute) and call.func.attr == "pop"
 
 
-def _assigned(stmts: list[gast.stmt]) -> set[str]:
+def assigned_names(stmts: list[gast.stmt]) -> set[str]:
+    """The names ``stmts`` assign, nested blocks (and loop targets) included."""
     return {
         n.id
         for s in stmts
@@ -59,7 +66,8 @@ def _assigned(stmts: list[gast.stmt]) -> set[str]:
     }
 
 
-def _reads(node: gast.AST) -> set[str]:
+def read_names(node: gast.AST) -> set[str]:
+    """The names ``node`` reads."""
     return {
         n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
     }
@@ -71,17 +79,17 @@ def _exposed(stmts: list[gast.stmt], written: set[str]) -> set[str]:
     exposed: set[str] = set()
     for stmt in stmts:
         if isinstance(stmt, gast.If):
-            exposed |= _reads(stmt.test) - written
+            exposed |= read_names(stmt.test) - written
             body, orelse = set(written), set(written)
             exposed |= _exposed(stmt.body, body) | _exposed(stmt.orelse, orelse)
             written |= body & orelse
         elif isinstance(stmt, (gast.For, gast.While)):
             head = stmt.iter if isinstance(stmt, gast.For) else stmt.test
-            exposed |= _reads(head) - written
+            exposed |= read_names(head) - written
             inner = set(written) | ({stmt.target.id} if isinstance(stmt, gast.For) else set())
             exposed |= _exposed(stmt.body, inner)  # it may run no time: writes do not count
         else:
-            exposed |= _reads(stmt) - written
+            exposed |= read_names(stmt) - written
             if isinstance(stmt, gast.Assign):
-                written |= _assigned([stmt])
+                written |= assigned_names([stmt])
     return exposed

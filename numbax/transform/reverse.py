@@ -53,7 +53,12 @@ from numbax.transform.operations import (
     appended,
     classify,
 )
-from numbax.transform.recompute import live_in_variables
+from numbax.transform.recompute import (
+    assigned_names,
+    live_in_variables,
+    read_before_written,
+    read_names,
+)
 from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name
@@ -134,9 +139,13 @@ class _Reverse:
         # the adjoint sweep takes appended values off and puts popped ones back, so
         # that every statement's adjoint sees the list as its primal saw it)
         self.seeded: set[str] = set()
-        # adjoint-sweep state: cotangents that exist here, and those we may update in place
+        # adjoint-sweep state: cotangents that exist here (where their variable does),
+        # and those we may update in place
         self.defined: set[str] = set()
         self.owned: set[str] = set()
+        # variables that may not exist where the adjoint needs a zero cotangent of them:
+        # a flag the primal sweep sets when it assigns one (see _zero)
+        self.flags: dict[str, str] = {}
 
     # -- what the adjoint reads --------------------------------------------------------
     def _needed(self, fn: gast.FunctionDef) -> set[str]:
@@ -178,6 +187,8 @@ class _Reverse:
         out: list[gast.stmt] = []
         records: list[_Record] = []
         for stmt in stmts:
+            if isinstance(stmt, (gast.Assign, gast.Expr)):  # what it reads exists
+                scope.definite |= read_names(stmt) & scope.maybe
             record = _Record(
                 stmt,
                 defined_before=frozenset(scope.maybe),
@@ -276,6 +287,8 @@ class _Reverse:
             stmt.body = body
             return [*out, stmt]
         body_scope = scope.child(_Loop())
+        # values an iteration reads from the one before
+        body_scope.maybe |= read_before_written(stmt.body) & assigned_names(stmt.body)
         if isinstance(stmt, gast.For):
             body_scope.definite.add(stmt.target.id)
             body_scope.maybe.add(stmt.target.id)
@@ -539,25 +552,39 @@ class _Reverse:
     def _join(self, branches: list[tuple[set[str], set[str]]], record: _Record):
         """Make the branches agree on which cotangents exist afterwards.
 
-        A branch without a variable's cotangent gets a zero of it — where the variable
-        exists. One that exists only on some paths (``if c: y = ...`` earlier) is left
-        without: on the paths where it exists, the branch that made the cotangent is the
-        one that runs when the code pairs its conditions, as generated code and the
-        usual ``if c: y = ...; ...; if c: use(y)`` do (paths where it does not exist
-        never read it, and any other read fails loudly as an unbound name)."""
+        A branch without a variable's cotangent gets a zero of it, where the variable
+        exists (see _zero). The cotangent of one that does not exist before the
+        statement is dropped: nothing before it reads that."""
         union = set().union(*(d for d, _ in branches))
         extra: list[list[gast.stmt]] = []
         for defined, _ in branches:
             stmts = []
             for ct in sorted(union - defined):
-                var = self._variable_of(ct)
-                if var in record.definite_before:
-                    stmts.append(assign(ct, zeros_like(load(var))))
-                elif var not in record.defined_before:
+                if self._variable_of(ct) in record.defined_before:
+                    stmts.append(self._zero(ct, record))
+                else:
                     union.discard(ct)
             extra.append(stmts)
         owned_all = set.intersection(*(o for _, o in branches)) if branches else set()
         return union, owned_all, extra
+
+    def _zero(self, ct: str, record: _Record) -> gast.stmt:
+        """``ct = zeros_like(x)`` for ``x``'s cotangent ``ct``, before ``record``; if
+        ``x`` may not exist there (``if c: x = ...`` earlier), only if the primal sweep
+        assigned it (its flag). Where it exists then, but did not yet at this point of
+        the primal sweep, the zero is never read: what reads ``ct`` earlier in the
+        adjoint is the adjoint of a statement that used ``x``."""
+        var = self._variable_of(ct)
+        return self._where_exists(var, record, assign(ct, zeros_like(load(var))))
+
+    def _where_exists(self, var: str, record: _Record, stmt: gast.stmt) -> gast.stmt:
+        """``stmt``, which reads ``var``: guarded by ``var``'s flag if it may not exist
+        before ``record``."""
+        if var in record.definite_before:
+            return stmt
+        if var not in self.flags:
+            self.flags[var] = self.namer.fresh(f"has_{var.lstrip('_')}")
+        return gast.If(load(self.flags[var]), [stmt], [])
 
     def _variable_of(self, ct: str) -> str:
         return next(v for v, c in self.cotangents.items() if c == ct)
@@ -586,14 +613,16 @@ class _Reverse:
     def _loop_cotangents(self, record: _Record) -> list[str]:
         """Cotangents the reverse loop carries between iterations: those of the active
         variables that the body's active statements (those whose adjoint does
-        something) mention and that exist before the loop (made zero there if need
-        be), and of those defined by the loop whose cotangent exists already."""
+        something) mention and that exist before the loop or are read by an iteration
+        before it assigns them (made zero before the loop if need be), and of those
+        defined by the loop whose cotangent exists already."""
         mentioned = set().union(*(_names(s) for s in self._active_statements(record)))
+        carried = read_before_written(record.stmt.body)
         return sorted(
             self.cotangent(v)
             for v in mentioned
             if v in self.activity
-            and (v in record.defined_before or self.cotangent(v) in self.defined)
+            and (v in record.defined_before or v in carried or self.cotangent(v) in self.defined)
         )
 
     def _active_statements(self, record: _Record) -> list[gast.stmt]:
@@ -622,7 +651,7 @@ class _Reverse:
         before = []
         for ct in carried:
             if ct not in self.defined:
-                before.append(assign(ct, zeros_like(load(self._variable_of(ct)))))
+                before.append(self._zero(ct, record))
                 self.defined.add(ct)
                 self.owned.add(ct)
         entry_defined, entry_owned = set(self.defined), set(self.owned)
@@ -645,7 +674,8 @@ class _Reverse:
                 ending.append(assign(ct, zeros_like(load(var))))
                 fitted.append(assign(ct, runtime_call("loop_cotangent", load(ct), load(var))))
             elif ct in entry_owned and ct not in self.owned:
-                ending.append(assign(ct, runtime_call("owned", load(ct))))
+                copy = assign(ct, runtime_call("owned", load(ct)))
+                ending.append(self._where_exists(self._variable_of(ct), record, copy))
         self.defined = entry_defined | (self.defined & set(carried))
         self.owned = entry_owned
         fitted = located(fitted, line, adjoint=True)
@@ -987,6 +1017,9 @@ def vjp_function(
         ct = reverse.cotangent(p)
         results.append(load(ct) if ct in reverse.defined else zeros_like(load(p)))
     tapes = [assign(t, gast.List([], gast.Load())) for t in reverse.tapes.values()]
+    for var, flag in reverse.flags.items():
+        tapes.append(assign(flag, gast.Constant(False, None)))
+        _flag_assignments(primal, var, flag)
     cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
     if returns == "tuple" or tuple_cotangents:
         cts = gast.Tuple(results, gast.Load())
@@ -1012,6 +1045,17 @@ def vjp_function(
         + located([gast.Return(result)], line, adjoint=True)
     )
     return new
+
+
+def _flag_assignments(stmts: list[gast.stmt], var: str, flag: str) -> None:
+    """Set ``flag`` after each assignment to ``var`` in ``stmts``, nested blocks
+    included."""
+    for i in reversed(range(len(stmts))):
+        stmt = stmts[i]
+        for block in ("body", "orelse"):
+            _flag_assignments(getattr(stmt, block, []), var, flag)
+        if isinstance(stmt, gast.Assign) and var in assigned_names([stmt]):
+            stmts.insert(i + 1, located([assign(flag, gast.Constant(True, None))], stmt.lineno)[0])
 
 
 def _params(fn: gast.FunctionDef) -> list[str]:
