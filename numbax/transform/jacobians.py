@@ -45,8 +45,12 @@ def jacobian_function(
     callee_name: str = "_fun",
     as_tuple: bool = False,
 ) -> tuple[gast.FunctionDef, str]:
-    """A function with ``fn``'s parameters returning the Jacobian of ``callee`` (one per
-    position, a tuple for several). ``callee`` is bound under the returned name."""
+    """A function with ``fn``'s parameters returning the Jacobian of ``callee`` w.r.t.
+    the arguments at ``positions``. ``callee`` is bound under the returned name.
+
+    With ``as_tuple`` (JAX's tuple ``argnums``) the arguments are differentiated as one
+    pytree, the tuple of them, in one loop: as in JAX, the result is the output's
+    structure holding that tuple at each output leaf."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args]
     stored = stored_into(fn)  # the primal call gets a copy of what it writes into
@@ -60,19 +64,20 @@ def jacobian_function(
         body.append(assign(gast.Tuple([store(out), store(aux)], gast.Store()), load(value)))
     else:
         body.append(assign(out, _call(callee_name, primal_args)))
-    jacobians = []
-    for position in positions:
-        x = params[position]
-        jac = namer.fresh(f"jac_{x.lstrip('_')}" if len(positions) > 1 else "jac")
-        body.append(assign(jac, runtime_call("jac_buffer", load(out), load(x))))
-        if forward:
-            body += _forward_columns(namer, derive, callee, params, position, out, jac, has_aux)
-        else:
-            body += _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux)
-        result = namer.fresh(f"jacobian_{x.lstrip('_')}")
-        body.append(assign(result, runtime_call("jac_unflatten", load(jac), load(out), load(x))))
-        jacobians.append(load(result))
-    value = jacobians[0] if not as_tuple else gast.Tuple(jacobians, gast.Load())
+    wrt = [params[k] for k in positions]
+    if as_tuple:  # the arguments as one pytree
+        x = namer.fresh("wrt")
+        body.append(assign(x, gast.Tuple([load(p) for p in wrt], gast.Load())))
+    else:
+        x = wrt[0]
+    loop = _Loop(namer, derive, callee, params, positions, wrt, x, out, namer.fresh("jac"))
+    body.append(assign(loop.jac, runtime_call("jac_buffer", load(out), load(x))))
+    body += (
+        loop.forward_columns(has_aux, as_tuple) if forward else loop.reverse_rows(has_aux, as_tuple)
+    )
+    result = namer.fresh("jacobian" if as_tuple else f"jacobian_{x.lstrip('_')}")
+    body.append(assign(result, runtime_call("jac_unflatten", load(loop.jac), load(out), load(x))))
+    value: gast.expr = load(result)
     if aux is not None:
         value = gast.Tuple([value, load(aux)], gast.Load())
     new = clone(fn)
@@ -81,45 +86,69 @@ def jacobian_function(
     return new, callee_name
 
 
-def _forward_columns(namer, derive, callee, params, position, out, jac, has_aux):
-    x = params[position]
-    column, tangent = namer.fresh("column"), namer.fresh(f"d_{x.lstrip('_')}")
-    out_again, d_out = namer.fresh("out_again"), namer.fresh("d_out")
-    jvp = derive(callee, "jvp", (position,))
-    call = _call(jvp, [load(p) for p in params] + [load(tangent)])
-    body = [assign(tangent, runtime_call("jac_basis", load(x), load(column)))]
-    if has_aux:
-        d_value = namer.fresh("d_value")
-        body.append(assign(gast.Tuple([store(out_again), store(d_value)], gast.Store()), call))
-        body.append(
-            assign(d_out, gast.Subscript(load(d_value), gast.Constant(0, None), gast.Load()))
+class _Loop:
+    """The loop filling buffer ``jac`` with the Jacobian of ``out`` w.r.t. ``x`` (the
+    argument ``wrt[0]``, or the tuple of the arguments ``wrt``)."""
+
+    def __init__(self, namer, derive, callee, params, positions, wrt, x, out, jac):
+        self.namer, self.derive, self.callee = namer, derive, callee
+        self.params, self.positions, self.wrt = params, positions, wrt
+        self.x, self.out, self.jac = x, out, jac
+
+    def _unpack(self, names: list[str], value: gast.expr, packed: str) -> list[gast.stmt]:
+        """``names`` unpacked from the tuple ``value`` (through variable ``packed``)."""
+        targets = gast.Tuple([store(n) for n in names], gast.Store())
+        return [assign(packed, value), assign(targets, load(packed))]
+
+    def forward_columns(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
+        namer = self.namer
+        column = namer.fresh("column")
+        tangents = [namer.fresh(f"d_{x.lstrip('_')}") for x in self.wrt]
+        out_again, d_out = namer.fresh("out_again"), namer.fresh("d_out")
+        jvp = self.derive(self.callee, "jvp", self.positions)
+        call = _call(jvp, [load(p) for p in self.params] + [load(t) for t in tangents])
+        basis = runtime_call("jac_basis", load(self.x), load(column))
+        if as_tuple:
+            body = self._unpack(tangents, basis, namer.fresh(f"d_{self.x.lstrip('_')}"))
+        else:
+            body = [assign(tangents[0], basis)]
+        if has_aux:
+            d_value = namer.fresh("d_value")
+            body.append(assign(gast.Tuple([store(out_again), store(d_value)], gast.Store()), call))
+            body.append(
+                assign(d_out, gast.Subscript(load(d_value), gast.Constant(0, None), gast.Load()))
+            )
+        else:
+            body.append(assign(gast.Tuple([store(out_again), store(d_out)], gast.Store()), call))
+        every_row = gast.Slice(None, None, None)
+        target = gast.Subscript(
+            load(self.jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
         )
-    else:
-        body.append(assign(gast.Tuple([store(out_again), store(d_out)], gast.Store()), call))
-    every_row = gast.Slice(None, None, None)
-    target = gast.Subscript(
-        load(jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
-    )
-    body.append(assign(target, runtime_call("jac_ravel", load(d_out))))
-    size = runtime_call("jac_size", load(x))
-    return [gast.For(store(column), _call("range", [size]), body, [], None)]
+        body.append(assign(target, runtime_call("jac_ravel", load(d_out))))
+        size = runtime_call("jac_size", load(self.x))
+        return [gast.For(store(column), _call("range", [size]), body, [], None)]
 
-
-def _reverse_rows(namer, derive, callee, params, position, out, jac, has_aux):
-    x = params[position]
-    row, ct_out = namer.fresh("row"), namer.fresh("ct_out")
-    ct_x = namer.fresh(f"ct_{x.lstrip('_')}")
-    vjp = derive(callee, "vjp_aux" if has_aux else "vjp", (position,))
-    call = _call(vjp, [load(p) for p in params] + [load(ct_out)])
-    body = [assign(ct_out, runtime_call("jac_basis", load(out), load(row)))]
-    cotangents = gast.Tuple([store(ct_x)], gast.Store())
-    if has_aux:  # the VJP of a function with aux returns ((cotangents...), aux)
-        cotangents = gast.Tuple([cotangents, store(namer.fresh("aux_again"))], gast.Store())
-    body.append(assign(cotangents, call))
-    every_column = gast.Slice(None, None, None)
-    target = gast.Subscript(
-        load(jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store()
-    )
-    body.append(assign(target, runtime_call("jac_ravel", load(ct_x))))
-    size = runtime_call("jac_size", load(out))
-    return [gast.For(store(row), _call("range", [size]), body, [], None)]
+    def reverse_rows(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
+        namer = self.namer
+        row, ct_out = namer.fresh("row"), namer.fresh("ct_out")
+        cts = [namer.fresh(f"ct_{x.lstrip('_')}") for x in self.wrt]
+        vjp = self.derive(self.callee, "vjp_aux" if has_aux else "vjp", self.positions)
+        call = _call(vjp, [load(p) for p in self.params] + [load(ct_out)])
+        body = [assign(ct_out, runtime_call("jac_basis", load(self.out), load(row)))]
+        cotangents = gast.Tuple([store(ct) for ct in cts], gast.Store())
+        if has_aux:  # the VJP of a function with aux returns ((cotangents...), aux)
+            cotangents = gast.Tuple([cotangents, store(namer.fresh("aux_again"))], gast.Store())
+        body.append(assign(cotangents, call))
+        if as_tuple:
+            packed = namer.fresh(f"ct_{self.x.lstrip('_')}")
+            body.append(assign(packed, gast.Tuple([load(ct) for ct in cts], gast.Load())))
+            raveled = runtime_call("jac_ravel", load(packed))
+        else:
+            raveled = runtime_call("jac_ravel", load(cts[0]))
+        every_column = gast.Slice(None, None, None)
+        target = gast.Subscript(
+            load(self.jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store()
+        )
+        body.append(assign(target, raveled))
+        size = runtime_call("jac_size", load(self.out))
+        return [gast.For(store(row), _call("range", [size]), body, [], None)]

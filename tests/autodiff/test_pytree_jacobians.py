@@ -41,6 +41,22 @@ def numeric_tree_hessian(f, args, argnum):
     return numeric_tree_jacobian(gradient, args, argnum, eps=1e-4)
 
 
+def _of_tuple(f, args, argnums):
+    """``f`` as a function of the tuple of its arguments at ``argnums`` (an int: of that
+    argument), and that argument: JAX's Jacobian for a tuple ``argnums`` is the one of
+    this function, the output's structure holding the tuple at each output leaf."""
+    if not isinstance(argnums, tuple):
+        return lambda x: f(*args[:argnums], x, *args[argnums + 1 :]), (args[argnums],)
+
+    def of_tuple(xs):
+        changed = list(args)
+        for k, x in zip(argnums, xs, strict=True):
+            changed[k] = x
+        return f(*changed)
+
+    return of_tuple, (tuple(args[k] for k in argnums),)
+
+
 def _as_tuples(tree: Any) -> Any:
     """Lists as tuples: under jit a list argument crosses as a tuple, and comes back one."""
     if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
@@ -64,9 +80,7 @@ def assert_tree_close(got, want, label, *, jit=False, rtol=1e-6, atol=1e-7):
 def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):
     """Each mode agrees with central differences, interpreted and compiled; returns the
     interpreted jacfwd (or first mode's) result for structure checks."""
-    positions = argnums if isinstance(argnums, tuple) else (argnums,)
-    wants = [numeric_tree_jacobian(f, args, k) for k in positions]
-    want = tuple(wants) if isinstance(argnums, tuple) else wants[0]
+    want = numeric_tree_jacobian(*_of_tuple(f, args, argnums), 0)
     results = []
     for mode in modes:
         derivative = getattr(nx, mode)(f, argnums=argnums)
@@ -118,6 +132,10 @@ def named(p):
 
 def two_args(p, x):
     return np.sin(p["w"]) * np.sum(x**2) + np.sum(p["b"] * x)
+
+
+def dict_of_two_args(p, x):
+    return {"a": np.sin(p["w"]) * np.sum(x**2), "b": np.sum(p["b"] * x)}
 
 
 def with_aux(p):
@@ -178,6 +196,29 @@ def test_argnums_tuple():
     assert isinstance(got, tuple) and len(got) == 2
     assert got[0]["w"].shape == (2, 2) and got[0]["b"].shape == (2, 3)
     assert got[1].shape == (2, 3)
+
+
+def test_argnums_tuple_with_dict_output():
+    """As in JAX: the output's structure outside, the tuple of arguments inside."""
+    got = check(dict_of_two_args, P, np.array([0.5, 1.5, -1.0]), argnums=(0, 1))
+    assert set(got) == {"a", "b"} and isinstance(got["a"], tuple) and len(got["a"]) == 2
+    assert got["a"][0]["w"].shape == (2, 2) and got["a"][1].shape == (2, 3)
+    assert got["b"][0]["b"].shape == (3,) and got["b"][1].shape == (3,)
+
+
+def test_hessian_with_argnums_tuple():
+    x = np.array([0.5, 1.5, -1.0])
+
+    def loss(p, x):
+        return np.sum(p["b"] * x**2) + np.sum(np.sin(p["w"]))
+
+    of_tuple, args = _of_tuple(loss, (P, x), (0, 1))
+    want = numeric_tree_hessian(of_tuple, args, 0)
+    got = nx.hessian(loss, argnums=(0, 1))(P, x)
+    assert_tree_close(got, want, "hessian, interpreted", rtol=1e-5, atol=1e-6)
+    assert got[0]["b"][1].shape == (3, 3) and got[1][0]["w"].shape == (3, 2)
+    compiled = nx.jit(nx.hessian(loss, argnums=(0, 1)))(P, x)
+    assert_tree_close(compiled, want, "hessian, jit", jit=True, rtol=1e-5, atol=1e-6)
 
 
 def test_has_aux_with_dict_input():
