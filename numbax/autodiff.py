@@ -155,7 +155,7 @@ class Grad(Transformed):
         self.with_value = with_value
 
     def _key(self) -> tuple:
-        return (self.positions, self.as_tuple, self.has_aux, self.with_value)
+        return (self.positions, self.as_tuple, self.has_aux, self.with_value, self.holomorphic)
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [_params(fn)[i] for i in self.positions]
@@ -165,7 +165,7 @@ class Grad(Transformed):
             wrt,
             derive,
             f"{self.transformation}_{source.name.lstrip('_')}",
-            seed="grad",
+            seed="holomorphic" if self.holomorphic else "grad",
             has_aux=self.has_aux,
             returns="value_and_cotangents" if self.with_value else "cotangents",
             tuple_cotangents=self.as_tuple,
@@ -177,8 +177,8 @@ class Grad(Transformed):
         for k in self.positions:
             if k >= len(values):
                 continue
-            if not self.allow_int:
-                grad_dtype_check(values[k], k)
+            if self.holomorphic or not self.allow_int:
+                grad_dtype_check(values[k], k, self.holomorphic)
         result = self.generated().function(*args, **kwargs)
         if self.with_value:
             value, grads = result

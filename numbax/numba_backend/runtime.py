@@ -91,8 +91,9 @@ from numbax.numba_backend import (  # noqa: E402
 )
 
 _AD_HELPERS = {
-    ad_runtime: ["zeros_like", "ones_like", "grad_seed", "unbroadcast", "broadcast_like"]
-    + ["index_add", "tree_add", "owned", "ravel", "size", "basis", "jac_empty", "jac_reshape"]
+    ad_runtime: ["zeros_like", "ones_like", "unbroadcast", "broadcast_like"]
+    + ["grad_seed", "grad_seeds", "holomorphic_seed", "holomorphic_seeds"]
+    + ["index_add", "tree_add", "owned", "ravel"]
     + ["custom_cotangents", "loop_cotangent"],
     ad_adjoints: ["broadcast_reduced", "reshape_like", "matmul_vjp_x", "matmul_vjp_y"]
     + ["cumprod_jvp", "cumprod_vjp", "cumsum_reverse", "dot_vjp_a", "dot_vjp_b"]

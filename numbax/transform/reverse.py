@@ -944,6 +944,10 @@ def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     return names
 
 
+_SEEDS = {"grad": "grad_seed", "holomorphic": "holomorphic_seed"}
+"""The runtime helper that checks a scalar output and gives its cotangent, one."""
+
+
 def vjp_function(
     fn: gast.FunctionDef,
     source: FunctionSource,
@@ -959,7 +963,8 @@ def vjp_function(
 ) -> gast.FunctionDef:
     """``fn`` (core language) → its reverse-mode derivative, a function named ``name``.
 
-    ``seed``: ``"grad"`` starts from ``nxrt.grad_seed(out)`` (a scalar output's 1);
+    ``seed``: ``"grad"`` starts from ``nxrt.grad_seed(out)`` (a real scalar output's 1),
+    ``"holomorphic"`` from ``nxrt.holomorphic_seed(out)`` (a complex one's);
     ``"parameter"`` adds a last parameter, the output's cotangent. ``returns``:
     ``"cotangents"`` (one, or a tuple for several ``wrt`` or ``tuple_cotangents``),
     ``"value_and_cotangents"``, or ``"tuple"`` (always a tuple).
@@ -998,8 +1003,8 @@ def vjp_function(
     ct_out_param = None
     if isinstance(out, gast.Name) and out.id in activity:
         ct = reverse.cotangent(out.id)
-        if seed == "grad":
-            seed_stmts.append(assign(ct, runtime_call("grad_seed", load(out.id))))
+        if seed in _SEEDS:
+            seed_stmts.append(assign(ct, runtime_call(_SEEDS[seed], load(out.id))))
         else:
             ct_out_param = namer.fresh("ct_out")
             ct_out = load(ct_out_param)
@@ -1007,9 +1012,9 @@ def vjp_function(
                 ct_out = runtime_call("owned", ct_out)
             seed_stmts.append(assign(ct, ct_out))
         reverse.defined.add(ct)
-    elif seed == "grad":
-        seed_stmts.append(gast.Expr(runtime_call("grad_seed", clone(out))))
-    if seed != "grad" and ct_out_param is None:
+    elif seed in _SEEDS:  # the output's checks (a real scalar), even without a derivative
+        seed_stmts.append(gast.Expr(runtime_call(_SEEDS[seed], clone(out))))
+    if seed not in _SEEDS and ct_out_param is None:
         ct_out_param = namer.fresh("ct_out")
     adjoint = reverse.adjoint(records)
     results = []

@@ -202,3 +202,38 @@ def test_constant_parts_are_not_differentiated():
 
     x = np.array([0.3, 1.7, 0.9])
     np.testing.assert_allclose(nx.grad(f)(x), numeric_jacobian(f, [x], 0), atol=1e-6)
+
+
+def _complex_out(x):
+    return x * (1.0 + 1.0j)
+
+
+def _square(z):
+    return z * z
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: nx.grad(_complex_out)(1.0),
+        lambda: nx.jit(nx.grad(_complex_out))(1.0),
+        lambda: nx.vmap(nx.grad(_complex_out))(np.ones(3)),
+    ],
+    ids=["eager", "jit", "vmap"],
+)
+def test_a_complex_output_needs_holomorphic_as_in_jax(call):
+    """Seeding a complex output with 1 would silently give its real part's derivative."""
+    with pytest.raises(TypeError, match="grad requires real-valued outputs.*holomorphic=True"):
+        call()
+
+
+def test_holomorphic_grad_is_the_complex_derivative():
+    z = 1.0 + 2.0j
+    assert nx.grad(_square, holomorphic=True)(z) == 2 * z
+    assert nx.jit(nx.grad(_square, holomorphic=True))(z) == 2 * z
+    zs = np.array([1.0 + 1.0j, 0.5 - 2.0j])
+    np.testing.assert_allclose(nx.vmap(nx.grad(_square, holomorphic=True))(zs), 2 * zs)
+    with pytest.raises(TypeError, match="holomorphic=True requires inputs with complex dtype"):
+        nx.grad(_square, holomorphic=True)(1.0)
+    with pytest.raises(TypeError, match="holomorphic=True requires outputs with complex dtype"):
+        nx.grad(lambda z: np.abs(z), holomorphic=True)(z)

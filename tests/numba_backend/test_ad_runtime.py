@@ -19,6 +19,7 @@ import pytest
 from numba import types
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend import ad_jacobians, ad_runtime
 from numbax.numba_backend import ad_runtime as ad
 
 Pair = collections.namedtuple("Pair", "a b")
@@ -74,40 +75,47 @@ def _ravel(x):
 
 
 @numba.njit
-def _size(x):
-    return ad.size(x)
+def _holomorphic_seed(out):
+    return ad.holomorphic_seed(out)
 
 
 @numba.njit
-def _basis(x, k):
-    return ad.basis(x, k)
+def _jac_size(x):
+    return ad_jacobians.jac_size(x)
 
 
 @numba.njit
-def _jac_empty(out, x):
-    return ad.jac_empty(out, x)
+def _jac_basis(x, k):
+    return ad_jacobians.jac_basis(x, k)
 
 
 @numba.njit
-def _jac_reshape(jac, out, x):
-    return ad.jac_reshape(jac, out, x)
+def _jac_buffer(out, x):
+    return ad_jacobians.jac_buffer(out, x)
+
+
+@numba.njit
+def _jac_unflatten(jac, out, x):
+    return ad_jacobians.jac_unflatten(jac, out, x)
 
 
 COMPILED = {
     "zeros_like": _zeros_like,
     "ones_like": _ones_like,
     "grad_seed": _grad_seed,
+    "holomorphic_seed": _holomorphic_seed,
     "unbroadcast": _unbroadcast,
     "broadcast_like": _broadcast_like,
     "index_add": _index_add,
     "tree_add": _tree_add,
     "owned": _owned,
     "ravel": _ravel,
-    "size": _size,
-    "basis": _basis,
-    "jac_empty": _jac_empty,
-    "jac_reshape": _jac_reshape,
+    "jac_size": _jac_size,
+    "jac_basis": _jac_basis,
+    "jac_buffer": _jac_buffer,
+    "jac_unflatten": _jac_unflatten,
 }
+MODULES = {name: ad_jacobians for name in ("jac_size", "jac_basis", "jac_buffer", "jac_unflatten")}
 
 # ---------------------------------------------------------------------------------------
 # Inputs (made afresh for every call: some helpers write in place).
@@ -174,7 +182,7 @@ def _check(got: Any, want: Any, typed: types.Type | None = None) -> None:
 
 def _both(name: str, make_args: Callable[[], tuple]) -> tuple[Any, Any, types.Type]:
     """The helper's result interpreted, compiled, and the compiled result's Numba type."""
-    interpreted = getattr(ad, name)(*make_args())
+    interpreted = getattr(MODULES.get(name, ad_runtime), name)(*make_args())
     args = make_args()
     wrapper = COMPILED[name]
     compiled = wrapper(*args)
@@ -195,7 +203,7 @@ def _cases(name: str, cases: dict[str, tuple]) -> list:
 
 
 # ---------------------------------------------------------------------------------------
-# zeros_like, ones_like, owned, ravel, size.
+# zeros_like, ones_like, owned, ravel, jac_size.
 # ---------------------------------------------------------------------------------------
 
 
@@ -262,8 +270,8 @@ def test_ravel(key: str) -> None:
 
 
 @pytest.mark.parametrize("key", [pytest.param(k, id=f"size-{k}") for k in FLAT_KEYS])
-def test_size(key: str) -> None:
-    interpreted, compiled, typed = _both("size", lambda: (VALUES[key](),))
+def test_jac_size(key: str) -> None:
+    interpreted, compiled, typed = _both("jac_size", lambda: (VALUES[key](),))
     assert interpreted == compiled == np.size(VALUES[key]())
     assert type(interpreted) is int and isinstance(typed, types.Integer)
 
@@ -272,13 +280,37 @@ def test_size(key: str) -> None:
 # grad_seed, grad_dtype_check.
 # ---------------------------------------------------------------------------------------
 
-SEEDS = {key: VALUES[key] for key in ["pyfloat", "pyint", "pycomplex", "f32scalar", "0d"]}
+SEEDS = {key: VALUES[key] for key in ["pyfloat", "pyint", "f32scalar", "0d"]}
 SEEDS["0d-f32"] = lambda: np.array(1.5, np.float32)
+HOLOMORPHIC_SEEDS = {"pycomplex": VALUES["pycomplex"], "0d-c64": lambda: np.array(1j, np.complex64)}
 
 
 @pytest.mark.parametrize("key", [pytest.param(k, id=f"grad_seed-{k}") for k in SEEDS])
 def test_grad_seed(key: str) -> None:
     _run("grad_seed", lambda: (SEEDS[key](),), _numpy_like(np.ones_like))
+
+
+@pytest.mark.parametrize(
+    "key", [pytest.param(k, id=f"holomorphic_seed-{k}") for k in HOLOMORPHIC_SEEDS]
+)
+def test_holomorphic_seed(key: str) -> None:
+    _run("holomorphic_seed", lambda: (HOLOMORPHIC_SEEDS[key](),), _numpy_like(np.ones_like))
+
+
+@pytest.mark.parametrize(
+    ("helper", "value", "message"),
+    [
+        ("grad_seed", 1j, "grad requires real-valued outputs"),
+        ("grad_seed", np.array(1j, np.complex64), "grad requires real-valued outputs"),
+        ("holomorphic_seed", 1.0, "holomorphic=True requires outputs with complex dtype"),
+        ("holomorphic_seed", np.array(1.0), "holomorphic=True requires outputs with complex"),
+    ],
+)
+def test_seeds_check_the_output_dtype(helper: str, value: Any, message: str) -> None:
+    """A complex output seeded as a real one would silently give its real part's gradient."""
+    for func in (getattr(ad, helper), COMPILED[helper]):
+        with pytest.raises(TypeError, match=message):
+            func(value)
 
 
 @pytest.mark.parametrize(
@@ -559,7 +591,8 @@ def test_tree_add(name: str, a: Callable, b: Callable) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# basis, jac_empty, jac_reshape.
+# jac_basis, jac_buffer, jac_unflatten, on single leaves (pytrees:
+# tests/autodiff/test_pytree_jacobians.py).
 # ---------------------------------------------------------------------------------------
 
 BASIS = {
@@ -582,12 +615,12 @@ def _basis_ref(x: Any, k: int) -> Any:
     return out.reshape(x.shape)
 
 
-@pytest.mark.parametrize(("name", "x", "k"), _cases("basis", BASIS))
+@pytest.mark.parametrize(("name", "x", "k"), _cases("jac_basis", BASIS))
 def test_basis(name: str, x: Callable, k: int) -> None:
     _run(name, lambda: (x(), k), _basis_ref)
 
 
-JAC_EMPTY = {
+JAC_BUFFER = {
     "f32-f32": (lambda: _f32(2, 3), lambda: _f32(4), np.float32),
     "f32-f64": (lambda: _f32(2), lambda: _f64(3), np.float64),
     "int-int": (lambda: np.arange(3), lambda: np.arange(2), np.float64),
@@ -600,8 +633,8 @@ JAC_EMPTY = {
 }
 
 
-@pytest.mark.parametrize(("name", "out", "x", "dtype"), _cases("jac_empty", JAC_EMPTY))
-def test_jac_empty(name: str, out: Callable, x: Callable, dtype: Any) -> None:
+@pytest.mark.parametrize(("name", "out", "x", "dtype"), _cases("jac_buffer", JAC_BUFFER))
+def test_jac_buffer(name: str, out: Callable, x: Callable, dtype: Any) -> None:
     interpreted, compiled, _ = _both(name, lambda: (out(), x()))
     shape = (np.size(out()), np.size(x()))
     for result in (interpreted, compiled):
@@ -609,7 +642,7 @@ def test_jac_empty(name: str, out: Callable, x: Callable, dtype: Any) -> None:
         assert result.flags.c_contiguous and result.flags.writeable
 
 
-JAC_RESHAPE = {
+JAC_UNFLATTEN = {
     "arrays": (lambda: _f64(6, 4), lambda: _f64(2, 3), lambda: _f64(4)),
     "scalar-out": (lambda: _f32(1, 6), lambda: 1.0, lambda: _f32(2, 3)),
     "scalar-x": (lambda: _f64(6, 1), lambda: _f64(3, 2), lambda: np.float32(1)),
@@ -619,12 +652,12 @@ JAC_RESHAPE = {
 }
 
 
-def _jac_reshape_ref(jac: np.ndarray, out: Any, x: Any) -> Any:
+def _jac_unflatten_ref(jac: np.ndarray, out: Any, x: Any) -> Any:
     if not isinstance(out, np.ndarray) and not isinstance(x, np.ndarray):
         return jac[0, 0]
     return jac.reshape(np.shape(out) + np.shape(x))
 
 
-@pytest.mark.parametrize(("name", "jac", "out", "x"), _cases("jac_reshape", JAC_RESHAPE))
-def test_jac_reshape(name: str, jac: Callable, out: Callable, x: Callable) -> None:
-    _run(name, lambda: (jac(), out(), x()), _jac_reshape_ref)
+@pytest.mark.parametrize(("name", "jac", "out", "x"), _cases("jac_unflatten", JAC_UNFLATTEN))
+def test_jac_unflatten(name: str, jac: Callable, out: Callable, x: Callable) -> None:
+    _run(name, lambda: (jac(), out(), x()), _jac_unflatten_ref)

@@ -5,6 +5,8 @@ So each helper the rules and the transformations emit has its own JVP and VJP he
 mostly linear maps whose adjoint is another helper of the table.
 """
 
+from typing import Any
+
 from numbax.numba_backend import runtime as nxrt
 from numbax.transform.rules.batch_kinds import (
     BatchOp,
@@ -32,8 +34,6 @@ define(nxrt.ravel, "x",
        jvp="nxrt.ravel(dx)",                              vjp="nxrt.reshape_like(g, x)")
 define(nxrt.reshape_like, "value, like",
        jvp="nxrt.reshape_like(dvalue, like)",             vjp="nxrt.reshape_like(g, value)")
-define(nxrt.jac_reshape, "jac, out, x",
-       jvp="nxrt.jac_reshape(djac, out, x)",              vjp="nxrt.reshape_like(g, jac)")
 define(nxrt.tree_add, "a, b",
        jvp={"a": "da",                                    "b": "db"},
        vjp={"a": "g",                                     "b": "g"}, combine="nxrt.tree_add")
@@ -60,9 +60,8 @@ define(nxrt.custom_cotangents, "cts, primals, rule",
        vjp={"cts": "g"})
 # fmt: on
 
-nondifferentiable(
-    [nxrt.zeros_like, nxrt.ones_like, nxrt.grad_seed, nxrt.basis, nxrt.jac_empty, nxrt.size]
-)
+nondifferentiable([nxrt.zeros_like, nxrt.ones_like])
+nondifferentiable([nxrt.grad_seed, nxrt.grad_seeds, nxrt.holomorphic_seed, nxrt.holomorphic_seeds])
 
 
 # -- reductions and linear algebra (rules/reductions.py, rules/linalg.py) -----------------
@@ -146,11 +145,15 @@ nondifferentiable([nxrt.reduced_count, nxrt.tie_weights, nxrt.norm_exponent])
 
 # -- batching (vmap's vectorized method, batch_kinds.py): each helper as the operations
 # it stands for, at the examples' ranks
-def _grad_seed(op: BatchOp) -> tuple[str, int | None]:
-    """One per example, for outputs that are scalars per example."""
-    if op.value("args0").rank != 0:
-        raise Decline("grad of an output that is not a scalar per example")
-    return f"np.ones_like({op.text('args0')})", 0
+def _seeds(helper: str) -> Any:
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        """One per example, for outputs that are scalars per example (their dtype
+        checked as for one example)."""
+        if op.value("args0").rank != 0:
+            raise Decline("grad of an output that is not a scalar per example")
+        return f"nxrt.{helper}({op.text('args0')})", 0
+
+    return rule
 
 
 def _unbroadcast(op: BatchOp) -> tuple[str, int | None]:
@@ -257,7 +260,9 @@ def _loop_cotangent(op: BatchOp) -> tuple[str, int | None]:
     return op.replaced({}), rank
 
 
-batching(_grad_seed, nxrt.grad_seed)
+batching(_seeds("grad_seeds"), nxrt.grad_seed)
+batching(_seeds("holomorphic_seeds"), nxrt.holomorphic_seed)
+batching(same_shape("args0"), nxrt.grad_seeds, nxrt.holomorphic_seeds)
 batching(_unbroadcast, nxrt.unbroadcast)
 batching(same_shape("args0"), nxrt.zeros_like, nxrt.ones_like)
 batching(same_shape("x"), nxrt.owned)
