@@ -57,10 +57,14 @@ def total(terms: list[gast.expr], combine: str | None = None) -> gast.expr:
 
 def located(stmts: list[gast.stmt], line: int | None, adjoint: bool = False) -> list[gast.stmt]:
     """Give generated statements the user's line; ``adjoint`` ones are commented as the
-    adjoint of that line (nested blocks keep the lines their statements already have)."""
+    adjoint of that line (nested blocks keep the lines their statements already have;
+    those made without one get ``line`` too)."""
     for stmt in stmts:
         if line is not None and getattr(stmt, "lineno", None) is None:
             at(stmt, line)
+            for block in ("body", "orelse"):
+                unlocated = [s for s in getattr(stmt, block, []) if not hasattr(s, "lineno")]
+                located(unlocated, line, adjoint)
         elif line is not None and not isinstance(stmt, (gast.If, gast.For, gast.While)):
             at(stmt, line)
         if adjoint:

@@ -70,6 +70,9 @@ class _Save:
 
     name: str  # a variable (outside loops) or a tape list (inside)
     tape: bool
+    # a variable that may not exist yet is saved only where it does: its flag (see
+    # _Reverse.flags) says so, and the flag's own value is saved here beside it
+    flag: tuple[str, _Save] | None = None
 
     def push(self, value: gast.expr) -> gast.stmt:
         if not self.tape:
@@ -81,6 +84,21 @@ class _Save:
         if not self.tape:
             return load(self.name)
         return gast.Call(gast.Attribute(load(self.name), "pop", gast.Load()), [], [])
+
+    def keep(self, var: str) -> list[gast.stmt]:
+        """Save ``var`` before it is overwritten (where it exists, if it may not)."""
+        if self.flag is None:
+            return [self.push(load(var))]
+        flag, flag_save = self.flag
+        return [flag_save.push(load(flag)), gast.If(load(flag), [self.push(load(var))], [])]
+
+    def give_back(self, var: str) -> list[gast.stmt]:
+        """Give ``var`` the value :meth:`keep` saved (and its flag the value it had)."""
+        if self.flag is None:
+            return [assign(var, self.pop())]
+        flag, flag_save = self.flag
+        restore = assign(var, self.pop())
+        return [assign(flag, flag_save.pop()), gast.If(load(flag), [restore], [])]
 
 
 @dataclass
@@ -125,6 +143,7 @@ class _Reverse:
         self.tapes: dict[str, str] = {}
         self.needed = self._needed(fn)
         self.maybe_tuple = _tuple_valued(fn, resolver)
+        self.first_mentions = _first_mentions(fn.body)
         # stacks (lists used with append/pop: a user's list, or a tape of a reverse
         # sweep being differentiated again): their cotangent is a list of the elements'
         # cotangents, which shrinks and grows backwards as the list grew and shrank
@@ -237,11 +256,20 @@ class _Reverse:
                 continue
             if name in scope.definite:  # overwritten: saved just before
                 record.saves.append((name, self._save(name, scope)))
-            elif name not in scope.temporaries:  # first value here: saved at block end
+                continue
+            # perhaps overwritten: saved where it exists, unless no line above mentions
+            # it (then no statement above reads the value it had, from an iteration
+            # before, and Numba compiles no read of a variable above its assignments)
+            if name in scope.maybe and self.first_mentions.get(name) is not stmt:
+                save = self._save(name, scope)
+                flag = self._flag(name)
+                save.flag = (flag, self._save(flag, scope))
+                record.saves.append((name, save))
+            if name not in scope.temporaries:  # first value here: saved at block end
                 scope.temporaries[name] = self._save(name, scope)
         scope.definite.update(names)
         scope.maybe.update(names)
-        pushes = [save.push(load(name)) for name, save in record.saves]
+        pushes = [push for name, save in record.saves for push in save.keep(name)]
         return [*located(pushes, line), stmt]
 
     def _save(self, name: str, scope: _Scope) -> _Save:
@@ -369,7 +397,7 @@ class _Reverse:
         if isinstance(target, gast.Subscript):
             old = gast.Subscript(load(target.value.id), clone(target.slice), gast.Store())
             return [assign(old, save.pop()) for _, save in record.saves]
-        return [assign(name, save.pop()) for name, save in reversed(record.saves)]
+        return [stmt for name, save in reversed(record.saves) for stmt in save.give_back(name)]
 
     def _adjoint_assign(self, stmt: gast.Assign, record: _Record, line: int | None) -> list:
         target = stmt.targets[0]
@@ -582,9 +610,15 @@ class _Reverse:
         before ``record``."""
         if var in record.definite_before:
             return stmt
+        return gast.If(load(self._flag(var)), [stmt], [])
+
+    def _flag(self, var: str) -> str:
+        """The flag that says whether ``var`` exists: False at the start, set by the
+        primal sweep after each assignment to ``var``; the adjoint sweep gives it back
+        its old value where it gives ``var`` its own (see _Save.give_back)."""
         if var not in self.flags:
             self.flags[var] = self.namer.fresh(f"has_{var.lstrip('_')}")
-        return gast.If(load(self.flags[var]), [stmt], [])
+        return self.flags[var]
 
     def _variable_of(self, ct: str) -> str:
         return next(v for v, c in self.cotangents.items() if c == ct)
@@ -762,6 +796,21 @@ class _Scope:
             scopes.append(scope)
             scope = scope.parent
         return scopes
+
+
+def _first_mentions(stmts: list[gast.stmt]) -> dict[str, gast.stmt]:
+    """Each name's first statement in the text of ``stmts`` (a block's header before
+    its body)."""
+    first: dict[str, gast.stmt] = {}
+    for stmt in stmts:
+        blocks = [getattr(stmt, block, []) for block in ("body", "orelse")]
+        header = [getattr(stmt, part) for part in ("test", "target", "iter") if hasattr(stmt, part)]
+        for name in set().union(*map(_names, header if any(blocks) else [stmt])):
+            first.setdefault(name, stmt)
+        for block in blocks:
+            for name, inner in _first_mentions(block).items():
+                first.setdefault(name, inner)
+    return first
 
 
 def _ends_in_jump(stmts: list[gast.stmt]) -> bool:

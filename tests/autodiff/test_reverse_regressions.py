@@ -270,5 +270,122 @@ def test_a_value_carried_into_the_next_iteration(f, c):
     # interpreted only: Numba compiles no function (these included) that reads a
     # variable before its first assignment in the code
     check_reverse(f, X, c, jit=False)
-    with pytest.raises(Exception, match="'y' is not defined"):
+    with pytest.raises(nx.CompileError, match="'y' is not defined"):
         nx.jit(f)(X, c)
+
+
+# -- a variable overwritten where it may not exist yet ------------------------------------
+# (its old value is saved where it exists, as its flag says, and given back there)
+
+
+def overwritten_where_it_may_not_exist(x, c):
+    z = c
+    if c > 0.0:
+        y = x * 2.0
+    if c > 0.0:
+        z = z + np.sum(np.sin(y))
+    if c > 1.0:
+        y = x * 3.0
+    return z + np.sum(y) if c > 0.0 else z
+
+
+def overwritten_by_a_loop(x, c):
+    z = c
+    if c > 0.0:
+        y = x * c
+    if c > 0.0:
+        z = z + np.sum(y * y)
+    for _i in range(2):
+        y = x * 3.0
+        z = z + np.sum(y)
+    return z
+
+
+def overwritten_in_each_iteration(x, c):
+    z = c
+    for _i in range(2):
+        if c > 0.0:
+            t = x * c
+        if c > 0.0:
+            z = z + np.sum(np.sin(t))
+        if c > 1.0:
+            t = x * 3.0
+        z = z + (np.sum(t) if c > 0.0 else 0.0)
+    return z
+
+
+def started_by_the_first_iteration(x, c):
+    for i in range(3):
+        if i == 0:
+            y = x * c
+        else:
+            y = np.sin(y) * c  # noqa: F821
+    return np.sum(y)
+
+
+@pytest.mark.parametrize("c", [1.5, 0.5, -0.5])
+@pytest.mark.parametrize(
+    "f",
+    [
+        overwritten_where_it_may_not_exist,
+        overwritten_by_a_loop,
+        overwritten_in_each_iteration,
+        started_by_the_first_iteration,
+    ],
+)
+def test_a_variable_overwritten_where_it_may_not_exist(f, c):
+    check_reverse(f, X, c)
+    check_forward(f, X, c)
+
+
+def scaled_from_the_iteration_before(x, c):
+    z = c
+    for i in range(3):
+        if i > 0:
+            z = z + y * c  # noqa: F821 (y of the iteration before)
+        y = x[i] * 2.0  # noqa: F841
+    return z
+
+
+def scaled_in_a_while_loop(x, c):
+    z = c
+    j = 0
+    while j < 3:
+        if j > 0:
+            z = z * c + y * c  # noqa: F821
+        y = np.sin(x[j]) * c  # noqa: F841
+        j = j + 1
+    return z
+
+
+def scaled_in_nested_loops(x, c):
+    z = c
+    for i in range(2):
+        for j in range(2):
+            if i + j > 0:
+                z = z + np.sin(y) * c  # noqa: F821
+            y = x[i + j] * c  # noqa: F841
+    return z
+
+
+@pytest.mark.parametrize("c", [1.3, -0.7])
+@pytest.mark.parametrize(
+    "f", [scaled_from_the_iteration_before, scaled_in_a_while_loop, scaled_in_nested_loops]
+)
+def test_a_value_from_the_iteration_before_overwritten(f, c):
+    # the value an iteration reads from the one before is saved before the iteration
+    # overwrites it; interpreted only (see test_a_value_carried_into_the_next_iteration)
+    check_reverse(f, X, c, jit=False)
+    check_forward(f, X, c)
+    with pytest.raises(nx.CompileError, match="'y' is not defined"):
+        nx.jit(nx.grad(f, argnums=1))(X, c)
+
+
+def check_forward(f, x, s):
+    """jacfwd of ``f(x, s)`` w.r.t. both arguments agrees with central differences."""
+    got = nx.jacfwd(f, argnums=(0, 1))(x, s)
+    for i, g in enumerate(got):
+        want = numeric_jacobian(f, (x, s), i)
+        np.testing.assert_allclose(
+            g, want, rtol=1e-5, atol=1e-6, err_msg=f"jacfwd of {f.__name__} w.r.t. {i}"
+        )
