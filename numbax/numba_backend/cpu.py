@@ -49,7 +49,12 @@ rules (``1.0 / 0.0`` is ``inf``, ``0.0 / 0.0`` is ``nan``, an integer division b
 ``ZeroDivisionError`` where NumPy returns ``inf`` (the derivative of ``sqrt`` at 0).
 Numba passes the error model on to the overloads and functions the code calls."""
 
-NUMBA_ERRORS = (numba_errors.TypingError, numba_errors.UnsupportedError, numba_errors.LoweringError)
+NUMBA_ERRORS = (
+    numba_errors.TypingError,
+    numba_errors.UnsupportedError,
+    numba_errors.LoweringError,
+    numba_errors.NotDefinedError,  # a variable read above its first assignment
+)
 
 
 @dataclass
