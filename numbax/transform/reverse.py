@@ -20,6 +20,7 @@ cotangent emits nothing.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 
 import gast
@@ -120,6 +121,7 @@ class _Record:
     # tapes at its start, and the body as written
     live_in: list[tuple[str, _Save]] | None = None
     original_body: list[gast.stmt] = field(default_factory=list)
+    reads: Counter[str] = field(default_factory=Counter)  # a loop's reads of each name
 
 
 class _Reverse:
@@ -228,14 +230,19 @@ class _Reverse:
             records.append(record)
         return out, records
 
-    def _block(self, stmts: list[gast.stmt], scope: _Scope, line: int | None):
+    def _block(self, stmts: list[gast.stmt], scope: _Scope, line: int | None, handed=frozenset()):
         """A nested block: its statements, ending with the push of the values first
-        assigned in it (its *temporaries*, restored at the start of its adjoint)."""
+        assigned in it (its *temporaries*, restored at the start of its adjoint), but
+        for those ``handed`` to the enclosing block (see _primal_if)."""
         out, records = self.primal(stmts, scope)
         scope.stmts = out
-        scope.snapshot = [(n, save) for n, save in scope.temporaries.items() if n in scope.definite]
+        scope.snapshot = [
+            (n, save)
+            for n, save in scope.temporaries.items()
+            if n not in handed and (n in scope.definite or save.flag is not None)
+        ]
         if not (out and isinstance(out[-1], (gast.Break, gast.Continue))):
-            out += located([save.push(load(name)) for name, save in scope.snapshot], line)
+            out += located([p for n, save in scope.snapshot for p in save.keep(n)], line)
         return out, records
 
     def _primal_assign(
@@ -281,19 +288,37 @@ class _Reverse:
         self, stmt: gast.If, record: _Record, scope: _Scope, line: int | None
     ) -> list[gast.stmt]:
         body, orelse = scope.child(), scope.child()
-        stmt.body, record.body = self._block(stmt.body, body, line)
-        stmt.orelse, record.orelse = self._block(stmt.orelse, orelse, line)
+        # in a loop, what follows the ``if`` in this iteration may read a value first
+        # assigned in a branch, and its adjoint runs before the branch's: such values
+        # are pushed at the end of the enclosing block, as if first assigned there
+        # (with their flag if only some paths assign them). An ``if`` that may jump
+        # keeps them: nothing in its block follows it (see _guard_jumps).
+        handed: set[str] = set()
+        if scope.loop is not None and not _own_jumps([stmt]):
+            inside = _reads(stmt)
+            handed = {n for n, k in scope.loop.reads.items() if k > inside[n]}
+        stmt.body, record.body = self._block(stmt.body, body, line, handed)
+        stmt.orelse, record.orelse = self._block(stmt.orelse, orelse, line, handed)
         record.body_snapshot, record.orelse_snapshot = body.snapshot, orelse.snapshot
         completing = [b for b in (body, orelse) if not _ends_in_jump(b.stmts)]
         if completing:
             scope.definite = set.intersection(*(b.definite for b in completing))
         scope.maybe |= body.maybe | orelse.maybe
+        for branch in (body, orelse):
+            for name in branch.temporaries:
+                if name in handed and name not in scope.temporaries:
+                    save = self._save(name, scope)
+                    if name not in scope.definite:
+                        flag = self._flag(name)
+                        save.flag = (flag, self._save(flag, scope))
+                    scope.temporaries[name] = save
         return [stmt]
 
     def _primal_loop(
         self, stmt: gast.For | gast.While, record: _Record, scope: _Scope, line: int | None
     ) -> list[gast.stmt]:
         out: list[gast.stmt] = []
+        record.reads = _reads(stmt)  # as written (see _hand_over)
         jumps = _guard_jumps(stmt)
         if isinstance(stmt, gast.While) or jumps:
             # iterations are counted: a while loop's, or a for loop's left by break
@@ -313,8 +338,9 @@ class _Reverse:
                 count = add(load(record.trips), gast.Constant(1, None))
                 body.insert(0, located([assign(record.trips, count)], line)[0])
             stmt.body = body
+            self._hand_over(stmt, record, scope)
             return [*out, stmt]
-        body_scope = scope.child(_Loop())
+        body_scope = scope.child(_Loop(reads=_reads(gast.Module(body=stmt.body, type_ignores=[]))))
         # values an iteration reads from the one before
         body_scope.maybe |= read_before_written(stmt.body) & assigned_names(stmt.body)
         if isinstance(stmt, gast.For):
@@ -326,11 +352,32 @@ class _Reverse:
             count = add(load(record.trips), gast.Constant(1, None))
             body.insert(0, located([assign(record.trips, count)], line)[0])
         for jump, chain in body_scope.loop.jumps:
-            pushes = [save.push(load(n)) for s in chain for n, save in s.snapshot]
+            pushes = [p for s in chain for n, save in s.snapshot for p in save.keep(n)]
             _insert_before(body, jump, located(pushes, getattr(jump, "lineno", line)))
         stmt.body = body
         scope.maybe |= body_scope.maybe
+        self._hand_over(stmt, record, scope)
         return [*out, stmt]
+
+    def _hand_over(self, stmt: gast.For | gast.While, record: _Record, scope: _Scope) -> None:
+        """In an enclosing loop, a value first assigned by a nested loop and read after
+        it is pushed at the end of the enclosing block, as if first assigned there
+        (where it exists, as its flag says: the loop may not run): the adjoint of
+        what reads it runs before the nested loop's, which leaves other values."""
+        if scope.loop is None:
+            return
+        inner = record.original_body or stmt.body
+        names = assigned_names(inner)
+        if isinstance(stmt, gast.For):
+            names.add(stmt.target.id)
+        outside = {n for n, k in scope.loop.reads.items() if k > record.reads[n]}
+        for name in sorted(names & outside & self.needed):
+            if name in record.definite_before or name in scope.temporaries:
+                continue
+            save = self._save(name, scope)
+            flag = self._flag(name)
+            save.flag = (flag, self._save(flag, scope))
+            scope.temporaries[name] = save
 
     def _live_in(self, stmt: gast.For | gast.While, scope: _Scope) -> list[str] | None:
         """The variables to tape per iteration if the adjoint recomputes the body (it
@@ -632,7 +679,7 @@ class _Reverse:
             (record.orelse, record.orelse_snapshot),
         ):
             self.defined, self.owned = set(start_defined), set(start_owned)
-            restore = [assign(name, save.pop()) for name, save in reversed(snapshot)]
+            restore = [r for name, save in reversed(snapshot) for r in save.give_back(name)]
             blocks.append(located(restore, line, adjoint=True) + self.adjoint(records))
             results.append((self.defined, self.owned))
         defined, owned, extra = self._join(results, record)
@@ -699,7 +746,7 @@ class _Reverse:
             again, records = self.primal([clone(s) for s in record.original_body], scope)
             adjoint = self.adjoint(records)
         else:
-            restore = [assign(name, save.pop()) for name, save in reversed(record.snapshot)]
+            restore = [r for n, save in reversed(record.snapshot) for r in save.give_back(n)]
             again, adjoint = [], self.adjoint(record.body)
         ending, fitted = [], []
         for ct in carried:
@@ -772,6 +819,7 @@ class _Loop:
     """The jumps (break/continue) of one loop, with the scopes each one leaves."""
 
     jumps: list[tuple[gast.stmt, list[_Scope]]] = field(default_factory=list)
+    reads: Counter[str] = field(default_factory=Counter)  # how often its body reads each name
 
 
 @dataclass
@@ -811,6 +859,13 @@ def _first_mentions(stmts: list[gast.stmt]) -> dict[str, gast.stmt]:
             for name, inner in _first_mentions(block).items():
                 first.setdefault(name, inner)
     return first
+
+
+def _reads(node: gast.AST) -> Counter[str]:
+    """How often ``node`` reads each name."""
+    return Counter(
+        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    )
 
 
 def _ends_in_jump(stmts: list[gast.stmt]) -> bool:
@@ -1103,13 +1158,15 @@ def vjp_function(
 
 def _flag_assignments(stmts: list[gast.stmt], var: str, flag: str) -> None:
     """Set ``flag`` after each assignment to ``var`` in ``stmts``, nested blocks
-    included."""
+    included, and in each iteration of a loop over ``var``."""
     for i in reversed(range(len(stmts))):
         stmt = stmts[i]
         for block in ("body", "orelse"):
             _flag_assignments(getattr(stmt, block, []), var, flag)
         if isinstance(stmt, gast.Assign) and var in assigned_names([stmt]):
             stmts.insert(i + 1, located([assign(flag, gast.Constant(True, None))], stmt.lineno)[0])
+        elif isinstance(stmt, gast.For) and stmt.target.id == var:  # set by each iteration
+            stmt.body.insert(0, located([assign(flag, gast.Constant(True, None))], stmt.lineno)[0])
 
 
 def _params(fn: gast.FunctionDef) -> list[str]:

@@ -389,3 +389,163 @@ def check_forward(f, x, s):
         np.testing.assert_allclose(
             g, want, rtol=1e-5, atol=1e-6, err_msg=f"jacfwd of {f.__name__} w.r.t. {i}"
         )
+
+
+# -- a value first assigned in a branch or a nested loop of a taped loop, read after it ---
+# (the adjoint of what follows runs before the branch's or nested loop's own: the value
+# is kept at the end of the iteration, so that adjoint sees this iteration's value)
+
+
+def assigned_in_both_branches(x, c):
+    z = 0.0
+    for i in range(3):
+        if x[i] > 0.4:
+            y = x * c
+        else:
+            y = x * 2.0
+        z = z + np.sum(np.sin(y))
+        if z > 100.0:
+            break
+    return z
+
+
+def assigned_in_both_branches_continue(x, c):
+    z = 0.0
+    for i in range(3):
+        if x[i] > 0.4:
+            y = x * c
+        else:
+            y = x * 2.0
+        z = z + np.sum(np.sin(y))
+        if z < -100.0:
+            continue
+        z = z * 0.5 + np.sum(y * y) * 0.1
+    return z
+
+
+def assigned_in_both_branches_store(x, c):
+    a = np.zeros(3)
+    for i in range(3):
+        if x[i] > 0.4:
+            y = x[i] * c
+        else:
+            y = np.cos(x[i]) * 2.0
+        a[i] = np.sin(y) * y
+    return np.sum(a * x)
+
+
+def assigned_in_nested_branches(x, c):
+    z = 0.0
+    for i in range(3):
+        if x[i] > 0.4:
+            if c > 1.0:
+                y = x * c
+            else:
+                y = np.sin(x) * c
+            w = y * y
+        else:
+            y = x * 2.0
+            w = y + c
+        z = z + np.sum(np.sin(y) * w)
+        if z > 100.0:
+            break
+    return z
+
+
+def assigned_in_both_branches_while(x, c):
+    z = 0.0
+    k = 0
+    while k < 3:
+        if x[k] > 0.4:
+            y = x * c
+        else:
+            y = x * 2.0
+        z = z + np.sum(np.sin(y))
+        k = k + 1
+    return z
+
+
+def assigned_in_one_branch(x, c):
+    z = 0.0
+    y = x * 0.5
+    for i in range(3):
+        if x[i] > 0.4:
+            t = np.sin(y) * c
+            y = t * x
+        z = z + np.sum(np.cos(y))
+        if z > 100.0:
+            break
+    return z
+
+
+def first_assigned_in_one_branch(x, c):
+    z = 0.0
+    for i in range(3):
+        if x[i] > 0.4:
+            t = np.sin(x) * c
+        if x[i] > 0.4:
+            z = z + np.sum(t * t)
+        if z > 100.0:
+            break
+    return z
+
+
+def first_assigned_in_an_inner_loop(x, c):
+    z = 0.0
+    for _i in range(3):
+        for j in range(2):
+            t = np.sin(x * c) + j
+        z = z + np.sum(t * t) * j
+        if z > 100.0:
+            break
+    return z
+
+
+def first_assigned_in_an_inner_loop_with_break(x, c):
+    z = 0.0
+    for i in range(3):
+        for j in range(3):
+            if x[j] > 0.4:
+                t = np.sin(x * c) + i
+            else:
+                t = x * (c + i)
+            if j == i:
+                break
+        z = z + np.sum(t * t)
+        if z > 100.0:
+            break
+    return z
+
+
+def first_assigned_in_an_inner_while_loop(x, c):
+    z = 0.0
+    a = np.zeros(3)
+    for i in range(3):
+        k = 0
+        while k < 2:
+            t = np.cos(x * c) * (k + 1.0)
+            k = k + 1
+        a[i] = np.sum(t * x)
+        z = z + a[i] * np.sum(t)
+    return z
+
+
+@pytest.mark.parametrize("c", [1.5, 0.5, -0.8])
+@pytest.mark.parametrize("x", [X, np.array([0.5, 0.3, 0.7]), np.array([0.2, 0.9, 0.1])])
+@pytest.mark.parametrize(
+    "f",
+    [
+        assigned_in_both_branches,
+        assigned_in_both_branches_continue,
+        assigned_in_both_branches_store,
+        assigned_in_nested_branches,
+        assigned_in_both_branches_while,
+        assigned_in_one_branch,
+        first_assigned_in_one_branch,
+        first_assigned_in_an_inner_loop,
+        first_assigned_in_an_inner_loop_with_break,
+        first_assigned_in_an_inner_while_loop,
+    ],
+)
+def test_a_value_first_assigned_in_a_branch_or_inner_loop(f, x, c):
+    check_reverse(f, x, c)
