@@ -3,7 +3,8 @@
 numbax transforms source, so the interesting inputs are programs, not values: every
 construct of the core language (straight-line NumPy, reductions, indexing, ``for`` loops
 with accumulators and in-place stores, branches on reductions, ``while`` loops, helper
-calls with positional and keyword arguments, tuples, lists, ``break``/``continue``)
+calls with positional and keyword arguments, tuples, lists, ``break``/``continue``,
+nested loops, variables assigned in both arms of a branch in a loop or on some paths only)
 combined in ways no hand-written test lists. ``programs()`` draws one module: a main
 function ``f(x, s)`` over a float64 array ``x`` of shape (3,) and a float ``s``, any
 helpers it calls, and the point to evaluate it at.
@@ -47,6 +48,9 @@ CONSTRUCTS: tuple[str, ...] = (
     "tuples",  # t = (a, b); p, q = t; p, q = q, p
     "list_append",  # lst = []; lst.append(...) in a loop; lst[i]
     "break_continue",  # continue at a fixed index, break on a value
+    "loop_branch_assign",  # y set in both arms of an if in a loop, read after it; break etc.
+    "maybe_defined",  # y set on some paths (one-sided if, earlier iteration), read guarded
+    "nested_break",  # an inner loop that may break, inside an outer accumulating loop
     "vector_output",  # f returns an array (else a scalar)
 )
 
@@ -316,6 +320,9 @@ class _Builder:
                 "while_counter": self.while_counter,
                 "tuples": self.tuples,
                 "list_append": self.list_append,
+                "loop_branch_assign": self.loop_branch_assign,
+                "maybe_defined": self.maybe_defined,
+                "nested_break": self.nested_break,
             }
             seen: set[Callable] = set()
             for construct, make in nested.items():
@@ -509,6 +516,155 @@ class _Builder:
             lines.append(f"{indent}for {j} in range(3):")
             lines.append(f"{indent}    {r} = {r} + {lst}[{j}] * {self.pick(_CONSTANTS)}")
         env.add(r, "scal")
+
+    def read_term(self, name: str, kind: str, env: _Env) -> str:
+        """A scalar that reads ``name`` (a variable of ``kind``)."""
+        leaf = self.scalar_leaf(env)
+        if kind == "vec":
+            form = self.pick(["np.sum({n})", "np.sum(np.sin({n}))", "np.sum({n} * {l})"])
+        else:
+            form = self.pick(["{n}", "np.sin({n})", "{n} * {l}"])
+        return form.format(n=name, l=leaf)
+
+    def element_condition(self, env: _Env, index: str) -> str:
+        """A branch test on an element of an input (``x[i]``) or on a reduction."""
+        if self.draw(st.booleans()):
+            return f"{self.pick(env.vecs)}[{index}] > {self.pick(_THRESHOLDS)}"
+        return self.condition(env)
+
+    def loop_branch_assign(self, env: _Env, depth: int, lines: list[str], indent: str) -> None:
+        """A variable assigned in both arms of an ``if`` in a loop, read after the
+        branch in the same iteration, in a loop with ``break``, ``continue`` or a store."""
+        self.use("loop_branch_assign")
+        kind = self.pick(["vec", "scal"])
+        acc, y = self.fresh("z"), self.fresh("y")
+        tail = self.pick(["break", "continue", "store"])
+        store = self.fresh("st")
+        lines.append(f"{indent}{acc} = {self.pick(['0.0', '1.0'])}")
+        if tail == "store":
+            source = self.vector_leaf(env)
+            lines.append(
+                f"{indent}{store} = {self.pick(['np.zeros_like({})', '{} * 1.0'])}".format(source)
+            )
+        index, header = self.loop_header(env)
+        lines.append(f"{indent}{header}")
+        inner = self.loop_env(env, index)
+        body = indent + "    "
+        continue_where = self.pick(["top", "after_branch"]) if tail == "continue" else ""
+        if continue_where == "top":
+            lines += [f"{body}if {index} == 1:", f"{body}    continue"]
+        for arm in ("if", "else"):
+            if arm == "if":
+                lines.append(f"{body}if {self.element_condition(inner, index)}:")
+            else:
+                lines.append(f"{body}else:")
+            arm_env = inner.copy()
+            before = len(arm_env.defined)
+            if depth > 0 and self.draw(st.booleans()):
+                self.block(arm_env, depth, lines, body + "    ", 1)
+            value = self.absorb(
+                self.value(arm_env, kind, 2), kind, arm_env, arm_env.defined[before:]
+            )
+            lines.append(f"{body}    {y} = {value}")
+        if continue_where == "after_branch":
+            lines += [f"{body}if {index} == 1:", f"{body}    continue"]
+        inner.add(acc, "scal")
+        update = f"{self.read_term(y, kind, inner)}"
+        if self.draw(st.booleans()):
+            update = f"{update} + {self.scalar(inner, 1)}"
+        lines.append(f"{body}{acc} = {acc} + {update}")
+        if tail == "break":
+            threshold = self.pick(["100.0", "0.5", "2.0", "-1.0"])
+            lines += [f"{body}if {acc} > {threshold}:", f"{body}    break"]
+        elif tail == "store":
+            lines.append(f"{body}{store}[{index}] = {self.read_term(y, kind, inner)}")
+            env.add(store, "vec")
+        env.add(acc, "scal")
+        # the last iteration always reaches the branch: ``y`` exists after the loop, but
+        # a ``y`` read there is live out of the loop, which reverse mode treats apart
+        if self.draw(st.booleans()):
+            env.add(y, kind)
+
+    def maybe_defined(self, env: _Env, depth: int, lines: list[str], indent: str) -> None:
+        """A variable defined on some paths only (a one-sided ``if``, an earlier
+        iteration), read where it surely exists, then overwritten by a statement that
+        does not read it; every read is guarded by what guarantees its definition."""
+        self.use("maybe_defined")
+        kind = self.pick(["vec", "scal"])
+        z, y = self.fresh("z"), self.fresh("y")
+        lines.append(f"{indent}{z} = {self.scalar(env, 1)}")
+        shape = self.pick(["guarded", "carried", "before_loop"])
+        if shape == "guarded":
+            # the test's operands are not assigned in between, so it is the same test
+            cond = self.condition(env)
+            lines.append(f"{indent}if {cond}:")
+            lines.append(f"{indent}    {y} = {self.value(env, kind, 2)}")
+            lines.append(f"{indent}if {cond}:")
+            lines.append(f"{indent}    {z} = {z} + {self.read_term(y, kind, env)}")
+            surely = self.draw(st.booleans())
+            if surely:
+                lines.append(f"{indent}{y} = {self.value(env, kind, 2)}")
+            else:
+                lines.append(f"{indent}if {self.condition(env)}:")
+                lines.append(f"{indent}    {y} = {self.value(env, kind, 2)}")
+            if not surely:
+                final = f"{z} + {self.read_term(y, kind, env)}"
+                if self.draw(st.booleans()):
+                    lines.append(f"{indent}{z} = {final} if {cond} else {z}")
+                else:
+                    lines.append(f"{indent}if {cond}:")
+                    lines.append(f"{indent}    {z} = {final}")
+            env.add(z, "scal")
+            if surely:
+                env.add(y, kind)
+            return
+        cond = self.condition(env) if shape == "before_loop" else ""
+        if shape == "before_loop":
+            lines.append(f"{indent}if {cond}:")
+            lines.append(f"{indent}    {y} = {self.value(env, kind, 2)}")
+        index = self.fresh("i")
+        start = self.pick(["0", "1"])
+        bound = f"{start}, 3" if start == "1" else self.pick(["3", f"{env.vecs[0]}.shape[0]"])
+        lines.append(f"{indent}for {index} in range({bound}):")
+        inner = self.loop_env(env, index)
+        inner.add(z, "scal")
+        guard = f"{index} > {start}"
+        if shape == "before_loop":
+            guard = self.pick([cond, f"{index} > {start} or {cond}"])
+        lines.append(f"{indent}    if {guard}:")
+        lines.append(f"{indent}        {z} = {z} + {self.read_term(y, kind, inner)}")
+        lines.append(f"{indent}    {y} = {self.value(inner, kind, 2)}")
+        env.add(z, "scal")
+        env.add(y, kind)  # the loop runs at least once
+
+    def nested_break(self, env: _Env, depth: int, lines: list[str], indent: str) -> None:
+        """Nested loops: an inner loop that may ``break``, an outer accumulator."""
+        self.use("nested_break")
+        acc, part = self.fresh("z"), self.fresh("q")
+        outer_index, outer_header = self.loop_header(env)
+        lines.append(f"{indent}{acc} = {self.pick(['0.0', '1.0'])}")
+        lines.append(f"{indent}{outer_header}")
+        outer = self.loop_env(env, outer_index)
+        outer.add(acc, "scal")
+        body = indent + "    "
+        lines.append(f"{body}{part} = {self.scalar(outer, 1)}")
+        inner_index = self.fresh("j")
+        lines.append(f"{body}for {inner_index} in range({self.pick(['3', '1, 3'])}):")
+        inner = self.loop_env(outer, inner_index)
+        inner.add(part, "scal")
+        test = self.pick(
+            [
+                f"{inner_index} > {outer_index}",
+                f"{part} > {self.pick(['2.0', '0.5', '100.0'])}",
+                f"{self.pick(env.vecs)}[{inner_index}] > {self.pick(_THRESHOLDS)}",
+            ]
+        )
+        brk = [f"{body}    if {test}:", f"{body}        break"]
+        update = [f"{body}    {part} = {part} + {self.scalar(inner, 2)}"]
+        lines += brk + update if self.draw(st.booleans()) else update + brk
+        form = self.pick(["{a} = {a} + {p}", "{a} += {p} * {l}", "{a} = {a} * 0.5 + np.sin({p})"])
+        lines.append(body + form.format(a=acc, p=part, l=self.scalar_leaf(outer)))
+        env.add(acc, "scal")
 
     def call(self, env: _Env, lines: list[str], indent: str) -> None:
         helper = self.pick(self.helpers)

@@ -48,6 +48,25 @@ def test_derivatives_and_vmap_interpreted(program: Program) -> None:
     _assert_no_failures(program, ("eager", "vmap"))
 
 
+#: Variables assigned on some paths only, in both arms of a branch in a loop, or across
+#: iterations and nested loops: reverse mode's bookkeeping of what exists where, drawn
+#: here apart so that they are not a small share of a few examples.
+_DEFINEDNESS = FAST_PROFILE & {
+    "elementwise",
+    "reductions",
+    "indexing",
+    "loop_branch_assign",
+    "maybe_defined",
+    "nested_break",
+}
+
+
+@settings(max_examples=20, **_SETTINGS)
+@given(programs(_DEFINEDNESS))
+def test_definedness_across_paths_interpreted(program: Program) -> None:
+    _assert_no_failures(program, ("eager", "vmap"))
+
+
 @settings(max_examples=3, **_SETTINGS)
 @given(programs(FAST_PROFILE))
 def test_grad_and_vmap_under_jit(program: Program) -> None:
