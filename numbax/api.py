@@ -22,6 +22,7 @@ from numbax.numba_backend.cpu import (
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
 from numbax.tree import is_flat
+from numbax.variadic import PerArity, takes_star_args
 
 _GPU_BACKENDS = ("gpu", "cuda")
 _PYTHON_SCALARS = frozenset([bool, int, float, complex])
@@ -38,7 +39,7 @@ def jit(
     backend: str | None = None,
     inline: bool = False,
     **numba_options: Any,
-) -> Jitted | Callable[[Callable], Jitted]:
+) -> Jitted | PerArity | Callable[[Callable], Jitted | PerArity]:
     """Compile ``fun`` with Numba by way of numbax's generated source (JAX's ``jax.jit``).
 
     ``static_argnums``/``static_argnames`` are baked into the generated source as
@@ -61,6 +62,8 @@ def jit(
     )
     if fun is None:
         return functools.partial(jit, **options)
+    if takes_star_args(fun):  # compiled per number of positional arguments, as JAX does
+        return PerArity(fun, lambda f: Jitted(f, **options), "jit")
     return Jitted(fun, **options)
 
 

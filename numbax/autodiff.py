@@ -22,6 +22,7 @@ from numbax.transform.jacobians import jacobian_function
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, refuse_variadic
 from numbax.transformed import Derivatives, Generated, Transformed, generate
+from numbax.variadic import PerArity, fixed_arity, takes_star_args
 
 Argnums = int | Sequence[int]
 
@@ -100,11 +101,16 @@ def _bound_arguments(fun: Callable, args: tuple, kwargs: dict) -> list[Any]:
     return list(bound.arguments.values())
 
 
-def callee_derivative(callee: Any, mode: str, positions: tuple[int, ...]) -> Generated:
+def callee_derivative(
+    callee: Any, mode: str, positions: tuple[int, ...], arity: int | None = None
+) -> Generated:
     """The JVP (``mode="jvp"``) or VJP (``"vjp"``; ``"vjp_aux"`` for a function with
     aux) of a function called from generated code, w.r.t. its arguments at
     ``positions``: ``jvp_h(<args>, <tangents>) -> (out, tangent)`` and
-    ``vjp_h(<args>, ct) -> (cotangents...)``."""
+    ``vjp_h(<args>, ct) -> (cotangents...)``. ``arity``: how many positional arguments
+    the call passes, which names the parameters of a callee taking ``*args``."""
+    if arity is not None:
+        callee = fixed_arity(callee, arity, mode)
     target = getattr(callee, "fun", callee) if hasattr(callee, "nested_dispatcher") else callee
     if hasattr(target, "__numbax_derivative__"):  # custom_jvp, custom_vjp, checkpoint
         return target.__numbax_derivative__(mode, positions)
@@ -205,9 +211,11 @@ def grad(
     has_aux: bool = False,
     holomorphic: bool = False,
     allow_int: bool = False,
-) -> Grad:
+) -> Grad | PerArity:
     """The gradient of scalar-valued ``fun`` w.r.t. argument(s) ``argnums`` (JAX's
     ``jax.grad``), by reverse mode on ``fun``'s source. ``nx.show`` prints it."""
+    if takes_star_args(fun):
+        return PerArity(fun, lambda f: grad(f, argnums, has_aux, holomorphic, allow_int), "grad")
     return Grad(fun, argnums, has_aux, holomorphic, allow_int)
 
 
@@ -217,8 +225,14 @@ def value_and_grad(
     has_aux: bool = False,
     holomorphic: bool = False,
     allow_int: bool = False,
-) -> Grad:
+) -> Grad | PerArity:
     """``(fun(*args), grad(fun)(*args))`` in one sweep (JAX's ``jax.value_and_grad``)."""
+    if takes_star_args(fun):
+        return PerArity(
+            fun,
+            lambda f: value_and_grad(f, argnums, has_aux, holomorphic, allow_int),
+            "value_and_grad",
+        )
     return Grad(fun, argnums, has_aux, holomorphic, allow_int, with_value=True)
 
 
@@ -273,8 +287,10 @@ def _callable_target(fun: Any) -> Any:
 
 def jacfwd(
     fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
-) -> Jacobian:
+) -> Jacobian | PerArity:
     """The Jacobian by forward mode (JAX's ``jax.jacfwd``): one JVP per input element."""
+    if takes_star_args(fun):
+        return PerArity(fun, lambda f: jacfwd(f, argnums, has_aux), "jacfwd")
     return Jacobian(fun, argnums, has_aux, forward=True)
 
 
@@ -284,8 +300,10 @@ def jacrev(
     has_aux: bool = False,
     holomorphic: bool = False,
     allow_int: bool = False,
-) -> Jacobian:
+) -> Jacobian | PerArity:
     """The Jacobian by reverse mode (JAX's ``jax.jacrev``): one VJP per output element."""
+    if takes_star_args(fun):
+        return PerArity(fun, lambda f: jacrev(f, argnums, has_aux), "jacrev")
     return Jacobian(fun, argnums, has_aux, forward=False)
 
 
@@ -294,7 +312,7 @@ jacobian = jacrev
 
 def hessian(
     fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
-) -> Jacobian:
+) -> Jacobian | PerArity:
     """``jacfwd(jacrev(fun))``: forward over reverse, as JAX's ``jax.hessian``."""
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
@@ -311,6 +329,7 @@ def jvp(
 ) -> tuple:
     """``(fun(*primals), J·tangents)`` by forward mode (JAX's ``jax.jvp``)."""
     primals, tangents = tuple(primals), tuple(tangents)
+    fun = fixed_arity(fun, len(primals), "jvp")
     if len(primals) != len(tangents):
         raise TypeError(
             f"jvp of {display_name(fun)!r}: primal and tangent arguments must be sequences "
@@ -332,6 +351,7 @@ def jvp(
 def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``
     (JAX's ``jax.linearize``; numbax re-runs the forward sweep per call)."""
+    fun = fixed_arity(fun, len(primals), "linearize")
     generated = _jvp_generated(fun, len(primals))
 
     def f_jvp(*tangents: Any) -> Any:
@@ -348,6 +368,7 @@ def _call(fun: Callable, args: tuple) -> Any:
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` the tuple of cotangents, one per
     primal (JAX's ``jax.vjp``); with ``has_aux``, ``(out, vjp_fun, aux)``."""
+    fun = fixed_arity(fun, len(primals), "vjp")
     result = _call(fun, primals)
     out, aux = result if has_aux else (result, None)
     mode = "vjp_aux" if has_aux else "vjp"

@@ -117,7 +117,7 @@ class Rewritten(ABC):
 
     def parameters(self, transformation: str) -> list[str]:
         """The positional parameters; anything else cannot be called from derivative code."""
-        refuse_variadic(self.fun, transformation, keyword_only=True)
+        refuse_variadic(self.fun, transformation, keyword_only=True, star_args=True)
         return list(inspect.signature(self.fun).parameters)
 
     def __numbax_derivative__(self, mode: str, positions: tuple[int, ...]) -> Generated:

@@ -83,12 +83,16 @@ class Derivatives:
         self.names: dict[Any, str] = {}  # derivative function → its name here
         self.generated: list[Generated] = []  # what the bindings were generated as
 
-    def __call__(self, callee: Any, mode: str, positions: tuple[int, ...]) -> str:
+    def __call__(
+        self, callee: Any, mode: str, positions: tuple[int, ...], arity: int | None = None
+    ) -> str:
+        """The name of ``callee``'s derivative, for a call with ``arity`` positional
+        arguments (which name the parameters of a callee taking ``*args``)."""
         from numbax.api import Jitted
         from numbax.autodiff import callee_derivative
 
         try:
-            derived = callee_derivative(callee, mode, positions)
+            derived = callee_derivative(callee, mode, positions, arity)
         except RecursiveDerivative as recursion:
             if recursion.key == self.key:  # f calls f: vjp_f calls vjp_f
                 return recursion.name

@@ -39,6 +39,7 @@ from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
 from numbax.transform.vectorize import rank_of
 from numbax.transformed import Generated, generate
+from numbax.variadic import PerArity, takes_star_args
 
 __all__ = ["vmap"]
 
@@ -495,7 +496,7 @@ def vmap(
     axis_size: int | None = None,
     *,
     method: str | None = None,
-) -> Batched:
+) -> Batched | PerArity:
     """Map ``fun`` over an axis of its arguments (JAX's ``jax.vmap``).
 
     ``in_axes``: an int, None, or a tuple/list with one entry per positional argument
@@ -505,4 +506,10 @@ def vmap(
     ``axis_size``: the batch size when no argument is mapped. ``method``: None (the
     vectorized method where it applies, else a loop), ``"vectorized"`` or ``"loop"``.
     """
+    if takes_star_args(fun):
+        return PerArity(
+            fun,
+            lambda f: Batched(f, in_axes, out_axes, axis_name, axis_size, method),
+            "vmap",
+        )
     return Batched(fun, in_axes, out_axes, axis_name, axis_size, method)

@@ -25,6 +25,7 @@ import gast
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.transform.resolve import LOCAL, Resolver, local_names
+from numbax.variadic import fixed_arity, takes_star_args
 
 RUNTIME_ALIAS = "nxrt"
 
@@ -197,6 +198,13 @@ class _Lowerer(gast.NodeTransformer):
         replacement = runtime.replacement_for(target)
         if replacement is not None:
             node.func = _runtime_attr(replacement)
+        elif takes_star_args(target) and not any(isinstance(a, gast.Starred) for a in node.args):
+            # One compiled function per number of arguments it is called with.
+            fixed = fixed_arity(target, len(node.args))
+            name = node.func.id if isinstance(node.func, gast.Name) else fixed.__name__
+            node.func = self._bind_helper(
+                gast.Name(f"{name}_{len(node.args)}", gast.Load(), None, None), fixed
+            )
         elif self._is_user_function(target):
             node.func = self._bind_helper(node.func, target)
         value_args = runtime.elementwise_value_args(target)

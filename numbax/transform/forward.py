@@ -210,7 +210,7 @@ class _Forward:
         if call.keywords:
             raise no_rule_error(op, self.source, line, self.transformation)
         positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
-        name = self.derive(op.callee, "jvp", positions)
+        name = self.derive(op.callee, "jvp", positions, len(call.args))
         args = [clone(a) for a in call.args] + [
             load(self.tangent(call.args[i].id)) for i in positions
         ]

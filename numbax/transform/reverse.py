@@ -573,7 +573,7 @@ class _Reverse:
         if call.keywords:
             raise no_rule_error(op, self.source, line, self.transformation)
         positions = tuple(i for i, a in enumerate(call.args) if self.activity.atom(a))
-        name = self.derive(op.callee, "vjp", positions)
+        name = self.derive(op.callee, "vjp", positions, len(call.args))
         parts = [self.namer.fresh(f"ct_{call.args[i].id.lstrip('_')}_part") for i in positions]
         unpack = gast.Tuple([store(p) for p in parts], gast.Store())
         args = [clone(a) for a in call.args] + [g]

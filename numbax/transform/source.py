@@ -15,11 +15,13 @@ import ast
 import builtins
 import contextlib
 import copy
+import dataclasses
 import functools
 import inspect
 import linecache
 import operator
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,16 +85,21 @@ def display_name(func: Any) -> str:
     return qualname.rsplit("<locals>.", 1)[-1]
 
 
-def refuse_variadic(func: Any, transformation: str, keyword_only: bool = False) -> None:
-    """Raise :class:`TransformError` when ``func`` takes ``*args`` or ``**kwargs`` (and,
-    with ``keyword_only``, keyword-only parameters): numbax generates code for named
-    parameters (``argnums`` and ``in_axes`` count them), so the user must name them."""
+def refuse_variadic(
+    func: Any, transformation: str, keyword_only: bool = False, star_args: bool = False
+) -> None:
+    """Raise :class:`TransformError` when ``func`` takes ``**kwargs`` (and, with
+    ``star_args``, ``*args``; with ``keyword_only``, keyword-only parameters): numbax
+    generates code for named parameters, and cannot name what ``**kwargs`` holds.
+    (``*args`` is otherwise named per call: see :mod:`numbax.variadic`.)"""
     target = inspect.unwrap(getattr(func, "fun", func))
     try:
         params = inspect.signature(target).parameters.values()
     except (TypeError, ValueError):  # no signature: what reads the source says why
         return
-    refused = {inspect.Parameter.VAR_POSITIONAL: "*args", inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+    refused = {inspect.Parameter.VAR_KEYWORD: "**kwargs"}
+    if star_args:
+        refused[inspect.Parameter.VAR_POSITIONAL] = "*args"
     if keyword_only:
         refused[inspect.Parameter.KEYWORD_ONLY] = "keyword-only parameters"
     found = list(dict.fromkeys(refused[p.kind] for p in params if p.kind in refused))
@@ -101,11 +108,11 @@ def refuse_variadic(func: Any, transformation: str, keyword_only: bool = False) 
     name = display_name(func)
     code = getattr(target, "__code__", None)
     raise TransformError(
-        f"{' and '.join(found)} {'is' if found == ['*args'] else 'are'} not supported by "
+        f"{' and '.join(found)} {'is' if len(found) == 1 else 'are'} not supported by "
         f"numbax.{transformation}: "
-        f"{name!r} must name each parameter it is given, since argnums and in_axes count "
-        "named positional parameters. Write `def f(x, y)` (or `lambda x, y: ...`), or take "
-        "the values as one tuple parameter and pass a tuple: transformations treat it as a "
+        f"{name!r} must name each parameter it is given, since the generated code passes "
+        "arguments by name. Write `def f(x, *, scale)` (or `def f(x, y)`), or take the "
+        "values as one dict or tuple parameter and pass it: transformations treat it as a "
         "pytree.",
         function=name,
         transformation=transformation,
@@ -113,6 +120,17 @@ def refuse_variadic(func: Any, transformation: str, keyword_only: bool = False) 
         lineno=getattr(code, "co_firstlineno", None),
         construct=found[0],
     )
+
+
+_expanded: weakref.WeakKeyDictionary[types.FunctionType, FunctionSource] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def register_source(func: types.FunctionType, source: FunctionSource) -> None:
+    """Make ``source`` what :func:`read_function` reads for the generated ``func``: a
+    user function rewritten in place (``*args`` named), whose lines stay the user's."""
+    _expanded[func] = source
 
 
 def describe_file(filename: str) -> str:
@@ -142,6 +160,9 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     if is_numpy_function(func):
         func = numpy_wrapper(func)
     func = getattr(func, "py_func", func)  # a Numba-compiled function: its Python source
+    expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
+    if expanded is not None:
+        return dataclasses.replace(expanded, tree=copy.deepcopy(expanded.tree))
     if not isinstance(func, types.FunctionType):
         raise TransformError(
             f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "

@@ -164,8 +164,8 @@ def test_a_file_edited_into_a_syntax_error_is_a_change(edited_module):
         nx.grad(module.f)(2.0)
 
 
-def product(*a):
-    return a[0] * a[1]
+def product(*a, **options):
+    return a[0] * a[1] * options.get("scale", 1.0)
 
 
 @pytest.mark.parametrize(
@@ -174,15 +174,16 @@ def product(*a):
         lambda: nx.grad(product)(2.0, 3.0),
         lambda: nx.jacfwd(product, argnums=1)(2.0, 3.0),
         lambda: nx.vmap(product)(np.ones(2), np.ones(2)),
+        lambda: nx.jit(product)(2.0, 3.0),
     ],
-    ids=["grad", "jacfwd", "vmap"],
+    ids=["grad", "jacfwd", "vmap", "jit"],
 )
-def test_star_args_are_refused_saying_what_to_write(call):
+def test_star_star_kwargs_are_refused_saying_what_to_write(call):
     with pytest.raises(nx.TransformError) as info:
         call()
     message = str(info.value)
-    assert "*args is not supported by numbax." in message
-    assert "def f(x, y)" in message and "tuple" in message
+    assert "**kwargs is not supported by numbax." in message
+    assert "def f(x, *, scale)" in message and "dict" in message
     assert f"{__file__}, line {product.__code__.co_firstlineno}" in message
 
 
