@@ -18,8 +18,6 @@ fields sorted, as ``tree_util`` sorts the keys.
 
 from __future__ import annotations
 
-import itertools
-import linecache
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,6 +28,8 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
+from numbax.numba_backend.ad_runtime import _define as define_generated
+from numbax.numba_backend.ad_runtime import _is_none, _is_scalar
 
 # ---------------------------------------------------------------------------------------
 # Interpreted helpers.
@@ -148,31 +148,14 @@ def jac_flatten(tree: Any, out: Any, x: Any) -> np.ndarray:
 # Overloads: code generated per argument type, one statement group per leaf.
 # ---------------------------------------------------------------------------------------
 
-_GENERATED = itertools.count()
-
 
 def _define(source: str, namespace: dict[str, Any]) -> Any:
-    """Exec generated ``source`` (registered with ``linecache``, so Numba's messages
-    can quote it) and return its function ``impl``."""
-    filename = f"<numbax.ad_jacobians #{next(_GENERATED)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {"np": np, **namespace}
-    exec(compile(source, filename, "exec"), scope)
-    return scope["impl"]
+    """Exec generated ``source`` and return its function ``impl`` (for Numba to compile)."""
+    return define_generated(source, "impl", namespace)
 
 
 def _fail(name: str, message: str) -> errors.NumbaTypeError:
     return errors.NumbaTypeError(f"numbax ad_jacobians.{name}: {message}")
-
-
-def _is_none(ty: Any) -> bool:
-    if isinstance(ty, types.Omitted):
-        return ty.value is None
-    return ty is None or isinstance(ty, types.NoneType)
-
-
-def _is_scalar(ty: Any) -> bool:
-    return isinstance(ty, types.Number | types.Boolean)
 
 
 def _paths(name: str, ty: Any, path: str = "") -> list[tuple[str, Any]]:
