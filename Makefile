@@ -18,7 +18,7 @@ $(STAMP): $(PY) setup.cfg pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(PY) -m numbax.demo
+	$(PY) examples/demo.py
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
@@ -44,11 +44,11 @@ fuzz: $(STAMP)
 	FUZZ_N=$(FUZZ_N) $(PY) -m tests.fuzz $(FUZZ_ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check numbax tests benchmarks
-	$(VENV)/bin/ruff format --check numbax tests benchmarks
+	$(VENV)/bin/ruff check numbax tests benchmarks examples
+	$(VENV)/bin/ruff format --check numbax tests benchmarks examples
 
 format: $(STAMP)
-	$(VENV)/bin/ruff format numbax tests benchmarks
+	$(VENV)/bin/ruff format numbax tests benchmarks examples
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -7,8 +7,7 @@ Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad`
 __version__ = "0.1.0"
 
 from numbax import lax, random, tree_util
-from numbax.api import Jitted, jit
-from numbax.autodiff import (
+from numbax.api.autodiff import (
     grad,
     hessian,
     jacfwd,
@@ -19,10 +18,11 @@ from numbax.autodiff import (
     value_and_grad,
     vjp,
 )
-from numbax.custom import checkpoint, custom_jvp, custom_vjp, remat
+from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
+from numbax.api.jit import Jitted, jit
+from numbax.api.show import block_until_ready, show, source
+from numbax.api.vmap import vmap
 from numbax.errors import CompileError, TransformError
-from numbax.show import block_until_ready, show, source
-from numbax.vmap import vmap
 
 __all__ = [
     "CompileError",

@@ -5,7 +5,7 @@ JAX: tuples, lists, dicts (sorted keys), ``None`` (a node with no leaves), named
 ``OrderedDict`` (insertion order), ``defaultdict`` (sorted keys) and registered classes
 are nodes; everything else, NumPy arrays and scalars included, is a leaf.
 
-optree does the work in C++ in its own registry namespace (see :mod:`numbax.tree`), so a
+optree does the work in C++ in its own registry namespace (:data:`NAMESPACE`), so a
 class registered here is a pytree for numbax only. optree's path entries are translated
 into JAX's key classes (:class:`SequenceKey`, :class:`DictKey`, :class:`GetAttrKey`,
 :class:`FlattenedIndexKey`) so that ``keystr`` prints what JAX prints.
@@ -22,9 +22,8 @@ import operator
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Any, TypeVar
 
+import numpy as np
 import optree
-
-from numbax.tree import NAMESPACE
 
 __all__ = [
     "DictKey",
@@ -57,6 +56,40 @@ __all__ = [
     "treedef_is_leaf",
     "treedef_tuple",
 ]
+
+# -- the jit boundary's fast path: the check runs on every call. Most calls pass only
+# arrays and scalars, which compiled code takes as they are; only calls with real
+# pytrees pay for converting them (numba_backend/boundary.py). Every walk uses optree's
+# registry namespace NAMESPACE, so that types registered here change nothing for other
+# optree users in the process.
+
+NAMESPACE = "numbax"
+
+# Exact types that are always pytree leaves. A subclass (np.matrix, an IntEnum) misses the
+# fast path and takes the full walk, which still treats it as a leaf: only the speed differs.
+_FLAT_TYPES: frozenset[type] = frozenset(
+    {
+        np.ndarray,
+        bool,
+        int,
+        float,
+        complex,
+        *(t for t in np.sctypeDict.values() if issubclass(t, (np.number, np.bool_))),
+    }
+)
+
+
+def is_flat(args: tuple) -> bool:
+    """Whether every argument is an ndarray, a Python scalar or a NumPy scalar.
+
+    Such arguments are their own leaves, so the caller can skip flattening. A plain loop
+    with an early exit is the cheapest form in CPython (cheaper than ``all(map(...))``).
+    """
+    for arg in args:
+        if type(arg) not in _FLAT_TYPES:
+            return False
+    return True
+
 
 T = TypeVar("T")
 Typ = TypeVar("Typ", bound=type)

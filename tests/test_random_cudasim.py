@@ -16,7 +16,7 @@ SCRIPT = textwrap.dedent(
     from numba import config, cuda
 
     from numbax import random as nr
-    from numbax._threefry import threefry2x32 as threefry_numpy
+    from numbax.random.threefry import threefry2x32 as threefry_numpy
     from numbax.numba_backend.random_kernels import scalar_core
 
     assert config.ENABLE_CUDASIM

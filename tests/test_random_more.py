@@ -1,4 +1,4 @@
-"""Tests for numbax's extra samplers (numbax._random_more): shapes and dtypes, statistics,
+"""Tests for numbax's extra samplers (numbax.random.more): shapes and dtypes, statistics,
 bad input, and agreement with jax.random: bit for bit where numbax re-does JAX's
 algorithm exactly, to rounding where XLA's log/erf/LAPACK differ (see the module)."""
 
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from numbax import _random_more as nm
 from numbax.random import key
+from numbax.random import more as nm
 
 F32, F64 = np.float32, np.float64
 SEEDS = (0, 1701)

@@ -1,4 +1,4 @@
-"""numbax.tree_util follows jax.tree_util; numbax.tree is its fast path at jit's boundary."""
+"""numbax.tree_util follows jax.tree_util; numbax.tree_util is its fast path at jit's boundary."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import optree
 import pytest
 
 import numbax.tree_util as tu
-from numbax import tree as fast
+from numbax import tree_util as fast
 
 
 class Point(NamedTuple):
@@ -352,7 +352,7 @@ def test_tree_transpose() -> None:
         tu.tree_transpose(outer, inner, [(1, 2, 3), (4, 5)])
 
 
-# --- numbax.tree: the jit-boundary fast path ----------------------------------------------
+# --- numbax.tree_util: the jit-boundary fast path ----------------------------------------------
 
 
 @pytest.mark.parametrize(

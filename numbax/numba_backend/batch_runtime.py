@@ -18,7 +18,7 @@ from numba.core import errors
 from numba.extending import overload
 
 from numbax.numba_backend.ad_runtime import _define, _tuple_map
-from numbax.tree import NAMESPACE
+from numbax.tree_util import NAMESPACE
 
 
 def _leaves_with_axes(tree: Any, axes: Any) -> tuple[list[Any], list[int | None], Any]:

@@ -167,7 +167,7 @@ _compiling: set[tuple[Any, ...]] = set()
 
 def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached)."""
-    from numbax.api import Jitted
+    from numbax.api.jit import Jitted
 
     if hasattr(func, "__numbax_dispatcher__"):  # vmap's loop: compiled as generated
         return func.__numbax_dispatcher__(options)

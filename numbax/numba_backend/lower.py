@@ -22,10 +22,10 @@ from typing import Any
 
 import gast
 
+from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.transform.resolve import LOCAL, Resolver, local_names
-from numbax.variadic import fixed_arity, takes_star_args
 
 RUNTIME_ALIAS = "nxrt"
 

@@ -38,6 +38,7 @@ from numba.extending import overload
 from numbax import random as _random
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
+from numbax.random import core as _random_core
 
 # ``error_model="numpy"``: a float division must not check for zero (and raise), or
 # the loop branches per element and does not vectorize.
@@ -119,7 +120,7 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
     def threefry2x32(
         k0: np.uint32, k1: np.uint32, x0: np.uint32, x1: np.uint32
     ) -> tuple[np.uint32, np.uint32]:
-        """``numbax._threefry.threefry2x32`` on scalars: 20 rounds, 5 key injections."""
+        """``numbax.random.threefry.threefry2x32`` on scalars: 20 rounds, 5 key injections."""
         k2 = _U32(k0 ^ k1 ^ _PARITY)
         x0, x1 = add(x0, k0), add(x1, k1)
         a0, a1 = rounds_a(x0, x1)
@@ -274,12 +275,12 @@ def _branches(table: tuple, dtype: type) -> list[Any]:
     return [_horner(branch[3], dtype) for branch in table]
 
 
-_F32_CENTRAL, _F32_TAIL = _branches(_random._ERFINV_F32, np.float32)
-_F64_CENTRAL, _F64_MIDDLE, _F64_TAIL = _branches(_random._ERFINV_F64, np.float64)
-_LOG1P_NUM_F32 = _horner(_random._LOG1P_NUMERATOR, np.float32)
-_LOG1P_DEN_F32 = _horner(_random._LOG1P_DENOMINATOR, np.float32)
-_LOG1P_NUM_F64 = _horner(_random._LOG1P_NUMERATOR, np.float64)
-_LOG1P_DEN_F64 = _horner(_random._LOG1P_DENOMINATOR, np.float64)
+_F32_CENTRAL, _F32_TAIL = _branches(_random_core._ERFINV_F32, np.float32)
+_F64_CENTRAL, _F64_MIDDLE, _F64_TAIL = _branches(_random_core._ERFINV_F64, np.float64)
+_LOG1P_NUM_F32 = _horner(_random_core._LOG1P_NUMERATOR, np.float32)
+_LOG1P_DEN_F32 = _horner(_random_core._LOG1P_DENOMINATOR, np.float32)
+_LOG1P_NUM_F64 = _horner(_random_core._LOG1P_NUMERATOR, np.float64)
+_LOG1P_DEN_F64 = _horner(_random_core._LOG1P_DENOMINATOR, np.float64)
 
 
 _LO_F32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
@@ -507,7 +508,7 @@ def _shaped(flat_fn: Any, shape_kind: str, trailing: tuple[int, ...] = ()) -> An
 
 def dims_of(shape: Any) -> tuple[int, ...]:
     """``shape`` as a tuple of integers (an int ``n`` is ``(n,)``)."""
-    return _random._canonical_shape(shape)
+    return _random_core._canonical_shape(shape)
 
 
 @overload(dims_of)

@@ -1,4 +1,4 @@
-"""Compiled loops for :mod:`numbax._random_more`'s samplers, and those samplers under
+"""Compiled loops for :mod:`numbax.random.more`'s samplers, and those samplers under
 ``nx.jit``.
 
 Why this exists: so that a sampler gives the same numbers jitted and plain.  Where the

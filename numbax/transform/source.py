@@ -91,7 +91,7 @@ def refuse_variadic(
     """Raise :class:`TransformError` when ``func`` takes ``**kwargs`` (and, with
     ``star_args``, ``*args``; with ``keyword_only``, keyword-only parameters): numbax
     generates code for named parameters, and cannot name what ``**kwargs`` holds.
-    (``*args`` is otherwise named per call: see :mod:`numbax.variadic`.)"""
+    (``*args`` is otherwise named per call: see :mod:`numbax.codegen.variadic`.)"""
     target = inspect.unwrap(getattr(func, "fun", func))
     try:
         params = inspect.signature(target).parameters.values()

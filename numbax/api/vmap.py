@@ -30,16 +30,16 @@ from typing import Any
 
 import numpy as np
 
+from numbax.api.rewritten import Rewritten, load_generated, tangent_name, where
+from numbax.api.transformed import Generated, generate
+from numbax.codegen.variadic import PerArity, takes_star_args
 from numbax.errors import TransformError
-from numbax.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.transform.batching import INDEX
 from numbax.transform.names import Namer
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
 from numbax.transform.vectorize import rank_of
-from numbax.transformed import Generated, generate
-from numbax.variadic import PerArity, takes_star_args
 
 __all__ = ["vmap"]
 
@@ -162,7 +162,7 @@ class Batched(Rewritten):
         return self._vectorized[key]
 
     def _vectorize(self, axes: tuple, ranks: tuple) -> Generated | Decline:
-        from numbax.api import Jitted
+        from numbax.api.jit import Jitted
         from numbax.transform.resolve import Resolver, local_names
         from numbax.transform.vectorize import vectorize
 
@@ -402,7 +402,7 @@ class Batched(Rewritten):
         return "loop" if self.method == "loop" else None
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
-        from numbax.autodiff import callee_derivative
+        from numbax.api.autodiff import callee_derivative
 
         axes = self._axes(len(params), ())
         derivative = callee_derivative(self.fun, mode, positions).function

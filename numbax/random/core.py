@@ -3,7 +3,7 @@
 Why this design:
 
 * **Counter-based.**  Every value is a pure function of a key and its position, hashed
-  with Threefry-2x32 (:mod:`numbax._threefry`).  There is no hidden generator state to
+  with Threefry-2x32 (:mod:`numbax.random.threefry`).  There is no hidden generator state to
   thread through transformed, vectorized or parallel code, and any slice of a stream can
   be computed independently of the rest.
 * **Explicit keys.**  A key is a plain ``uint32`` array of shape ``(2,)``.  ``split`` and
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from numbax._threefry import threefry2x32
+from numbax.random.threefry import threefry2x32
 
 __all__ = [
     "PRNGKey",
@@ -351,10 +351,3 @@ def _erfinv(x: np.ndarray) -> np.ndarray:
         p[here] = _horner(coefficients, t - scalar(shift))
         todo &= ~here
     return np.where(np.abs(x) == scalar(1.0), np.copysign(scalar(np.inf), x), p * x)
-
-
-# Distributions built on the primitives above (kept in their own module for size).
-from numbax import _random_more  # noqa: E402
-from numbax._random_more import *  # noqa: E402, F403
-
-__all__ += _random_more.__all__

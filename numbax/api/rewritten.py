@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from numbax.api.transformed import Generated
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import TransformError
@@ -24,7 +25,6 @@ from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _callable_identity, _fingerprint
 from numbax.transform.ad_common import RUNTIME, derivative_name
 from numbax.transform.source import display_name, read_function, refuse_variadic
-from numbax.transformed import Generated
 
 
 def where(func: Any) -> str:

@@ -1,7 +1,8 @@
 """A guided tour of numbax: JAX's quickstart, on plain NumPy code (``make demo``).
 
-Run with ``python -m numbax.demo``. Each section prints what it does, the results, the
-timings against NumPy, and the source numbax generated, because reading it is the point.
+Run with ``make demo`` (or ``python examples/demo.py``). Each section prints what it
+does, the results, the timings against NumPy, and the source numbax generated, because
+reading it is the point.
 """
 
 from __future__ import annotations

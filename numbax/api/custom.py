@@ -23,10 +23,10 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from numbax.rewritten import Rewritten, binding, load_generated, tangent_name, where
+from numbax.api.rewritten import Rewritten, binding, load_generated, tangent_name, where
+from numbax.api.transformed import Generated
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.source import display_name
-from numbax.transformed import Generated
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat"]
 
@@ -134,7 +134,7 @@ class custom_jvp(Rewritten):
 
     def _vjp(self, positions: tuple[int, ...], params: list[str]) -> Generated:
         """The transpose of the rule's tangent output: its VJP w.r.t. the tangents."""
-        from numbax.autodiff import callee_derivative
+        from numbax.api.autodiff import callee_derivative
 
         function_name = f"tangent_{self.name}"
         tangents = [tangent_name(p) for p in params]
@@ -263,13 +263,13 @@ class _Checkpointed(Rewritten):
 
     def __numbax_function__(self) -> Callable:
         """Transformations read ``f`` itself: only calls to it are treated differently."""
-        from numbax.autodiff import _callable_target
+        from numbax.api.autodiff import _callable_target
 
         fun = self.fun.fun if hasattr(self.fun, "nested_dispatcher") else self.fun
         return _callable_target(fun)
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
-        from numbax.autodiff import callee_derivative
+        from numbax.api.autodiff import callee_derivative
 
         return callee_derivative(self.fun, mode, positions)
 

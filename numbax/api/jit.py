@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from numbax.codegen.variadic import PerArity, takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
@@ -21,8 +22,7 @@ from numbax.numba_backend.cpu import (
 )
 from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
-from numbax.tree import is_flat
-from numbax.variadic import PerArity, takes_star_args
+from numbax.tree_util import is_flat
 
 _GPU_BACKENDS = ("gpu", "cuda")
 _PYTHON_SCALARS = frozenset([bool, int, float, complex])

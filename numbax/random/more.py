@@ -43,8 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from numbax._threefry import threefry2x32
-from numbax.random import (
+from numbax.random.core import (
     _canonical_shape,
     _check_key_data,
     _erfinv,
@@ -55,6 +54,7 @@ from numbax.random import (
     normal,
     split,
 )
+from numbax.random.threefry import threefry2x32
 
 __all__ = [
     "bernoulli",

@@ -1,7 +1,7 @@
 """Automatic differentiation's public entry points, with JAX's names and conventions.
 
 ``grad``, ``value_and_grad``, ``jacfwd``, ``jacrev`` (= ``jacobian``) and ``hessian``
-return :class:`~numbax.transformed.Transformed` functions whose generated source is the
+return :class:`~numbax.api.transformed.Transformed` functions whose generated source is the
 derivative (readable with ``nx.show``, compiled by ``nx.jit``, differentiable again);
 ``jvp``, ``vjp`` and ``linearize`` evaluate at given primals, as in JAX.
 """
@@ -16,13 +16,13 @@ import gast
 import numpy as np
 
 from numbax import tree_util
+from numbax.api.transformed import Derivatives, Generated, Transformed, generate
+from numbax.codegen.variadic import PerArity, fixed_arity, takes_star_args
 from numbax.numba_backend.ad_runtime import grad_dtype_check
 from numbax.transform.forward import jvp_function
 from numbax.transform.jacobians import jacobian_function
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, refuse_variadic
-from numbax.transformed import Derivatives, Generated, Transformed, generate
-from numbax.variadic import PerArity, fixed_arity, takes_star_args
 
 Argnums = int | Sequence[int]
 

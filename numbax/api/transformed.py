@@ -88,8 +88,8 @@ class Derivatives:
     ) -> str:
         """The name of ``callee``'s derivative, for a call with ``arity`` positional
         arguments (which name the parameters of a callee taking ``*args``)."""
-        from numbax.api import Jitted
-        from numbax.autodiff import callee_derivative
+        from numbax.api.autodiff import callee_derivative
+        from numbax.api.jit import Jitted
 
         try:
             derived = callee_derivative(callee, mode, positions, arity)
