@@ -4,7 +4,7 @@ Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad`
 ``nx.vmap``...), and read what was generated with ``nx.show``.
 """
 
-__version__ = "0.1.0"
+from numbax.version import __version__
 
 from numbax import lax, random, tree_util
 from numbax.api.autodiff import (

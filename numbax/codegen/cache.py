@@ -20,7 +20,7 @@ from pathlib import Path
 import numba
 import numpy as np
 
-import numbax
+from numbax.version import __version__
 
 
 def cache_root() -> Path:
@@ -65,7 +65,7 @@ def _package_fingerprint() -> str:
 def cache_key(*parts: object) -> str:
     """A short stable hash of everything that determines a generated module's text."""
     digest = hashlib.sha256()
-    versions = (numbax.__version__, _package_fingerprint(), numba.__version__, np.__version__)
+    versions = (__version__, _package_fingerprint(), numba.__version__, np.__version__)
     for part in (*versions, *parts):
         digest.update(repr(part).encode())
         digest.update(b"\0")
