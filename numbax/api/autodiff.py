@@ -18,7 +18,7 @@ import numpy as np
 from numbax import tree_util
 from numbax.api.transformed import Derivatives, Generated, Transformed, generate
 from numbax.codegen.variadic import PerArity, fixed_arity, takes_star_args
-from numbax.numba_backend.ad_runtime import grad_dtype_check
+from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.forward import jvp_function
 from numbax.transform.jacobians import jacobian_function
 from numbax.transform.reverse import vjp_function

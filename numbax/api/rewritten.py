@@ -21,8 +21,8 @@ from numbax.api.transformed import Generated
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import TransformError
-from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _callable_identity, _fingerprint
+from numbax.runtime import nxrt as runtime
 from numbax.transform.ad_common import RUNTIME, derivative_name
 from numbax.transform.source import display_name, read_function, refuse_variadic
 

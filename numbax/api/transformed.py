@@ -26,8 +26,8 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.load import live_function, load_module, module_name
 from numbax.errors import TransformError
-from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _fingerprint
+from numbax.runtime import nxrt as runtime
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import Resolver, local_names

@@ -22,6 +22,7 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
+from numbax.numba_backend.redirects import lowering_helper
 
 _LEAF_TYPES = (np.ndarray, np.generic, bool, int, float, complex, type(None))
 
@@ -120,6 +121,7 @@ def from_numba(value: Any) -> Any:
 _BOXED_EXACTLY = (types.float64, types.int64, types.complex128, types.boolean)
 
 
+@lowering_helper
 def keep_dtype(value: Any) -> Any:
     """``value`` unchanged (in Python); see :func:`python_result`."""
     return value

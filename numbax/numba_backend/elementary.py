@@ -54,6 +54,7 @@ from numba.extending import overload, register_jitable
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
 from numbax.numba_backend._intrinsics import as_int
+from numbax.numba_backend.redirects import redirect
 
 __all__ = [
     "cos",
@@ -78,66 +79,79 @@ __all__ = [
 # ---------------------------------------------------------------------------------------
 
 
+@redirect(np.exp)
 def exp(x: Any) -> Any:
     """``np.exp(x)``; vectorized polynomial kernel under Numba."""
     return np.exp(x)
 
 
+@redirect(np.exp2)
 def exp2(x: Any) -> Any:
     """``np.exp2(x)``; vectorized polynomial kernel under Numba."""
     return np.exp2(x)
 
 
+@redirect(np.expm1)
 def expm1(x: Any) -> Any:
     """``np.expm1(x)``; vectorized polynomial kernel under Numba."""
     return np.expm1(x)
 
 
+@redirect(np.log)
 def log(x: Any) -> Any:
     """``np.log(x)``; vectorized polynomial kernel under Numba."""
     return np.log(x)
 
 
+@redirect(np.log2)
 def log2(x: Any) -> Any:
     """``np.log2(x)``; vectorized polynomial kernel under Numba."""
     return np.log2(x)
 
 
+@redirect(np.log10)
 def log10(x: Any) -> Any:
     """``np.log10(x)``; vectorized polynomial kernel under Numba."""
     return np.log10(x)
 
 
+@redirect(np.log1p)
 def log1p(x: Any) -> Any:
     """``np.log1p(x)``; vectorized polynomial kernel under Numba."""
     return np.log1p(x)
 
 
+@redirect(np.tanh)
 def tanh(x: Any) -> Any:
     """``np.tanh(x)``; vectorized polynomial kernel under Numba."""
     return np.tanh(x)
 
 
+@redirect(np.sinh)
 def sinh(x: Any) -> Any:
     """``np.sinh(x)``; vectorized polynomial kernel under Numba."""
     return np.sinh(x)
 
 
+@redirect(np.cosh)
 def cosh(x: Any) -> Any:
     """``np.cosh(x)``; vectorized polynomial kernel under Numba."""
     return np.cosh(x)
 
 
+@redirect(np.sin)
 def sin(x: Any) -> Any:
     """``np.sin(x)``; vectorized polynomial kernel under Numba."""
     return np.sin(x)
 
 
+@redirect(np.cos)
 def cos(x: Any) -> Any:
     """``np.cos(x)``; vectorized polynomial kernel under Numba."""
     return np.cos(x)
 
 
+@redirect(np.power)
 def power(x1: Any, x2: Any) -> Any:
     """``np.power(x1, x2)``; vectorized kernel under Numba for float results."""
     return np.power(x1, x2)

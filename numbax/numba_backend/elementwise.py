@@ -25,6 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
+from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.weak import weak_target
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
@@ -66,6 +67,7 @@ else:
         return np.empty(shape, dtype)
 
 
+@lowering_helper
 def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
 

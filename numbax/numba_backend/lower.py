@@ -25,6 +25,7 @@ import gast
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
+from numbax.runtime import nxrt
 from numbax.transform.resolve import LOCAL, Resolver, local_names
 
 RUNTIME_ALIAS = "nxrt"
@@ -287,7 +288,7 @@ def lower_for_numba(
     ``weak_params`` are the parameters that receive Python scalars in this
     specialization; ``None`` (a helper called from compiled code) means any might.
     """
-    bindings = {RUNTIME_ALIAS: runtime}
+    bindings = {RUNTIME_ALIAS: nxrt}
     for kernel in kernels:
         # A kernel's parameters are array elements, or scalars it casts itself
         # (elementwise.py): inside, only literals are weak.

@@ -49,8 +49,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
-import linecache
 from typing import Any
 
 import numba
@@ -62,6 +60,8 @@ from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import reductions
+from numbax.numba_backend.generated import Code
+from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.reductions import _accumulating, _dtype_arg, _is_none
 from numbax.numba_backend.weak import weak_target
 
@@ -100,16 +100,19 @@ AxisArg = int | tuple[int, ...] | None
 # ---------------------------------------------------------------------------------------
 
 
+@redirect(np.sinc)
 def sinc(x: Any) -> Any:
     """``np.sinc(x)``; under jit float32 scalars stay float32 (Numba's give float64)."""
     return np.sinc(x)
 
 
+@redirect(np.angle)
 def angle(z: Any, deg: bool = False) -> Any:
     """``np.angle(z, deg)``; under jit float32 scalars stay float32."""
     return np.angle(z, deg=deg)
 
 
+@redirect(np.clip)
 def clip(
     a: Any,
     a_min: Any = np._NoValue,
@@ -123,11 +126,13 @@ def clip(
     return np.clip(a, a_min, a_max, out=out, min=min, max=max)
 
 
+@redirect(np.linalg.norm)
 def norm(x: Any, ord: Any = None, axis: AxisArg = None, keepdims: bool = False) -> Any:
     """``np.linalg.norm`` with every ``ord``, ``axis`` and ``keepdims`` under jit."""
     return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.trace)
 def trace(
     a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
 ) -> Any:
@@ -135,56 +140,67 @@ def trace(
     return np.trace(a, offset=offset, axis1=axis1, axis2=axis2, dtype=dtype, out=out)
 
 
+@redirect(np.dot)
 def dot(a: Any, b: Any, out: Any = None) -> Any:
     """``np.dot``, also of scalars, integers and arrays of any ndim under jit."""
     return np.dot(a, b, out=out)
 
 
+@redirect(np.matmul)
 def matmul(a: Any, b: Any) -> Any:
     """``np.matmul``: stacks of matrices broadcast; 1-d operands are vectors."""
     return np.matmul(a, b)
 
 
+@redirect(np.vdot)
 def vdot(a: Any, b: Any) -> Any:
     """``np.vdot``: the dot product of the flattened arrays, ``a`` conjugated."""
     return np.vdot(a, b)
 
 
+@redirect(np.inner)
 def inner(a: Any, b: Any) -> Any:
     """``np.inner``: contracts the last axes of ``a`` and ``b``."""
     return np.inner(a, b)
 
 
+@redirect(np.tensordot)
 def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     """``np.tensordot`` with ``axes`` an int, or a pair of ints or of tuples of ints."""
     return np.tensordot(a, b, axes=axes)
 
 
+@redirect(np.einsum)
 def einsum(subscripts: str, *operands: Any) -> Any:
     """``np.einsum``; under jit ``subscripts`` must be a constant string without ``...``."""
     return np.einsum(subscripts, *operands)
 
 
+@redirect(np.linalg.det)
 def det(a: Any) -> Any:
     """``np.linalg.det``, float32 staying float32 and stacks of matrices, under jit."""
     return np.linalg.det(a)
 
 
+@redirect(np.linalg.slogdet)
 def slogdet(a: Any) -> Any:
     """``np.linalg.slogdet`` as a ``(sign, logabsdet)`` tuple of the input's precision."""
     return np.linalg.slogdet(a)
 
 
+@redirect(np.squeeze)
 def squeeze(a: Any, axis: AxisArg = None) -> Any:
     """``np.squeeze``; under jit ``axis`` is required (an int or a tuple of ints)."""
     return np.squeeze(a, axis=axis)
 
 
+@redirect(np.expand_dims)
 def expand_dims(a: Any, axis: int | tuple[int, ...]) -> Any:
     """``np.expand_dims`` with an int or a tuple of axes."""
     return np.expand_dims(a, axis)
 
 
+@redirect(np.concatenate)
 def concatenate(
     arrays: Any,
     axis: int | None = 0,
@@ -197,46 +213,55 @@ def concatenate(
     return np.concatenate(arrays, axis=axis, out=out, dtype=dtype, casting=casting)
 
 
+@redirect(np.stack)
 def stack(arrays: Any, axis: int = 0, out: Any = None) -> Any:
     """``np.stack`` of a tuple or a list of arrays."""
     return np.stack(arrays, axis=axis, out=out)
 
 
+@redirect(np.hstack)
 def hstack(tup: Any) -> Any:
     """``np.hstack`` of a tuple or a list of arrays."""
     return np.hstack(tup)
 
 
+@redirect(np.vstack)
 def vstack(tup: Any) -> Any:
     """``np.vstack`` of a tuple or a list of arrays."""
     return np.vstack(tup)
 
 
+@redirect(np.flip)
 def flip(m: Any, axis: AxisArg = None) -> Any:
     """``np.flip`` with ``axis`` None, an int or a tuple of ints."""
     return np.flip(m, axis=axis)
 
 
+@redirect(np.roll)
 def roll(a: Any, shift: Any, axis: AxisArg = None) -> Any:
     """``np.roll`` with ``axis`` None, an int or a tuple (and ``shift`` to match)."""
     return np.roll(a, shift, axis=axis)
 
 
+@redirect(np.tile)
 def tile(A: Any, reps: int | tuple[int, ...]) -> Any:  # noqa: N803 - NumPy's name
     """``np.tile`` with ``reps`` an int or a tuple of ints."""
     return np.tile(A, reps)
 
 
+@redirect(np.repeat)
 def repeat(a: Any, repeats: Any, axis: int | None = None) -> Any:
     """``np.repeat`` with ``axis`` None or an int, ``repeats`` an int or 1-d array."""
     return np.repeat(a, repeats, axis=axis)
 
 
+@redirect(np.atleast_1d)
 def atleast_1d(*arys: Any) -> Any:
     """``np.atleast_1d``, of scalars too under jit."""
     return np.atleast_1d(*arys)
 
 
+@redirect(np.atleast_2d)
 def atleast_2d(*arys: Any) -> Any:
     """``np.atleast_2d``, of scalars too under jit."""
     return np.atleast_2d(*arys)
@@ -341,31 +366,14 @@ def _tuple(items: Any) -> str:
 # Generated implementations.
 # ---------------------------------------------------------------------------------------
 
-_GENERATED = itertools.count()
+
+def _code(header: str, **names: Any) -> Code:
+    """An implementation built line by line, defined with the helpers generated code
+    calls (``_HELPERS``) and ``names``; Numba compiles what the overload returns."""
+    return Code(header, _HELPERS, "numpy_extra", **names)
 
 
-class _Code:
-    """Source of one implementation, built line by line, then exec'd (not jitted: the
-    overload returns it and Numba compiles it)."""
-
-    def __init__(self, header: str, **names: Any) -> None:
-        self.lines = [header]
-        self.depth = 1
-        self.names = names
-
-    def __call__(self, *lines: str) -> None:
-        self.lines += ["    " * self.depth + line for line in lines]
-
-    def compile(self, label: str) -> Any:
-        source = "\n".join(self.lines) + "\n"
-        filename = f"<numbax.numpy_extra {label} #{next(_GENERATED)}>"
-        linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-        scope = {**_HELPERS, **self.names}
-        exec(compile(source, filename, "exec"), scope)
-        return scope["impl"]
-
-
-def _normalize_axes(code: _Code, items: list[str], ndim: int, out: str = "axes") -> None:
+def _normalize_axes(code: Code, items: list[str], ndim: int, out: str = "axes") -> None:
     """Emit ``out``: the axes ``items`` counted from the front, checked as NumPy does."""
     code(f"{out} = np.empty({builtins.max(len(items), 1)}, np.intp)")
     for j, item in enumerate(items):
@@ -374,7 +382,7 @@ def _normalize_axes(code: _Code, items: list[str], ndim: int, out: str = "axes")
         code(f"_check_unique({out}, {len(items)})")
 
 
-def _front(code: _Code, src: str, axis: str, ndim: int, out: str) -> None:
+def _front(code: Code, src: str, axis: str, ndim: int, out: str) -> None:
     """Emit ``out``: a view of ``src`` (of ``ndim`` dims) with the axis ``axis`` (a
     normalized run-time value) moved to the front, the others in order.
 
@@ -632,7 +640,7 @@ def _clip_jit(a, a_min=None, a_max=None, out=None, min=None, max=None):
     lo = next((e for e, _ in bounds if e in ("a_min", "min")), None)
     hi = next((e for e, _ in bounds if e in ("a_max", "max")), None)
     result = _promote(_scalar_type("clip", a), *(_bound_type(t, a) for _, t in bounds))
-    code = _Code("def impl(a, a_min=None, a_max=None, out=None, min=None, max=None):")
+    code = _code("def impl(a, a_min=None, a_max=None, out=None, min=None, max=None):")
     code.names["T"] = _npt(result)
     steps = ([f"v = np.maximum(v, {lo})"] if lo else []) + (
         [f"v = np.minimum(v, {hi})"] if hi else []
@@ -708,7 +716,7 @@ def _contraction(
                 raise _fail("tensordot", "repeated axis")
             fixed.append(axis % ndim)
     result = _promote(a.dtype, b.dtype)
-    code = _Code(header, T=_npt(result))
+    code = _code(header, T=_npt(result))
     for x, y in zip(fixed_a, fixed_b, strict=True):
         code(f"if a.shape[{x}] != b.shape[{y}]:", "    raise ValueError('shape-mismatch for sum')")
     free_a = [d for d in range(na) if d not in fixed_a]
@@ -744,7 +752,7 @@ def _runtime_contraction(
     na, nb, count = a.ndim, b.ndim, len(axes_a)
     result = _promote(a.dtype, b.dtype)
     rank = na + nb - 2 * count
-    code = _Code(header, T=_npt(result))
+    code = _code(header, T=_npt(result))
     code(f"pa = np.empty({builtins.max(na, 1)}, np.intp)")
     code(f"pb = np.empty({builtins.max(nb, 1)}, np.intp)")
     code(f"used_a = np.zeros({builtins.max(na, 1)}, np.bool_)")
@@ -870,7 +878,7 @@ def _batched_matmul(a: Any, b: Any) -> Any:
     """``a @ b`` for stacks of matrices: the stack dims broadcast, a 1-d operand is a
     vector; one matrix product per matrix of the result."""
     result = _promote(a.dtype, b.dtype)
-    code = _Code("def impl(a, b):", T=_npt(result))
+    code = _code("def impl(a, b):", T=_npt(result))
     ba, bb = builtins.max(a.ndim - 2, 0), builtins.max(b.ndim - 2, 0)
     rank = builtins.max(ba, bb)
     ca = ".astype(T)" if a.dtype != result else ""
@@ -934,7 +942,7 @@ def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
     return terms, output
 
 
-def _einsum_loops(terms: list[str], output: str, dtypes: list[types.Type], code: _Code) -> None:
+def _einsum_loops(terms: list[str], output: str, dtypes: list[types.Type], code: Code) -> None:
     """Emit the general einsum: one loop per letter, output letters outermost, each
     dim of size 1 broadcasting, as NumPy's einsum allows."""
     result = _promote(*dtypes)
@@ -1022,12 +1030,12 @@ def _einsum_impl(subscripts: str, ops: tuple[types.Array, ...]) -> Any:
     header = "def impl(subscripts, *operands):"
     unpack = [f"op{k} = operands[{k}]" for k in range(len(ops))]
     if not (_einsum_product(terms, output) and _blas(result)):
-        code = _Code(header)
+        code = _code(header)
         code(*unpack)
         _einsum_loops(terms, output, dtypes, code)
         return code.compile("einsum")
     # A (batched) matrix product: batch letters first, then a's free letters, then b's.
-    general = _Code("def impl(op0, op1):")
+    general = _code("def impl(op0, op1):")
     _einsum_loops(terms, output, dtypes, general)
     loops = numba.njit(error_model="numpy")(general.compile("einsum"))
     a, b = terms
@@ -1035,7 +1043,7 @@ def _einsum_impl(subscripts: str, ops: tuple[types.Array, ...]) -> Any:
     left = [c for c in a if c in output and c not in b]
     right = [c for c in b if c in output and c not in a]
     contracted = [c for c in a if c in b and c not in output]
-    code = _Code(header, T=_npt(result), loops=loops)
+    code = _code(header, T=_npt(result), loops=loops)
     code(*unpack)
     for c in batch + contracted:
         code(f"if op0.shape[{a.index(c)}] != op1.shape[{b.index(c)}]:")
@@ -1117,7 +1125,7 @@ def _norm_impl(x: Any, ord: Any, axis: Any, keep: bool) -> Any:
     ndim = x.ndim if isinstance(x, types.Array) else 0
     real = _real(_inexact(dt))
     complex_input = isinstance(dt, types.Complex)
-    code = _Code("def impl(x, ord=None, axis=None, keepdims=False):", R=_npt(real))
+    code = _code("def impl(x, ord=None, axis=None, keepdims=False):", R=_npt(real))
     code("a = np.asarray(x)" if ndim == 0 else "a = x")
     if not isinstance(dt, types.Float | types.Complex):
         code("a = a.astype(R)")
@@ -1239,7 +1247,7 @@ def _trace_impl(a: Any, axis1: Any, axis2: Any, dtype: Any) -> Any:
         raise _fail("trace", f"expected an array of at least 2 dims, got {a}")
     acc = _dtype_arg("trace", dtype) or _accumulating(a.dtype)
     ndim = a.ndim
-    code = _Code("def impl(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):", T=_npt(acc))
+    code = _code("def impl(a, offset=0, axis1=0, axis2=1, dtype=None, out=None):", T=_npt(acc))
     if (_literal_int(axis1), _literal_int(axis2)) in ((0, 1), (0, 1 - ndim), (-ndim, 1)):
         code("t = a")
     else:
@@ -1350,7 +1358,7 @@ def _squeeze_impl(a: Any, axis: Any) -> Any:
     items = _axis_items("axis", axis)
     _axis_count("squeeze", axis)
     rank = ndim - len(items)
-    code = _Code("def impl(a, axis=None):")
+    code = _code("def impl(a, axis=None):")
     _normalize_axes(code, items, ndim)
     code(f"shape = np.empty({builtins.max(rank, 1)}, np.intp)", "j = 0")
     code(f"for d in range({ndim}):", "    gone = False")
@@ -1376,7 +1384,7 @@ def _expand_dims_impl(a: Any, axis: Any) -> Any:
     items = _axis_items("axis", axis)
     ndim = a.ndim if isinstance(a, types.Array) else 0
     rank = ndim + len(items)
-    code = _Code("def impl(a, axis):")
+    code = _code("def impl(a, axis):")
     code("x = np.asarray(a)" if ndim == 0 else "x = a")
     _normalize_axes(code, items, rank)
     code(f"shape = np.ones({rank}, np.intp)")
@@ -1414,7 +1422,7 @@ def _concatenate_impl(arrays: Any, axis: Any, dtype: Any) -> Any:
         raise _fail("concatenate", "zero-dimensional arrays cannot be concatenated")
     explicit = _dtype_arg("concatenate", dtype)
     result = explicit or _promote(*(t.dtype for t in (items or [first])))
-    code = _Code("def impl(arrays, axis=0, out=None, dtype=None, casting='same_kind'):")
+    code = _code("def impl(arrays, axis=0, out=None, dtype=None, casting='same_kind'):")
     code.names["T"] = _npt(result)
     ndim = first.ndim
     if items is not None and not _is_none(axis):
@@ -1464,7 +1472,7 @@ def _stack_impl(arrays: Any) -> Any:
     if items is not None:
         return lambda arrays, axis=0, out=None: np.stack(arrays, axis)
     rank = first.ndim + 1
-    code = _Code("def impl(arrays, axis=0, out=None):", T=_npt(first.dtype))
+    code = _code("def impl(arrays, axis=0, out=None):", T=_npt(first.dtype))
     code("count = len(arrays)")
     code("if count == 0:", "    raise ValueError('need at least one array to stack')")
     code(f"ax = _normalize(axis, {rank})", "ref = arrays[0]")
@@ -1517,7 +1525,7 @@ def _flip_impl(m: Any, axis: Any) -> Any:
         raise _fail("flip", f"expected an array, got {m}")
     _axis_count("flip", axis)
     items = _axis_items("axis", axis)
-    code = _Code("def impl(m, axis=None):")
+    code = _code("def impl(m, axis=None):")
     _normalize_axes(code, items, m.ndim)
     # One view, reversed along each named axis: a branch per axis it may be.
     code("v = m")
@@ -1551,7 +1559,7 @@ def _roll_impl(a: Any, shift: Any, axis: Any) -> Any:
         shifts = _axis_items("shift", shift)
         if len(shifts) != len(items):
             raise _fail("roll", "shift and axis must name as many items")
-    code = _Code("def impl(a, shift, axis=None):")
+    code = _code("def impl(a, shift, axis=None):")
     ndim = a.ndim
     code("r0 = a")
     for j, (shift_j, ax) in enumerate(zip(shifts, items, strict=True)):
@@ -1575,7 +1583,7 @@ def _tile_impl(a: Any, reps: Any) -> Any:
     items = _axis_items("reps", reps)
     ndim = a.ndim if isinstance(a, types.Array) else 0
     rank = builtins.max(ndim, count)
-    code = _Code("def impl(A, reps):")
+    code = _code("def impl(A, reps):")
     code("x = np.asarray(A)" if ndim == 0 else "x = A")
     src = ["1"] * (rank - ndim) + [f"x.shape[{d}]" for d in range(ndim)]
     rep = ["1"] * (rank - count) + list(items)
@@ -1609,7 +1617,7 @@ def _repeat_impl(a: Any, repeats: Any, axis: Any) -> Any:
     if not isinstance(a, types.Array) or a.ndim == 0:
         raise _fail("repeat", f"expected an array of at least 1 dimension, got {a}")
     ndim = a.ndim
-    code = _Code("def impl(a, repeats, axis=None):")
+    code = _code("def impl(a, repeats, axis=None):")
     code(f"ax = _normalize(axis, {ndim})", "n = a.shape[ax]")
     if isinstance(repeats, types.Integer):
         code("counts = np.full(n, repeats, np.intp)")
@@ -1652,7 +1660,7 @@ def _atleast(name: str, rank: int, arys: tuple[Any, ...]) -> Any:
             results.append(f"np.full({_tuple(['1'] * rank)}, arys[{k}])")
         else:
             raise _fail(name, f"expected arrays or numbers, got {ty}")
-    code = _Code("def impl(*arys):")
+    code = _code("def impl(*arys):")
     code(f"return {results[0]}" if len(results) == 1 else f"return {_tuple(results)}")
     return code.compile(name)
 

@@ -38,8 +38,6 @@ from __future__ import annotations
 
 import builtins
 import functools
-import itertools
-import linecache
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -52,6 +50,9 @@ from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
+from numbax.numba_backend.generated import define
+from numbax.numba_backend.redirects import redirect
+
 AxisArg = int | tuple[int, ...] | None
 
 # ---------------------------------------------------------------------------------------
@@ -59,36 +60,42 @@ AxisArg = int | tuple[int, ...] | None
 # ---------------------------------------------------------------------------------------
 
 
+@redirect(np.sum)
 def sum(a: Any, axis: AxisArg = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Sum of elements, as ``np.sum``; compiled by the overload below under jit."""
     return np.sum(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
+@redirect(np.prod)
 def prod(a: Any, axis: AxisArg = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Product of elements, as ``np.prod``; compiled by the overload below under jit."""
     return np.prod(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
+@redirect(np.mean)
 def mean(a: Any, axis: AxisArg = None, dtype: Any = None, *, keepdims: bool = False) -> Any:
     """Arithmetic mean, as ``np.mean``; compiled by the overload below under jit."""
     return np.mean(a, axis=axis, dtype=dtype, keepdims=keepdims)
 
 
+@redirect(np.max)
 def max(a: Any, axis: AxisArg = None, *, keepdims: bool = False) -> Any:
     """Maximum, as ``np.max`` (NaN propagates); compiled by the overload below under jit."""
     return np.max(a, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.min)
 def min(a: Any, axis: AxisArg = None, *, keepdims: bool = False) -> Any:
     """Minimum, as ``np.min`` (NaN propagates); compiled by the overload below under jit."""
     return np.min(a, axis=axis, keepdims=keepdims)
 
 
 # NumPy's amax/amin are the same functions under older names.
-amax = max
-amin = min
+amax = redirect(np.amax, name="amax")(max)
+amin = redirect(np.amin, name="amin")(min)
 
 
+@redirect(np.var)
 def var(
     a: Any, axis: AxisArg = None, dtype: Any = None, *, ddof: float = 0, keepdims: bool = False
 ) -> Any:
@@ -96,6 +103,7 @@ def var(
     return np.var(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
 
+@redirect(np.std)
 def std(
     a: Any, axis: AxisArg = None, dtype: Any = None, *, ddof: float = 0, keepdims: bool = False
 ) -> Any:
@@ -103,31 +111,37 @@ def std(
     return np.std(a, axis=axis, dtype=dtype, ddof=ddof, keepdims=keepdims)
 
 
+@redirect(np.argmax)
 def argmax(a: Any, axis: int | None = None, *, keepdims: bool = False) -> Any:
     """Index of the first maximum (or first NaN), as ``np.argmax``; jit via the overload."""
     return np.argmax(a, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.argmin)
 def argmin(a: Any, axis: int | None = None, *, keepdims: bool = False) -> Any:
     """Index of the first minimum (or first NaN), as ``np.argmin``; jit via the overload."""
     return np.argmin(a, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.all)
 def all(a: Any, axis: AxisArg = None, *, keepdims: bool = False) -> Any:
     """Whether all elements are true, as ``np.all``; compiled by the overload below."""
     return np.all(a, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.any)
 def any(a: Any, axis: AxisArg = None, *, keepdims: bool = False) -> Any:
     """Whether any element is true, as ``np.any``; compiled by the overload below."""
     return np.any(a, axis=axis, keepdims=keepdims)
 
 
+@redirect(np.cumsum)
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None) -> Any:
     """Cumulative sum (axis None flattens), as ``np.cumsum``; jit via the overload."""
     return np.cumsum(a, axis=axis, dtype=dtype)
 
 
+@redirect(np.cumprod)
 def cumprod(a: Any, axis: int | None = None, dtype: Any = None) -> Any:
     """Cumulative product (axis None flattens), as ``np.cumprod``; jit via the overload."""
     return np.cumprod(a, axis=axis, dtype=dtype)
@@ -192,20 +206,11 @@ _HELPERS = {
 }
 
 
-_GENERATED = itertools.count()
-
-
 def _compile(source: str, name: str, namespace: dict[str, Any], jit: bool = True) -> Any:
-    """Exec generated ``source`` and return its function ``name`` (jitted if ``jit``).
-
-    The source is registered with ``linecache``, so Numba's messages and tracebacks
-    can quote the generated lines.
-    """
-    filename = f"<numbax.reductions {name} #{next(_GENERATED)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    scope = {**_HELPERS, **namespace}
-    exec(compile(source, filename, "exec"), scope)
-    return numba.njit(error_model="numpy")(scope[name]) if jit else scope[name]
+    """Define generated ``source`` with the helpers it calls and return its function
+    ``name`` (jitted if ``jit``)."""
+    fn = define(source, {**_HELPERS, **namespace}, f"reductions {name}", name)
+    return numba.njit(error_model="numpy")(fn) if jit else fn
 
 
 # ---------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-"""The helpers generated code calls as ``nxrt.<name>``, usable in Python and in Numba.
+"""What the jit pipeline needs of the runtime: the Numba versions of its helpers
+registered, and the table of NumPy functions compiled code calls through ``nxrt``.
 
-Each helper is a plain Python function that does exactly what NumPy does when the
-generated code runs interpreted, and has a Numba implementation (an ``overload``) for
-compiled code. This module is also the table that tells the lowering pass which NumPy
-functions and array methods are redirected here, matched by identity.
+Importing this module registers everything compiled code may call as ``nxrt.<name>``
+(the runtime's helpers' Numba versions, ``overloads/``; numbax's versions of NumPy
+functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``; the lowering's own
+helpers, ``weak``, ``keep_dtype``, ``elementwise``; the compiled samplers of
+``numbax.random``). The lowering pass (``lower.py``) imports it and asks it which calls
+and array methods to redirect, matched by identity.
 """
 
 from __future__ import annotations
@@ -11,43 +14,28 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba.extending import register_jitable
 
 from numbax import random as _numbax_random
-from numbax.numba_backend import elementary, numpy_extra, random_kernels, reductions
-from numbax.numba_backend.boundary import keep_dtype
-from numbax.numba_backend.elementwise import elementwise
-from numbax.numba_backend.weak import weak
-
-_ELEMENTARY = ["exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "power"]
-_ELEMENTARY += ["exp2", "log2", "log10", "sinh", "cosh"]
-_REDUCTIONS = ["sum", "mean", "prod", "max", "min", "amax", "amin", "var", "std"]
-_REDUCTIONS += ["argmax", "argmin", "all", "any", "cumsum", "cumprod"]
-
-# NumPy functions Numba lacks or compiles with other semantics (numpy_extra.py), by the
-# NumPy namespace they live in.
-_NUMPY_EXTRA = ["sinc", "angle", "clip", "trace", "dot", "matmul", "vdot", "inner"]
-_NUMPY_EXTRA += ["tensordot", "einsum", "squeeze", "expand_dims", "concatenate", "stack"]
-_NUMPY_EXTRA += ["hstack", "vstack", "flip", "roll", "tile", "repeat", "atleast_1d"]
-_NUMPY_EXTRA += ["atleast_2d"]
-_LINALG_EXTRA = ["norm", "det", "slogdet"]
-
-_REDIRECTS: dict[int, str] = {}
-for _module, _names, _namespace in (
-    (elementary, _ELEMENTARY, np),
-    (reductions, _REDUCTIONS, np),
-    (numpy_extra, _NUMPY_EXTRA, np),
-    (numpy_extra, _LINALG_EXTRA, np.linalg),
-):
-    for _name in _names:
-        globals()[_name] = getattr(_module, _name)
-        _REDIRECTS[id(getattr(_namespace, _name))] = _name
+from numbax.numba_backend import (  # noqa: F401  (importing registers them in nxrt)
+    boundary,
+    elementary,
+    elementwise,
+    numpy_extra,
+    overloads,
+    random_kernels,
+    reductions,
+    weak,
+)
+from numbax.numba_backend.redirects import REDIRECTS as _REDIRECTS
+from numbax.numba_backend.redirects import replacement_for
+from numbax.runtime import nxrt, publish
 
 # numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
 _RANDOM = list(_numbax_random.__all__)  # every sampler, with a Numba version
 for _name in _RANDOM:
     globals()[f"random_{_name}"] = getattr(random_kernels, f"random_{_name}")
     _REDIRECTS[id(getattr(_numbax_random, _name))] = f"random_{_name}"
+    publish(f"random_{_name}", globals()[f"random_{_name}"])
 
 
 ARRAY_METHODS = frozenset(
@@ -60,11 +48,6 @@ ARRAY_METHODS = frozenset(
 _ELEMENTWISE_VALUE_ARGS: dict[int, tuple[int, ...]] = {id(np.where): (1, 2), id(np.clip): (0, 1, 2)}
 
 
-def replacement_for(func: Any) -> str | None:
-    """Name of this module's replacement for NumPy function ``func``, if it has one."""
-    return _REDIRECTS.get(id(func))
-
-
 def elementwise_value_args(func: Any) -> tuple[int, ...]:
     """Positions of ``func``'s arguments that promote together elementwise (NEP 50: a
     Python scalar among them adapts to the others)."""
@@ -73,50 +56,4 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
     return _ELEMENTWISE_VALUE_ARGS.get(id(func), ())
 
 
-__all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
-__all__ += [*_NUMPY_EXTRA, *_LINALG_EXTRA]
-__all__ += [f"random_{name}" for name in _RANDOM]
-
-# -- automatic differentiation: the helpers derivative code calls as nxrt.<name> --------
-# (each a plain function doing what NumPy does, with a Numba overload; each has its own
-# JVP and VJP rule in transform/rules/, so derivative code can be differentiated again)
-from numbax import lax as _lax  # noqa: E402
-from numbax.numba_backend import (  # noqa: E402
-    ad_adjoints,
-    ad_elementwise,
-    ad_jacobians,
-    ad_runtime,
-    ad_shapes,
-    batch_runtime,
-)
-
-_AD_HELPERS = {
-    ad_runtime: ["zeros_like", "ones_like", "unbroadcast", "broadcast_like"]
-    + ["grad_seed", "grad_seeds", "holomorphic_seed", "holomorphic_seeds"]
-    + ["index_add", "tree_add", "owned", "ravel"]
-    + ["custom_cotangents", "loop_cotangent"],
-    ad_adjoints: ["broadcast_reduced", "reshape_like", "matmul_vjp_x", "matmul_vjp_y"]
-    + ["cumprod_jvp", "cumprod_vjp", "cumsum_reverse", "dot_vjp_a", "dot_vjp_b"]
-    + ["einsum_general", "matrix_transpose", "norm_exponent", "norm_weights"]
-    + ["prod_others", "prod_others_jvp", "reduced_count", "tensordot_vjp_a"]
-    + ["tensordot_vjp_b", "tie_weights", "trace_vjp", "tril_fold", "tril_half_diag"]
-    + ["tril_symmetric"],
-    ad_shapes: ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "split_like"]
-    + ["linspace_weights", "undiag", "unrepeat", "unrolled", "unstack_like", "untile"],
-    ad_elementwise: ["mul_pow", "xlogy"],
-    ad_jacobians: list(ad_jacobians.__all__),
-    batch_runtime: ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_sum"]
-    + ["batch_broadcast"],
-    _lax: ["psum", "pmean", "pmax", "pmin", "axis_index"],  # rewritten by vmap
-}
-for _module, _names in _AD_HELPERS.items():
-    for _name in _names:
-        globals()[_name] = getattr(_module, _name)
-__all__ += [name for names in _AD_HELPERS.values() for name in names] + ["first"]
-
-
-@register_jitable
-def first(value: Any, like: Any) -> Any:
-    """``value``: in a fused kernel, a scalar spread over ``like``'s elements (``like``
-    is an argument only so that the kernel broadcasts to its shape)."""
-    return value
+__all__ = ["ARRAY_METHODS", "elementwise_value_args", "nxrt", "replacement_for"]

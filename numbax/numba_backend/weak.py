@@ -18,7 +18,10 @@ from numba import types
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend.redirects import lowering_helper
 
+
+@lowering_helper
 def weak(value: Any, like: Any) -> Any:
     """``value`` as a weakly typed scalar next to ``like`` (identity outside Numba)."""
     return value

@@ -1,5 +1,26 @@
 """The helpers generated code calls as ``nxrt.<name>``, as plain NumPy (no Numba import).
 
 Generated code runs unchanged interpreted and under ``nx.jit``: interpreted, these
-functions are what runs; compiled, ``numba_backend`` supplies their Numba versions.
+functions are what runs; compiled, ``numba_backend/overloads`` gives each its Numba
+version, keyed on the same function object. Each module holds one family of helpers,
+each registered by ``@helper`` (``registry.py``) into the namespace ``nxrt`` that
+generated code is given; importing this package registers them all.
 """
+
+from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
+    batching,
+    broadcasting,
+    collectives,
+    elementwise,
+    fusion,
+    jacobians,
+    linalg,
+    nxrt,
+    reductions,
+    seeds,
+    shapes,
+    tangents,
+)
+from numbax.runtime.registry import helper, helpers, publish
+
+__all__ = ["helper", "helpers", "nxrt", "publish"]

@@ -8,7 +8,7 @@ import ast
 import numpy as np
 import pytest
 
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform import rules
 from numbax.transform.rules.registry import _ATTRIBUTES, _METHODS
 

@@ -7,7 +7,7 @@ Jacobian exercises both terms and the adjoint of broadcasting), and interpreted 
 other inputs: Python scalars, broadcasting against a row and a Python scalar. Then
 the special cases of the table (powers at x <= 0, ties, clip's bounds, where's
 condition, nan in fmax), float32 staying float32, second derivatives, complex inputs
-and JAX's values, and the runtime helpers of the power rules (ad_elementwise.py).
+and JAX's values, and the runtime helpers of the power rules (numbax/runtime/elementwise.py).
 """
 
 from __future__ import annotations
@@ -21,8 +21,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import ad_elementwise
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform import rules
 from tests.autodiff.fd import check_jacobians
 
@@ -652,7 +651,7 @@ def test_second_order_selections(name):
 RULE_TARGETS = [fn for fn, *_ in [*UNARY.values(), *BINARY.values()]]
 RULE_TARGETS = [t for t in RULE_TARGETS if getattr(t, "__module__", "") != __name__]
 RULE_TARGETS += [operator.neg, operator.pos, operator.matmul, np.matmul, np.clip, np.where]
-RULE_TARGETS += [abs, ad_elementwise.mul_pow, ad_elementwise.xlogy]
+RULE_TARGETS += [abs, nxrt.mul_pow, nxrt.xlogy]
 
 
 def test_rules_are_closed():
@@ -817,39 +816,39 @@ def test_real_part_of_complex_function_of_real_input(jax_x64):
     np.testing.assert_allclose(got, jax_x64.grad(jf)(x), rtol=1e-12)
 
 
-# -- the helpers of the power rules (numba_backend/ad_elementwise.py) --------------------
+# -- the helpers of the power rules (numbax/runtime/elementwise.py) --------------------
 
 
 @numba.njit
 def _mul_pow(c, x, p):
-    return ad_elementwise.mul_pow(c, x, p)
+    return nxrt.mul_pow(c, x, p)
 
 
 @numba.njit
 def _xlogy(x, y):
-    return ad_elementwise.xlogy(x, y)
+    return nxrt.xlogy(x, y)
 
 
 F32 = np.array([[0.0, 1.5], [2.0, -1.0], [0.5, 3.0]], np.float32)
 HELPER_CASES = {
-    "mul_pow-python-ints": (_mul_pow, ad_elementwise.mul_pow, (2, F32, 1), np.float32),
-    "mul_pow-zero-coefficient": (_mul_pow, ad_elementwise.mul_pow, (0, F32, -1), np.float32),
+    "mul_pow-python-ints": (_mul_pow, nxrt.mul_pow, (2, F32, 1), np.float32),
+    "mul_pow-zero-coefficient": (_mul_pow, nxrt.mul_pow, (0, F32, -1), np.float32),
     "mul_pow-arrays": (
         _mul_pow,
-        ad_elementwise.mul_pow,
+        nxrt.mul_pow,
         (np.array([0.0, 2.0]), F32.astype(np.float64), np.array([-1.0, 1.0])),
         np.float64,
     ),
-    "mul_pow-float-exponent": (_mul_pow, ad_elementwise.mul_pow, (F32, F32, 2.0), np.float32),
-    "mul_pow-scalars": (_mul_pow, ad_elementwise.mul_pow, (2.0, 3.0, 2), np.float64),
-    "mul_pow-transposed": (_mul_pow, ad_elementwise.mul_pow, (F32.T, F32.T, 3), np.float32),
-    "xlogy-arrays": (_xlogy, ad_elementwise.xlogy, (F32, F32), np.float32),
-    "xlogy-python-float": (_xlogy, ad_elementwise.xlogy, (F32, 2.0), np.float32),
-    "xlogy-ints": (_xlogy, ad_elementwise.xlogy, (np.array([0, 1, 2]), np.array([0, 2, 3])), None),
-    "xlogy-broadcast": (_xlogy, ad_elementwise.xlogy, (F32.T, F32.T[:, :1]), np.float32),
+    "mul_pow-float-exponent": (_mul_pow, nxrt.mul_pow, (F32, F32, 2.0), np.float32),
+    "mul_pow-scalars": (_mul_pow, nxrt.mul_pow, (2.0, 3.0, 2), np.float64),
+    "mul_pow-transposed": (_mul_pow, nxrt.mul_pow, (F32.T, F32.T, 3), np.float32),
+    "xlogy-arrays": (_xlogy, nxrt.xlogy, (F32, F32), np.float32),
+    "xlogy-python-float": (_xlogy, nxrt.xlogy, (F32, 2.0), np.float32),
+    "xlogy-ints": (_xlogy, nxrt.xlogy, (np.array([0, 1, 2]), np.array([0, 2, 3])), None),
+    "xlogy-broadcast": (_xlogy, nxrt.xlogy, (F32.T, F32.T[:, :1]), np.float32),
     "xlogy-complex-negative-real": (
         _xlogy,
-        ad_elementwise.xlogy,
+        nxrt.xlogy,
         (F32.astype(np.complex128), F32),
         np.complex128,
     ),
@@ -882,13 +881,13 @@ def test_power_helpers(name):
 def test_power_helpers_exact_zeros():
     """Zero where the first factor is zero, whatever the other factor (inf, nan)."""
     x = np.array([0.0, 0.0, -1.0])
-    assert not np.any(ad_elementwise.mul_pow(0.0, x, -1.0))
+    assert not np.any(nxrt.mul_pow(0.0, x, -1.0))
     assert not np.any(_mul_pow(0.0, x, -1.0))
-    assert not np.any(ad_elementwise.xlogy(0.0, x))
+    assert not np.any(nxrt.xlogy(0.0, x))
     assert not np.any(_xlogy(0.0, x))
-    assert ad_elementwise.xlogy(0.0, np.nan) == 0.0
+    assert nxrt.xlogy(0.0, np.nan) == 0.0
     with np.errstate(divide="ignore"):
-        assert math.isinf(ad_elementwise.mul_pow(1.0, 0.0, -1.0))
+        assert math.isinf(nxrt.mul_pow(1.0, 0.0, -1.0))
 
 
 def test_builtin_min_and_max_of_two_numbers():

@@ -1,5 +1,5 @@
 """Derivatives of reductions and linear algebra (rules/reductions.py, rules/linalg.py and
-their helpers in numba_backend/ad_adjoints.py).
+their helpers in numbax/runtime/reductions.py, linalg.py).
 
 Every rule is checked against central finite differences by ``check_jacobians`` (jacfwd
 and jacrev, every output element): each operation once under ``nx.jit``, and
@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import ad_adjoints
+from numbax.runtime import nxrt
 from tests.autodiff.fd import check_jacobians
 
 rng = np.random.default_rng(20240614)
@@ -399,13 +399,13 @@ def test_einsum_vjp_of_vjp_is_an_einsum():
     """(spec, j) is the VJP of operand j; nested, its VJPs again (adjoint identities)."""
     a, b = X, B
     ct = distinct(3, 2)
-    vjp_a = ad_adjoints.einsum_general(("ij,jk->ik", 0), ct, b, like=a)
+    vjp_a = nxrt.einsum_general(("ij,jk->ik", 0), ct, b, like=a)
     t = distinct(3, 4)
     assert np.isclose(np.sum(vjp_a * t), np.sum(ct * np.einsum("ij,jk->ik", t, b)))
     g = distinct(3, 4)
-    vjp_b = ad_adjoints.einsum_general((("ij,jk->ik", 0), 1), ct, g, like=b)
+    vjp_b = nxrt.einsum_general((("ij,jk->ik", 0), 1), ct, g, like=b)
     s = distinct(4, 2)
-    lhs = np.sum(g * ad_adjoints.einsum_general(("ij,jk->ik", 0), ct, s, like=a))
+    lhs = np.sum(g * nxrt.einsum_general(("ij,jk->ik", 0), ct, s, like=a))
     assert np.isclose(lhs, np.sum(vjp_b * s))
 
 
@@ -421,12 +421,12 @@ def test_helpers_under_numba():
         second = 0, 2  # compile-time constants
         pairs = first, second
         return (
-            ad_adjoints.broadcast_reduced(value, a, axis, False),
-            ad_adjoints.einsum_general(nested, ct, g, like=b),
-            ad_adjoints.tensordot_vjp_a(c, p, q, pairs),
-            ad_adjoints.tensordot_vjp_b(c, p, q, pairs),
-            ad_adjoints.cumsum_reverse(a, a, axis),
-            ad_adjoints.prod_others_jvp(a, a + 1.0, (0, 2)),
+            nxrt.broadcast_reduced(value, a, axis, False),
+            nxrt.einsum_general(nested, ct, g, like=b),
+            nxrt.tensordot_vjp_a(c, p, q, pairs),
+            nxrt.tensordot_vjp_b(c, p, q, pairs),
+            nxrt.cumsum_reverse(a, a, axis),
+            nxrt.prod_others_jvp(a, a + 1.0, (0, 2)),
         )
 
     p, q = X3, distinct(4, 3, 2)

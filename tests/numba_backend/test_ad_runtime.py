@@ -19,8 +19,9 @@ import pytest
 from numba import types
 from numba.np.numpy_support import as_dtype
 
-from numbax.numba_backend import ad_jacobians, ad_runtime
-from numbax.numba_backend import ad_runtime as ad
+import numbax.numba_backend.runtime  # noqa: F401  (registers the helpers' Numba versions)
+from numbax.runtime import nxrt as ad
+from numbax.runtime.seeds import grad_dtype_check
 
 Pair = collections.namedtuple("Pair", "a b")
 
@@ -81,22 +82,22 @@ def _holomorphic_seed(out):
 
 @numba.njit
 def _jac_size(x):
-    return ad_jacobians.jac_size(x)
+    return ad.jac_size(x)
 
 
 @numba.njit
 def _jac_basis(x, k):
-    return ad_jacobians.jac_basis(x, k)
+    return ad.jac_basis(x, k)
 
 
 @numba.njit
 def _jac_buffer(out, x):
-    return ad_jacobians.jac_buffer(out, x)
+    return ad.jac_buffer(out, x)
 
 
 @numba.njit
 def _jac_unflatten(jac, out, x):
-    return ad_jacobians.jac_unflatten(jac, out, x)
+    return ad.jac_unflatten(jac, out, x)
 
 
 COMPILED = {
@@ -115,7 +116,6 @@ COMPILED = {
     "jac_buffer": _jac_buffer,
     "jac_unflatten": _jac_unflatten,
 }
-MODULES = {name: ad_jacobians for name in ("jac_size", "jac_basis", "jac_buffer", "jac_unflatten")}
 
 # ---------------------------------------------------------------------------------------
 # Inputs (made afresh for every call: some helpers write in place).
@@ -182,7 +182,7 @@ def _check(got: Any, want: Any, typed: types.Type | None = None) -> None:
 
 def _both(name: str, make_args: Callable[[], tuple]) -> tuple[Any, Any, types.Type]:
     """The helper's result interpreted, compiled, and the compiled result's Numba type."""
-    interpreted = getattr(MODULES.get(name, ad_runtime), name)(*make_args())
+    interpreted = getattr(ad, name)(*make_args())
     args = make_args()
     wrapper = COMPILED[name]
     compiled = wrapper(*args)
@@ -352,7 +352,7 @@ def test_grad_dtype_check_rejects(value: Any, name: str) -> None:
         "use vjp or set allow_int to True."
     )
     with pytest.raises(TypeError) as info:
-        ad.grad_dtype_check(value, 0)
+        grad_dtype_check(value, 0)
     assert str(info.value) == message
 
 
@@ -366,7 +366,7 @@ def test_grad_dtype_check_rejects(value: Any, name: str) -> None:
     ],
 )
 def test_grad_dtype_check_accepts(value: Any) -> None:
-    assert ad.grad_dtype_check(value, 1) is None
+    assert grad_dtype_check(value, 1) is None
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ do depend on some arguments (the fill value, the end points), so they have rules
 
 import numpy as np
 
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import constructor, elementwise, same_shape
 from numbax.transform.rules.registry import batching, define, nondifferentiable
 

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from numbax.numba_backend.ad_elementwise import mul_pow, xlogy
+from numbax.runtime.elementwise import mul_pow, xlogy
 from numbax.transform.rules.batch_kinds import BatchOp, Decline, elementwise
 from numbax.transform.rules.registry import batching, define, nondifferentiable
 

@@ -4,7 +4,7 @@ that a Jacobian is differentiated again (``hessian = jacfwd(jacrev(f))``,
 each the adjoint of its inverse; sizes, basis vectors and buffers carry no derivative.
 """
 
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform.rules.registry import define, nondifferentiable
 
 # fmt: off

@@ -7,7 +7,7 @@ mostly linear maps whose adjoint is another helper of the table.
 
 from typing import Any
 
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import (
     BatchOp,
     Decline,

@@ -13,7 +13,7 @@ own rules are at the end, so derivative code can be differentiated again.
 import gast
 import numpy as np
 
-from numbax.numba_backend import runtime as nxrt
+from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import (
     BatchOp,
     Decline,

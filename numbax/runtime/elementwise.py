@@ -1,5 +1,5 @@
-"""Elementwise helpers that derivative rules of powers emit, the same interpreted and in
-Numba (see ad_runtime.py for the pattern).
+"""Elementwise helpers that derivative rules of powers emit, whose Numba versions compute the
+same.
 
 Both are products that must be *exactly* zero where their first factor is, even where
 the other factor is infinite or undefined, as JAX's rules for ``x ** y`` are:
@@ -16,8 +16,8 @@ The family is closed under differentiation (their rules are in
 is ``mul_pow(x, y, -1)``. So higher derivatives of ``x ** 0`` stay 0 at ``x == 0``.
 
 Dtypes follow NumPy 2 (NEP 50): a Python scalar adapts to the arrays next to it, so a
-float32 array gives float32 results; under Numba the same holds through
-``elementwise(..., weak=...)``.
+float32 array gives float32 results; their Numba versions
+(``numba_backend/overloads/elementwise.py``) do the same.
 """
 
 from __future__ import annotations
@@ -25,11 +25,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import types
-from numba.extending import overload
-from numba.np.numpy_support import as_dtype
 
-from numbax.numba_backend.elementwise import elementwise
+from numbax.runtime.registry import helper
 
 
 def _scalar_result(result: np.ndarray) -> Any:
@@ -37,6 +34,7 @@ def _scalar_result(result: np.ndarray) -> Any:
     return result[()] if result.ndim == 0 else result
 
 
+@helper
 def mul_pow(c: Any, x: Any, p: Any) -> Any:
     """``c * x ** p``, elementwise with broadcasting, exactly 0 where ``c == 0`` (even
     where ``x ** p`` is infinite or nan)."""
@@ -48,6 +46,7 @@ def mul_pow(c: Any, x: Any, p: Any) -> Any:
     return _scalar_result(np.where(c == 0, 0, value))
 
 
+@helper
 def xlogy(x: Any, y: Any) -> Any:
     """``x * log(y)``, elementwise with broadcasting, exactly 0 where ``x == 0`` (even
     where ``log(y)`` is -inf or nan), as JAX's ``xlogy`` (SciPy's gives nan for a nan
@@ -56,42 +55,3 @@ def xlogy(x: Any, y: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = x * np.log(np.asarray(y, dtype))
     return _scalar_result(np.where(x == 0, 0, value))
-
-
-# ---------------------------------------------------------------------------------------
-# Numba: one scalar kernel each, broadcast by ``elementwise``.
-# ---------------------------------------------------------------------------------------
-
-
-def _mul_pow_kernel(c, x, p):
-    if c == 0:
-        return c  # a zero: Numba unifies its type with the product's
-    return c * x**p
-
-
-def _xlogy_kernel(x, y):
-    if x == 0:
-        return x
-    return x * np.log(y)
-
-
-_mul_pow_elementwise = elementwise(_mul_pow_kernel, weak=("c", "x", "p"))
-_xlogy_elementwise = elementwise(_xlogy_kernel, weak=("x", "y"))
-
-
-@overload(mul_pow)
-def _mul_pow_numba(c, x, p):
-    return lambda c, x, p: _mul_pow_elementwise(c, x, p)
-
-
-def _dtype(ty: types.Type) -> np.dtype:
-    return as_dtype(ty.dtype if isinstance(ty, types.Array) else ty)
-
-
-@overload(xlogy)
-def _xlogy_numba(x, y):
-    if _dtype(x).kind == "c" and _dtype(y).kind != "c":
-        # The principal log of a negative real, as NumPy takes it once y is promoted.
-        one = np.result_type(_dtype(x), _dtype(y)).type(1)
-        return lambda x, y: _xlogy_elementwise(x, y * one)
-    return lambda x, y: _xlogy_elementwise(x, y)

@@ -1,18 +1,6 @@
-"""Adjoints of NumPy's shape functions, the same interpreted and in Numba (the pattern
-of ad_runtime.py: a public function that does it with NumPy, and a Numba ``overload``
-registered on that public function).
-
-The derivative rules of ``transform/rules/shapes.py`` call these as ``nxrt.<name>``:
-the inverse of a concatenation (``split_like``) and of a stack (``unstack_like``), the
-sums over the copies ``np.tile`` and ``np.repeat`` make (``untile``, ``unrepeat``), the
-adjoint of ``np.diag`` (``undiag``), the inverse permutation of ``np.transpose``, and
-the inverse of ``np.roll`` (``unrolled``, for tuple shifts too).
-Each is linear in its first argument and has its own JVP and VJP rule, so derivative
-code that calls it can be differentiated again.
-
-Cotangents come back with the dtype of the value they belong to when that is real or
-complex (a float32 array's piece of a float64 cotangent is float32), as
-``nxrt.unbroadcast`` does.
+"""Numba versions of the adjoints of shape functions (``numbax/runtime/shapes.py``),
+generated per argument types: pieces cut from a (pre, n, post) view of the cotangent,
+cast to the dtype of the value each belongs to.
 """
 
 from __future__ import annotations
@@ -25,194 +13,29 @@ from numba import types
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
-from numbax.numba_backend.ad_runtime import (
+from numbax.numba_backend.overloads.common import (
     _define,
     _dtype_of,
     _fail,
     _is_none,
     _is_scalar,
-    unbroadcast,
-    zeros_like,
 )
-
-# ---------------------------------------------------------------------------------------
-# Interpreted helpers.
-# ---------------------------------------------------------------------------------------
-
-
-def _normalize_axis(axis: int, ndim: int) -> int:
-    if not -ndim <= axis < ndim:
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis % ndim
-
-
-def _padded_shape(like: Any, ndim: int) -> tuple[int, ...]:
-    """like's shape with leading ones up to ``ndim`` (as np.atleast_1d/2d promote)."""
-    shape = np.shape(like)
-    return (1,) * (ndim - len(shape)) + shape
-
-
-def _shaped_like(piece: np.ndarray, like: Any) -> Any:
-    """``piece`` reshaped to ``like``'s shape, in like's dtype when that is inexact; a
-    scalar when ``like`` is one."""
-    return unbroadcast(np.reshape(piece, np.shape(like)), like)
-
-
-def _like_container(items: list, arrays: Any) -> Any:
-    """``items`` as a list when ``arrays`` is one (as under Numba), else a tuple."""
-    return items if isinstance(arrays, list) else tuple(items)
-
-
-# ---------------------------------------------------------------------------------------
-# The public functions: plain NumPy when interpreted.
-# ---------------------------------------------------------------------------------------
-
-
-def split_like(value: Any, arrays: Any, axis: int | None = 0) -> Any:
-    """The pieces of ``value`` that ``np.concatenate(arrays, axis)`` put together, each
-    shaped like its array (a tuple; a list for a list): the adjoint of concatenation.
-    Arrays of fewer dimensions count with leading ones (as ``np.hstack``/``np.vstack``
-    promote them); ``axis=None`` splits the flattened ``value``."""
-    value = np.asarray(value)
-    if axis is None:
-        value, ax = np.ravel(value), 0
-        sizes = [np.size(a) for a in arrays]
-    else:
-        ax = _normalize_axis(axis, value.ndim)
-        sizes = [_padded_shape(a, value.ndim)[ax] for a in arrays]
-    pieces = np.split(value, np.cumsum(sizes)[:-1], axis=ax)
-    return _like_container(
-        [_shaped_like(p, a) for p, a in zip(pieces, arrays, strict=True)], arrays
-    )
-
-
-def join_like(pieces: Any, value: Any, axis: int | None = 0) -> np.ndarray:
-    """The inverse of ``split_like``: ``pieces`` concatenated along ``axis`` into an
-    array of value's shape (each piece with leading ones up to value's rank)."""
-    value_shape = np.shape(value)
-    if axis is None:
-        parts = [np.ravel(p) for p in pieces]
-        return np.reshape(np.concatenate(parts), value_shape)
-    ndim = len(value_shape)
-    parts = [np.reshape(p, _padded_shape(p, ndim)) for p in pieces]
-    return np.concatenate(parts, axis=axis)
-
-
-def unstack_like(value: Any, arrays: Any, axis: int = 0) -> Any:
-    """The slices of ``value`` along ``axis`` that ``np.stack(arrays, axis)`` stacked,
-    each shaped like its array: the adjoint of stacking."""
-    value = np.asarray(value)
-    moved = np.moveaxis(value, _normalize_axis(axis, value.ndim), 0)
-    return _like_container([_shaped_like(moved[k], a) for k, a in enumerate(arrays)], arrays)
-
-
-def inverse_axes(axes: Any) -> Any:
-    """The permutation that undoes ``np.transpose(x, axes)`` (None for None)."""
-    if axes is None:
-        return None
-    n = len(axes)
-    inverse = [0] * n
-    for i, a in enumerate(axes):
-        inverse[a % n] = i
-    return tuple(inverse)
-
-
-def transpose_axes(axes: tuple) -> Any:
-    """The ``axes`` of ``np.transpose`` for the arguments of ``x.transpose(*axes)``:
-    ``()`` and ``(None,)`` → None, ``((1, 0),)`` → ``(1, 0)``, ``(1, 0)`` as it is."""
-    if len(axes) == 0 or (len(axes) == 1 and axes[0] is None):
-        return None
-    if len(axes) == 1 and not isinstance(axes[0], int | np.integer):
-        return tuple(axes[0])
-    return tuple(axes)
-
-
-def unrolled(x: Any, shift: Any, axis: Any = None) -> np.ndarray:
-    """``np.roll(x, -shift, axis)`` for an int or a tuple ``shift``: undoes
-    ``np.roll(x, shift, axis)``, and is its adjoint."""
-    return np.roll(x, np.negative(shift), axis)
-
-
-def untile(value: Any, A: Any, reps: Any) -> Any:  # noqa: N803 (NumPy's name)
-    """The cotangent of ``A`` in ``np.tile(A, reps)``: the copies of ``value`` summed."""
-    value = np.asarray(value)
-    reps = (reps,) if np.ndim(reps) == 0 else tuple(reps)
-    d = max(np.ndim(A), len(reps))
-    shape = _padded_shape(A, d)
-    reps = (1,) * (d - len(reps)) + reps
-    interleaved = [n for pair in zip(reps, shape, strict=True) for n in pair]
-    total = np.sum(value.reshape(interleaved), axis=tuple(range(0, 2 * d, 2)))
-    return _shaped_like(total, A)
-
-
-def unrepeat(value: Any, a: Any, repeats: Any, axis: int | None = None) -> Any:
-    """The cotangent of ``a`` in ``np.repeat(a, repeats, axis)``: each element's copies
-    summed."""
-    value = np.asarray(value)
-    if axis is None:
-        n = np.size(a)
-        out = np.zeros(n, value.dtype)
-        np.add.at(out, np.repeat(np.arange(n), repeats), np.ravel(value))
-        return _shaped_like(out, a)
-    ax = _normalize_axis(axis, np.ndim(a))
-    n = np.shape(a)[ax]
-    out = np.zeros(np.shape(a), value.dtype)
-    index = (slice(None),) * ax + (np.repeat(np.arange(n), repeats),)
-    np.add.at(out, index, value)
-    return _shaped_like(out, a)
-
-
-def undiag(value: Any, v: Any, k: int = 0) -> np.ndarray:
-    """The cotangent of ``v`` in ``np.diag(v, k)``: the k-th diagonal of ``value`` for a
-    1-D ``v``; for a 2-D ``v``, an array of v's shape with ``value`` on that diagonal."""
-    if np.ndim(v) == 1:
-        return _shaped_like(np.diag(value, k), v)
-    out = np.zeros(np.shape(v), np.result_type(value))
-    i = np.arange(np.size(value))
-    out[i + max(-k, 0), i + max(k, 0)] = value
-    return _shaped_like(out, v)
-
-
-def linspace_weights(ans: Any, endpoint: bool = True, axis: int = 0) -> np.ndarray:
-    """How far along ``np.linspace(start, stop, num, endpoint, axis=axis)`` (the array
-    ``ans``) each sample lies, from 0 at ``start`` towards 1 at ``stop``: float64, shaped
-    to broadcast against ``ans`` (``num`` along ``axis``, ones elsewhere)."""
-    ndim = np.ndim(ans)
-    ax = _normalize_axis(axis, ndim)
-    if ax != 0:
-        raise NotImplementedError("derivatives of np.linspace with axis != 0")
-    num = np.shape(ans)[ax]
-    steps = max(num - 1 if endpoint else num, 1)
-    return (np.arange(num) / steps).reshape((num,) + (1,) * (ndim - 1))
-
-
-def _inexact(dtype: Any) -> bool:
-    return np.dtype(dtype).kind in "fc"
-
-
-def cast(value: Any, dtype: Any) -> Any:
-    """The tangent of ``x.astype(dtype)`` for x's tangent ``value``: ``value`` cast to
-    ``dtype``, or zeros of that dtype when ``dtype`` is an integer or bool type (whose
-    values do not change with x)."""
-    dtype = np.dtype(dtype)
-    if not isinstance(value, np.ndarray):
-        return dtype.type(value) if _inexact(dtype) else dtype.type(0)
-    if _inexact(dtype):
-        return value.astype(dtype)
-    return np.zeros(value.shape, dtype)
-
-
-def uncast(value: Any, x: Any, dtype: Any) -> Any:
-    """The cotangent of ``x`` in ``x.astype(dtype)``: ``value`` back in x's dtype, zero
-    when ``dtype`` is an integer or bool type."""
-    if _inexact(dtype):
-        return unbroadcast(value, x)
-    return zeros_like(x)
-
-
-# ---------------------------------------------------------------------------------------
-# Numba overloads.
-# ---------------------------------------------------------------------------------------
+from numbax.runtime.broadcasting import unbroadcast
+from numbax.runtime.shapes import (
+    cast,
+    inverse_axes,
+    join_like,
+    linspace_weights,
+    split_like,
+    transpose_axes,
+    uncast,
+    undiag,
+    unrepeat,
+    unrolled,
+    unstack_like,
+    untile,
+)
+from numbax.runtime.tangents import zeros_like
 
 
 @register_jitable
@@ -582,19 +405,3 @@ def _uncast_jit(value, x, dtype):
     if not isinstance(target, types.Float | types.Complex):
         return lambda value, x, dtype: zeros_like(x)
     return lambda value, x, dtype: unbroadcast(value, x)
-
-
-__all__ = [
-    "cast",
-    "inverse_axes",
-    "join_like",
-    "linspace_weights",
-    "split_like",
-    "transpose_axes",
-    "uncast",
-    "undiag",
-    "unrepeat",
-    "unrolled",
-    "unstack_like",
-    "untile",
-]

@@ -1,0 +1,218 @@
+"""Numba versions of the Jacobians' helpers (``numbax/runtime/jacobians.py``): code
+generated per argument type, one statement group per leaf of the (named) tuples that
+stand for pytrees under ``jit`` (``boundary.py``), so a heterogeneous structure is
+unrolled leaf by leaf, in the order ``tree_util`` flattens it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
+from numbax.numba_backend.overloads.common import (
+    _define,
+    _fail,
+    _is_none,
+    _is_scalar,
+)
+from numbax.runtime.jacobians import (
+    jac_basis,
+    jac_buffer,
+    jac_flatten,
+    jac_ravel,
+    jac_size,
+    jac_unflatten,
+    jac_unravel,
+    jacobian_dtype,
+)
+
+
+def _paths(name: str, ty: Any, path: str = "") -> list[tuple[str, Any]]:
+    """(subscript path, type) of each leaf of a value of type ``ty``, in order."""
+    if _is_none(ty):
+        return []
+    if isinstance(ty, types.BaseTuple):
+        return [leaf for i in range(len(ty)) for leaf in _paths(name, ty[i], f"{path}[{i}]")]
+    if isinstance(ty, types.Array) or _is_scalar(ty):
+        return [(path, types.unliteral(ty))]
+    raise _fail(
+        name,
+        f"expected arrays, numbers, None and (named) tuples of them, got {ty}"
+        + (" (under jit, return a tuple instead of a list)" if isinstance(ty, types.List) else ""),
+    )
+
+
+def _rebuild(ty: Any, items: Iterator[str], namespace: dict[str, Any]) -> str:
+    """Source building a value of ``ty``'s structure from the leaf expressions ``items``."""
+    if _is_none(ty):
+        return "None"
+    if isinstance(ty, types.BaseTuple):
+        parts = [_rebuild(ty[i], items, namespace) for i in range(len(ty))]
+        if isinstance(ty, types.BaseNamedTuple):
+            cls = f"_cls{len(namespace)}"
+            namespace[cls] = ty.instance_class
+            return f"{cls}({', '.join(parts)})"
+        return f"({', '.join(parts)}{',' if len(parts) == 1 else ''})"
+    return next(items)
+
+
+def _dtype(ty: Any) -> np.dtype:
+    return as_dtype(ty.dtype if isinstance(ty, types.Array) else ty)
+
+
+def _leaf_size(expr: str, ty: Any) -> str:
+    return f"{expr}.size" if isinstance(ty, types.Array) else "1"
+
+
+def _leaf_shape(expr: str, ty: Any) -> str | None:
+    """Source of the leaf's shape, None for a scalar."""
+    return f"{expr}.shape" if isinstance(ty, types.Array) else None
+
+
+def _total(name: str, var: str, ty: Any) -> str:
+    sizes = [_leaf_size(f"{var}{p}", t) for p, t in _paths(name, ty)]
+    return " + ".join(sizes) if sizes else "0"
+
+
+@overload(jac_size)
+def _jac_size_jit(x):
+    return _define(f"def impl(x):\n    return {_total('jac_size', 'x', x)}\n", "impl", {})
+
+
+@overload(jac_basis)
+def _jac_basis_jit(x, k):
+    namespace: dict[str, Any] = {}
+    lines, names = ["def impl(x, k):", "    offset = 0"], []
+    for i, (p, ty) in enumerate(_paths("jac_basis", x)):
+        dtype = _dtype(ty)
+        namespace[f"one{i}"], namespace[f"zero{i}"] = dtype.type(1), dtype.type(0)
+        if isinstance(ty, types.Array):
+            namespace[f"dt{i}"] = dtype.type
+            lines += [
+                f"    leaf{i} = np.zeros(x{p}.shape, dt{i})",
+                f"    n{i} = leaf{i}.size",
+                f"    if offset <= k and k < offset + n{i}:",
+                f"        leaf{i}.reshape(n{i})[k - offset] = one{i}",
+                f"    offset += n{i}",
+            ]
+        else:
+            lines += [f"    leaf{i} = one{i} if k == offset else zero{i}", "    offset += 1"]
+        names.append(f"leaf{i}")
+    lines.append(f"    return {_rebuild(x, iter(names), namespace)}")
+    return _define("\n".join(lines) + "\n", "impl", namespace)
+
+
+@overload(jac_ravel)
+def _jac_ravel_jit(x):
+    leaves = _paths("jac_ravel", x)
+    dtype = np.result_type(*[_dtype(t) for _, t in leaves]) if leaves else np.dtype("f8")
+    lines = ["def impl(x):", f"    flat = np.empty({_total('jac_ravel', 'x', x)}, dt)"]
+    lines.append("    offset = 0")
+    for i, (p, ty) in enumerate(leaves):
+        if isinstance(ty, types.Array):
+            lines += [
+                f"    n{i} = x{p}.size",
+                f"    flat[offset : offset + n{i}] = np.ravel(x{p})",
+                f"    offset += n{i}",
+            ]
+        else:
+            lines += [f"    flat[offset] = x{p}", "    offset += 1"]
+    lines.append("    return flat")
+    return _define("\n".join(lines) + "\n", "impl", {"dt": dtype.type})
+
+
+@overload(jac_unravel)
+def _jac_unravel_jit(flat, like):
+    namespace: dict[str, Any] = {}
+    lines, names = ["def impl(flat, like):", "    offset = 0"], []
+    for i, (p, ty) in enumerate(_paths("jac_unravel", like)):
+        if isinstance(ty, types.Array):
+            lines += [
+                f"    n{i} = like{p}.size",
+                f"    leaf{i} = np.ascontiguousarray(flat[offset : offset + n{i}])"
+                f".reshape(like{p}.shape)",
+                f"    offset += n{i}",
+            ]
+        else:
+            lines += [f"    leaf{i} = flat[offset]", "    offset += 1"]
+        names.append(f"leaf{i}")
+    lines.append(f"    return {_rebuild(like, iter(names), namespace)}")
+    return _define("\n".join(lines) + "\n", "impl", namespace)
+
+
+@overload(jac_buffer)
+def _jac_buffer_jit(out, x):
+    leaves = _paths("jac_buffer", out) + _paths("jac_buffer", x)
+    dtype = jacobian_dtype([_dtype(t) for _, t in leaves])
+    rows, columns = _total("jac_buffer", "out", out), _total("jac_buffer", "x", x)
+    source = f"def impl(out, x):\n    return np.empty(({rows}, {columns}), dt)\n"
+    return _define(source, "impl", {"dt": dtype.type})
+
+
+def _offsets(name: str, var: str, ty: Any, letter: str) -> tuple[list[str], list[Any]]:
+    """Lines computing each leaf's size ``<letter>size<i>`` and start ``<letter><i>``."""
+    leaves = _paths(name, ty)
+    lines = [f"    {letter}0 = 0"]
+    for i, (p, t) in enumerate(leaves):
+        lines.append(f"    {letter}size{i} = {_leaf_size(f'{var}{p}', t)}")
+        lines.append(f"    {letter}{i + 1} = {letter}{i} + {letter}size{i}")
+    return lines, leaves
+
+
+@overload(jac_unflatten)
+def _jac_unflatten_jit(jac, out, x):
+    namespace: dict[str, Any] = {}
+    row_lines, out_leaves = _offsets("jac_unflatten", "out", out, "r")
+    column_lines, x_leaves = _offsets("jac_unflatten", "x", x, "c")
+    lines = ["def impl(jac, out, x):", *row_lines, *column_lines]
+    blocks = []
+    for i, (op, ot) in enumerate(out_leaves):
+        names = []
+        for j, (xp, xt) in enumerate(x_leaves):
+            shapes = [s for s in (_leaf_shape(f"out{op}", ot), _leaf_shape(f"x{xp}", xt)) if s]
+            if not shapes:
+                value = f"jac[r{i}, c{j}]"
+            else:
+                value = (
+                    f"np.ascontiguousarray(jac[r{i} : r{i + 1}, c{j} : c{j + 1}])"
+                    f".reshape({' + '.join(shapes)})"
+                )
+            lines.append(f"    leaf{i}_{j} = {value}")
+            names.append(f"leaf{i}_{j}")
+        blocks.append(_rebuild(x, iter(names), namespace))
+    lines.append(f"    return {_rebuild(out, iter(blocks), namespace)}")
+    return _define("\n".join(lines) + "\n", "impl", namespace)
+
+
+@overload(jac_flatten)
+def _jac_flatten_jit(tree, out, x):
+    row_lines, out_leaves = _offsets("jac_flatten", "out", out, "r")
+    column_lines, x_leaves = _offsets("jac_flatten", "x", x, "c")
+    dtype = jacobian_dtype([_dtype(t) for _, t in _paths("jac_flatten", tree)])
+    lines = ["def impl(tree, out, x):", *row_lines, *column_lines]
+    lines.append(f"    matrix = np.zeros((r{len(out_leaves)}, c{len(x_leaves)}), dt)")
+    for i, (op, _) in enumerate(out_leaves):
+        for j, (xp, _) in enumerate(x_leaves):
+            part = f"tree{op}{xp}"
+            if _is_scalar(_leaf_type(tree, op + xp)):
+                lines.append(f"    matrix[r{i}, c{j}] = {part}")
+            else:
+                lines.append(
+                    f"    matrix[r{i} : r{i + 1}, c{j} : c{j + 1}] = "
+                    f"np.ascontiguousarray({part}).reshape((rsize{i}, csize{j}))"
+                )
+    lines.append("    return matrix")
+    return _define("\n".join(lines) + "\n", "impl", {"dt": dtype.type})
+
+
+def _leaf_type(ty: Any, path: str) -> Any:
+    """The type at subscript ``path`` (``"[0][2]"``) inside ``ty``."""
+    for index in path.strip("[]").split("]["):
+        if index:
+            ty = ty[int(index)]
+    return ty

@@ -1,0 +1,340 @@
+"""Numba versions of the adjoints of products and matrix functions
+(``numbax/runtime/linalg.py``): contractions end in ``numpy_extra``'s products (BLAS for
+floats), with the same plans (axes, permutations) as the interpreted helpers, computed
+from the ranks while compiling.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numba
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from numbax.numba_backend import numpy_extra, reductions
+from numbax.numba_backend.overloads.common import (
+    _array,
+    _code,
+    _dtype_of,
+    _fail,
+    _inexact_np,
+    _is_none,
+    _is_scalar,
+    _np,
+    _promote,
+    _subscript,
+    _tuple,
+)
+from numbax.runtime.broadcasting import unbroadcast
+from numbax.runtime.linalg import (
+    dot_axes,
+    dot_vjp_a,
+    dot_vjp_b,
+    einsum_general,
+    einsum_plan,
+    matmul_vjp_x,
+    matmul_vjp_y,
+    matrix_transpose,
+    tensordot_plan,
+    tensordot_vjp_a,
+    tensordot_vjp_b,
+    trace_vjp,
+    tril_fold,
+    tril_half_diag,
+    tril_symmetric,
+)
+
+_SCOPE = {  # what the generated implementations call
+    "numba": numba,
+    "numpy_extra": numpy_extra,
+    "reductions": reductions,
+    "to_fixed_tuple": to_fixed_tuple,
+    "unbroadcast": unbroadcast,
+}
+
+
+@overload(trace_vjp)
+def _trace_vjp_jit(ct, a, offset=0, axis1=0, axis2=1):
+    a = _array("trace_vjp", a)
+    n = a.ndim
+    if n < 2:
+        raise _fail("trace_vjp", f"a must have at least 2 dims, got {n}")
+    dtype = _inexact_np(_dtype_of("trace_vjp", ct))
+    code = _code("def impl(ct, a, offset=0, axis1=0, axis2=1):", _SCOPE, T=dtype.type)
+    code("out = np.zeros(a.shape, T)")
+    code(f"p1 = _axis_index(axis1, {n})", f"p2 = _axis_index(axis2, {n})")
+    code("if p1 == p2:", "    raise ValueError('axis1 and axis2 cannot be the same')")
+    code(f"perm = np.empty({n}, np.intp)", "j = 0", f"for d in range({n}):")
+    code("    if d != p1 and d != p2:", "        perm[j] = d", "        j += 1")
+    code(f"perm[{n - 2}] = p1", f"perm[{n - 1}] = p2")
+    code(f"view = np.transpose(out, to_fixed_tuple(perm, {n}))")
+    code(f"n1 = view.shape[{n - 2}]", f"n2 = view.shape[{n - 1}]")
+    code("start = max(0, -offset)", "stop = min(n1, n2 - offset)")
+    for d in range(n - 2):
+        code(f"for b{d} in range(view.shape[{d}]):")
+        code.depth += 1
+    batch = [f"b{d}" for d in range(n - 2)]
+    if _is_scalar(ct):
+        item = "ct"
+    elif ct.ndim == 0:
+        item = "ct[()]"
+    else:
+        item = f"ct[{_subscript(batch)}]"
+    code("for i in range(start, stop):")
+    code(f"    view[{', '.join([*batch, 'i', 'i + offset'])}] = {item}")
+    code.depth = 1
+    code("return out")
+    return code.compile("trace_vjp")
+
+
+@overload(matrix_transpose)
+def _matrix_transpose_jit(x):
+    x = _array("matrix_transpose", x)
+    if x.ndim < 2:
+        raise _fail("matrix_transpose", f"expected at least 2 dims, got {x.ndim}")
+    if x.ndim == 2:
+        return lambda x: np.ascontiguousarray(x.T)
+    perm = tuple(range(x.ndim - 2)) + (x.ndim - 1, x.ndim - 2)
+    return lambda x: np.ascontiguousarray(np.transpose(x, perm))
+
+
+@overload(matmul_vjp_x)
+def _matmul_vjp_x_jit(ct, x, y):
+    x_nd = x.ndim if isinstance(x, types.Array) else 0
+    y_nd = y.ndim if isinstance(y, types.Array) else 0
+    if y_nd == 1 and x_nd <= 1:
+        return lambda ct, x, y: unbroadcast(ct * y, x)
+    if y_nd == 1:
+        return lambda ct, x, y: unbroadcast(np.expand_dims(ct, -1) * y, x)
+    if x_nd == 1:
+
+        def vector(ct, x, y):
+            r = numpy_extra.matmul(y, np.expand_dims(ct, -1))
+            return unbroadcast(r[..., 0], x)
+
+        return vector
+    return lambda ct, x, y: unbroadcast(numpy_extra.matmul(ct, matrix_transpose(y)), x)
+
+
+@overload(matmul_vjp_y)
+def _matmul_vjp_y_jit(ct, x, y):
+    x_nd = x.ndim if isinstance(x, types.Array) else 0
+    y_nd = y.ndim if isinstance(y, types.Array) else 0
+    if x_nd == 1 and y_nd <= 1:
+        return lambda ct, x, y: unbroadcast(x * ct, y)
+    if x_nd == 1:
+        return lambda ct, x, y: unbroadcast(np.expand_dims(x, -1) * np.expand_dims(ct, -2), y)
+    if y_nd == 1:
+
+        def vector(ct, x, y):
+            r = numpy_extra.matmul(matrix_transpose(x), np.expand_dims(ct, -1))
+            return unbroadcast(r[..., 0], y)
+
+        return vector
+    return lambda ct, x, y: unbroadcast(numpy_extra.matmul(matrix_transpose(x), ct), y)
+
+
+def _static_axes(name: str, axes: Any) -> Any:
+    """The Python value of a compile-time ``axes`` (int, pair of ints or of tuples)."""
+    if isinstance(axes, types.Omitted):
+        return axes.value
+    if isinstance(axes, types.IntegerLiteral):
+        return axes.literal_value
+    if isinstance(axes, types.BaseTuple):
+        values = []
+        for t in axes.types:
+            value = _static_axes(name, t)
+            if value is None:
+                return None
+            values.append(value)
+        return tuple(values)
+    return None
+
+
+def _tensordot_vjp_code(name: str, which: int, ct: Any, a: Any, b: Any, axes: Any, header: str):
+    """The VJP (``which``: 0 for ``a``, 1 for ``b``) of ``tensordot(a, b, axes)``, the
+    axes known when compiling: one tensordot, then the axes put back in order."""
+    contract, perm = tensordot_plan(_ndim(a), _ndim(b), axes)[which]
+    left, right = ("ct", "b") if which == 0 else ("a", "ct")
+    code = _code(header, _SCOPE)
+    if _ndim(ct) == 0:
+        code(f"r = {left} * {right}")
+    else:
+        code(f"r = numpy_extra.tensordot({left}, {right}, {contract!r})")
+    if perm == tuple(range(len(perm))):
+        code("return r")
+    else:
+        code(f"return np.ascontiguousarray(np.transpose(r, {perm!r}))")
+    return code.compile(name)
+
+
+def _tensordot_vjp(name: str, which: int, ct: Any, a: Any, b: Any, axes: Any) -> Any:
+    value = _static_axes(name, axes)
+    if value is None:
+        if isinstance(axes, types.Integer | types.BaseTuple):
+            return lambda ct, a, b, axes=2: numba.literally(axes)
+        raise _fail(name, f"axes must be an int or a pair of ints or tuples, got {axes}")
+    return _tensordot_vjp_code(name, which, ct, a, b, value, "def impl(ct, a, b, axes=2):")
+
+
+@overload(tensordot_vjp_a, prefer_literal=True)
+def _tensordot_vjp_a_jit(ct, a, b, axes=2):
+    return _tensordot_vjp("tensordot_vjp_a", 0, ct, a, b, axes)
+
+
+@overload(tensordot_vjp_b, prefer_literal=True)
+def _tensordot_vjp_b_jit(ct, a, b, axes=2):
+    return _tensordot_vjp("tensordot_vjp_b", 1, ct, a, b, axes)
+
+
+def _ndim(ty: Any) -> int:
+    return ty.ndim if isinstance(ty, types.Array) else 0
+
+
+@overload(dot_vjp_a)
+def _dot_vjp_a_jit(ct, a, b):
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return lambda ct, a, b: unbroadcast(ct * b, a)
+    axes = dot_axes(_ndim(a), _ndim(b))
+    return _tensordot_vjp_code("dot_vjp_a", 0, ct, a, b, axes, "def impl(ct, a, b):")
+
+
+@overload(dot_vjp_b)
+def _dot_vjp_b_jit(ct, a, b):
+    if _ndim(a) == 0 or _ndim(b) == 0:
+        return lambda ct, a, b: unbroadcast(a * ct, b)
+    axes = dot_axes(_ndim(a), _ndim(b))
+    return _tensordot_vjp_code("dot_vjp_b", 1, ct, a, b, axes, "def impl(ct, a, b):")
+
+
+def _matrix_loops(name: str, x: Any, body: list[str]) -> Any:
+    """An implementation that runs ``body`` (on ``m``, ``o``: one matrix in and out,
+    indices ``i``, ``j``) over the matrices of a stack ``x``."""
+    x = _array(name, x)
+    if x.ndim < 2:
+        raise _fail(name, f"expected at least 2 dims, got {x.ndim}")
+    dtype = _np(x.dtype)
+    code = _code("def impl(x):", _SCOPE, T=dtype.type)
+    code(f"s = np.ascontiguousarray(x).reshape((-1, x.shape[{x.ndim - 2}], x.shape[{x.ndim - 1}]))")
+    code("out = np.zeros(s.shape, T)")
+    code("for b in range(s.shape[0]):", "    m = s[b]", "    o = out[b]")
+    code("    for i in range(m.shape[0]):", "        for j in range(m.shape[1]):")
+    code(*("            " + line for line in body))
+    code("return out.reshape(x.shape)")
+    return code.compile(name)
+
+
+@overload(tril_half_diag)
+def _tril_half_diag_jit(x):
+    body = ["if j < i:", "    o[i, j] = m[i, j]", "elif j == i:", "    o[i, j] = m[i, j] * 0.5"]
+    return _matrix_loops("tril_half_diag", x, body)
+
+
+@overload(tril_symmetric)
+def _tril_symmetric_jit(x):
+    body = ["o[i, j] = m[i, j] if j <= i else m[j, i]"]
+    return _matrix_loops("tril_symmetric", x, body)
+
+
+@overload(tril_fold)
+def _tril_fold_jit(x):
+    body = ["if j < i:", "    o[i, j] = m[i, j] + m[j, i]", "elif j == i:", "    o[i, j] = m[i, j]"]
+    return _matrix_loops("tril_fold", x, body)
+
+
+# -- einsum ----------------------------------------------------------------------------
+
+
+def _spec_value(ty: Any) -> Any:
+    """The Python value of a compile-time einsum spec (str or nested (spec, int)), or None."""
+    if isinstance(ty, types.StringLiteral):
+        return ty.literal_value
+    if isinstance(ty, types.BaseTuple) and len(ty.types) == 2:
+        inner = _spec_value(ty.types[0])
+        if inner is not None and isinstance(ty.types[1], types.IntegerLiteral):
+            return (inner, ty.types[1].literal_value)
+    return None
+
+
+_EINSUM_HEADER = "def impl(subscripts, x0, x1=None, x2=None, x3=None, x4=None, x5=None, like=None):"
+
+
+@overload(einsum_general, prefer_literal=True)
+def _einsum_jit(subscripts, x0, x1=None, x2=None, x3=None, x4=None, x5=None, like=None):
+    spec = _spec_value(subscripts)
+    if spec is None:
+        if isinstance(subscripts, types.UnicodeType):
+
+            def literal(subscripts, x0, x1=None, x2=None, x3=None, x4=None, x5=None, like=None):
+                return numba.literally(subscripts)
+
+            return literal
+        raise _fail("einsum_general", f"subscripts must be a constant, got {subscripts}")
+    ops = []
+    for name, ty in (("x0", x0), ("x1", x1), ("x2", x2), ("x3", x3), ("x4", x4), ("x5", x5)):
+        if _is_none(ty):
+            break
+        if not isinstance(ty, types.Array) and not _is_scalar(ty):
+            raise _fail("einsum_general", f"operand {name} must be an array or a number, got {ty}")
+        ops.append((name, ty))
+    with_like = not _is_none(like)
+    out_ndim = _ndim(like) if with_like else None
+    try:
+        terms, output = einsum_plan(spec, tuple(_ndim(t) for _, t in ops), out_ndim)
+    except ValueError as err:
+        raise _fail("einsum_general", str(err)) from None
+    acc = _promote(*(_dtype_of("einsum_general", t) for _, t in ops))
+    cast = acc
+    if with_like and _inexact_np(_dtype_of("einsum_general", like)) == _np(
+        _dtype_of("einsum_general", like)
+    ):
+        cast = _np(_dtype_of("einsum_general", like))
+    code = _code(_EINSUM_HEADER, _SCOPE, ACC=acc.type, CAST=cast.type)
+    letters = list(dict.fromkeys("".join(terms) + output))
+    for c in letters:
+        code(f"n_{c} = 1")
+    for (name, _), term in zip(ops, terms, strict=True):
+        for d, c in enumerate(term):
+            code(f"n_{c} = _bdim(n_{c}, {name}.shape[{d}])")
+            code(f"f_{name}_{d} = 0 if {name}.shape[{d}] == 1 else 1")
+    for d, c in enumerate(output):
+        if with_like:
+            code(f"n_{c} = _bdim(n_{c}, like.shape[{d}])")
+            code(f"f_out_{d} = 0 if like.shape[{d}] == 1 else 1")
+    shape = _tuple(f"like.shape[{d}]" if with_like else f"n_{c}" for d, c in enumerate(output))
+    code(f"out = np.zeros({shape if output else '()'}, ACC)")
+    outer = list(dict.fromkeys(output))
+    inner = [c for c in letters if c not in outer]
+    for c in outer:
+        code(f"for i_{c} in range(n_{c}):")
+        code.depth += 1
+    factors = []
+    for (name, ty), term in zip(ops, terms, strict=True):
+        if _is_scalar(ty):
+            factors.append(name)
+        else:
+            index = [f"i_{c} * f_{name}_{d}" for d, c in enumerate(term)]
+            factors.append(f"{name}[{_subscript(index)}]")
+    product = " * ".join(f"ACC({f})" for f in factors)
+    out_index = [f"i_{c} * f_out_{d}" if with_like else f"i_{c}" for d, c in enumerate(output)]
+    target = f"out[{_subscript(out_index)}]"
+    if inner:
+        code("s = ACC(0)")
+        for c in inner:
+            code(f"for i_{c} in range(n_{c}):")
+            code.depth += 1
+        code(f"s += {product}")
+        code.depth -= len(inner)
+        code(f"{target} += s")
+    else:
+        code(f"{target} += {product}")
+    code.depth = 1
+    result = "out" if cast == acc else "out.astype(CAST)"
+    if with_like and not isinstance(like, types.Array):
+        code(f"return CAST({result}[()])")
+    else:
+        code(f"return {result}")
+    return code.compile("einsum_general")

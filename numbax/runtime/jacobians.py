@@ -1,0 +1,139 @@
+"""Runtime helpers of numbax's Jacobians, for arguments and outputs that are pytrees.
+
+``jacfwd``/``jacrev`` generate a loop over basis vectors (``transform/jacobians.py``)
+that fills a flat ``(size(out), size(x))`` buffer and then cuts it into the result: as
+in JAX, the output's structure holding, at each output leaf, the input's structure,
+with leaves shaped ``out_leaf.shape + x_leaf.shape``. These helpers see a value as the
+concatenation of its leaves in flattening order (C order inside each leaf); a value
+that is an array or a scalar is a pytree of one leaf, so they also serve plain arrays.
+
+Here they work with NumPy and ``tree_util`` (generated code run interpreted keeps the
+user's dicts, lists and registered classes); their Numba versions
+(``numba_backend/overloads/jacobians.py``) walk the (named) tuples that stand for
+pytrees under ``jit``. Leaves are visited in the same order both ways: a dict's
+NamedTuple has its keys' fields sorted, as ``tree_util`` sorts the keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax import tree_util
+from numbax.runtime.registry import helper
+
+
+def jacobian_dtype(dtypes: list[np.dtype]) -> np.dtype:
+    """The promotion of ``dtypes``, at least floating (ints and bools give float64)."""
+    dtype = np.result_type(*dtypes) if dtypes else np.dtype(np.float64)
+    return np.dtype(np.float64) if dtype.kind in "biu" else dtype
+
+
+def _dtypes(leaves: list[Any]) -> list[np.dtype]:
+    """Each leaf's own dtype (a Python float is a float64, as Numba sees it)."""
+    return [np.result_type(leaf) for leaf in leaves]
+
+
+@helper
+def jac_size(x: Any) -> int:
+    """The number of elements of all of ``x``'s leaves (a scalar counts one)."""
+    return sum(int(np.size(leaf)) for leaf in tree_util.tree_leaves(x))
+
+
+@helper
+def jac_basis(x: Any, k: int) -> Any:
+    """The ``k``-th standard basis vector in ``x``'s space: zeros of x's structure,
+    leaf types and shapes, with element ``k`` of the leaves' concatenation set to one.
+    Seeds one Jacobian column (forward mode) or row (reverse mode)."""
+    leaves, treedef = tree_util.tree_flatten(x)
+    parts, offset = [], 0
+    for leaf in leaves:
+        n = int(np.size(leaf))
+        if isinstance(leaf, np.ndarray):
+            part = np.zeros(leaf.shape, leaf.dtype)
+            if offset <= k < offset + n:
+                part.flat[k - offset] = 1
+        else:
+            part = type(leaf)(1 if k == offset else 0)
+        parts.append(part)
+        offset += n
+    return tree_util.tree_unflatten(treedef, parts)
+
+
+@helper
+def jac_ravel(x: Any) -> np.ndarray:
+    """The concatenation of ``x``'s leaves, each raveled in C order: a 1-D array."""
+    leaves = tree_util.tree_leaves(x)
+    if len(leaves) == 1:
+        return np.ravel(leaves[0])
+    if not leaves:
+        return np.zeros(0)
+    return np.concatenate([np.ravel(leaf) for leaf in leaves])
+
+
+@helper
+def jac_unravel(flat: np.ndarray, like: Any) -> Any:
+    """The inverse of :func:`jac_ravel`: 1-D ``flat`` cut into ``like``'s structure and
+    leaf shapes (a scalar leaf gets a scalar), in ``flat``'s dtype."""
+    leaves, treedef = tree_util.tree_flatten(like)
+    parts, offset = [], 0
+    for leaf in leaves:
+        n = int(np.size(leaf))
+        if isinstance(leaf, np.ndarray):
+            parts.append(flat[offset : offset + n].reshape(leaf.shape))
+        else:
+            parts.append(flat[offset])
+        offset += n
+    return tree_util.tree_unflatten(treedef, parts)
+
+
+@helper
+def jac_buffer(out: Any, x: Any) -> np.ndarray:
+    """An uninitialised ``(jac_size(out), jac_size(x))`` Jacobian buffer. The dtype
+    promotes every leaf's, at least to floating: float32 only when no leaf is float64,
+    as in JAX. Python scalars count as float64 / int64, as Numba sees them."""
+    leaves = tree_util.tree_leaves(out) + tree_util.tree_leaves(x)
+    return np.empty((jac_size(out), jac_size(x)), jacobian_dtype(_dtypes(leaves)))
+
+
+@helper
+def jac_unflatten(jac: np.ndarray, out: Any, x: Any) -> Any:
+    """The flat Jacobian ``jac`` as JAX gives it: ``out``'s structure holding, at each
+    of its leaves, ``x``'s structure, each leaf ``jac``'s block of that output leaf's
+    rows and that input leaf's columns shaped ``shape(out_leaf) + shape(x_leaf)``;
+    a scalar where both leaves are scalars (not 0-d arrays)."""
+    out_leaves, out_tree = tree_util.tree_flatten(out)
+    x_leaves, x_tree = tree_util.tree_flatten(x)
+    rows, r = [], 0
+    for o in out_leaves:
+        m, row, c = int(np.size(o)), [], 0
+        for leaf in x_leaves:
+            n = int(np.size(leaf))
+            if not isinstance(o, np.ndarray) and not isinstance(leaf, np.ndarray):
+                row.append(jac[r, c])
+            else:
+                row.append(jac[r : r + m, c : c + n].reshape(np.shape(o) + np.shape(leaf)))
+            c += n
+        rows.append(tree_util.tree_unflatten(x_tree, row))
+        r += m
+    return tree_util.tree_unflatten(out_tree, rows)
+
+
+@helper
+def jac_flatten(tree: Any, out: Any, x: Any) -> np.ndarray:
+    """The inverse of :func:`jac_unflatten`: the ``(jac_size(out), jac_size(x))`` matrix
+    of a Jacobian-shaped pytree (``out``'s structure of ``x``'s structure)."""
+    blocks = tree_util.tree_structure(out).flatten_up_to(tree)
+    out_leaves, x_leaves = tree_util.tree_leaves(out), tree_util.tree_leaves(x)
+    dtype = jacobian_dtype(_dtypes(tree_util.tree_leaves(tree)))
+    matrix = np.zeros((jac_size(out), jac_size(x)), dtype)
+    r = 0
+    for o, block in zip(out_leaves, blocks, strict=True):
+        m, c = int(np.size(o)), 0
+        for leaf, part in zip(x_leaves, tree_util.tree_leaves(block), strict=True):
+            n = int(np.size(leaf))
+            matrix[r : r + m, c : c + n] = np.reshape(part, (m, n))
+            c += n
+        r += m
+    return matrix
