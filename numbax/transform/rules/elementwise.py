@@ -141,7 +141,7 @@ define(np.complex64,  "x", jvp="np.complex64(dx)",            vjp="nxrt.unbroadc
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite])
 
 # -- the helpers of the power rules (operators.py), closed under differentiation
-# (numba_backend/ad_elementwise.py): mul_pow(c, x, p) = c * x ** p and
+# (numbax/runtime/elementwise.py): mul_pow(c, x, p) = c * x ** p and
 # xlogy(x, y) = x * log(y), both exactly 0 where their first factor is.
 # fmt: off
 define(mul_pow,       "c, x, p",

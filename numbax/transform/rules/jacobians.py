@@ -1,4 +1,4 @@
-"""Rules for the helpers of generated Jacobians (``numba_backend/ad_jacobians.py``), so
+"""Rules for the helpers of generated Jacobians (``numbax/runtime/jacobians.py``), so
 that a Jacobian is differentiated again (``hessian = jacfwd(jacrev(f))``,
 ``jacrev(jacrev(f))``): raveling and cutting a flat buffer into a pytree are linear,
 each the adjoint of its inverse; sizes, basis vectors and buffers carry no derivative.

@@ -72,7 +72,7 @@ define(np.fmod, "x, y",
 # x ** y, as JAX: the x-term is y * x ** (y - 1), exactly 0 when y == 0 (x ** 0 is 1,
 # even at x = 0); the y-term, ans * log(x), only when y carries a derivative (so
 # x ** 2 at x <= 0 never takes a log), and exactly 0 where ans is (0 ** y, y > 0).
-# mul_pow and xlogy: numba_backend/ad_elementwise.py, their rules in elementwise.py.
+# mul_pow and xlogy: numbax/runtime/elementwise.py, their rules in elementwise.py.
 define([operator.pow, np.power, pow], "x, y",
        jvp={"x": "dx * nxrt.mul_pow(y, x, y - 1)", "y": "dy * nxrt.xlogy(ans, x)"},
        vjp={"x": "g * nxrt.mul_pow(y, x, y - 1)",  "y": "g * nxrt.xlogy(ans, x)"}, elementwise=True)

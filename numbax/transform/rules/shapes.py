@@ -6,7 +6,7 @@ one tuple argument (``normalize`` makes ``np.concatenate([a, b])`` a tuple varia
 first): its tangent is the tuple of the arrays' tangents, and its cotangent the tuple of
 the pieces of ``g`` (``nxrt.split_like``).
 
-The adjoints that are not NumPy functions live in ``numba_backend/ad_shapes.py``; their
+The adjoints that are not NumPy functions live in ``numbax/runtime/shapes.py``; their
 own rules are at the end, so derivative code can be differentiated again.
 """
 
@@ -136,7 +136,7 @@ define([], "x, dtype, order='K', casting='unsafe', subok=True, copy=True",
        jvp="nxrt.cast(dx, dtype)",
        vjp="nxrt.uncast(g, x, dtype)")
 
-# -- the adjoints' own rules (ad_shapes.py): each is linear in its first argument ------
+# -- the adjoints' own rules (runtime/shapes.py): each is linear in its first argument --
 define(nxrt.split_like, "value, arrays, axis=0",
        jvp="nxrt.split_like(dvalue, arrays, axis)",
        vjp="nxrt.join_like(g, value, axis)")
