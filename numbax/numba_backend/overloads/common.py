@@ -149,14 +149,6 @@ def _subscript(items: list[str]) -> str:
     return ", ".join(items) + ("," if len(items) == 1 else "")
 
 
-def _shape_text(ndim: int) -> str:
-    """Source of a string like NumPy's ``str(a.shape)`` for an array ``a`` of ``ndim``."""
-    parts = [f"str(out.shape[{i}])" for i in range(ndim)]
-    if ndim == 1:
-        return f'"(" + {parts[0]} + ",)"'
-    return '"(" + ' + ' + ", " + '.join(parts) + ' + ")"'
-
-
 def _list_map(func: Any) -> Any:
     """An implementation that applies ``func`` to each element of a list (the
     cotangent of a Python list the function builds is a list of the same length)."""
