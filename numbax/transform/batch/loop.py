@@ -25,7 +25,7 @@ import gast
 from numbax.transform.ad_common import runtime_call
 from numbax.transform.batch.axes import Leaf, batch_size, elements, is_prefix, rebuilt
 from numbax.transform.batch.nodes import function
-from numbax.transform.normalize_nodes import assign, const, load, store
+from numbax.transform.normalize_nodes import assign, clone, const, load, store
 
 INDEX = "index"
 """An argument's axis that passes the example's position itself (``axis_index``)."""
@@ -86,26 +86,30 @@ def examples_loop(
     ]
 
 
+# Each node goes into the tree once (a copy where it recurs), so that the tree can be
+# rewritten in place like any other.
 def _call(callee: str, arguments: list[Leaf], index: gast.expr) -> gast.Call:
     return gast.Call(
-        load(callee), [index if a.axis == INDEX else _take(a, index) for a in arguments], []
+        load(callee),
+        [clone(index) if a.axis == INDEX else _take(a, index) for a in arguments],
+        [],
     )
 
 
 def _take(leaf: Leaf, index: gast.expr) -> gast.expr:
     """One example of an argument (as it is where not mapped)."""
     if leaf.axis is None:
-        return leaf.node
+        return clone(leaf.node)
     if is_prefix(leaf.axis):
         return rebuilt(leaf.axis, [(k, _take(e, index)) for k, e in elements(leaf)])
-    return runtime_call("batch_take", leaf.node, index, const(leaf.axis))
+    return runtime_call("batch_take", clone(leaf.node), clone(index), const(leaf.axis))
 
 
 def _empty(out: Leaf) -> gast.expr:
     """The batch of outputs, allocated from the first example's."""
     if is_prefix(out.axis):
         return rebuilt(out.axis, [(k, _empty(e)) for k, e in elements(out)])
-    return runtime_call("batch_empty", out.node, load(SIZE), const(out.axis))
+    return runtime_call("batch_empty", clone(out.node), load(SIZE), const(out.axis))
 
 
 def _outputs(out: Leaf, batch: gast.expr) -> list[tuple[Leaf, gast.expr]]:
@@ -121,5 +125,7 @@ def _outputs(out: Leaf, batch: gast.expr) -> list[tuple[Leaf, gast.expr]]:
 
 
 def _put(batch: gast.expr, index: gast.expr, out: Leaf, short: str) -> gast.Expr:
-    call = runtime_call("batch_put", batch, index, const(out.axis), out.node, const(short))
+    call = runtime_call(
+        "batch_put", clone(batch), clone(index), const(out.axis), clone(out.node), const(short)
+    )
     return gast.Expr(call)
