@@ -4,10 +4,11 @@ per-arity transformations of functions taking ``*args``.
 
 What they share is written here once: they wrap a function (``functools.wraps``:
 ``__wrapped__``, ``__name__``, ``__doc__``), bind as methods, cache the code they
-generate per object, name themselves in the cache keys of code that calls them, and
-show what they generated (``.source``, which ``nx.show`` prints). A NumPy function
-given to any of them is replaced by a generated one-line wrapper that calls it, so
-that it can be read and transformed like user code.
+generate per object, and name themselves in the cache keys of code that calls them. A
+NumPy function given to any of them is replaced by a generated one-line wrapper that
+calls it, so that it can be read and transformed like user code. Those whose calls run
+generated code show it as ``.source`` (what ``nx.show`` prints); a custom rule or a
+checkpoint runs the user's function itself and has none.
 
 How other layers recognise them without importing this one (protocols, by attribute):
 ``__numbax_function__()`` is the function the transformations read in their place,
