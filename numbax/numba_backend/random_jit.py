@@ -28,11 +28,10 @@ from numba.core import errors
 from numba.extending import overload
 
 from numbax.numba_backend.random_kernels import (
-    _U32,
-    _inline,
     bits32_flat,
     bits64_flat,
     fold_in_pair,
+    helper_jit,
     normal32_flat,
     normal64_flat,
     split_flat,
@@ -42,6 +41,9 @@ from numbax.numba_backend.random_kernels import (
 )
 
 __all__ = ["IMPLEMENTATIONS", "JitImplementation", "register_random"]
+# and, for random_jit_more, the shared pieces of an implementation
+__all__ += ["check_key", "dims_of", "dtype_of", "finish", "key_words", "shape_kind"]
+__all__ += ["shape_size", "spread"]
 
 
 class JitImplementation(NamedTuple):
@@ -65,20 +67,22 @@ def register_random(sampler: Callable[..., Any], implementation: JitImplementati
     overload(sampler, prefer_literal=implementation.prefer_literal)(implementation.typer)
 
 
-@_inline
-def _key_words(key: np.ndarray) -> tuple[np.uint32, np.uint32]:
+@helper_jit
+def key_words(key: np.ndarray) -> tuple[np.uint32, np.uint32]:
+    """The two uint32 words of a key (its shape checked at run time; its type by
+    :func:`check_key`)."""
     if key.shape[0] != 2:
         raise ValueError("numbax.random expects a PRNG key: a uint32 array of shape (2,)")
     return key[0], key[1]
 
 
-def _size(shape: tuple[int, ...]) -> int:
+def shape_size(shape: tuple[int, ...]) -> int:
     """The number of elements of ``shape``; compiled, negative dims raise ValueError."""
     return math.prod(shape)
 
 
-@overload(_size)
-def _size_impl(shape):
+@overload(shape_size)
+def _shape_size_impl(shape):
     if len(shape) == 0:  # (literal_unroll cannot iterate an empty tuple)
         return lambda shape: 1
 
@@ -93,15 +97,17 @@ def _size_impl(shape):
     return impl
 
 
-def _check_key(name: str, key: types.Type) -> None:
+def check_key(name: str, key: types.Type) -> None:
+    """Raise a typing error unless ``key`` types a 1-d uint32 array (key data)."""
     if not (isinstance(key, types.Array) and key.ndim == 1 and key.dtype == types.uint32):
         raise errors.TypingError(
             f"numbax.random.{name} expects a PRNG key: a uint32 array of shape (2,); got {key}"
         )
 
 
-def _shape_kind(name: str, shape: types.Type) -> str:
-    """'int' or 'tuple' for a shape Numba can take; a typing error otherwise."""
+def shape_kind(name: str, shape: types.Type) -> str:
+    """'int', 'tuple' or 'scalar' (the empty tuple) for a shape Numba can take; a typing
+    error otherwise."""
     if isinstance(shape, types.Omitted):  # (Numba passes some defaults as the value)
         shape = shape.value
     if isinstance(shape, tuple) or isinstance(shape, types.BaseTuple) and len(shape) == 0:
@@ -116,7 +122,7 @@ def _shape_kind(name: str, shape: types.Type) -> str:
     )
 
 
-def _dtype_of(name: str, dtype: types.Type, default: type) -> np.dtype:
+def dtype_of(name: str, dtype: types.Type, default: type) -> np.dtype:
     """The NumPy dtype an argument such as ``np.float32`` (or its omission) stands for."""
     if isinstance(dtype, types.Omitted):  # (Numba passes some defaults as the value)
         dtype = dtype.value
@@ -132,15 +138,15 @@ def _dtype_of(name: str, dtype: types.Type, default: type) -> np.dtype:
     )
 
 
-def _shaped(flat_fn: Any, shape_kind: str, trailing: tuple[int, ...] = ()) -> Any:
+def _shaped(flat_fn: Any, kind: str, trailing: tuple[int, ...] = ()) -> Any:
     """An implementation ``(k0, k1, shape, *args)`` that fills ``flat_fn(k0, k1, n, *args)``
     and gives it ``shape`` (plus ``trailing`` dims: the 2 words of split's keys).
 
     Shape ``()`` gives a scalar, not a 0-d array (Numba cannot reshape to ``()``); its
     value and dtype are the plain call's."""
-    if shape_kind == "int":
+    if kind == "int":
 
-        @_inline
+        @helper_jit
         def by_int(k0, k1, shape, *args):
             if shape < 0:
                 raise ValueError("numbax.random: shape must not have negative dimensions")
@@ -148,25 +154,25 @@ def _shaped(flat_fn: Any, shape_kind: str, trailing: tuple[int, ...] = ()) -> An
 
         return by_int
 
-    if shape_kind == "scalar" and trailing:
+    if kind == "scalar" and trailing:
 
-        @_inline
+        @helper_jit
         def one_key(k0, k1, shape, *args):
             return flat_fn(k0, k1, 1, *args).reshape(trailing)
 
         return one_key
 
-    if shape_kind == "scalar":
+    if kind == "scalar":
 
-        @_inline
+        @helper_jit
         def by_scalar(k0, k1, shape, *args):
             return flat_fn(k0, k1, 1, *args)[0]
 
         return by_scalar
 
-    @_inline
+    @helper_jit
     def by_tuple(k0, k1, shape, *args):
-        return flat_fn(k0, k1, _size(shape), *args).reshape(shape + trailing)
+        return flat_fn(k0, k1, shape_size(shape), *args).reshape(shape + trailing)
 
     return by_tuple
 
@@ -178,7 +184,7 @@ def dims_of(shape: Any) -> tuple[int, ...]:
 
 @overload(dims_of)
 def _dims_of_impl(shape):
-    kind = _shape_kind("random", shape)
+    kind = shape_kind("random", shape)
     if kind == "int":
         return lambda shape: (np.int64(shape),)
     if kind == "scalar":
@@ -217,37 +223,37 @@ def _spread_impl(x, dims, dtype):
     if isinstance(x, types.Number | types.Boolean) and len(dims) == 0:
         return lambda x, dims, dtype: np.full(1, x).astype(dtype)
     if isinstance(x, types.Number | types.Boolean):
-        return lambda x, dims, dtype: np.full(_size(dims), x).astype(dtype)
+        return lambda x, dims, dtype: np.full(shape_size(dims), x).astype(dtype)
     raise errors.TypingError(f"numbax.random: expected a scalar or an array; got {x}")
 
 
 def _split_impl(key, num=2):
-    _check_key("split", key)
-    draw = _shaped(split_flat, _shape_kind("split", num), (2,))
+    check_key("split", key)
+    draw = _shaped(split_flat, shape_kind("split", num), (2,))
 
     def impl(key, num=2):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         return draw(k0, k1, num)
 
     return impl
 
 
 def _fold_in_impl(key, data):
-    _check_key("fold_in", key)
+    check_key("fold_in", key)
     if not isinstance(data, types.Integer):
         raise errors.TypingError(f"numbax.random.fold_in takes an integer scalar; got {data}")
 
     def impl(key, data):
-        k0, k1 = _key_words(key)
-        return fold_in_pair(k0, k1, _U32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
+        k0, k1 = key_words(key)
+        return fold_in_pair(k0, k1, np.uint32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
 
     return impl
 
 
 def _bits_impl(key, shape=(), dtype=np.uint32):
-    _check_key("bits", key)
-    kind = _shape_kind("bits", shape)
-    want = _dtype_of("bits", dtype, np.uint32)
+    check_key("bits", key)
+    kind = shape_kind("bits", shape)
+    want = dtype_of("bits", dtype, np.uint32)
     if want.kind != "u":
         raise errors.TypingError(
             f"dtype argument to `bits` must be an unsigned int dtype, got {want}"
@@ -256,7 +262,7 @@ def _bits_impl(key, shape=(), dtype=np.uint32):
         draw = _shaped(bits64_flat, kind)
 
         def impl(key, shape=(), dtype=np.uint32):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             return draw(k0, k1, shape)
 
         return impl
@@ -265,13 +271,13 @@ def _bits_impl(key, shape=(), dtype=np.uint32):
     if kind == "scalar":
 
         def one(key, shape=(), dtype=np.uint32):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             return out(draw(k0, k1, shape))
 
         return one
 
     def impl(key, shape=(), dtype=np.uint32):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         return draw(k0, k1, shape).astype(out)
 
     return impl
@@ -282,7 +288,7 @@ _FLOATS = {np.dtype(np.float32): (uniform32_flat, normal32_flat),
 
 
 def _float_kernels(name: str, dtype: types.Type) -> tuple[Any, Any, type]:
-    want = _dtype_of(name, dtype, np.float64)
+    want = dtype_of(name, dtype, np.float64)
     if want not in _FLOATS:
         raise errors.TypingError(
             f"numbax.random.{name} under nx.jit supports float32 and float64, got {want}"
@@ -291,9 +297,9 @@ def _float_kernels(name: str, dtype: types.Type) -> tuple[Any, Any, type]:
 
 
 def _uniform_impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-    _check_key("uniform", key)
+    check_key("uniform", key)
     uniform_flat, _, scalar = _float_kernels("uniform", dtype)
-    kind = _shape_kind("uniform", shape)
+    kind = shape_kind("uniform", shape)
     bounds = [b.value if isinstance(b, types.Omitted) else b for b in (minval, maxval)]
     for bound in bounds:
         if not isinstance(bound, float | types.Number | types.Array):
@@ -305,13 +311,13 @@ def _uniform_impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
         draw = _shaped(uniform_flat, kind)
 
         def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             return draw(k0, k1, shape, scalar(minval), scalar(maxval))
 
         return impl
 
     def between(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_of(shape)
         lo, hi = spread(minval, dims, scalar), spread(maxval, dims, scalar)
         return finish(uniform_between_flat(k0, k1, lo, hi), dims)
@@ -320,12 +326,12 @@ def _uniform_impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
 
 
 def _normal_impl(key, shape=(), dtype=float):
-    _check_key("normal", key)
+    check_key("normal", key)
     _, normal_flat, _ = _float_kernels("normal", dtype)
-    draw = _shaped(normal_flat, _shape_kind("normal", shape))
+    draw = _shaped(normal_flat, shape_kind("normal", shape))
 
     def impl(key, shape=(), dtype=float):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         return draw(k0, k1, shape)
 
     return impl

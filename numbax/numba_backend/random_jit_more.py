@@ -20,20 +20,20 @@ from numba.core import errors
 
 from numbax.numba_backend.random_jit import (
     JitImplementation,
-    _check_key,
-    _dtype_of,
-    _key_words,
-    _shape_kind,
-    _size,
+    check_key,
     dims_of,
+    dtype_of,
     finish,
+    key_words,
+    shape_kind,
+    shape_size,
     spread,
 )
 from numbax.numba_backend.random_kernels import (
-    _hash_index,
-    _inline,
     bits32_flat,
     bits64_flat,
+    hash_index,
+    helper_jit,
     normal32_flat,
     normal64_flat,
     uniform32_flat,
@@ -59,7 +59,7 @@ _NORMAL_FLAT = {np.dtype(np.float32): normal32_flat, np.dtype(np.float64): norma
 # -- compiled helpers of the implementations ----------------------------------------------
 
 
-@_inline
+@helper_jit
 def _around(shape: Any, axis: int) -> tuple[int, int, int]:
     """(product of dims before ``axis``, ``shape[axis]``, product of dims after)."""
     before, after = 1, 1
@@ -71,7 +71,7 @@ def _around(shape: Any, axis: int) -> tuple[int, int, int]:
     return before, shape[axis], after
 
 
-@_inline
+@helper_jit
 def _gather(x: np.ndarray, axis: int, index: np.ndarray) -> np.ndarray:
     """``np.take(x, index, axis)`` for a flat ``index``, flat in C order."""
     flat = np.ascontiguousarray(x).ravel()
@@ -94,7 +94,7 @@ def _exec(source: str, name: str) -> Any:
 def _replace_axis(axis: int) -> Any:
     """``f(shape, dims)``: ``shape`` with its ``axis`` replaced by the dims ``dims``; the
     axis is written into the source so that Numba slices the tuples statically."""
-    return _inline(_exec(f"def f(s, d):\n    return s[:{axis}] + d + s[{axis + 1}:]\n", "f"))
+    return helper_jit(_exec(f"def f(s, d):\n    return s[:{axis}] + d + s[{axis + 1}:]\n", "f"))
 
 
 # -- the implementations ------------------------------------------------------------------
@@ -171,9 +171,9 @@ def _clip_to(source: np.dtype, target: np.dtype) -> tuple[Any, Any]:
 
 
 def _randint_impl(key, shape, minval, maxval, dtype=int):
-    _check_key("randint", key)
-    _shape_kind("randint", shape)
-    want = _dtype_of("randint", dtype, np.int64)
+    check_key("randint", key)
+    shape_kind("randint", shape)
+    want = dtype_of("randint", dtype, np.int64)
     if want.kind not in "iu":
         raise errors.TypingError(f"randint only accepts integer dtypes, got {want}")
     info = np.iinfo(want)
@@ -195,15 +195,15 @@ def _randint_impl(key, shape, minval, maxval, dtype=int):
     out_type = want.type
 
     def impl(key, shape, minval, maxval, dtype=int):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_of(shape)
         lo = spread(minval, dims, lo_type)
         hi = spread(maxval, dims, hi_type)
         out_of_range = hi > cap
         lo = np.minimum(np.maximum(lo, lo_min), lo_max).astype(work_type)
         hi = np.minimum(np.maximum(hi, hi_min), hi_max).astype(work_type)
-        h0, h1 = _hash_index(k0, k1, 0)
-        l0, l1 = _hash_index(k0, k1, 1)
+        h0, h1 = hash_index(k0, k1, 0)
+        l0, l1 = hash_index(k0, k1, 1)
         n = lo.size
         out = np.empty(n, work_type)
         randint_flat(lo, hi, out_of_range, bits_flat(h0, h1, n), bits_flat(l0, l1, n), out, mask)
@@ -223,7 +223,7 @@ def _dims(name: str, shape: Any, *params: Any) -> Any:
     names = [f"p{j}" for j in range(len(params))]
     signature = ", ".join(["shape", *names])
     if not _omitted(shape):
-        _shape_kind(name, shape)
+        shape_kind(name, shape)
         body = "dims_of(shape)"
     else:
         shapes = [
@@ -238,7 +238,7 @@ def _dims(name: str, shape: Any, *params: Any) -> Any:
         )
     namespace = {"np": np, "dims_of": dims_of}
     exec(f"def f({signature}):\n    return {body}\n", namespace)  # noqa: S102 (our own source)
-    return _inline(namespace["f"])
+    return helper_jit(namespace["f"])
 
 
 def _float_param(name: str, value: Any) -> np.dtype:
@@ -251,7 +251,7 @@ def _float_param(name: str, value: Any) -> np.dtype:
 
 
 def _bernoulli_impl(key, p=0.5, shape=None, mode="low"):
-    _check_key("bernoulli", key)
+    check_key("bernoulli", key)
     dtype = _float_param("bernoulli", p)
     high = _constant("bernoulli", mode, ("'low'", "'high'")) == "high"
     dims_fn = _dims("bernoulli", shape, p)
@@ -260,7 +260,7 @@ def _bernoulli_impl(key, p=0.5, shape=None, mode="low"):
     ulp = scalar(2.0 ** -np.finfo(dtype).nmant)
 
     def impl(key, p=0.5, shape=None, mode="low"):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_fn(shape, p)
         probability = spread(p, dims, scalar)
         n = probability.size
@@ -273,7 +273,7 @@ def _bernoulli_impl(key, p=0.5, shape=None, mode="low"):
 
 
 def _float_dtype(name: str, dtype: Any) -> type:
-    want = _dtype_of(name, dtype, np.float64)
+    want = dtype_of(name, dtype, np.float64)
     if want not in _UNIFORM_FLAT:
         raise errors.TypingError(
             f"numbax.random.{name} under nx.jit supports float32 and float64, got {want}"
@@ -282,25 +282,25 @@ def _float_dtype(name: str, dtype: Any) -> type:
 
 
 def _exponential_impl(key, shape=(), dtype=float):
-    _check_key("exponential", key)
-    _shape_kind("exponential", shape)
+    check_key("exponential", key)
+    shape_kind("exponential", shape)
     zero = _float_dtype("exponential", dtype)(0.0)
 
     def impl(key, shape=(), dtype=float):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_of(shape)
-        return finish(exponential_flat(k0, k1, _size(dims), zero), dims)
+        return finish(exponential_flat(k0, k1, shape_size(dims), zero), dims)
 
     return impl
 
 
 def _truncated_normal_impl(key, lower, upper, shape=None, dtype=float):
-    _check_key("truncated_normal", key)
+    check_key("truncated_normal", key)
     scalar = _float_dtype("truncated_normal", dtype)
     dims_fn = _dims("truncated_normal", shape, lower, upper)
 
     def impl(key, lower, upper, shape=None, dtype=float):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_fn(shape, lower, upper)
         lo, hi = spread(lower, dims, scalar), spread(upper, dims, scalar)
         return finish(truncated_normal_flat(k0, k1, lo, hi), dims)
@@ -309,12 +309,12 @@ def _truncated_normal_impl(key, lower, upper, shape=None, dtype=float):
 
 
 def _gamma_impl(key, a, shape=None, dtype=float):
-    _check_key("gamma", key)
+    check_key("gamma", key)
     scalar = _float_dtype("gamma", dtype)
     dims_fn = _dims("gamma", shape, a)
 
     def impl(key, a, shape=None, dtype=float):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_fn(shape, a)
         return finish(gamma_flat(k0, k1, spread(a, dims, scalar), False), dims)
 
@@ -322,12 +322,12 @@ def _gamma_impl(key, a, shape=None, dtype=float):
 
 
 def _beta_impl(key, a, b, shape=None, dtype=float):
-    _check_key("beta", key)
+    check_key("beta", key)
     scalar = _float_dtype("beta", dtype)
     dims_fn = _dims("beta", shape, a, b)
 
     def impl(key, a, b, shape=None, dtype=float):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_fn(shape, a, b)
         alpha, beta = spread(a, dims, scalar), spread(b, dims, scalar)
         return finish(beta_flat(k0, k1, alpha, beta), dims)
@@ -336,7 +336,7 @@ def _beta_impl(key, a, b, shape=None, dtype=float):
 
 
 def _categorical_impl(key, logits, axis=-1, shape=None, replace=True):
-    _check_key("categorical", key)
+    check_key("categorical", key)
     if not isinstance(logits, types.Array) or logits.dtype not in (types.float32, types.float64):
         raise errors.TypingError(
             f"numbax.random.categorical under nx.jit takes float32 or float64 logits; got {logits}"
@@ -348,16 +348,16 @@ def _categorical_impl(key, logits, axis=-1, shape=None, replace=True):
             "draw it outside the jitted function and pass the indices in"
         )
     zero = np.dtype(str(logits.dtype)).type(0.0)
-    batch = _inline(_exec(f"def f(s):\n    return s[:{ax}] + s[{ax + 1}:]\n", "f"))
+    batch = helper_jit(_exec(f"def f(s):\n    return s[:{ax}] + s[{ax + 1}:]\n", "f"))
     if _omitted(shape):
-        dims_fn = _inline(lambda shape, logits: batch(logits.shape))
+        dims_fn = helper_jit(lambda shape, logits: batch(logits.shape))
     else:
-        _shape_kind("categorical", shape)
-        dims_fn = _inline(lambda shape, logits: dims_of(shape))
+        shape_kind("categorical", shape)
+        dims_fn = helper_jit(lambda shape, logits: dims_of(shape))
     rank = logits.ndim - 1
 
     def impl(key, logits, axis=-1, shape=None, replace=True):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         dims = dims_fn(shape, logits)
         if len(dims) < rank:
             raise ValueError("categorical: shape must end with the logits' batch shape")
@@ -365,7 +365,7 @@ def _categorical_impl(key, logits, axis=-1, shape=None, replace=True):
             if dims[len(dims) - rank + t] != batch(logits.shape)[t]:
                 raise ValueError("categorical: shape must end with the logits' batch shape")
         before, length, after = _around(logits.shape, ax)
-        n = _size(dims)
+        n = shape_size(dims)
         repeats = n // (before * after) if before * after else 0
         noise = gumbel_flat(k0, k1, repeats * before * length * after, zero)
         flat = np.ascontiguousarray(logits).ravel()
@@ -386,11 +386,11 @@ def _categorical_impl(key, logits, axis=-1, shape=None, replace=True):
 
 
 def _permutation_impl(key, x, axis=0, independent=False):
-    _check_key("permutation", key)
+    check_key("permutation", key)
     if isinstance(x, types.Integer):
 
         def shuffled_range(key, x, axis=0, independent=False):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             out = np.arange(np.int64(x))
             shuffle_flat(k0, k1, out, out.size, 1)
             return out
@@ -402,7 +402,7 @@ def _permutation_impl(key, x, axis=0, independent=False):
     if _constant("permutation", independent, ("True", "False")) or x.ndim == 1:
 
         def lanes(key, x, axis=0, independent=False):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             out = np.ascontiguousarray(x).copy().ravel()
             _, length, after = _around(x.shape, ax)
             shuffle_flat(k0, k1, out, length, after)
@@ -411,7 +411,7 @@ def _permutation_impl(key, x, axis=0, independent=False):
         return lanes
 
     def slices(key, x, axis=0, independent=False):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         index = np.arange(x.shape[ax])
         shuffle_flat(k0, k1, index, index.size, 1)
         return _gather(x, ax, index).reshape(x.shape)
@@ -425,9 +425,9 @@ def _choice_indices(replace: bool, p: Any) -> Any:
         if replace:
 
             def uniform_indices(key, n_inputs, n_draws, p):
-                k0, k1 = _key_words(key)
-                h0, h1 = _hash_index(k0, k1, 0)
-                l0, l1 = _hash_index(k0, k1, 1)
+                k0, k1 = key_words(key)
+                h0, h1 = hash_index(k0, k1, 0)
+                l0, l1 = hash_index(k0, k1, 1)
                 lo, hi = np.zeros(n_draws, np.int64), np.full(n_draws, np.int64(n_inputs))
                 out = np.empty(n_draws, np.int64)
                 higher, lower = bits64_flat(h0, h1, n_draws), bits64_flat(l0, l1, n_draws)
@@ -438,7 +438,7 @@ def _choice_indices(replace: bool, p: Any) -> Any:
             return uniform_indices
 
         def prefix(key, n_inputs, n_draws, p):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             order = np.arange(np.int64(n_inputs))
             shuffle_flat(k0, k1, order, order.size, 1)
             return order[:n_draws]
@@ -463,11 +463,11 @@ def _choice_indices(replace: bool, p: Any) -> Any:
             raise ValueError("probabilities p must sum to 1 (within sqrt(eps) of p's dtype)")
         return q
 
-    check = _inline(check)
+    check = helper_jit(check)
     if replace:
 
         def inverse_cdf(key, n_inputs, n_draws, p):
-            k0, k1 = _key_words(key)
+            k0, k1 = key_words(key)
             cumulative = np.cumsum(check(p, n_inputs))
             u = uniform_flat(k0, k1, n_draws, scalar(0.0), scalar(1.0))
             return np.searchsorted(cumulative, cumulative[-1] * (scalar(1.0) - u)).astype(np.int64)
@@ -475,7 +475,7 @@ def _choice_indices(replace: bool, p: Any) -> Any:
         return inverse_cdf
 
     def top_k(key, n_inputs, n_draws, p):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         noisy = gumbel_flat(k0, k1, n_inputs, scalar(0.0)) + log_flat(check(p, n_inputs))
         return np.argsort(-noisy, kind="mergesort")[:n_draws]
 
@@ -483,15 +483,15 @@ def _choice_indices(replace: bool, p: Any) -> Any:
 
 
 def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
-    _check_key("choice", key)
-    _shape_kind("choice", shape)
+    check_key("choice", key)
+    shape_kind("choice", shape)
     with_replacement = bool(_constant("choice", replace, ("True", "False")))
-    draw = _inline(_choice_indices(with_replacement, p))
+    draw = helper_jit(_choice_indices(with_replacement, p))
     if isinstance(a, types.Integer):
 
         def from_range(key, a, shape=(), replace=True, p=None, axis=0):
             dims = dims_of(shape)
-            n_draws = _size(dims)
+            n_draws = shape_size(dims)
             if n_draws == 0:
                 return finish(np.zeros(0, np.int64), dims)
             if a <= 0:
@@ -508,7 +508,7 @@ def _choice_impl(key, a, shape=(), replace=True, p=None, axis=0):
 
     def from_array(key, a, shape=(), replace=True, p=None, axis=0):
         dims = dims_of(shape)
-        n_draws, n_inputs = _size(dims), a.shape[ax]
+        n_draws, n_inputs = shape_size(dims), a.shape[ax]
         if n_draws > 0 and n_inputs <= 0:
             raise ValueError("a must be greater than 0 unless no samples are taken")
         if not with_replacement and n_draws > n_inputs:
@@ -531,14 +531,14 @@ def _eigh_factor(c: np.ndarray) -> np.ndarray:
 
 # multivariate_normal's ``factor @ factor.T == cov`` by method, as the plain call's
 _FACTORS = {
-    "svd": _inline(_svd_factor),
-    "eigh": _inline(_eigh_factor),
-    "cholesky": _inline(lambda c: np.linalg.cholesky(c)),
+    "svd": helper_jit(_svd_factor),
+    "eigh": helper_jit(_eigh_factor),
+    "cholesky": helper_jit(lambda c: np.linalg.cholesky(c)),
 }
 
 
 def _multivariate_normal_impl(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-    _check_key("multivariate_normal", key)
+    check_key("multivariate_normal", key)
     if not (isinstance(mean, types.Array) and isinstance(cov, types.Array) and cov.ndim == 2):
         raise errors.TypingError(
             "numbax.random.multivariate_normal under nx.jit takes an array mean and a 2-D cov "
@@ -558,14 +558,14 @@ def _multivariate_normal_impl(key, mean, cov, shape=None, dtype=None, method="ch
     normal_flat = _NORMAL_FLAT[np.dtype(want)]
     work_type = work.type
     if _omitted(shape):
-        dims_fn = _inline(lambda shape, mean: mean.shape[:-1])
+        dims_fn = helper_jit(lambda shape, mean: mean.shape[:-1])
     else:
-        _shape_kind("multivariate_normal", shape)
-        dims_fn = _inline(lambda shape, mean: dims_of(shape))
+        shape_kind("multivariate_normal", shape)
+        dims_fn = helper_jit(lambda shape, mean: dims_of(shape))
     factor_of = _FACTORS[how]
 
     def impl(key, mean, cov, shape=None, dtype=None, method="cholesky"):
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         n = mean.shape[-1]
         if cov.shape[0] != n or cov.shape[1] != n:
             raise ValueError("multivariate_normal requires cov.shape == (..., n, n)")
@@ -573,7 +573,7 @@ def _multivariate_normal_impl(key, mean, cov, shape=None, dtype=None, method="ch
         full = dims + (n,)
         centre = np.broadcast_to(mean.astype(work_type), full)
         factor = np.ascontiguousarray(factor_of(np.ascontiguousarray(cov).astype(work_type)))
-        z = normal_flat(k0, k1, _size(full)).astype(work_type).reshape((-1, n))
+        z = normal_flat(k0, k1, shape_size(full)).astype(work_type).reshape((-1, n))
         return centre + np.dot(z, np.ascontiguousarray(factor.T)).reshape(full)
 
     return impl

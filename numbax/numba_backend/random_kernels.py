@@ -40,9 +40,11 @@ from numbax.numba_backend.random_tables import (
 )
 
 # ``error_model="numpy"``: a float division must not check for zero (and raise), or
-# the loop branches per element and does not vectorize.
-_inline = numba.njit(error_model="numpy")
-_loop = numba.njit(cache=True, error_model="numpy")
+# the loop branches per element and does not vectorize.  Small helpers, which LLVM
+# inlines into their callers, and the bulk loops, cached on disk so that a new process
+# does not compile them again:
+helper_jit = numba.njit(error_model="numpy")
+loop_jit = numba.njit(cache=True, error_model="numpy")
 
 _U32 = np.uint32
 _PARITY = np.uint32(0x1BD11BDA)
@@ -159,24 +161,24 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
     return ScalarCore(threefry2x32, hash_index, unit_f32, unit_f64)
 
 
-threefry2x32, _hash_index, _unit_f32, _unit_f64 = scalar_core(_inline)
+threefry2x32, hash_index, _unit_f32, _unit_f64 = scalar_core(helper_jit)
 
 
 # -- bulk loops: flat outputs of n elements ----------------------------------------------
 
 
-@_loop
+@loop_jit
 def split_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     """``n`` new keys as an ``(n, 2)`` uint32 array."""
     out = np.empty((n, 2), dtype=np.uint32)
     for i in range(n):
-        w0, w1 = _hash_index(k0, k1, i)
+        w0, w1 = hash_index(k0, k1, i)
         out[i, 0] = w0
         out[i, 1] = w1
     return out
 
 
-@_loop
+@loop_jit
 def fold_in_pair(k0: np.uint32, k1: np.uint32, word: np.uint32) -> np.ndarray:
     """The key ``threefry2x32(key, (0, word))``."""
     out = np.empty(2, dtype=np.uint32)
@@ -186,27 +188,27 @@ def fold_in_pair(k0: np.uint32, k1: np.uint32, word: np.uint32) -> np.ndarray:
     return out
 
 
-@_loop
+@loop_jit
 def bits32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     """32 random bits per element: the xor of the two hashed words."""
     out = np.empty(n, dtype=np.uint32)
     for i in range(n):
-        w0, w1 = _hash_index(k0, k1, i)
+        w0, w1 = hash_index(k0, k1, i)
         out[i] = w0 ^ w1
     return out
 
 
-@_loop
+@loop_jit
 def bits64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     """64 random bits per element: the two hashed words, high then low."""
     out = np.empty(n, dtype=np.uint64)
     for i in range(n):
-        w0, w1 = _hash_index(k0, k1, i)
+        w0, w1 = hash_index(k0, k1, i)
         out[i] = (np.uint64(w0) << np.uint64(32)) | np.uint64(w1)
     return out
 
 
-@_loop
+@loop_jit
 def uniform32_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float32, hi: np.float32):
     """float32 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
     out = np.empty(n, dtype=np.float32)
@@ -216,7 +218,7 @@ def uniform32_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float32, hi: np.
     return out
 
 
-@_loop
+@loop_jit
 def uniform64_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float64, hi: np.float64):
     """float64 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
     out = np.empty(n, dtype=np.float64)
@@ -241,7 +243,7 @@ def _unit_impl(k0, k1, i, like):
     return lambda k0, k1, i, like: draw(k0, k1, i)
 
 
-@_loop
+@loop_jit
 def uniform_between_flat(k0: np.uint32, k1: np.uint32, lo: np.ndarray, hi: np.ndarray):
     """Uniforms in ``[lo[i], hi[i])`` (float32 or float64, as ``lo``): ``_uniform``'s
     ``max(lo, u * (hi - lo) + lo)`` with bounds per element."""
@@ -267,7 +269,7 @@ def _horner(coefficients: Sequence[float], dtype: type) -> Any:
     lines += [f"    p = p * t + {name}" for name in names[1:]]
     namespace = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
     exec("\n".join(lines) + "\n    return p\n", namespace)  # noqa: S102 (our own source)
-    return _inline(namespace["horner"])
+    return helper_jit(namespace["horner"])
 
 
 def _branches(table: tuple, dtype: type) -> list[Any]:
@@ -288,10 +290,10 @@ _LO_F64 = np.nextafter(np.float64(-1.0), np.float64(0.0))
 
 # Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each loop: a call
 # per element would stop the loop from vectorizing.
-_big = numba.njit(error_model="numpy", inline="always")
+inline_jit = numba.njit(error_model="numpy", inline="always")
 
 
-@_big
+@inline_jit
 def log1p_f32(a: np.float32) -> np.float32:
     """XLA's CPU ``log1p`` (``numbax.random.core._log1p``), with numbax's vectorizable ``log``."""
     a2 = a * a
@@ -301,7 +303,7 @@ def log1p_f32(a: np.float32) -> np.float32:
     return near if abs(a) < _LOG1P_SMALL_F32 else far
 
 
-@_big
+@inline_jit
 def log1p_f64(a: np.float64) -> np.float64:
     """XLA's CPU ``log1p`` (``numbax.random.core._log1p``), with numbax's vectorizable ``log``."""
     a2 = a * a
@@ -311,7 +313,7 @@ def log1p_f64(a: np.float64) -> np.float64:
     return near if abs(a) < _LOG1P_SMALL_F64 else far
 
 
-@_big
+@inline_jit
 def erfinv_f32(x: np.float32) -> np.float32:
     """XLA's float32 ``erfinv`` (``numbax.random.core._erfinv``).  Both polynomials are computed and
     one selected, so there is no branch to stop vectorization."""
@@ -323,7 +325,7 @@ def erfinv_f32(x: np.float32) -> np.float32:
     return edge if abs(x) == np.float32(1.0) else p * x
 
 
-@_big
+@inline_jit
 def erfinv_f64(x: np.float64) -> np.float64:
     """XLA's float64 ``erfinv`` (``numbax.random.core._erfinv``), three polynomials, no branch."""
     w = -log1p_f64(x * -x)
@@ -336,21 +338,21 @@ def erfinv_f64(x: np.float64) -> np.float64:
     return edge if abs(x) == 1.0 else p * x
 
 
-@_big
+@inline_jit
 def normal_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
     """Element ``i`` of float32 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
     u = _unit_f32(k0, k1, i) * (np.float32(1.0) - _LO_F32) + _LO_F32
     return _SQRT2_F32 * erfinv_f32(max(_LO_F32, u))
 
 
-@_big
+@inline_jit
 def normal_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
     """Element ``i`` of float64 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
     u = _unit_f64(k0, k1, i) * (np.float64(1.0) - _LO_F64) + _LO_F64
     return _SQRT2_F64 * erfinv_f64(max(_LO_F64, u))
 
 
-@_loop
+@loop_jit
 def normal32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     """``n`` float32 standard normals."""
     out = np.empty(n, dtype=np.float32)
@@ -359,7 +361,7 @@ def normal32_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     return out
 
 
-@_loop
+@loop_jit
 def normal64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     """``n`` float64 standard normals."""
     out = np.empty(n, dtype=np.float64)

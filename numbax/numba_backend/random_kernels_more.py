@@ -24,15 +24,15 @@ from numba.extending import overload
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
 from numbax.numba_backend.random_kernels import (
-    _big,
-    _hash_index,
-    _inline,
-    _loop,
     bits32_flat,
     erfinv_f32,
     erfinv_f64,
+    hash_index,
+    helper_jit,
+    inline_jit,
     log1p_f32,
     log1p_f64,
+    loop_jit,
     normal_f32,
     normal_f64,
     unit,
@@ -104,7 +104,7 @@ _TINY = (np.finfo(_F32).tiny, np.finfo(_F64).tiny)
 # -- float loops shared by plain and jitted calls ----------------------------------------
 
 
-@_loop
+@loop_jit
 def exponential_flat(k0: np.uint32, k1: np.uint32, n: int, zero: Any) -> np.ndarray:
     """``n`` standard exponentials of ``zero``'s dtype: ``-log1p(-u)``, XLA's log1p."""
     out = np.full(n, zero)
@@ -113,7 +113,7 @@ def exponential_flat(k0: np.uint32, k1: np.uint32, n: int, zero: Any) -> np.ndar
     return out
 
 
-@_loop
+@loop_jit
 def truncated_normal_flat(
     k0: np.uint32, k1: np.uint32, lower: np.ndarray, upper: np.ndarray
 ) -> np.ndarray:
@@ -132,7 +132,7 @@ def truncated_normal_flat(
     return out
 
 
-@_loop
+@loop_jit
 def gumbel_flat(k0: np.uint32, k1: np.uint32, n: int, zero: Any) -> np.ndarray:
     """``n`` Gumbel variates (JAX's ``mode="low"``): ``-log(-log(u))``, u in [tiny, 1)."""
     out = np.full(n, zero)
@@ -143,7 +143,7 @@ def gumbel_flat(k0: np.uint32, k1: np.uint32, n: int, zero: Any) -> np.ndarray:
     return out
 
 
-@_loop
+@loop_jit
 def log_flat(x: np.ndarray) -> np.ndarray:
     """``log`` of each element (``choice``'s log-probabilities)."""
     out = np.empty_like(x)
@@ -152,7 +152,7 @@ def log_flat(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@_big
+@inline_jit
 def _gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any:
     """JAX's ``_gamma_one``: Marsaglia and Tsang's rejection loop with JAX's key splits,
     boosting ``alpha < 1`` to ``alpha + 1``; ``numbax.random.more._gamma_one`` element-wise."""
@@ -161,19 +161,19 @@ def _gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any
     boost = alpha >= one
     d = (alpha if boost else alpha + one) - third
     c = third / np.sqrt(d)
-    key0, key1 = _hash_index(k0, k1, 0)
-    sub0, sub1 = _hash_index(k0, k1, 1)
+    key0, key1 = hash_index(k0, k1, 0)
+    sub0, sub1 = hash_index(k0, k1, 1)
     big_x, big_v, big_u = zero, one, pick(_TWO[0], _TWO[1], alpha)
     while big_u >= one - pick(_SQUEEZE[0], _SQUEEZE[1], alpha) * (big_x * big_x) and log(
         big_u
     ) >= big_x * pick(_HALF[0], _HALF[1], alpha) + d * (one - big_v + log(big_v)):
-        x_key0, x_key1 = _hash_index(key0, key1, 1)
-        u_key0, u_key1 = _hash_index(key0, key1, 2)
-        key0, key1 = _hash_index(key0, key1, 0)
+        x_key0, x_key1 = hash_index(key0, key1, 1)
+        u_key0, u_key1 = hash_index(key0, key1, 2)
+        key0, key1 = hash_index(key0, key1, 0)
         x, v = zero, -one
         while v <= zero:
-            draw0, draw1 = _hash_index(x_key0, x_key1, 1)
-            x_key0, x_key1 = _hash_index(x_key0, x_key1, 0)
+            draw0, draw1 = hash_index(x_key0, x_key1, 1)
+            x_key0, x_key1 = hash_index(x_key0, x_key1, 0)
             x = normal_at(draw0, draw1, 0, alpha)
             v = one + x * c
         big_x, big_v, big_u = x * x, (v * v) * v, unit(u_key0, u_key1, 0, alpha)
@@ -185,22 +185,22 @@ def _gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any
     return (d * big_v) * (one if boost else sample ** (one / alpha))
 
 
-@_loop
+@loop_jit
 def gamma_flat(k0: np.uint32, k1: np.uint32, alpha: np.ndarray, log_space: bool) -> np.ndarray:
     """Gamma(``alpha[i]``) draws (their logs if ``log_space``), key ``split(key, n)[i]``."""
     out = np.empty_like(alpha)
     for i in range(alpha.size):
-        e0, e1 = _hash_index(k0, k1, i)
+        e0, e1 = hash_index(k0, k1, i)
         out[i] = _gamma_one(e0, e1, alpha[i], log_space)
     return out
 
 
-@_loop
+@loop_jit
 def beta_flat(k0: np.uint32, k1: np.uint32, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Beta(``a[i]``, ``b[i]``): two log-space gammas (keys ``split(key)``), rescaled by
     their maximum before exponentiating, as JAX does."""
-    ka0, ka1 = _hash_index(k0, k1, 0)
-    kb0, kb1 = _hash_index(k0, k1, 1)
+    ka0, ka1 = hash_index(k0, k1, 0)
+    kb0, kb1 = hash_index(k0, k1, 1)
     log_a = gamma_flat(ka0, ka1, a, True)
     log_b = gamma_flat(kb0, kb1, b, True)
     out = np.empty_like(a)
@@ -214,13 +214,13 @@ def beta_flat(k0: np.uint32, k1: np.uint32, a: np.ndarray, b: np.ndarray) -> np.
 # -- integer loops ------------------------------------------------------------------------
 
 
-@_inline
+@helper_jit
 def _rem(x: np.uint64, span: np.uint64) -> np.uint64:
     """XLA's unsigned remainder: ``x % 0 == x``."""
     return x if span == 0 else x % span
 
 
-@_loop
+@loop_jit
 def randint_flat(
     lo: np.ndarray,
     hi: np.ndarray,
@@ -246,7 +246,7 @@ def randint_flat(
         out[i] = np.uint64(lo[i]) + _rem(mixed & mask, span)
 
 
-@_loop
+@loop_jit
 def shuffle_flat(k0: np.uint32, k1: np.uint32, x: np.ndarray, length: int, inner: int) -> None:
     """JAX's shuffle, in place: ``x`` is a C-ordered array flattened, whose shuffled axis
     has ``length`` entries and ``inner`` elements per entry after it.  Each round sorts
@@ -258,8 +258,8 @@ def shuffle_flat(k0: np.uint32, k1: np.uint32, x: np.ndarray, length: int, inner
     lane_keys = np.empty(length, np.uint32)
     lane_values = np.empty(length, x.dtype)
     for _ in range(rounds):
-        s0, s1 = _hash_index(k0, k1, 1)
-        k0, k1 = _hash_index(k0, k1, 0)
+        s0, s1 = hash_index(k0, k1, 1)
+        k0, k1 = hash_index(k0, k1, 0)
         sort_keys = bits32_flat(s0, s1, n)
         for o in range(outer):
             for r in range(inner):

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from numbax.numba_backend import random_kernels
+from numbax.numba_backend import random_kernels as kernels
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
     ERFINV_F64,
@@ -59,8 +59,8 @@ _UINT32_MASK = 0xFFFFFFFF
 _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 # dtype -> the compiled (uniform, normal) loops; other floats use NumPy here.
 _FLOAT_KERNELS = {
-    np.dtype(np.float32): (random_kernels.uniform32_flat, random_kernels.normal32_flat),
-    np.dtype(np.float64): (random_kernels.uniform64_flat, random_kernels.normal64_flat),
+    np.dtype(np.float32): (kernels.uniform32_flat, kernels.normal32_flat),
+    np.dtype(np.float64): (kernels.uniform64_flat, kernels.normal64_flat),
 }
 
 
@@ -138,7 +138,7 @@ def split(key: ArrayLike, num: int | Sequence[int] = 2) -> NDArray[np.uint32]:
     """Split a key into ``num`` new keys (``num`` may be a shape): shape ``(*num, 2)``."""
     k = _check_key_data("split", key)
     shape = _canonical_shape(num)
-    return random_kernels.split_flat(k[0], k[1], math.prod(shape)).reshape((*shape, 2))
+    return kernels.split_flat(k[0], k[1], math.prod(shape)).reshape((*shape, 2))
 
 
 def fold_in(key: ArrayLike, data: int | ArrayLike) -> NDArray[np.uint32]:
@@ -158,8 +158,8 @@ def _random_bits(k: NDArray[np.uint32], bit_width: int, shape: tuple[int, ...]) 
     """64 bits: the two hashed words, high then low; fewer: their xor, truncated."""
     n = math.prod(shape)
     if bit_width == 64:
-        return random_kernels.bits64_flat(k[0], k[1], n).reshape(shape)
-    raw = random_kernels.bits32_flat(k[0], k[1], n).reshape(shape)
+        return kernels.bits64_flat(k[0], k[1], n).reshape(shape)
+    raw = kernels.bits32_flat(k[0], k[1], n).reshape(shape)
     return raw.astype(_UINT_DTYPES[bit_width], copy=False)
 
 
