@@ -140,7 +140,8 @@ def dtype_of(name: str, dtype: types.Type, default: type) -> np.dtype:
 
 def _shaped(flat_fn: Any, kind: str, trailing: tuple[int, ...] = ()) -> Any:
     """An implementation ``(k0, k1, shape, *args)`` that fills ``flat_fn(k0, k1, n, *args)``
-    and gives it ``shape`` (plus ``trailing`` dims: the 2 words of split's keys).
+    and gives it ``shape`` (plus ``trailing`` dims: the 2 words of split's keys);
+    ``kind`` is the shape's :func:`shape_kind`.
 
     Shape ``()`` gives a scalar, not a 0-d array (Numba cannot reshape to ``()``); its
     value and dtype are the plain call's."""
@@ -225,6 +226,32 @@ def _spread_impl(x, dims, dtype):
     if isinstance(x, types.Number | types.Boolean):
         return lambda x, dims, dtype: np.full(shape_size(dims), x).astype(dtype)
     raise errors.TypingError(f"numbax.random: expected a scalar or an array; got {x}")
+
+
+def _seed_impl(seed):
+    if not isinstance(seed, types.Integer):
+        raise errors.TypingError(f"numbax.random.key takes an integer seed; got {seed}")
+
+    def impl(seed):
+        word = np.uint64(seed)  # two's complement, as the plain call reads a negative seed
+        out = np.empty(2, np.uint32)
+        out[0] = np.uint32(word >> np.uint64(32))
+        out[1] = np.uint32(word & np.uint64(0xFFFFFFFF))
+        return out
+
+    return impl
+
+
+def _key_data_impl(keys):
+    if not (isinstance(keys, types.Array) and keys.dtype == types.uint32 and keys.ndim >= 1):
+        raise errors.TypingError(f"numbax.random expects uint32 key data; got {keys}")
+
+    def impl(keys):
+        if keys.shape[-1] != 2:
+            raise TypeError("numbax.random: key data must have shape (..., 2)")
+        return keys
+
+    return impl
 
 
 def _split_impl(key, num=2):
@@ -338,10 +365,14 @@ def _normal_impl(key, shape=(), dtype=float):
 
 
 IMPLEMENTATIONS: dict[str, JitImplementation] = {
+    "key": JitImplementation(_seed_impl),
+    "PRNGKey": JitImplementation(_seed_impl),
+    "key_data": JitImplementation(_key_data_impl),
+    "wrap_key_data": JitImplementation(_key_data_impl),
     "split": JitImplementation(_split_impl),
     "fold_in": JitImplementation(_fold_in_impl),
     "bits": JitImplementation(_bits_impl),
     "uniform": JitImplementation(_uniform_impl),
     "normal": JitImplementation(_normal_impl),
 }
-"""The implementations of :mod:`numbax.random.core`'s samplers under ``nx.jit``, by name."""
+"""The implementations of :mod:`numbax.random.core`'s functions under ``nx.jit``, by name."""

@@ -100,32 +100,6 @@ def _replace_axis(axis: int) -> Any:
 # -- the implementations ------------------------------------------------------------------
 
 
-def _seed_impl(seed):
-    if not isinstance(seed, types.Integer):
-        raise errors.TypingError(f"numbax.random.key takes an integer seed; got {seed}")
-
-    def impl(seed):
-        word = np.uint64(seed)  # two's complement, as the plain call reads a negative seed
-        out = np.empty(2, np.uint32)
-        out[0] = np.uint32(word >> np.uint64(32))
-        out[1] = np.uint32(word & np.uint64(0xFFFFFFFF))
-        return out
-
-    return impl
-
-
-def _key_data_impl(keys):
-    if not (isinstance(keys, types.Array) and keys.dtype == types.uint32 and keys.ndim >= 1):
-        raise errors.TypingError(f"numbax.random expects uint32 key data; got {keys}")
-
-    def impl(keys):
-        if keys.shape[-1] != 2:
-            raise TypeError("numbax.random: key data must have shape (..., 2)")
-        return keys
-
-    return impl
-
-
 def _numpy_dtype(name: str, value: types.Type) -> np.dtype:
     """The dtype of a number or an array argument."""
     if isinstance(value, types.Omitted):
@@ -580,10 +554,6 @@ def _multivariate_normal_impl(key, mean, cov, shape=None, dtype=None, method="ch
 
 
 IMPLEMENTATIONS: dict[str, JitImplementation] = {
-    "key": JitImplementation(_seed_impl),
-    "PRNGKey": JitImplementation(_seed_impl),
-    "key_data": JitImplementation(_key_data_impl),
-    "wrap_key_data": JitImplementation(_key_data_impl),
     "randint": JitImplementation(_randint_impl),
     "bernoulli": JitImplementation(_bernoulli_impl, prefer_literal=True),
     "exponential": JitImplementation(_exponential_impl),
@@ -595,5 +565,4 @@ IMPLEMENTATIONS: dict[str, JitImplementation] = {
     "choice": JitImplementation(_choice_impl, prefer_literal=True),
     "multivariate_normal": JitImplementation(_multivariate_normal_impl, prefer_literal=True),
 }
-"""The implementations of :mod:`numbax.random.more`'s samplers and of the key functions
-under ``nx.jit``, by name."""
+"""The implementations of :mod:`numbax.random.more`'s samplers under ``nx.jit``, by name."""
