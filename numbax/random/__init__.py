@@ -6,8 +6,8 @@ Importing this package also makes ``nx.jit`` compile calls of its functions (see
 :func:`numbax.numba_backend.random_jit.register_random`).
 """
 
-from numbax.numba_backend import random_jit, random_jit_more
-from numbax.numba_backend.random_jit import register_random
+from numbax.numba_backend import random_jit as _random_jit
+from numbax.numba_backend import random_jit_more as _random_jit_more
 from numbax.random.core import (
     PRNGKey,
     bits,
@@ -61,9 +61,9 @@ def _compile_under_jit() -> None:
     Why here: the implementations live in ``numba_backend``, a layer below this package,
     which therefore cannot import these functions to register them itself.
     """
-    implementations = random_jit.IMPLEMENTATIONS | random_jit_more.IMPLEMENTATIONS
+    implementations = _random_jit.IMPLEMENTATIONS | _random_jit_more.IMPLEMENTATIONS
     for name in __all__:
-        register_random(globals()[name], implementations[name])
+        _random_jit.register_random(globals()[name], implementations[name])
 
 
 _compile_under_jit()
