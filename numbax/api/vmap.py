@@ -31,12 +31,12 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.api.autodiff import callee_derivative
 from numbax.api.jit import Jitted
+from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, where
-from numbax.api.transformed import Generated, generate
+from numbax.api.transformed import Generated, callee_derivative, generate
 from numbax.codegen.emit import emit_function
-from numbax.codegen.variadic import PerArity, takes_star_args
+from numbax.codegen.variadic import takes_star_args
 from numbax.errors import TransformError
 from numbax.numba_backend.cpu import compile_helper
 from numbax.numba_backend.typed_calls import (
@@ -64,7 +64,6 @@ from numbax.transform.batch.loop import loop_function
 from numbax.transform.batch.vectorize import rank_of, vectorize
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
-from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -88,6 +87,8 @@ def _check_axes_spec(in_axes: Any) -> Any:
 class Batched(Rewritten):
     """``vmap(fun, ...)``: call it on a batch; ``.source`` shows the generated loop."""
 
+    transformation = "vmap"
+
     def __init__(
         self,
         fun: Callable,
@@ -102,9 +103,7 @@ class Batched(Rewritten):
                 f"vmap(method={method!r}): method is None (choose for each call), "
                 "'vectorized' or 'loop'"
             )
-        if is_numpy_function(fun):  # vmap(np.dot): a wrapper numbax can call and read
-            fun = numpy_wrapper(fun)
-        super().__init__(fun, (), "")
+        super().__init__(fun, (), "")  # vmap(np.dot): a wrapper numbax can call and read
         self.in_axes = _check_axes_spec(in_axes)
         self.out_axes = out_axes
         self.axis_size = axis_size
@@ -119,7 +118,7 @@ class Batched(Rewritten):
     def name(self) -> str:
         return f"vmap_{super().name}"
 
-    def _identity(self) -> tuple:
+    def _key(self) -> tuple:
         return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
 
     # -- calling ------------------------------------------------------------------------
