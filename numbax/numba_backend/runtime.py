@@ -4,9 +4,8 @@ registered, and the table of NumPy functions compiled code calls through ``nxrt`
 Importing this module registers everything compiled code may call as ``nxrt.<name>``
 (the runtime's helpers' Numba versions, ``overloads/``; numbax's versions of NumPy
 functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``; the lowering's own
-helpers, ``weak``, ``keep_dtype``, ``elementwise``; the compiled samplers of
-``numbax.random``). The lowering pass (``lower.py``) imports it and asks it which calls
-and array methods to redirect, matched by identity.
+helpers, ``weak``, ``keep_dtype``, ``elementwise``). The lowering pass (``lower.py``)
+imports it and asks it which calls and array methods to redirect, matched by identity.
 """
 
 from __future__ import annotations
@@ -15,28 +14,20 @@ from typing import Any
 
 import numpy as np
 
-from numbax import random as _numbax_random
 from numbax.numba_backend import (  # noqa: F401  (importing registers them in nxrt)
     boundary,
     elementary,
     elementwise,
     numpy_extra,
     overloads,
-    random_kernels,
     reductions,
     weak,
 )
-from numbax.numba_backend.redirects import REDIRECTS as _REDIRECTS
 from numbax.numba_backend.redirects import replacement_for
-from numbax.runtime import nxrt, publish
+from numbax.runtime import nxrt
 
-# numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
-_RANDOM = list(_numbax_random.__all__)  # every sampler, with a Numba version
-for _name in _RANDOM:
-    globals()[f"random_{_name}"] = getattr(random_kernels, f"random_{_name}")
-    _REDIRECTS[id(getattr(_numbax_random, _name))] = f"random_{_name}"
-    publish(f"random_{_name}", globals()[f"random_{_name}"])
-
+# numbax.random's functions are not redirected: Numba compiles the calls themselves, as
+# numbax.random overloads them (numba_backend.random_jit.register_random).
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
