@@ -11,6 +11,7 @@ import numba
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
+from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import reductions
 from numbax.numba_backend.overloads.common import (
@@ -162,6 +163,7 @@ def _cumprod_vjp_rows(ct, a):
 _SCOPE = {  # what the generated implementations call
     "numba": numba,
     "reductions": reductions,
+    "to_fixed_tuple": to_fixed_tuple,
     "_prod_others_rows": _prod_others_rows,
     "_prod_others_jvp_rows": _prod_others_jvp_rows,
     "_cumsum_reverse_rows": _cumsum_reverse_rows,
