@@ -73,11 +73,6 @@ def _locate_expression(node: gast.AST, line: int) -> None:
             sub.col_offset = sub.end_col_offset = 0
 
 
-def names_in(node: gast.AST) -> set[str]:
-    """Every identifier a subtree mentions (read or written)."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-
-
 def never_completes(stmt: gast.stmt) -> bool:
     """True when control never reaches the statement after ``stmt``."""
     if isinstance(stmt, (gast.Return, gast.Raise, gast.Break, gast.Continue)):
