@@ -7,13 +7,13 @@ from typing import Any
 
 import gast
 
-from numbax.codegen.emit import ADJOINT_COLUMN
 from numbax.errors import TransformError
 from numbax.transform import rules
 from numbax.transform.analysis.activity import assignments
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.normalize_nodes import at, load
 from numbax.transform.operations import UNKNOWN, Operation, classify
+from numbax.transform.provenance import mark_adjoint
 from numbax.transform.resolve import LOCAL
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, display_name
@@ -70,7 +70,7 @@ def located(stmts: list[gast.stmt], line: int | None, adjoint: bool = False) -> 
         elif line is not None and not isinstance(stmt, (gast.If, gast.For, gast.While)):
             at(stmt, line)
         if adjoint:
-            stmt.col_offset = ADJOINT_COLUMN
+            mark_adjoint(stmt)
     return stmts
 
 

@@ -24,6 +24,7 @@ from numbax.transform.ad_common import (
 )
 from numbax.transform.analysis.activity import Activity, analyze
 from numbax.transform.analysis.dataflow import names
+from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -257,7 +258,7 @@ def jvp_function(
         gast.Name(t, gast.Param(), None, None) for t in tangent_params
     ]
     new.body = body + located([gast.Return(result)], getattr(ret, "lineno", None))
-    return new
+    return cleanup(new, source)
 
 
 def _locals(fn: gast.FunctionDef) -> set[str]:

@@ -121,6 +121,7 @@ from numbax.transform.normalize_nodes import (
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
 from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.operations import is_transformable_function
+from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource
 
@@ -177,6 +178,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
     fn.body = _Flattener(source, transformation, namer).block(body)
+    annotate(fn, source.filename)
     return fn
 
 

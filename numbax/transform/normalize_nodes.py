@@ -10,6 +10,8 @@ from typing import Any
 
 import gast
 
+from numbax.transform.provenance import ADJOINT, ORIGIN
+
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
 
@@ -119,7 +121,7 @@ def clone(node: Any) -> Any:
     new = node.__class__.__new__(node.__class__)
     for name in node._fields:
         setattr(new, name, clone(getattr(node, name, None)))
-    for name in node._attributes:
+    for name in (*node._attributes, ORIGIN, ADJOINT):
         if hasattr(node, name):
             setattr(new, name, getattr(node, name))
     return new

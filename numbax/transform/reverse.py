@@ -45,6 +45,7 @@ from numbax.transform.analysis.dataflow import (
     read_before_written,
     read_names,
 )
+from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -1150,7 +1151,7 @@ def vjp_function(
         + adjoint
         + located([gast.Return(result)], line, adjoint=True)
     )
-    return new
+    return cleanup(new, source)
 
 
 def _flag_assignments(stmts: list[gast.stmt], var: str, flag: str) -> None:
