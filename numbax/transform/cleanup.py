@@ -10,7 +10,7 @@ changes:
   store into an array, a tape's ``append``/``pop``, a call of a user's function or of a
   runtime helper that checks or writes is always kept;
 * save/restore pairs that cancel: ``_x_old = x`` ... ``x = _x_old`` with neither
-  reassigned in between (the restore is removed, then the save is dead);
+  reassigned in between on any path (the restore is removed, then the save is dead);
 
 and once, before: folds arithmetic on numeric literals (``2 - 1``), drops keyword
 arguments of NumPy reductions that spell out their defaults (``axis=None``,
@@ -28,7 +28,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.transform.analysis.dataflow import Liveness, assigned_names, definitions
+from numbax.transform.analysis.dataflow import Copies, Liveness, definitions, statements
 from numbax.transform.provenance import ORIGIN, annotate, origin_of
 from numbax.transform.resolve import LOCAL, local_names
 from numbax.transform.source import FunctionSource
@@ -88,7 +88,7 @@ def cleanup(fn: gast.FunctionDef, source: FunctionSource | None = None) -> gast.
     _Constants(names).visit(fn)
     changed = True
     while changed:
-        changed = _cancel_restores(fn.body)
+        changed = _cancel_restores(fn)
         changed |= _sweep(fn.body, Liveness(fn.body), names, top=True)
     return fn
 
@@ -270,29 +270,27 @@ def _empty(stmts: list[gast.stmt]) -> bool:
     return all(isinstance(s, gast.Pass) for s in stmts)
 
 
-def _cancel_restores(stmts: list[gast.stmt]) -> bool:
-    """Remove ``b = a`` where ``a = b`` came earlier in the same block with neither
-    reassigned in between (nested blocks included), and ``x = x``."""
-    changed = False
+def _cancel_restores(fn: gast.FunctionDef) -> bool:
+    """Remove each ``b = a`` where ``b`` holds the same object as ``a`` already, on
+    every path (``_x_old = x`` ... ``x = _x_old``, with neither reassigned between),
+    and ``x = x``; whether any was removed."""
+    copies = Copies(fn.body)
+    redundant = set()
+    for stmt in statements(fn.body):
+        pair = _copy(stmt)
+        if pair is not None and (pair[0] == pair[1] or frozenset(pair) in copies.before(stmt)):
+            redundant.add(id(stmt))
+    if redundant:
+        _drop(fn.body, redundant)
+    return bool(redundant)
+
+
+def _drop(stmts: list[gast.stmt], ids: set[int]) -> None:
+    stmts[:] = [s for s in stmts if id(s) not in ids] or [gast.Pass()]
     for stmt in stmts:
         for block in ("body", "orelse"):
-            changed |= _cancel_restores(getattr(stmt, block, []))
-    copies: dict[tuple[str, str], int] = {}  # (copy, original) → where it was made
-    kept: list[gast.stmt] = []
-    for stmt in stmts:
-        pair = _copy(stmt)
-        if pair is not None:
-            target, value = pair
-            if target == value or (value, target) in copies:
-                changed = True
-                continue
-        written = assigned_names([stmt])
-        copies = {p: i for p, i in copies.items() if not (set(p) & written)}
-        if pair is not None:
-            copies[pair] = len(kept)
-        kept.append(stmt)
-    stmts[:] = kept
-    return changed
+            if getattr(stmt, block, None):
+                _drop(getattr(stmt, block), ids)
 
 
 def _copy(stmt: gast.stmt) -> tuple[str, str] | None:

@@ -41,7 +41,7 @@ from numbax.transform.operations import (
     appended,
     classify,
 )
-from numbax.transform.resolve import Resolver
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource
 
 
@@ -233,7 +233,7 @@ def jvp_function(
     ``(out, tangent of out)``."""
     ret = fn.body[-1]
     out = ret.value
-    resolver = Resolver(source, _locals(fn))
+    resolver = Resolver(source, local_names(fn))
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(fn, wrt, outputs, resolver, transformation)
     forward = _Forward(fn, source, resolver, activity, derive, transformation)
@@ -259,9 +259,3 @@ def jvp_function(
     ]
     new.body = body + located([gast.Return(result)], getattr(ret, "lineno", None))
     return cleanup(new, source)
-
-
-def _locals(fn: gast.FunctionDef) -> set[str]:
-    from numbax.transform.resolve import local_names
-
-    return local_names(fn)

@@ -17,6 +17,7 @@ runs no iteration leaves the old value.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 import gast
 
@@ -152,3 +153,118 @@ class Liveness:
         if isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], gast.Subscript):
             return (live - definitions(stmt)) | uses(stmt)
         return live | read_names(stmt)
+
+
+Pairs = frozenset[frozenset[str]]
+
+
+@dataclass(frozen=True)
+class _CopyState:
+    """What holds at one point: ``copies``, the pairs of names holding the same object;
+    ``branches``, for the test ``t`` of an earlier ``if t:`` (``t`` unchanged since),
+    what held at the end of its body and of its ``else``."""
+
+    copies: Pairs = frozenset()
+    branches: tuple[tuple[str, Pairs, Pairs], ...] = ()
+
+    def kill(self, written: set[str]) -> _CopyState:
+        """The state once the names ``written`` are assigned (or stored into)."""
+        return _CopyState(
+            _alive(self.copies, written),
+            tuple(
+                (t, _alive(body, written), _alive(orelse, written))
+                for t, body, orelse in self.branches
+                if t not in written
+            ),
+        )
+
+    def meet(self, other: _CopyState) -> _CopyState:
+        """What holds on both paths."""
+        theirs = {t: (body, orelse) for t, body, orelse in other.branches}
+        return _CopyState(
+            self.copies & other.copies,
+            tuple(
+                (t, body & theirs[t][0], orelse & theirs[t][1])
+                for t, body, orelse in self.branches
+                if t in theirs
+            ),
+        )
+
+    def entering(self, test: gast.expr, body: bool) -> _CopyState:
+        """The state on entering a branch of ``if test:``: an earlier ``if`` on the same
+        unchanged name took the same branch, so what held at that branch's end holds."""
+        for t, then, orelse in self.branches:
+            if isinstance(test, gast.Name) and test.id == t:
+                return _CopyState(self.copies | (then if body else orelse), self.branches)
+        return self
+
+
+def _alive(pairs: Pairs, written: set[str]) -> Pairs:
+    return frozenset(p for p in pairs if not p & written)
+
+
+def _written(stmt: gast.stmt) -> set[str]:
+    """The names ``stmt`` assigns or stores into (``x[i] = v`` changes what ``x``
+    holds, which matters to a branch test ``x``), nested blocks included."""
+    stored = {
+        n.value.id
+        for n in gast.walk(stmt)
+        if isinstance(n, gast.Subscript)
+        and isinstance(n.ctx, gast.Store)
+        and isinstance(n.value, gast.Name)
+    }
+    return assigned_names([stmt]) | stored
+
+
+class Copies:
+    """Which variables hold the same object as which others (``a = b`` made, neither
+    reassigned since), just before each statement of a body, on every path to it.
+
+    A forward analysis: an ``if`` keeps what both branches keep; a loop, what holds at
+    its entry of the names its body does not assign (which holds in every iteration
+    and after it). It follows one correlation reverse mode relies on: a second
+    ``if t:`` on an unchanged ``t`` takes the branch the first took, so what held at
+    the end of that branch holds in the same branch of the second (a value saved in a
+    branch of the primal sweep and restored in the same branch of the adjoint sweep).
+    Pairs are kept as ``frozenset({a, b})``.
+    """
+
+    def __init__(self, body: list[gast.stmt]) -> None:
+        self._before: dict[int, Pairs] = {}
+        self._block(body, _CopyState())
+
+    def before(self, stmt: gast.stmt) -> Pairs:
+        """The pairs of names that hold the same object just before ``stmt``."""
+        return self._before.get(id(stmt), frozenset())
+
+    def _block(self, stmts: list[gast.stmt], state: _CopyState) -> _CopyState:
+        for stmt in stmts:
+            state = self._statement(stmt, state)
+        return state
+
+    def _statement(self, stmt: gast.stmt, state: _CopyState) -> _CopyState:
+        self._before[id(stmt)] = state.copies
+        if isinstance(stmt, gast.If):
+            body = self._block(stmt.body, state.entering(stmt.test, body=True))
+            orelse = self._block(stmt.orelse, state.entering(stmt.test, body=False))
+            after = body.meet(orelse)
+            test = stmt.test
+            if isinstance(test, gast.Name) and test.id not in _written(stmt):
+                others = tuple(b for b in after.branches if b[0] != test.id)
+                after = _CopyState(after.copies, (*others, (test.id, body.copies, orelse.copies)))
+            return after
+        kept = state.kill(_written(stmt))
+        if isinstance(stmt, gast.For | gast.While):
+            self._block(stmt.body, kept)
+            return kept
+        if isinstance(stmt, gast.Break | gast.Continue | gast.Return):
+            return kept
+        if (
+            isinstance(stmt, gast.Assign)
+            and isinstance(stmt.targets[0], gast.Name)
+            and isinstance(stmt.value, gast.Name)
+            and stmt.targets[0].id != stmt.value.id
+        ):
+            pair = frozenset((stmt.targets[0].id, stmt.value.id))
+            return _CopyState(kept.copies | {pair}, kept.branches)
+        return kept
