@@ -74,7 +74,7 @@ class _Writer:
             self.lines.append(INDENT * depth + part)
             if user_line is not None:
                 self.line_map[len(self.lines)] = user_line
-            if origin is not None:
+            if origin is not None and origin.filename:  # annotated by a transformation
                 self.origins[len(self.lines)] = origin
 
     def origin(self, node: ast.AST) -> Origin | None:

@@ -28,6 +28,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.transform import rules
 from numbax.transform.analysis.dataflow import Copies, Liveness, definitions, statements
 from numbax.transform.provenance import ORIGIN, annotate, origin_of
 from numbax.transform.resolve import LOCAL, local_names
@@ -129,8 +130,9 @@ class _Names:
         return found
 
     def pure_call(self, call: gast.Call) -> bool:
-        """Whether the call only computes its value: a NumPy function (not a random
-        one, without ``out=``), a pure runtime helper, a pure builtin."""
+        """Whether the call only computes its value: a function with a rule in the rule
+        table (NumPy's operations and those declared without derivative), without
+        ``out``; a pure runtime helper; a pure builtin."""
         if any(k.arg == "out" for k in call.keywords):
             return False
         func = call.func
@@ -144,15 +146,11 @@ class _Names:
         target = self.resolve(func)
         if target is None:
             return False
-        if isinstance(target, np.ufunc):
+        if isinstance(target, np.ufunc) and len(call.args) > target.nin:
+            return False  # an output array passed by position
+        if rules.rule_for(target) is not None:
             return True
-        module = getattr(target, "__module__", None) or ""
-        if module.startswith("numpy") and not module.startswith("numpy.random"):
-            return callable(target) and not isinstance(target, type)
-        try:
-            return target in _PURE_BUILTINS
-        except TypeError:  # unhashable
-            return False
+        return _hashable(target) in _PURE_BUILTINS
 
 
 class _Runtime:
