@@ -29,6 +29,7 @@ from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.cpu import _fingerprint
 from numbax.transform.ad_common import RUNTIME
+from numbax.transform.analysis.dataflow import names as _names
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -198,10 +199,6 @@ def generate(
     _of_function[function] = generated
     _generated[cache] = generated
     return generated
-
-
-def _names(fn: gast.FunctionDef) -> set[str]:
-    return {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
 
 
 def _identity(fun: Any) -> Any:
