@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import astor
 import gast
 
-from numbax.transform.provenance import Origin, origin_of, record_module
+from numbax.transform.provenance import Origin, lines_of, origin_of, record_module
 
 INDENT = "    "
 
@@ -57,6 +57,7 @@ class _Writer:
         describe_line: Callable[[int], str] | None,
         origins: dict[int, Origin],
         home: str | None,
+        lines_from: str | None,
     ) -> None:
         self.lines: list[str] = []
         self.line_map: dict[int, int] = {}
@@ -64,6 +65,8 @@ class _Writer:
         self.describe_line = describe_line
         self.statement_origins = origins  # id of an ast statement → its origin
         self.home = home  # the file the function's own origin is in
+        # the user's line behind a line of the file the statements' numbers are lines of
+        self.line_origin = lines_of(lines_from) if lines_from is not None else None
         self.last_comment: tuple[Origin, int] | None = None  # and its depth
         self.commented: set[Origin] = set()
 
@@ -80,8 +83,9 @@ class _Writer:
     def origin(self, node: ast.AST) -> Origin | None:
         origin = self.statement_origins.get(id(node))
         if origin is None and getattr(node, "lineno", None) is not None:
-            # no annotation: a line of the function's own source
-            return Origin("", node.lineno)
+            if self.line_origin is not None:
+                return self.line_origin(node.lineno)
+            return Origin("", node.lineno)  # described by describe_line
         return origin
 
     def comment_for(self, node: ast.stmt, depth: int) -> Origin | None:
@@ -153,17 +157,26 @@ def emit_function(
     fn: gast.FunctionDef | ast.FunctionDef,
     describe_line: Callable[[int], str] | None = None,
     header: str | None = None,
+    lines_from: str | None = None,
 ) -> EmittedSource:
     """Source of one function definition.
 
-    ``describe_line(n)`` gives the user's text of line ``n`` for the ``# line`` comments;
-    ``header`` is a comment block written above the ``def`` (e.g. which transformation
-    of which user function this is).
+    A statement annotated with its origin is commented with it. One that is not (made
+    by a pass that only gave it a ``lineno``) is commented with the user's line behind
+    line ``lineno`` of ``lines_from``, the file the tree was read from; without that
+    file, ``describe_line(n)`` gives the text of line ``n``. When ``describe_line`` is
+    a :class:`~numbax.transform.source.FunctionSource`'s ``line``, its file is
+    ``lines_from``. ``header`` is a comment block written above the ``def`` (e.g. which
+    transformation of which user function this is).
     """
     node = gast.gast_to_ast(fn) if isinstance(fn, gast.AST) else fn
     origins = _statement_origins(fn, node) if isinstance(fn, gast.AST) else {}
+    if lines_from is None:
+        lines_from = getattr(getattr(describe_line, "__self__", None), "filename", None)
     home = origin_of(fn)
-    writer = _Writer(describe_line, origins, home.filename if home else None)
+    if home is None and lines_from is not None and getattr(node, "lineno", None):
+        home = lines_of(lines_from)(node.lineno)
+    writer = _Writer(describe_line, origins, home.filename if home else None, lines_from)
     if header:
         for line in header.splitlines():
             writer.write(f"# {line}" if line else "#", 0)

@@ -20,6 +20,7 @@ line (``# line 7: ...``, ``# adjoint of line 7: ...``). Statements carry that as
 from __future__ import annotations
 
 import linecache
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import gast
@@ -83,27 +84,33 @@ def resolve(filename: str, line: int) -> Origin:
     """The user's line behind line ``line`` of ``filename``: itself for a user's file;
     for a module numbax generated, the origin recorded for that line (or for the nearest
     line above it with one: a statement spanning several lines)."""
-    return _lookup(_origins_in(filename), filename, line)
+    return lines_of(filename)(line)
 
 
-def _lookup(origins: dict[int, Origin] | None, filename: str, line: int) -> Origin:
-    if origins:
-        for at in range(line, 0, -1):
-            if at in origins:
-                return origins[at]
-    return Origin(filename, line)
+def lines_of(filename: str) -> Callable[[int], Origin]:
+    """:func:`resolve` for the lines of one file, which reads the file once."""
+    origins = _origins_in(filename)
+
+    def origin(line: int) -> Origin:
+        if origins:
+            for at in range(line, 0, -1):
+                if at in origins:
+                    return origins[at]
+        return Origin(filename, line)
+
+    return origin
 
 
 def annotate(fn: gast.FunctionDef, filename: str) -> None:
     """Give ``fn`` and each of its statements that has a line (``lineno``, a line of
     ``filename``) the user's origin of that line; a statement marked adjoint (or one
     that was an adjoint already, in generated code) is the adjoint of its line."""
-    origins = _origins_in(filename)
+    origin_of_line = lines_of(filename)
     for node in [fn, *statements(fn.body)]:
         line = getattr(node, "lineno", None)
         if line is None:
             continue
-        origin = _lookup(origins, filename, line)
+        origin = origin_of_line(line)
         if getattr(node, ADJOINT, False) and not origin.adjoint:
             origin = replace(origin, adjoint=True)
         setattr(node, ORIGIN, origin)
