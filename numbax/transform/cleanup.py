@@ -52,23 +52,17 @@ _PURE_BUILTINS = frozenset(
     {len, range, slice, abs, min, max, float, int, bool, complex, tuple, isinstance}
 )
 
-_REDUCTION_DEFAULTS: dict[Any, dict[str, Any]] = {}
-"""NumPy reductions and scans → keyword arguments that mean what leaving them out
-means (NumPy's documented defaults)."""
-for _function in (np.sum, np.mean, np.prod, np.max, np.amax, np.min, np.amin, np.all, np.any):
-    _REDUCTION_DEFAULTS[_function] = {"axis": None, "dtype": None, "out": None, "keepdims": False}
-for _function in (np.var, np.std):
-    _REDUCTION_DEFAULTS[_function] = {
-        "axis": None,
-        "dtype": None,
-        "out": None,
-        "ddof": 0,
-        "keepdims": False,
-    }
-for _function in (np.cumsum, np.cumprod):
-    _REDUCTION_DEFAULTS[_function] = {"axis": None, "dtype": None, "out": None}
-for _function in (np.all, np.any):
-    del _REDUCTION_DEFAULTS[_function]["dtype"]
+_REDUCE = {"axis": None, "out": None, "keepdims": False}
+_REDUCE_TYPED = {**_REDUCE, "dtype": None}
+_REDUCTION_DEFAULTS: dict[Any, dict[str, Any]] = {
+    **dict.fromkeys((np.sum, np.mean, np.prod), _REDUCE_TYPED),
+    **dict.fromkeys((np.max, np.amax, np.min, np.amin, np.all, np.any), _REDUCE),
+    **dict.fromkeys((np.var, np.std), {**_REDUCE_TYPED, "ddof": 0}),
+    **dict.fromkeys((np.cumsum, np.cumprod), {"axis": None, "dtype": None, "out": None}),
+}
+"""NumPy reductions and scans → their keyword parameters whose value means what
+leaving them out means (NumPy's documented defaults; each function's own parameters
+only)."""
 
 _FOLDED = {
     gast.Add: operator.add,
