@@ -51,7 +51,7 @@ define(np.full,      "shape, fill_value, dtype=None, order='C', device=None, lik
 define(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, device=None",
        jvp={"fill_value": "nxrt.broadcast_like(dfill_value, ans)"},
        vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"},
-       samples=["np.ones((3, 2)), fill_value[2]"])
+       samples=["np.ones((3, 2)), fill_value[]", "np.ones((3, 2)), fill_value[2]"])
 # np.linspace(start, stop) is start * (1 - t) + stop * t, t from 0 to 1 along axis 0.
 _T = "nxrt.linspace_weights(ans, endpoint, axis)"  # t, shaped to broadcast against ans
 define(np.linspace,

@@ -143,21 +143,19 @@ define(np.angle,      "z, deg=False",
        batch=elementwise, samples=["z[3, 2]", "z[3, 2], deg=True"])
 # -- casts to a floating or complex scalar type: the value, in another precision. The
 # cotangent goes back in x's own dtype (the real part, for a real x).
+CASTS = checked_elsewhere("tests/autodiff/test_rules_elementwise.py: float32 or complex")
 define(float,         "x", linear="float(x)",                 vjp="nxrt.unbroadcast(g, x)",
        samples=["x[]"])
 define(complex,       "x", linear="complex(x)",               vjp="nxrt.unbroadcast(g, x)",
-       samples=checked_elsewhere("tests/autodiff/test_rules_elementwise.py: a complex result"))
+       samples=CASTS)
 define(np.float64,    "x", linear="np.float64(x)",            vjp="nxrt.unbroadcast(g, x)",
        batch=elementwise, samples=["x[]"])
 define(np.float32,    "x", linear="np.float32(x)",            vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=checked_elsewhere(
-           "tests/autodiff/test_rules_elementwise.py: float32, not float64"))
+       batch=elementwise, samples=CASTS)
 define(np.complex128, "x", linear="np.complex128(x)",         vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=checked_elsewhere(
-           "tests/autodiff/test_rules_elementwise.py: a complex result"))
+       batch=elementwise, samples=CASTS)
 define(np.complex64,  "x", linear="np.complex64(x)",          vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=checked_elsewhere(
-           "tests/autodiff/test_rules_elementwise.py: a complex result"))
+       batch=elementwise, samples=CASTS)
 # fmt: on
 
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite], batch=elementwise)
