@@ -77,6 +77,7 @@ define(np.arctan2,    "y, x",  # the angle of the point (x, y)
 define(np.hypot,      "x, y", derivative={"x": "x / ans",      "y": "y / ans"}, elementwise=True)
 define(np.deg2rad,    "x", derivative=RAD_PER_DEG)
 define(np.rad2deg,    "x", derivative=DEG_PER_RAD)
+define(np.degrees,    "x", derivative=DEG_PER_RAD)
 # sinc(x) = sin(pi x) / (pi x). Its slope's numerator vanishes at x = 0, where the slope
 # is 0; the slope's own slope there (-pi**2 / 3) is not right: second derivatives at
 # exactly 0 are.
