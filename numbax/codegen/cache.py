@@ -57,7 +57,7 @@ def _package_fingerprint() -> str:
     """A hash of numbax's own source: compiled code inlines its runtime helpers, so a
     changed helper must not reuse machine code cached before the change."""
     digest = hashlib.sha256()
-    for path in sorted(Path(numbax.__file__).parent.rglob("*.py")):
+    for path in sorted(Path(__file__).parent.parent.rglob("*.py")):
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
