@@ -35,15 +35,15 @@ derivatives (``samples=``, ``domain=``), so that the tests walk this table inste
 lists of their own (``tests/autodiff/test_rule_table.py``):
 
 * ``samples``: calls to check, each the text of a call's arguments in which an input
-  is written ``name[shape]`` (``"a[3, 4], axis=1"``, ``"x[]"`` for a 0-d array): it
+  is written ``name[shape]`` (``"a[3, 4], axis=1"``, ``"x[]"`` for a scalar): it
   becomes an argument of the function checked, an array of that shape; the other
   arguments are constants. Elementwise rules without samples are checked on inputs
   of shape (3, 2), and (2,) for their other parameters (broadcast against the first).
 * ``domain``: where inputs are drawn, ``(low, high)`` (default ``(-2, 2)``, values apart
   and away from 0), one per parameter (a dict), or a kind of matrix: ``"invertible"``,
   ``"spd"`` (symmetric positive definite), ``"bool"`` (a condition, not differentiated).
-* :func:`checked_elsewhere`: for the few rules a generic call cannot exercise (named
-  batch axes, pytree helpers), the test file that checks them.
+* :func:`checked_elsewhere`: for the few rules a generic call cannot exercise (a named
+  batch axis, a tuple or complex result, a custom_vjp rule), the test that checks them.
 """
 
 from __future__ import annotations
