@@ -157,7 +157,7 @@ define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
        samples=["value[3], np.zeros((3, 4)), 1", "value[], np.zeros((3, 4))",
                 "value[3], a[3, 4], 1"])
 define(nxrt.owned, "x",
-       linear="x",                                        vjp="g",
+       linear="x",                                        vjp=SELF_ADJOINT,
        batch=same_shape("x"), samples=["x[3, 2]"])
 define(nxrt.ravel, "x",
        linear="nxrt.ravel(x)",                            vjp="nxrt.reshape_like(g, x)",
