@@ -139,7 +139,7 @@ define(np.expand_dims, "a, axis",
 define(np.squeeze, "a, axis=None", methods=["squeeze"],
        jvp="nxrt.reshape_like(da, ans)",
        vjp="nxrt.reshape_like(g, a)",
-       samples=["a[3, 1, 4]", "a[3, 1, 4], 1"])
+       samples=["a[3, 1, 4], 1", "a[3, 1, 4]"])  # Numba squeezes a given axis only
 define(np.atleast_1d, "a",
        linear="np.atleast_1d(a)",
        vjp="nxrt.reshape_like(g, a)",
