@@ -6,7 +6,7 @@ the samples its declaration gives (``samples=``, ``domain=``; registry.py), and
 ``check_jacobians`` compares jacfwd and jacrev with central finite differences in
 float64: interpreted at every sample, and under ``nx.jit`` at the first. Rules with a
 batching rule are also batched over every input, and ``vmap``'s vectorized method must
-agree with its loop. A differentiable rule without samples fails
+agree with its loop (at the first sample it takes). A differentiable rule without samples fails
 ``test_every_rule_has_samples``; the few whose derivatives need a setting of their own
 name the test that checks them (``checked_elsewhere``).
 
@@ -38,7 +38,7 @@ BATCH = 3  # examples in a vmap check
 
 @dataclass(frozen=True)
 class Case:
-    """One call of one rule's operation: ``id`` names it, ``source`` is the function."""
+    """One call of one rule's operation, at one sample: ``id`` names it."""
 
     id: str
     rule: rules.Rule
