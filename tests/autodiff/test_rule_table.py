@@ -4,7 +4,10 @@ of operations here, so a new rule is checked as soon as it is declared.
 Each differentiable rule (functions, array methods and attributes alike) is called at
 the samples its declaration gives (``samples=``, ``domain=``; registry.py), and
 ``check_jacobians`` compares jacfwd and jacrev with central finite differences in
-float64: interpreted at every sample, and under ``nx.jit`` at the first. Rules with a
+float64: interpreted at every sample, and under ``nx.jit`` at the first. The helpers of
+derivative code (``nxrt.*``) are compiled whenever the derivatives that call them are;
+their own rules (for derivatives of derivatives) are checked interpreted, as compiling
+each one's Jacobians would add minutes to the suite. Rules with a
 batching rule are also batched over every input, and ``vmap``'s vectorized method must
 agree with its loop (at the first sample it takes). A differentiable rule without samples fails
 ``test_every_rule_has_samples``; the few whose derivatives need a setting of their own
@@ -45,7 +48,7 @@ class Case:
     function: str  # the function's name in the generated module
     inputs: tuple[tuple[str, tuple[int, ...]], ...]  # (name, shape) of each argument
     primary: bool  # the rule's first spelling, at each of its samples
-    first: bool  # and its first sample: also checked under jit
+    jit: bool  # also checked under jit: a NumPy operation's first sample
 
 
 # -- the rule table, by spelling -------------------------------------------------------
@@ -61,6 +64,11 @@ def _spellings() -> list[tuple[str, rules.Rule, Any]]:
     for kind, table in (("method", rules.all_methods()), ("attribute", rules.all_attributes())):
         found += [(f"{kind} {n}", r, None) for n, r in table.items() if r.differentiable]
     return found
+
+
+def _is_helper(target: Any) -> bool:
+    """A helper of numbax's derivative code (``nxrt.unbroadcast``...), not NumPy's."""
+    return getattr(target, "__module__", "").startswith("numbax.")
 
 
 def _is_elementwise(rule: rules.Rule) -> bool:
@@ -143,8 +151,8 @@ def _build() -> tuple[list[Case], list[str], list[str], dict[str, Any]]:
             lines += [f"def {function}({', '.join(inputs)}):", f"    return {body}", ""]
             name = rule.name if primary else spelling
             inputs = tuple(inputs.items())
-            first = primary and j == 0
-            cases.append(Case(f"{name}({sample})", rule, function, inputs, primary, first))
+            jit = primary and j == 0 and not _is_helper(target)
+            cases.append(Case(f"{name}({sample})", rule, function, inputs, primary, jit))
     return cases, missing, lines, operations
 
 
@@ -209,12 +217,12 @@ def test_every_rule_has_samples():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_derivatives_match_finite_differences(generated, case):
-    """jacfwd and jacrev against central differences; under jit too at the rule's first
-    sample (compiling is slow: once per rule)."""
+    """jacfwd and jacrev against central differences; under jit too at the first sample
+    of each NumPy operation (compiling is slow: once per rule)."""
     f = getattr(generated, case.function)
     args = _inputs(case)
     argnums = [i for i, a in enumerate(args) if np.result_type(a).kind == "f"]
-    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=case.first)
+    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=case.jit)
 
 
 BATCHED: dict[str, list[Case]] = {}  # rule name: its samples, for rules with batching
