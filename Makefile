@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test bench fuzz lint format clean
+.PHONY: demo test test-fast bench fuzz lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,6 +22,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -n 2 -q
+
+# The interpreted half (no Numba compile): a few minutes, for quick iterations.
+test-fast: $(STAMP)
+	$(PY) -m pytest -n 2 -q -m "not jit"
 
 # JAX and autograd (the `compare` extra) are the benchmarks' peers; the stamp makes a
 # second `make bench` skip pip. Pass options through, e.g. make bench BENCH_ARGS=--quick
@@ -44,6 +48,7 @@ fuzz: $(STAMP)
 	FUZZ_N=$(FUZZ_N) $(PY) -m tests.fuzz $(FUZZ_ARGS)
 
 lint: $(STAMP)
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check numbax tests benchmarks examples
 	$(VENV)/bin/ruff format --check numbax tests benchmarks examples
 

@@ -1,10 +1,9 @@
 """numbax: JAX's transformations for plain NumPy code, by source rewriting and Numba.
 
-Decorate ordinary NumPy functions with ``nx.jit`` (and, as they land, ``nx.grad``,
-``nx.vmap``...), and read what was generated with ``nx.show``.
+Compile ordinary NumPy functions with ``nx.jit``, differentiate them with ``nx.grad``
+and its family, batch them with ``nx.vmap``, and read what was generated with
+``nx.show``.
 """
-
-from numbax.version import __version__
 
 from numbax import lax, random, tree_util
 from numbax.api.autodiff import (
@@ -23,6 +22,7 @@ from numbax.api.jit import Jitted, jit
 from numbax.api.show import block_until_ready, show, source
 from numbax.api.vmap import vmap
 from numbax.errors import CompileError, TransformError
+from numbax.version import __version__
 
 __all__ = [
     "CompileError",

@@ -62,6 +62,14 @@ def test_samples_feed_arithmetic(seed, shape):
         _same(actual, want)
 
 
+def test_generated_code_keeps_the_calls_as_written():
+    """numbax.random's functions compile as the user wrote them (numbax.random registers
+    their Numba implementations on the functions themselves)."""
+    noisy(nr.key(0), np.zeros(3))
+    assert "nx.random.split(key)" in noisy.source
+    assert "nx.random.normal(k1, " in noisy.source
+
+
 @nx.jit
 def draws32(key):
     return (

@@ -1,2 +1,18 @@
 """numbax's public face: every callable numbax hands out (jit, the grad family, vmap,
-custom rules, checkpoint) and :func:`show`. ``numbax/__init__.py`` re-exports them."""
+custom rules, checkpoint; their base class is :class:`~numbax.api.callable.NumbaxFunction`)
+and :func:`show`. ``numbax/__init__.py`` re-exports them.
+
+The transformations a user may build inside a function being transformed
+(``nx.vmap(model)(w, xs)``) are registered here with the normalizer, which builds them
+once beforehand (``numbax.transform.normalize_transformations``).
+"""
+
+from numbax.api.autodiff import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad
+from numbax.api.custom import checkpoint, remat
+from numbax.api.jit import jit
+from numbax.api.vmap import vmap
+from numbax.transform.normalize_transformations import register_transformations
+
+register_transformations(
+    vmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat
+)

@@ -16,10 +16,11 @@ import gast
 import numpy as np
 
 from numbax import tree_util
-from numbax.api.transformed import Derivatives, Generated, Transformed, generate
-from numbax.codegen.variadic import PerArity, fixed_arity, takes_star_args
+from numbax.api.callable import callable_target
+from numbax.api.per_arity import PerArity
+from numbax.api.transformed import Derivatives, Generated, Transformed, callee_derivative, params
+from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.numba_backend.ad_runtime import grad_dtype_check
-from numbax.transform.forward import jvp_function
 from numbax.transform.jacobians import jacobian_function
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, refuse_variadic
@@ -32,7 +33,7 @@ Argnums = int | Sequence[int]
 
 def _positional(fun: Callable) -> list[str]:
     try:
-        signature = inspect.signature(_callable_target(fun))
+        signature = inspect.signature(callable_target(fun))
     except (TypeError, ValueError):
         return ["x"]
     return [
@@ -44,7 +45,7 @@ def _positional(fun: Callable) -> list[str]:
 
 def _argnums(fun: Callable, argnums: Argnums, transformation: str) -> tuple[tuple[int, ...], bool]:
     """(positions, whether the user gave a tuple), validated like JAX."""
-    refuse_variadic(_callable_target(fun), transformation)
+    refuse_variadic(callable_target(fun), transformation)
     is_tuple = not isinstance(argnums, int)
     numbers = tuple(argnums) if is_tuple else (argnums,)
     n = len(_positional(fun))
@@ -56,10 +57,6 @@ def _argnums(fun: Callable, argnums: Argnums, transformation: str) -> tuple[tupl
                 f"are {-n} to {n - 1}"
             )
     return tuple(k % n for k in numbers), is_tuple
-
-
-def _params(fn: gast.FunctionDef) -> list[str]:
-    return [a.id for a in fn.args.posonlyargs + fn.args.args]
 
 
 def _inexact(value: Any) -> bool:
@@ -101,42 +98,6 @@ def _bound_arguments(fun: Callable, args: tuple, kwargs: dict) -> list[Any]:
     return list(bound.arguments.values())
 
 
-def callee_derivative(
-    callee: Any, mode: str, positions: tuple[int, ...], arity: int | None = None
-) -> Generated:
-    """The JVP (``mode="jvp"``) or VJP (``"vjp"``; ``"vjp_aux"`` for a function with
-    aux) of a function called from generated code, w.r.t. its arguments at
-    ``positions``: ``jvp_h(<args>, <tangents>) -> (out, tangent)`` and
-    ``vjp_h(<args>, ct) -> (cotangents...)``. ``arity``: how many positional arguments
-    the call passes, which names the parameters of a callee taking ``*args``."""
-    if arity is not None:
-        callee = fixed_arity(callee, arity, mode)
-    target = getattr(callee, "fun", callee) if hasattr(callee, "nested_dispatcher") else callee
-    if hasattr(target, "__numbax_derivative__"):  # custom_jvp, custom_vjp, checkpoint
-        return target.__numbax_derivative__(mode, positions)
-
-    def name(source: FunctionSource) -> str:
-        return f"{'jvp' if mode == 'jvp' else 'vjp'}_{source.name}"
-
-    def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
-        wrt = [_params(fn)[i] for i in positions]
-        fn.args.defaults = []  # call sites pass every argument
-        if mode == "jvp":
-            return jvp_function(fn, source, wrt, derive, name(source))
-        return vjp_function(
-            fn,
-            source,
-            wrt,
-            derive,
-            name(source),
-            seed="parameter",
-            returns="tuple",
-            has_aux=mode == "vjp_aux",
-        )
-
-    return generate(target, mode, positions, build, name)
-
-
 # -- grad ------------------------------------------------------------------------------
 
 
@@ -154,7 +115,7 @@ class Grad(Transformed):
     ) -> None:
         super().__init__(fun)
         self.transformation = "value_and_grad" if with_value else "grad"
-        self.positions, self.as_tuple = _argnums(fun, argnums, self.transformation)
+        self.positions, self.as_tuple = _argnums(self.fun, argnums, self.transformation)
         self.has_aux = has_aux
         self.holomorphic = holomorphic
         self.allow_int = allow_int
@@ -164,7 +125,7 @@ class Grad(Transformed):
         return (self.positions, self.as_tuple, self.has_aux, self.with_value, self.holomorphic)
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
-        wrt = [_params(fn)[i] for i in self.positions]
+        wrt = [params(fn)[i] for i in self.positions]
         return vjp_function(
             fn,
             source,
@@ -246,7 +207,7 @@ class Jacobian(Transformed):
     def __init__(self, fun: Callable, argnums: Argnums, has_aux: bool, forward: bool) -> None:
         super().__init__(fun)
         self.transformation = "jacfwd" if forward else "jacrev"
-        self.positions, self.as_tuple = _argnums(fun, argnums, self.transformation)
+        self.positions, self.as_tuple = _argnums(self.fun, argnums, self.transformation)
         self.has_aux = has_aux
         self.forward = forward
 
@@ -254,7 +215,7 @@ class Jacobian(Transformed):
         return (self.positions, self.as_tuple, self.has_aux)
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
-        callee = _callable_target(self.fun)
+        callee = callable_target(self.fun)
         tree, name = jacobian_function(
             fn,
             callee,
@@ -271,18 +232,6 @@ class Jacobian(Transformed):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.generated().function(*args, **kwargs)
-
-
-def _callable_target(fun: Any) -> Any:
-    """What generated code calls for ``fun``: a transformed function's generated code,
-    a NumPy function's wrapper, or ``fun`` itself."""
-    from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
-
-    if hasattr(fun, "__numbax_function__"):
-        return fun.__numbax_function__()
-    if is_numpy_function(fun):
-        return numpy_wrapper(fun)
-    return fun
 
 
 def jacfwd(
@@ -321,7 +270,7 @@ def hessian(
 
 
 def _jvp_generated(fun: Callable, n: int) -> Generated:
-    return callee_derivative(_callable_target(fun), "jvp", tuple(range(n)))
+    return callee_derivative(callable_target(fun), "jvp", tuple(range(n)))
 
 
 def jvp(
@@ -361,7 +310,7 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
 
 
 def _call(fun: Callable, args: tuple) -> Any:
-    target = fun if hasattr(fun, "nested_dispatcher") else _callable_target(fun)
+    target = fun if hasattr(fun, "nested_dispatcher") else callable_target(fun)
     return target(*args)
 
 
@@ -372,7 +321,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     result = _call(fun, primals)
     out, aux = result if has_aux else (result, None)
     mode = "vjp_aux" if has_aux else "vjp"
-    generated = callee_derivative(_callable_target(fun), mode, tuple(range(len(primals))))
+    generated = callee_derivative(callable_target(fun), mode, tuple(range(len(primals))))
 
     def vjp_fun(cotangent: Any) -> tuple:
         if np.shape(cotangent) != np.shape(out):

@@ -23,8 +23,9 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from numbax.api.callable import callable_target
 from numbax.api.rewritten import Rewritten, binding, load_generated, tangent_name, where
-from numbax.api.transformed import Generated
+from numbax.api.transformed import Generated, callee_derivative
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.source import display_name
 
@@ -51,12 +52,14 @@ class custom_jvp(Rewritten):
     must be linear in the tangents, as JAX requires.
     """
 
+    transformation = "custom_jvp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums, "nondiff_argnums")
         self.jvp: Callable | None = None
         self.jvps: tuple[Callable | None, ...] | None = None
 
-    def _identity(self) -> tuple:
+    def _key(self) -> tuple:
         return (*self.static, self.jvp, *(self.jvps or ()))
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
@@ -67,14 +70,14 @@ class custom_jvp(Rewritten):
                 "tangents of arguments that are not differentiated; leave it False."
             )
         self.jvp, self.jvps = jvp, None
-        self._derived.clear()
+        self._forget_derivatives()
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:
         """Set one rule per argument: ``jvps[i](tangent_i, primal_out, *primals)`` is
         argument ``i``'s contribution to the output's tangent (None: it has none)."""
         self.jvp, self.jvps = None, jvps
-        self._derived.clear()
+        self._forget_derivatives()
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         if self.jvp is None and self.jvps is None:
@@ -134,8 +137,6 @@ class custom_jvp(Rewritten):
 
     def _vjp(self, positions: tuple[int, ...], params: list[str]) -> Generated:
         """The transpose of the rule's tangent output: its VJP w.r.t. the tangents."""
-        from numbax.api.autodiff import callee_derivative
-
         function_name = f"tangent_{self.name}"
         tangents = [tangent_name(p) for p in params]
         lines, namespace = self._rule_call(params, tangents)
@@ -194,12 +195,14 @@ class custom_vjp(Rewritten):
     refused, as in JAX.
     """
 
+    transformation = "custom_vjp"
+
     def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()) -> None:
         super().__init__(fun, nondiff_argnums, "nondiff_argnums")
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
-    def _identity(self) -> tuple:
+    def _key(self) -> tuple:
         return (*self.static, self.fwd, self.bwd)
 
     def defvjp(
@@ -215,7 +218,7 @@ class custom_vjp(Rewritten):
                 "custom_vjp.defvjp(symbolic_zeros=True) is not supported by numbax; leave it False."
             )
         self.fwd, self.bwd = fwd, bwd
-        self._derived.clear()
+        self._forget_derivatives()
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         if mode == "jvp":
@@ -261,16 +264,14 @@ def _tuple(items: list[str]) -> str:
 class _Checkpointed(Rewritten):
     """``checkpoint(f)``: see :func:`checkpoint`."""
 
+    transformation = "checkpoint"
+
     def __numbax_function__(self) -> Callable:
         """Transformations read ``f`` itself: only calls to it are treated differently."""
-        from numbax.api.autodiff import _callable_target
-
         fun = self.fun.fun if hasattr(self.fun, "nested_dispatcher") else self.fun
-        return _callable_target(fun)
+        return callable_target(fun)
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
-        from numbax.api.autodiff import callee_derivative
-
         return callee_derivative(self.fun, mode, positions)
 
 

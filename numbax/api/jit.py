@@ -1,17 +1,18 @@
-"""The public transformations. ``jit`` lives here; each builds a callable object that
-generates source on first use (per static-argument values) and caches it."""
+"""``jit``: compile a function with Numba by way of numbax's generated source, one
+specialization per static-argument values, generated on first use and cached."""
 
 from __future__ import annotations
 
 import functools
 import inspect
-import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
-from numbax.codegen.variadic import PerArity, takes_star_args
+from numbax.api.callable import NumbaxFunction
+from numbax.api.per_arity import PerArity
+from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
@@ -20,7 +21,6 @@ from numbax.numba_backend.cpu import (
     compile_function,
     explain_failure,
 )
-from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import read_function
 from numbax.tree_util import is_flat
 
@@ -75,8 +75,10 @@ def _as_tuple(value: Any, kind: type) -> tuple:
     return tuple(value)
 
 
-class Jitted:
+class Jitted(NumbaxFunction):
     """A function compiled by numbax. Call it like the original; read ``.source``."""
+
+    transformation = "jit"
 
     def __init__(
         self,
@@ -93,11 +95,9 @@ class Jitted:
     ) -> None:
         if isinstance(fun, Jitted):  # jit(jit(f)): the inner jit adds nothing
             fun = fun.fun
-        if is_numpy_function(fun):  # jit(np.exp): compile a wrapper that calls it
-            fun = numpy_wrapper(fun)
         if not callable(fun):
             raise TypeError(f"jit expects a callable, got {type(fun).__name__}: {fun!r}")
-        self.fun = fun
+        super().__init__(fun)  # jit(np.exp): compiles a wrapper that calls it
         self._check_backend(device if backend is None else backend)
         unknown = set(numba_options) - NUMBA_OPTIONS
         if unknown:
@@ -110,7 +110,7 @@ class Jitted:
             self.options["inline"] = "always"
         self.donate_argnums = _as_tuple(donate_argnums, int)
         self.keep_unused = keep_unused
-        self._signature = inspect.signature(fun)
+        self._signature = inspect.signature(self.fun)
         self._positional = [
             p.name
             for p in self._signature.parameters.values()
@@ -119,13 +119,11 @@ class Jitted:
         self.static_argnames = self._static_names(
             _as_tuple(static_argnums, int), _as_tuple(static_argnames, str)
         )
-        self._specializations: dict[tuple, Compiled] = {}
         self._latest: Compiled | None = None
         # Specializations by the exact types of a call's positional arguments, for calls
         # whose types alone determine it (no statics, no keywords, no pytrees).
         self._fast: dict[tuple[type, ...], Compiled] = {}
         self._source = None
-        functools.update_wrapper(self, fun, updated=())
 
     # -- construction helpers ------------------------------------------------------
     @staticmethod
@@ -207,14 +205,13 @@ class Jitted:
         if weak is None:
             weak = self._weak_by_default()
         key = (self._static_key(statics), weak)
-        compiled = self._specializations.get(key)
-        if compiled is None:
-            if self._source is None:
-                self._source = read_function(self.fun, "jit")
-            compiled = compile_function(self._source, statics, self.options, weak_params=weak)
-            self._specializations[key] = compiled
-        self._latest = compiled
-        return compiled
+        self._latest = self._cached(key, lambda: self._compile(statics, weak))
+        return self._latest
+
+    def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
+        if self._source is None:
+            self._source = read_function(self.fun, "jit")
+        return compile_function(self._source, statics, self.options, weak_params=weak)
 
     def _weak_by_default(self) -> frozenset[str]:
         return frozenset(
@@ -249,8 +246,8 @@ class Jitted:
             key.append((name, type(value), value))
         return tuple(key)
 
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        return self if instance is None else types.MethodType(self, instance)
+    def _key(self) -> tuple:
+        return (tuple(sorted(self.options.items())), self.static_argnames)
 
     # -- inspection ----------------------------------------------------------------
     @property
@@ -294,5 +291,6 @@ class Jitted:
         # Compiled callers may pass Python-typed scalars in any parameter.
         return self.specialize({}, frozenset(self._signature.parameters)).dispatcher
 
-    def __repr__(self) -> str:
-        return f"<numbax.jit of {getattr(self.fun, '__qualname__', self.fun)!r}>"
+    def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
+        """What compiled code calls: this function compiled with its own options."""
+        return self.nested_dispatcher()

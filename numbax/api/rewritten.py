@@ -10,19 +10,19 @@ cache, like every other, so that it can be read, compiled and transformed again.
 
 from __future__ import annotations
 
-import functools
 import inspect
 import re
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from numbax.api.callable import NumbaxFunction
 from numbax.api.transformed import Generated
 from numbax.codegen.cache import cache_key
+from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import TransformError
 from numbax.numba_backend import runtime
-from numbax.numba_backend.cpu import _callable_identity, _fingerprint
 from numbax.transform.ad_common import RUNTIME, derivative_name
 from numbax.transform.source import display_name, read_function, refuse_variadic
 
@@ -56,26 +56,24 @@ def load_generated(
     text += "\n\n\n" + "\n".join(body) + "\n"
     namespace = {RUNTIME: runtime, **namespace}
     module = load_module(
-        module_name(name, cache_key(text, _fingerprint(namespace))), text, namespace
+        module_name(name, cache_key(text, fingerprint(namespace))), text, namespace
     )
     function = getattr(module, name)
     return Generated(function, text, read_function(function if of is None else of))
 
 
-class Rewritten(ABC):
+class Rewritten(NumbaxFunction):
     """A function whose calls derivative transformations handle themselves.
 
     Calling it calls ``fun``; ``jit`` compiles ``fun``; the transformations see, in
     place of ``fun``'s source, a one-line function calling this object, so that its
-    call goes through :meth:`__numbax_derivative__`."""
+    call goes through :meth:`__numbax_derivative__` (one generated derivative per mode
+    and differentiated positions, cached)."""
 
     def __init__(self, fun: Callable, static: Sequence[int], static_what: str) -> None:
-        functools.update_wrapper(self, fun, updated=())
-        self.fun = fun
+        super().__init__(fun)
         self.static = tuple(static)
         self.static_what = static_what
-        self._derived: dict[tuple, Generated] = {}
-        self._trampoline: Generated | None = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.fun(*args, **kwargs)
@@ -84,30 +82,25 @@ class Rewritten(ABC):
         """What compiled code calls: the function itself."""
         return self.fun
 
-    def __numbax_identity__(self) -> str:
-        """What generated code that calls this object depends on (the cache key's part)."""
-        parts = ", ".join(
-            _callable_identity(p) if callable(p) else repr(p) for p in self._identity()
-        )
-        return f"{type(self).__name__}({_callable_identity(self.fun)}; {parts})"
-
-    def _identity(self) -> tuple:
+    def _key(self) -> tuple:
         return self.static
 
     def __numbax_function__(self) -> Callable:
         """``def f(x, y): return _custom_f(x, y)``: what transformations read."""
-        if self._trampoline is None:
-            params = self.parameters("transform")
-            name = self.name
-            args = ", ".join(params)
-            self._trampoline = load_generated(
-                name,
-                [f"{where(self.fun)}, as the transformations see it: a call to itself"],
-                [f"def {name}({args}):", f"    return _custom_{name}({args})"],
-                {f"_custom_{name}": self},
-            )
-            self._trampoline.function.__defaults__ = getattr(self.fun, "__defaults__", None)
-        return self._trampoline.function
+        return self._cached("trampoline", self._trampoline).function
+
+    def _trampoline(self) -> Generated:
+        params = self.parameters("transform")
+        name = self.name
+        args = ", ".join(params)
+        trampoline = load_generated(
+            name,
+            [f"{where(self.fun)}, as the transformations see it: a call to itself"],
+            [f"def {name}({args}):", f"    return _custom_{name}({args})"],
+            {f"_custom_{name}": self},
+        )
+        trampoline.function.__defaults__ = getattr(self.fun, "__defaults__", None)
+        return trampoline
 
     @property
     def name(self) -> str:
@@ -134,17 +127,17 @@ class Rewritten(ABC):
                     function=display_name(self.fun),
                     transformation=mode,
                 )
-        key = (mode, positions)
-        if key not in self._derived:
-            self._derived[key] = self._derive(mode, positions, params)
-        return self._derived[key]
+        return self._cached((mode, positions), lambda: self._derive(mode, positions, params))
+
+    def _forget_derivatives(self) -> None:
+        """Drop the derivatives generated so far (the rule they were made from changed)."""
+        self._specializations = {
+            key: value for key, value in self._specializations.items() if key == "trampoline"
+        }
 
     @abstractmethod
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         """The generated derivative of a call (the kind of rule decides how)."""
-
-    def __repr__(self) -> str:
-        return f"<numbax.{type(self).__name__} of {display_name(self.fun)!r}>"
 
 
 def tangent_name(param: str) -> str:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from numbax.tree_util import tree_leaves
+
 
 def source(fun: Any) -> str:
     """The generated Python source of a numbax-transformed function."""
@@ -42,14 +44,8 @@ def block_until_ready(tree: Any) -> Any:
     CPU results are NumPy arrays, computed by the time a call returns, so this returns
     at once; it exists so JAX-style timing code runs unchanged.
     """
-    for leaf in _leaves(tree):
+    for leaf in tree_leaves(tree):
         wait = getattr(leaf, "block_until_ready", None)
         if callable(wait):
             wait()
     return tree
-
-
-def _leaves(tree: Any) -> list:
-    from numbax.tree_util import tree_leaves
-
-    return tree_leaves(tree)

@@ -10,11 +10,10 @@ applied to it reads the generated function as its source — which is how
 
 from __future__ import annotations
 
-import functools
 import inspect
 import types
 import weakref
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -22,15 +21,20 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.api.callable import NumbaxFunction
+from numbax.api.jit import Jitted
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
+from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
+from numbax.codegen.variadic import fixed_arity
 from numbax.errors import TransformError
 from numbax.numba_backend import runtime
-from numbax.numba_backend.cpu import _fingerprint
 from numbax.transform.ad_common import RUNTIME
+from numbax.transform.forward import jvp_function
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 
@@ -88,9 +92,6 @@ class Derivatives:
     ) -> str:
         """The name of ``callee``'s derivative, for a call with ``arity`` positional
         arguments (which name the parameters of a callee taking ``*args``)."""
-        from numbax.api.autodiff import callee_derivative
-        from numbax.api.jit import Jitted
-
         try:
             derived = callee_derivative(callee, mode, positions, arity)
         except RecursiveDerivative as recursion:
@@ -184,7 +185,7 @@ def generate(
         RUNTIME: runtime,
         **derivatives.bindings,
     }
-    key_text = cache_key(emitted.text, _fingerprint(bindings))
+    key_text = cache_key(emitted.text, fingerprint(bindings))
     module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
     function = live_function(module, tree.name, bindings, source.live)
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
@@ -198,6 +199,47 @@ def generate(
     _of_function[function] = generated
     _generated[cache] = generated
     return generated
+
+
+def callee_derivative(
+    callee: Any, mode: str, positions: tuple[int, ...], arity: int | None = None
+) -> Generated:
+    """The JVP (``mode="jvp"``) or VJP (``"vjp"``; ``"vjp_aux"`` for a function with
+    aux) of a function called from generated code, w.r.t. its arguments at
+    ``positions``: ``jvp_h(<args>, <tangents>) -> (out, tangent)`` and
+    ``vjp_h(<args>, ct) -> (cotangents...)``. ``arity``: how many positional arguments
+    the call passes, which names the parameters of a callee taking ``*args``."""
+    if arity is not None:
+        callee = fixed_arity(callee, arity, mode)
+    target = getattr(callee, "fun", callee) if hasattr(callee, "nested_dispatcher") else callee
+    if hasattr(target, "__numbax_derivative__"):  # custom_jvp, custom_vjp, checkpoint
+        return target.__numbax_derivative__(mode, positions)
+
+    def name(source: FunctionSource) -> str:
+        return f"{'jvp' if mode == 'jvp' else 'vjp'}_{source.name}"
+
+    def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
+        wrt = [params(fn)[i] for i in positions]
+        fn.args.defaults = []  # call sites pass every argument
+        if mode == "jvp":
+            return jvp_function(fn, source, wrt, derive, name(source))
+        return vjp_function(
+            fn,
+            source,
+            wrt,
+            derive,
+            name(source),
+            seed="parameter",
+            returns="tuple",
+            has_aux=mode == "vjp_aux",
+        )
+
+    return generate(target, mode, positions, build, name)
+
+
+def params(fn: gast.FunctionDef) -> list[str]:
+    """The positional parameters of a generated function's tree."""
+    return [a.id for a in fn.args.posonlyargs + fn.args.args]
 
 
 def _names(fn: gast.FunctionDef) -> set[str]:
@@ -215,12 +257,12 @@ def _identity(fun: Any) -> Any:
 def _made_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
     """Names the transformation bound itself (``nx.vmap(model)`` built once, as
     ``_vmap_model``): free names of ``fn`` that the user's function cannot read."""
-    bound = {}
-    for node in gast.walk(fn):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-            if node.id in resolver.source.closure and not _readable(resolver.source, node.id):
-                bound[node.id] = resolver.source.closure[node.id]
-    return bound
+    source = resolver.source
+    return {
+        name: value
+        for name, value in resolver.free_bindings(fn).items()
+        if name in source.closure and not _readable(source, name)
+    }
 
 
 def _readable(source: FunctionSource, name: str) -> bool:
@@ -285,19 +327,10 @@ def _token(value: Any) -> Any:
     return _Same(value)
 
 
-class Transformed(ABC):
-    """A function produced by a transformation. Call it like the original (see each
-    transformation for its result); read ``.source``; transform it again."""
-
-    transformation = "transform"
-
-    def __init__(self, fun: Callable) -> None:
-        self.fun = fun
-        functools.update_wrapper(self, fun, updated=())
-
-    @abstractmethod
-    def _key(self) -> tuple:
-        """What, besides the function, the generated source depends on (argnums...)."""
+class Transformed(NumbaxFunction):
+    """A function produced by a source transformation (``grad``, ``jacfwd``...): its
+    generated code is cached per function, transformation and :meth:`_key` while the
+    names it reads denote what they did (:func:`generate`)."""
 
     @abstractmethod
     def _build(
@@ -307,12 +340,6 @@ class Transformed(ABC):
 
     def generated(self) -> Generated:
         return generate(self.fun, self.transformation, self._key(), self._build)
-
-    def __numbax_identity__(self) -> str:
-        """What generated code that calls this object depends on (the cache key's part)."""
-        from numbax.numba_backend.cpu import _callable_identity
-
-        return f"{self.transformation}{self._key()!r}({_callable_identity(self.fun)})"
 
     def __numbax_function__(self) -> types.FunctionType:
         """The generated function, which other transformations read as source."""
@@ -327,9 +354,3 @@ class Transformed(ABC):
     def __signature__(self) -> inspect.Signature:
         """The generated function's parameters (``inspect.signature`` reads this)."""
         return inspect.signature(self.generated().function)
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        return self if instance is None else types.MethodType(self, instance)
-
-    def __repr__(self) -> str:
-        return f"<numbax.{self.transformation} of {display_name(self.fun)!r}>"

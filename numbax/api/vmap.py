@@ -30,13 +30,15 @@ from typing import Any
 
 import numpy as np
 
+from numbax.api.jit import Jitted
+from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, where
-from numbax.api.transformed import Generated, generate
-from numbax.codegen.variadic import PerArity, takes_star_args
+from numbax.api.transformed import Generated, callee_derivative, generate
+from numbax.codegen.variadic import takes_star_args
 from numbax.errors import TransformError
+from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, compile_helper, typed_per_process
 from numbax.transform.batching import INDEX
 from numbax.transform.names import Namer
-from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import display_name
 from numbax.transform.vectorize import rank_of
@@ -60,6 +62,8 @@ def _check_axes_spec(in_axes: Any) -> Any:
 class Batched(Rewritten):
     """``vmap(fun, ...)``: call it on a batch; ``.source`` shows the generated loop."""
 
+    transformation = "vmap"
+
     def __init__(
         self,
         fun: Callable,
@@ -74,9 +78,7 @@ class Batched(Rewritten):
                 f"vmap(method={method!r}): method is None (choose for each call), "
                 "'vectorized' or 'loop'"
             )
-        if is_numpy_function(fun):  # vmap(np.dot): a wrapper numbax can call and read
-            fun = numpy_wrapper(fun)
-        super().__init__(fun, (), "")
+        super().__init__(fun, (), "")  # vmap(np.dot): a wrapper numbax can call and read
         self.in_axes = _check_axes_spec(in_axes)
         self.out_axes = out_axes
         self.axis_size = axis_size
@@ -91,7 +93,7 @@ class Batched(Rewritten):
     def name(self) -> str:
         return f"vmap_{super().name}"
 
-    def _identity(self) -> tuple:
+    def _key(self) -> tuple:
         return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
 
     # -- calling ------------------------------------------------------------------------
@@ -162,7 +164,6 @@ class Batched(Rewritten):
         return self._vectorized[key]
 
     def _vectorize(self, axes: tuple, ranks: tuple) -> Generated | Decline:
-        from numbax.api.jit import Jitted
         from numbax.transform.resolve import Resolver, local_names
         from numbax.transform.vectorize import vectorize
 
@@ -226,8 +227,6 @@ class Batched(Rewritten):
 
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
         """The implementation Numba compiles for a call with these argument types."""
-        from numbax.numba_backend.cpu import compile_helper
-
         params = self.parameters("vmap")
         axes = self._axes(len(params), ())
         ranks = tuple(
@@ -253,12 +252,6 @@ class Batched(Rewritten):
         calling the compiled function; under ``parallel=True`` its examples run on all
         cores (``prange``; each writes its own slice of the batch)."""
         import numba
-
-        from numbax.numba_backend.cpu import (
-            DEFAULT_NUMBA_OPTIONS,
-            compile_helper,
-            typed_per_process,
-        )
 
         key = ("loop", *sorted(options.items()))
         axes = self._axes(len(self.parameters("vmap")), ())
@@ -402,8 +395,6 @@ class Batched(Rewritten):
         return "loop" if self.method == "loop" else None
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
-        from numbax.api.autodiff import callee_derivative
-
         axes = self._axes(len(params), ())
         derivative = callee_derivative(self.fun, mode, positions).function
         # Parameters of derivative code are often derivative names already (vmap of a

@@ -4,10 +4,10 @@ numbax generates code for named parameters (``argnums`` and ``in_axes`` count th
 a function ``def f(x, *rest)`` is transformed once per number of positional arguments
 it is called with: at a call with three, it is read as ``def f(x, rest_0, rest_1)``
 whose body starts with ``rest = (rest_0, rest_1)`` (:func:`fixed_arity`), and that
-ordinary function is transformed as any other. :class:`PerArity` is what a
-transformation of such a function returns: it keeps one transformed function per
-arity, built at the first call with that many arguments (where JAX also checks
-``argnums`` against the call's arguments).
+ordinary function is transformed as any other. A transformation of such a function
+(``numbax.api.per_arity.PerArity``) keeps one transformed function per arity, built at
+the first call with that many arguments (where JAX also checks ``argnums`` against the
+call's arguments); it says so by its ``for_arity(n)`` method.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import copy
 import dataclasses
 import inspect
 import types
-from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -35,7 +34,7 @@ from numbax.transform.source import (
 def takes_star_args(fun: Any) -> bool:
     """Whether ``fun`` is transformed per call arity: a Python function with ``*args``,
     or a transformation of one."""
-    if isinstance(fun, PerArity):
+    if hasattr(fun, "for_arity"):
         return True
     return isinstance(fun, types.FunctionType) and bool(fun.__code__.co_flags & inspect.CO_VARARGS)
 
@@ -47,7 +46,7 @@ def fixed_arity(fun: Any, n: int, transformation: str = "jit") -> Any:
     """``fun`` as a function of ``n`` named positional parameters when it takes
     ``*args`` (a transformation of such a function: its transformation for ``n``);
     any other ``fun`` as it is."""
-    if isinstance(fun, PerArity):
+    if hasattr(fun, "for_arity"):
         return fun.for_arity(n)
     if not takes_star_args(fun):
         return fun
@@ -100,41 +99,3 @@ def _expand(fun: types.FunctionType, n: int, transformation: str) -> types.Funct
     # Transformations of it read this tree, whose lines are the user's.
     register_source(function, dataclasses.replace(source, func=function, tree=fn))
     return function
-
-
-class PerArity:
-    """A transformation of a function taking ``*args``: at each call, the
-    transformation of that function with the call's number of positional arguments."""
-
-    def __init__(self, fun: Any, transform: Callable[[Any], Any], transformation: str) -> None:
-        self.fun = fun
-        self.transform = transform
-        self.transformation = transformation
-        self._by_arity: dict[int, Any] = {}
-        self._latest: Any = None
-
-    def for_arity(self, n: int) -> Any:
-        """The transformed function for calls with ``n`` positional arguments."""
-        if n not in self._by_arity:
-            self._by_arity[n] = self.transform(fixed_arity(self.fun, n, self.transformation))
-        self._latest = self._by_arity[n]
-        return self._latest
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.for_arity(len(args))(*args, **kwargs)
-
-    @property
-    def source(self) -> str:
-        """The generated source for the arity of the latest call."""
-        if self._latest is None:
-            raise ValueError(
-                f"{display_name(self.fun)!r} takes *args: its {self.transformation} depends "
-                "on how many arguments it is given. Call it once, then read .source."
-            )
-        return self._latest.source
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        return self if instance is None else types.MethodType(self, instance)
-
-    def __repr__(self) -> str:
-        return f"<numbax.{self.transformation} of {display_name(self.fun)!r}>"

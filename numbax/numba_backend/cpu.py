@@ -1,39 +1,32 @@
-"""Compile generated source with ``numba.njit``, and explain Numba's failures in user terms.
+"""The CPU target: compile a specialization with ``numba.njit``, and explain Numba's
+failures in user terms.
 
-The pipeline for one specialization: normalize the user's function, bake static
-arguments, lower for Numba, emit readable source, load it as a module from the cache
-directory, and wrap the function with ``numba.njit(cache=True)`` so a later process
-loads the machine code from disk instead of compiling again.
+The generated module comes from the target-neutral pipeline (``pipeline.py``); this
+module wraps its function with ``numba.njit(cache=True)``, so a later process loads the
+machine code from disk instead of compiling again, and compiles the user functions the
+generated code calls the same way.
 """
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import re
 import types
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-import gast
 import numba
 import numpy as np
 from numba.core import errors as numba_errors
 
 from numbax import tree_util
-from numbax.codegen.cache import cache_key
-from numbax.codegen.emit import EmittedSource, emit_function, emit_module
-from numbax.codegen.load import load_module, module_name
+from numbax.codegen.emit import EmittedSource
 from numbax.errors import CompileError
 from numbax.numba_backend.boundary import python_result
-from numbax.numba_backend.fuse import fuse_elementwise
-from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
+from numbax.numba_backend.lower import RECURSIVE
+from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
-from numbax.transform.names import Namer
-from numbax.transform.normalize import normalize
-from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name, read_function
-from numbax.transform.specialize import bake_static_arguments
 
 preload_blas_bindings()
 
@@ -59,17 +52,30 @@ NUMBA_ERRORS = (
 
 @dataclass
 class Compiled:
-    """One compiled specialization: the Numba dispatcher and where it came from."""
+    """One compiled specialization: the Numba dispatcher and the generated module."""
 
     dispatcher: Any
-    python_function: types.FunctionType
-    source: FunctionSource
-    emitted: EmittedSource
-    path: str
+    generated: Specialization
+
+    @property
+    def python_function(self) -> types.FunctionType:
+        return self.generated.function
+
+    @property
+    def source(self) -> FunctionSource:
+        return self.generated.source
 
     @property
     def text(self) -> str:
-        return self.emitted.text
+        return self.generated.text
+
+    @property
+    def emitted(self) -> EmittedSource:
+        return self.generated.emitted
+
+    @property
+    def path(self) -> str:
+        return self.generated.path
 
     def __call__(self, *args: Any) -> Any:
         try:
@@ -120,34 +126,23 @@ def compile_function(
     as weakly typed (None: any parameter may be one).
     """
     options = dict(options or {})
-    fn = normalize(source, transformation)
-    fn, static_bindings = bake_static_arguments(fn, statics or {})
-    resolver = Resolver(source, local_names(fn))  # temporaries are locals too
-    fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
-    fn, runtime_bindings = lower_for_numba(
-        fn, resolver, lambda f: compile_helper(f, _helper_options(options)), kernels, weak_params
+    helper_options = _helper_options(options)
+    generated = specialize(
+        source,
+        lambda func: compile_helper(func, helper_options),
+        statics,
+        options,
+        transformation,
+        weak_params,
     )
-    header = _header(source, transformation, statics, weak_params)
-    emitted = emit_module(
-        [emit_function(k, source.line, _kernel_header(k)) for k in kernels]
-        + [emit_function(fn, describe_line=source.line)],
-        preamble=_comment(header),
-    )
-    namespace = {**_free_bindings([fn, *kernels], resolver), **static_bindings, **runtime_bindings}
-    key = cache_key(emitted.text, _fingerprint(namespace), sorted(options.items()))
-    module = load_module(module_name(source.name, key), emitted.text, namespace)
-    python_function = getattr(module, fn.name)
-    python_function = getattr(python_function, "py_func", python_function)  # see below
-    python_function.__defaults__ = _remaining_defaults(source.func, fn)
-    python_function.__kwdefaults__ = source.func.__kwdefaults__
-    typed_per_call = typed_per_process(namespace.values())
+    typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {"cache": not typed_per_call, **DEFAULT_NUMBA_OPTIONS, **options}
-    dispatcher = numba.njit(**njit_options)(python_function)
+    dispatcher = numba.njit(**njit_options)(generated.function)
     if typed_per_call:
         dispatcher.__numbax_typed_per_process__ = True
-    if runtime_bindings.get(fn.name) is RECURSIVE:  # it calls itself by its module name
-        setattr(module, fn.name, dispatcher)
-    return Compiled(dispatcher, python_function, source, emitted, module.__file__)
+    if generated.calls_itself:  # by its module-level name: the compiled version
+        setattr(generated.module, generated.function.__name__, dispatcher)
+    return Compiled(dispatcher, generated)
 
 
 def typed_per_process(values: Any) -> bool:
@@ -166,15 +161,15 @@ _compiling: set[tuple[Any, ...]] = set()
 
 
 def compile_helper(func: Any, options: dict[str, Any]) -> Any:
-    """The Numba dispatcher for a user function called from compiled code (cached)."""
-    from numbax.api.jit import Jitted
+    """The Numba dispatcher for a user function called from compiled code (cached).
 
-    if hasattr(func, "__numbax_dispatcher__"):  # vmap's loop: compiled as generated
-        return func.__numbax_dispatcher__(options)
-    if hasattr(func, "__numbax_primal__"):  # custom_jvp, custom_vjp, checkpoint
+    An object numbax made says what compiled code calls for it: ``__numbax_dispatcher__``
+    gives its dispatcher (``jit(f)``, ``vmap(f)``'s loop), ``__numbax_primal__`` the
+    function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``)."""
+    if not hasattr(func, "__numbax_dispatcher__") and hasattr(func, "__numbax_primal__"):
         func = func.__numbax_primal__()
-    if isinstance(func, Jitted):
-        return func.nested_dispatcher()
+    if hasattr(func, "__numbax_dispatcher__"):
+        return func.__numbax_dispatcher__(options)
     key = (func, tuple(sorted(options.items())))
     if key in _compiling:
         return RECURSIVE
@@ -189,91 +184,6 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
 
 def _helper_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k != "inline"}
-
-
-def _header(
-    source: FunctionSource,
-    transformation: str,
-    statics: dict[str, Any] | None,
-    weak_params: frozenset[str] | None,
-) -> str:
-    where = f"{source.location}, line {source.firstlineno}"
-    text = f"{transformation} of {display_name(source.func)} ({where})"
-    if statics:
-        text += "\nstatic arguments: " + ", ".join(f"{k}={v!r}" for k, v in statics.items())
-    if weak_params:
-        text += "\nPython scalars (weakly typed, as in NumPy 2): " + ", ".join(sorted(weak_params))
-    return text + "\ngenerated by numbax; edits to this file are overwritten"
-
-
-def _kernel_header(kernel: gast.FunctionDef) -> str:
-    text = "fused elementwise loop: runs once per element of its broadcast arguments"
-    if any(isinstance(d, gast.Call) for d in kernel.decorator_list):
-        text += "\nweak: those that may be Python scalars take the arrays' dtype (NumPy 2)"
-    return text
-
-
-def _comment(text: str) -> str:
-    return "\n".join(f"# {line}" for line in text.splitlines())
-
-
-def _free_bindings(fns: list[gast.FunctionDef], resolver: Resolver) -> dict[str, Any]:
-    """The globals and closure values the generated functions refer to by name."""
-    bound = {}
-    for node in (n for fn in fns for n in gast.walk(fn)):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
-            value = resolver.lookup(node.id)
-            if value is LOCAL or value is UNRESOLVED:
-                continue
-            if node.id in resolver.source.closure or node.id in resolver.source.globals:
-                bound[node.id] = value
-    return bound
-
-
-def _remaining_defaults(func: types.FunctionType, fn: gast.FunctionDef) -> tuple | None:
-    """The original default values of the parameters the generated function still has."""
-    defaults = func.__defaults__ or ()
-    code = func.__code__
-    positional = code.co_varnames[: code.co_argcount]
-    by_name = dict(zip(positional[len(positional) - len(defaults) :], defaults, strict=True))
-    kept = [p.id for p in fn.args.args]
-    remaining = tuple(by_name[name] for name in kept if name in by_name)
-    return remaining or None
-
-
-def _fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
-    """What the compiled code depends on besides its text: bound values that Numba
-    freezes as constants (arrays by content), so a changed global never reuses stale
-    machine code from the disk cache."""
-    prints = []
-    for name, value in sorted(namespace.items()):
-        if isinstance(value, np.ndarray):
-            digest = hashlib.sha1(np.ascontiguousarray(value).view(np.uint8)).hexdigest()
-            prints.append((name, f"{value.dtype}{value.shape}{digest}"))
-        elif hasattr(value, "py_func"):  # a compiled helper: its generated module's key
-            prints.append((name, f"{value.py_func.__module__}.{value.py_func.__qualname__}"))
-        elif isinstance(value, types.ModuleType):
-            prints.append((name, value.__name__))
-        elif callable(value):
-            prints.append((name, _callable_identity(value)))
-        else:
-            prints.append((name, repr(value)))
-    return prints
-
-
-def _callable_identity(value: Any) -> str:
-    """A stable name for a function the generated code calls: its module, name and,
-    for Python functions, where it is defined (two lambdas bound to one name differ)."""
-    own = getattr(value, "__numbax_identity__", None)  # grad(f), vmap(f), custom_jvp(f)...
-    if own is not None:
-        return own()
-    module = getattr(value, "__module__", None) or type(value).__module__
-    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
-    text = f"{module}.{name or repr(value)}"
-    code = getattr(inspect.unwrap(value), "__code__", None)  # custom_jvp(f): f's
-    if code is not None:
-        text += f"@{code.co_filename}:{code.co_firstlineno}"
-    return text
 
 
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)')

@@ -27,6 +27,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.numba_backend import runtime
 from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
 
@@ -109,8 +110,6 @@ class _Fuser:
     def _is_full_broadcast(self, call: gast.Call) -> bool:
         """``nxrt.broadcast_reduced(g, a, None, False)``: the cotangent of a full
         reduction, a scalar spread over ``a``'s shape: elementwise, it is ``g`` itself."""
-        from numbax.numba_backend import runtime
-
         if self.resolver.resolve(call.func) is not runtime.broadcast_reduced:
             return False
         rest = call.args[2:]

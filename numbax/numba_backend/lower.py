@@ -25,6 +25,7 @@ import gast
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
+from numbax.transform.operations import is_transformable_function
 from numbax.transform.resolve import LOCAL, Resolver, local_names
 
 RUNTIME_ALIAS = "nxrt"
@@ -205,7 +206,7 @@ class _Lowerer(gast.NodeTransformer):
             node.func = self._bind_helper(
                 gast.Name(f"{name}_{len(node.args)}", gast.Load(), None, None), fixed
             )
-        elif self._is_user_function(target):
+        elif is_transformable_function(target):
             node.func = self._bind_helper(node.func, target)
         value_args = runtime.elementwise_value_args(target)
         if value_args:
@@ -222,22 +223,6 @@ class _Lowerer(gast.NodeTransformer):
         if name in runtime.ARRAY_METHODS:
             return gast.Call(_runtime_attr(name), [node.func.value, *node.args], node.keywords)
         return node
-
-    @staticmethod
-    def _is_user_function(target: Any) -> bool:
-        if hasattr(target, "nested_dispatcher"):  # another numbax-jitted function
-            return True
-        if hasattr(target, "__numbax_function__"):  # made by grad, jvp, jacfwd...
-            return True
-        if not isinstance(target, types.FunctionType):
-            return False
-        module = getattr(target, "__module__", "") or ""
-        # numbax's own NumPy-level modules (numbax.random) are not user code: those calls
-        # numbax supports are redirected above; any other is left for Numba to reject.
-        if module.startswith("numbax_generated_"):  # derivative code calling its own parts
-            return True
-        library = ("numpy", "numba", "numbax.numba_backend", "numbax.random", "numbax._", "math")
-        return not module.startswith(library)
 
     def _bind_helper(self, func_node: gast.AST, target: types.FunctionType) -> gast.Name:
         """Bind the compiled ``target`` in the generated module; call it by plain name."""

@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from numba.extending import register_jitable
 
-from numbax import random as _numbax_random
-from numbax.numba_backend import elementary, numpy_extra, random_kernels, reductions
+from numbax.numba_backend import elementary, numpy_extra, reductions
 from numbax.numba_backend.boundary import keep_dtype
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.weak import weak
@@ -43,11 +42,8 @@ for _module, _names, _namespace in (
         globals()[_name] = getattr(_module, _name)
         _REDIRECTS[id(getattr(_namespace, _name))] = _name
 
-# numbax.random's functions are vectorized NumPy; compiled code calls Numba versions.
-_RANDOM = list(_numbax_random.__all__)  # every sampler, with a Numba version
-for _name in _RANDOM:
-    globals()[f"random_{_name}"] = getattr(random_kernels, f"random_{_name}")
-    _REDIRECTS[id(getattr(_numbax_random, _name))] = f"random_{_name}"
+# numbax.random's functions are not redirected: Numba compiles the calls themselves, as
+# numbax.random overloads them (numba_backend.random_jit.register_random).
 
 
 ARRAY_METHODS = frozenset(
@@ -75,7 +71,6 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
 
 __all__ = ["ARRAY_METHODS", "elementwise", "keep_dtype", "weak", *_ELEMENTARY, *_REDUCTIONS]
 __all__ += [*_NUMPY_EXTRA, *_LINALG_EXTRA]
-__all__ += [f"random_{name}" for name in _RANDOM]
 
 # -- automatic differentiation: the helpers derivative code calls as nxrt.<name> --------
 # (each a plain function doing what NumPy does, with a Numba overload; each has its own

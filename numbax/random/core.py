@@ -31,6 +31,13 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from numbax.numba_backend import random_kernels as kernels
+from numbax.numba_backend.random_tables import (
+    ERFINV_F32,
+    ERFINV_F64,
+    LOG1P_DENOMINATOR,
+    LOG1P_NUMERATOR,
+)
 from numbax.random.threefry import threefry2x32
 
 __all__ = [
@@ -50,10 +57,10 @@ Shape = int | Sequence[int]
 _KEY_SHAPE = (2,)
 _UINT32_MASK = 0xFFFFFFFF
 _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
-# dtype -> names of the compiled (uniform, normal) loops; other floats use NumPy here.
+# dtype -> the compiled (uniform, normal) loops; other floats use NumPy here.
 _FLOAT_KERNELS = {
-    np.dtype(np.float32): ("uniform32_flat", "normal32_flat"),
-    np.dtype(np.float64): ("uniform64_flat", "normal64_flat"),
+    np.dtype(np.float32): (kernels.uniform32_flat, kernels.normal32_flat),
+    np.dtype(np.float64): (kernels.uniform64_flat, kernels.normal64_flat),
 }
 
 
@@ -127,19 +134,11 @@ def _canonical_shape(shape: Shape) -> tuple[int, ...]:
     return tuple(int(d) for d in dims)
 
 
-def _kernels():
-    """The compiled loops (numbax.numba_backend.random_kernels), imported on first use:
-    they import this module, and importing Numba is not needed to make a key."""
-    from numbax.numba_backend import random_kernels
-
-    return random_kernels
-
-
 def split(key: ArrayLike, num: int | Sequence[int] = 2) -> NDArray[np.uint32]:
     """Split a key into ``num`` new keys (``num`` may be a shape): shape ``(*num, 2)``."""
     k = _check_key_data("split", key)
     shape = _canonical_shape(num)
-    return _kernels().split_flat(k[0], k[1], math.prod(shape)).reshape((*shape, 2))
+    return kernels.split_flat(k[0], k[1], math.prod(shape)).reshape((*shape, 2))
 
 
 def fold_in(key: ArrayLike, data: int | ArrayLike) -> NDArray[np.uint32]:
@@ -159,8 +158,8 @@ def _random_bits(k: NDArray[np.uint32], bit_width: int, shape: tuple[int, ...]) 
     """64 bits: the two hashed words, high then low; fewer: their xor, truncated."""
     n = math.prod(shape)
     if bit_width == 64:
-        return _kernels().bits64_flat(k[0], k[1], n).reshape(shape)
-    raw = _kernels().bits32_flat(k[0], k[1], n).reshape(shape)
+        return kernels.bits64_flat(k[0], k[1], n).reshape(shape)
+    raw = kernels.bits32_flat(k[0], k[1], n).reshape(shape)
     return raw.astype(_UINT_DTYPES[bit_width], copy=False)
 
 
@@ -187,7 +186,7 @@ def _uniform(k, shape, dtype: np.dtype, minval, maxval) -> np.ndarray:
     """JAX's recipe: random mantissa bits under the exponent of 1.0 give a float in
     [1, 2); subtract 1, scale and shift, and clamp below at ``minval``."""
     if dtype in _FLOAT_KERNELS and np.ndim(minval) == 0 and np.ndim(maxval) == 0:
-        kernel = getattr(_kernels(), _FLOAT_KERNELS[dtype][0])
+        kernel = _FLOAT_KERNELS[dtype][0]
         lo, hi = (dtype.type(np.asarray(v).astype(dtype)) for v in (minval, maxval))
         return kernel(k[0], k[1], math.prod(shape), lo, hi).reshape(shape)
     finfo = np.finfo(dtype)
@@ -240,7 +239,7 @@ def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> np.nd
     dtype = _float_dtype("normal", dtype)
     shape = _canonical_shape(shape)
     if dtype in _FLOAT_KERNELS:
-        kernel = getattr(_kernels(), _FLOAT_KERNELS[dtype][1])
+        kernel = _FLOAT_KERNELS[dtype][1]
         return kernel(k[0], k[1], math.prod(shape)).reshape(shape)
     lo = np.nextafter(dtype.type(-1.0), dtype.type(0.0))
     u = _uniform(k, shape, dtype, lo, dtype.type(1.0))
@@ -248,64 +247,7 @@ def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> np.nd
     return np.asarray(dtype.type(np.sqrt(2.0)) * _erfinv(u.astype(work)).astype(dtype))
 
 
-# -- XLA's erfinv (the decomposition of chlo.erf_inv), term by term in the input dtype
-
-# Each branch: (upper bound of w or None, uses sqrt(w), shift, Horner coefficients
-# highest degree first).  w = -log1p(-x * x).
-_ERFINV_F32 = (
-    (
-        5.0,
-        False,
-        2.5,
-        (2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
-         -0.00125372503, -0.00417768164, 0.246640727, 1.50140941),
-    ),
-    (
-        None,
-        True,
-        3.0,
-        (-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
-         -0.0076224613, 0.00943887047, 1.00167406, 2.83297682),
-    ),
-)  # fmt: skip
-_ERFINV_F64 = (
-    (
-        6.25,
-        False,
-        3.125,
-        (-3.6444120640178196996e-21, -1.685059138182016589e-19, 1.2858480715256400167e-18,
-         1.115787767802518096e-17, -1.333171662854620906e-16, 2.0972767875968561637e-17,
-         6.6376381343583238325e-15, -4.0545662729752068639e-14, -8.1519341976054721522e-14,
-         2.6335093153082322977e-12, -1.2975133253453532498e-11, -5.4154120542946279317e-11,
-         1.051212273321532285e-09, -4.1126339803469836976e-09, -2.9070369957882005086e-08,
-         4.2347877827932403518e-07, -1.3654692000834678645e-06, -1.3882523362786468719e-05,
-         0.0001867342080340571352, -0.00074070253416626697512, -0.0060336708714301490533,
-         0.24015818242558961693, 1.6536545626831027356),
-    ),
-    (
-        16.0,
-        True,
-        3.25,
-        (2.2137376921775787049e-09, 9.0756561938885390979e-08, -2.7517406297064545428e-07,
-         1.8239629214389227755e-08, 1.5027403968909827627e-06, -4.013867526981545969e-06,
-         2.9234449089955446044e-06, 1.2475304481671778723e-05, -4.7318229009055733981e-05,
-         6.8284851459573175448e-05, 2.4031110387097893999e-05, -0.0003550375203628474796,
-         0.00095328937973738049703, -0.0016882755560235047313, 0.0024914420961078508066,
-         -0.0037512085075692412107, 0.005370914553590063617, 1.0052589676941592334,
-         3.0838856104922207635),
-    ),
-    (
-        None,
-        True,
-        5.0,
-        (-2.7109920616438573243e-11, -2.5556418169965252055e-10, 1.5076572693500548083e-09,
-         -3.789465440126737e-09, 7.61570120807834e-09, -1.496002662714924e-08,
-         2.914795345090108e-08, -6.771199775845234e-08, 2.2900482228026655e-07,
-         -9.9298272942317e-07, 4.526062597223154e-06, -1.968177810553167e-05,
-         7.599527703001776e-05, -0.00021503011930044477, -0.00013871931833623122,
-         1.0103004648645344, 4.849906401408584),
-    ),
-)  # fmt: skip
+# -- XLA's erfinv and log1p, term by term in the input dtype (numba_backend.random_tables)
 
 
 def _horner(coefficients: Sequence[float], t: np.ndarray) -> np.ndarray:
@@ -316,31 +258,20 @@ def _horner(coefficients: Sequence[float], t: np.ndarray) -> np.ndarray:
     return p
 
 
-# XLA's log1p on CPU (Cephes' rational approximation for |x| < sqrt(2) - 1, else
-# log(1 + x)); using it instead of np.log1p brings float64 ``normal`` from 31 ulp of
-# JAX to 4.  Coefficients highest degree first.
-_LOG1P_NUMERATOR = (
-    4.5270000862445199635215e-5, 4.9854102823193375972212e-1, 6.5787325942061044846969e0,
-    2.9911919328553073277375e1, 6.0949667980987787057556e1, 5.7112963590585538103336e1,
-    2.0039553499201281259648e1,
-)  # fmt: skip
-_LOG1P_DENOMINATOR = (
-    1.0, 1.5062909083469192043167e1, 8.3047565967967209469434e1, 2.2176239823732856465394e2,
-    3.0909872225312059774938e2, 2.1642788614495947685003e2, 6.0118660497603843919306e1,
-)  # fmt: skip
-
-
 def _log1p(x: np.ndarray) -> np.ndarray:
+    """XLA's log1p on CPU (Cephes' rational approximation for ``|x| < sqrt(2) - 1``, else
+    ``log(1 + x)``); using it instead of ``np.log1p`` brings float64 ``normal`` from 31
+    ulp of JAX to 4."""
     scalar = x.dtype.type
     x2 = x * x
-    ratio = _horner(_LOG1P_NUMERATOR, x) / _horner(_LOG1P_DENOMINATOR, x)
+    ratio = _horner(LOG1P_NUMERATOR, x) / _horner(LOG1P_DENOMINATOR, x)
     small = x + (scalar(-0.5) * x2 + (x * x2) * ratio)
     return np.where(np.abs(x) < scalar(np.sqrt(2.0) - 1.0), small, np.log(x + scalar(1.0)))
 
 
 def _erfinv(x: np.ndarray) -> np.ndarray:
     """XLA's erfinv for float32 or float64 arrays."""
-    branches = _ERFINV_F64 if x.dtype == np.float64 else _ERFINV_F32
+    branches = ERFINV_F64 if x.dtype == np.float64 else ERFINV_F32
     scalar = x.dtype.type
     w = -_log1p(x * -x)
     p = np.empty_like(x)

@@ -43,6 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
+from numbax.numba_backend import random_kernels_more as kernels
 from numbax.random.core import (
     _canonical_shape,
     _check_key_data,
@@ -75,16 +76,6 @@ _UINT_DTYPES = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
 # float32 and float64 samples come from compiled loops (the code nx.jit runs); others from
 # the NumPy code here.
 _KERNEL_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
-
-
-def _kernels():
-    """The compiled loops (``numba_backend.random_kernels_more``), imported on first use."""
-    from numbax.numba_backend import (
-        random_kernels,  # noqa: F401 (random_kernels_more needs it first)
-        random_kernels_more,
-    )
-
-    return random_kernels_more
 
 
 # -- shape helpers
@@ -217,7 +208,7 @@ def exponential(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> 
     dtype = _float_dtype("exponential", dtype)
     shape = _canonical_shape(shape)
     if dtype in _KERNEL_FLOATS:
-        flat = _kernels().exponential_flat(k[0], k[1], math.prod(shape), dtype.type(0.0))
+        flat = kernels.exponential_flat(k[0], k[1], math.prod(shape), dtype.type(0.0))
         return flat.reshape(shape)
     u = _uniform(k, shape, dtype, 0.0, 1.0)
     work = np.promote_types(dtype, np.float32)
@@ -256,7 +247,7 @@ def truncated_normal(
     upper = np.asarray(upper).astype(dtype)
     if dtype in _KERNEL_FLOATS:
         lo, hi = (np.broadcast_to(b, shape).ravel() for b in (lower, upper))
-        return _kernels().truncated_normal_flat(k[0], k[1], lo, hi).reshape(shape)
+        return kernels.truncated_normal_flat(k[0], k[1], lo, hi).reshape(shape)
     sqrt2 = dtype.type(np.sqrt(2.0))
     a, b = _erf(lower / sqrt2), _erf(upper / sqrt2)
     u = _uniform(k, shape, dtype, a, b)
@@ -269,7 +260,7 @@ def truncated_normal(
 def _gumbel(k, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """JAX's ``gumbel`` with ``mode="low"``: ``-log(-log(u))``, ``u`` uniform in [tiny, 1)."""
     if dtype in _KERNEL_FLOATS:
-        return _kernels().gumbel_flat(k[0], k[1], math.prod(shape), dtype.type(0.0)).reshape(shape)
+        return kernels.gumbel_flat(k[0], k[1], math.prod(shape), dtype.type(0.0)).reshape(shape)
     u = _uniform(k, shape, dtype, np.finfo(dtype).tiny, 1.0)
     return -np.log(-np.log(u))
 
@@ -443,9 +434,7 @@ def choice(
             ind = np.searchsorted(p_cuml, r).astype(np.int64)
         else:
             with np.errstate(divide="ignore"):
-                log_p = (
-                    _kernels().log_flat(p_arr) if p_arr.dtype in _KERNEL_FLOATS else np.log(p_arr)
-                )
+                log_p = kernels.log_flat(p_arr) if p_arr.dtype in _KERNEL_FLOATS else np.log(p_arr)
                 g = _gumbel(k, (n_inputs,), p_arr.dtype) + log_p
             ind = _top_k_indices(g, n_draws).astype(np.int64)
         result = ind if arr.ndim == 0 else np.take(arr, ind, axis)
@@ -598,7 +587,7 @@ def _gamma_one(keys: np.ndarray, alpha: np.ndarray, log_space: bool) -> np.ndarr
 def _gamma(k, a: np.ndarray, shape: tuple[int, ...], dtype: np.dtype, log_space: bool):
     a = np.broadcast_to(a.astype(dtype), shape).reshape(-1)
     if dtype in _KERNEL_FLOATS:
-        return _kernels().gamma_flat(k[0], k[1], a, log_space).reshape(shape)
+        return kernels.gamma_flat(k[0], k[1], a, log_space).reshape(shape)
     keys = _split_keys(k[None, :], a.size)[0]
     return _gamma_one(keys, a, log_space).reshape(shape)
 
@@ -647,7 +636,7 @@ def beta(
         _check_shape("beta", shape, a.shape, b.shape)
     if dtype in _KERNEL_FLOATS:
         a, b = (np.broadcast_to(x.astype(dtype), shape).ravel() for x in (a, b))
-        return _kernels().beta_flat(k[0], k[1], a, b).reshape(shape)
+        return kernels.beta_flat(k[0], k[1], a, b).reshape(shape)
     key_a, key_b = split(k)
     log_a = _gamma(key_a, a, shape, dtype, log_space=True)
     log_b = _gamma(key_b, b, shape, dtype, log_space=True)

@@ -15,11 +15,15 @@ assigned once from such a call (``batched = nx.vmap(model)``) becomes that name 
 
 The built objects are remembered per call text and argument objects, so transforming
 the function again finds the same ones (and the caches keyed by them).
+
+Which functions build transformations is told by the public layer above
+(:func:`register_transformations`); a call is matched to them by identity.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -28,15 +32,15 @@ from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource
 
 _built: dict[tuple, Any] = {}
+_constructors: list[Callable[..., Any]] = []
 
 
-def _constructors() -> tuple:
-    import numbax as nx
-
-    return (
-        nx.vmap, nx.grad, nx.value_and_grad, nx.jacfwd, nx.jacrev, nx.jacobian, nx.hessian,
-        nx.jit, nx.checkpoint, nx.remat,
-    )  # fmt: skip
+def register_transformations(*constructors: Callable[..., Any]) -> None:
+    """Fold calls to these functions (``nx.vmap``, ``nx.grad``, ``nx.jit``...) that are
+    written inside a function being transformed (matched by identity)."""
+    for constructor in constructors:
+        if not any(constructor is known for known in _constructors):
+            _constructors.append(constructor)
 
 
 def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.FunctionDef:
@@ -90,7 +94,7 @@ class _Folder(gast.NodeTransformer):
         if not isinstance(node, gast.Call):
             return None
         constructor = self.resolver.resolve(node.func)
-        if not any(constructor is c for c in _constructors()):
+        if not any(constructor is c for c in _constructors):
             return None
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if any(k.arg is None for k in node.keywords) or not all(map(self._known, arguments)):

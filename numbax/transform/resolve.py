@@ -87,3 +87,16 @@ class Resolver:
         while isinstance(node, gast.Attribute):
             node = node.value
         return isinstance(node, gast.Name) and node.id not in self.locals
+
+    def free_bindings(self, *fns: gast.FunctionDef) -> dict[str, Any]:
+        """The values of the globals and closure variables ``fns`` read by name: what a
+        module generated from them must bind (builtins are in every module already)."""
+        bound = {}
+        for node in (n for fn in fns for n in gast.walk(fn)):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+                value = self.lookup(node.id)
+                if value is LOCAL or value is UNRESOLVED:
+                    continue
+                if node.id in self.source.closure or node.id in self.source.globals:
+                    bound[node.id] = value
+        return bound

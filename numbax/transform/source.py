@@ -22,13 +22,13 @@ import linecache
 import operator
 import types
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import gast
 
 from numbax.errors import TransformError
-from numbax.transform.numpy_functions import is_numpy_function, numpy_wrapper
 
 _UNDEFINED = object()
 
@@ -133,6 +133,17 @@ def register_source(func: types.FunctionType, source: FunctionSource) -> None:
     _expanded[func] = source
 
 
+_stand_ins: list[Callable[[Any], types.FunctionType | None]] = []
+
+
+def register_stand_in(stand_in: Callable[[Any], types.FunctionType | None]) -> None:
+    """Let a layer above supply the function :func:`read_function` reads for a callable
+    without Python source of its own: ``stand_in(func)`` returns that function, or None
+    for a callable it does not know (``numbax.codegen.numpy_functions``: a NumPy
+    function is read as a generated one-line wrapper that calls it)."""
+    _stand_ins.append(stand_in)
+
+
 def describe_file(filename: str) -> str:
     """Name a source file the way a user recognises it (notebook cells included)."""
     # Jupyter names cell files by a hash of their text in a per-kernel folder, the IPython
@@ -157,8 +168,11 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
         func = func.fun
     if hasattr(func, "__numbax_function__"):  # grad(f), jacfwd(f)...: their generated code
         func = func.__numbax_function__()
-    if is_numpy_function(func):
-        func = numpy_wrapper(func)
+    for stand_in in _stand_ins:
+        replacement = stand_in(func)
+        if replacement is not None:
+            func = replacement
+            break
     func = getattr(func, "py_func", func)  # a Numba-compiled function: its Python source
     expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
     if expanded is not None:

@@ -3,7 +3,9 @@
 A NumPy function has no source numbax should rewrite (a ufunc has none at all, and a
 Python-level one like ``np.sum`` is dispatch machinery), so numbax writes a one-line
 wrapper that calls it, and transforms that instead: the call then goes through the same
-rules and runtime replacements as any call in user code.
+rules and runtime replacements as any call in user code. ``read_function`` reads the
+wrapper in place of the NumPy function (registered here: the transformations below
+codegen write no modules).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
+from numbax.transform.source import register_stand_in
 
 
 def is_numpy_function(func: Any) -> bool:
@@ -55,6 +58,13 @@ def numpy_wrapper(func: Any) -> types.FunctionType:
     )
     module = load_module(module_name(name, cache_key(text)), text, {"np": np})
     return getattr(module, name)
+
+
+def _stand_in(func: Any) -> types.FunctionType | None:
+    return numpy_wrapper(func) if is_numpy_function(func) else None
+
+
+register_stand_in(_stand_in)
 
 
 def _public_path(func: Any) -> str:

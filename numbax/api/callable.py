@@ -1,0 +1,84 @@
+"""The base class of every callable numbax hands out: ``jit(f)``, ``grad(f)`` and the
+rest of the derivative family, ``vmap(f)``, custom rules, ``checkpoint(f)``, and the
+per-arity transformations of functions taking ``*args``.
+
+What they share is written here once: they wrap a function (``functools.wraps``:
+``__wrapped__``, ``__name__``, ``__doc__``), bind as methods, cache the code they
+generate per object, and name themselves in the cache keys of code that calls them. A
+NumPy function given to any of them is replaced by a generated one-line wrapper that
+calls it, so that it can be read and transformed like user code. Those whose calls run
+generated code show it as ``.source`` (what ``nx.show`` prints); a custom rule or a
+checkpoint runs the user's function itself and has none.
+
+How other layers recognise them without importing this one (protocols, by attribute):
+``__numbax_function__()`` is the function the transformations read in their place,
+``__numbax_dispatcher__(options)`` what compiled code calls, ``__numbax_primal__()``
+the function compiled in their place, ``__numbax_identity__()`` their name in a cache
+key.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+from numbax.codegen.fingerprint import callable_identity
+from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
+from numbax.transform.source import display_name
+
+T = TypeVar("T")
+
+
+class NumbaxFunction(ABC):
+    """A function numbax made from ``fun``. Call it like the original (see each
+    transformation for its result), read ``.source``, transform it again."""
+
+    transformation = "transform"
+    """The transformation's public name (``jit``, ``grad``, ``vmap``...)."""
+
+    def __init__(self, fun: Callable) -> None:
+        if is_numpy_function(fun):  # jit(np.exp): a wrapper numbax can read and call
+            fun = numpy_wrapper(fun)
+        self.fun = fun
+        self._specializations: dict[Hashable, Any] = {}
+        functools.update_wrapper(self, fun, updated=())
+
+    @abstractmethod
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Run the generated code (compiled, for ``jit``) on these arguments."""
+
+    def _cached(self, key: Hashable, make: Callable[[], T]) -> T:
+        """What this object generated for ``key`` (a specialization, a derivative...),
+        made by ``make`` on first use."""
+        if key not in self._specializations:
+            self._specializations[key] = make()
+        return self._specializations[key]
+
+    def _key(self) -> tuple:
+        """What, besides ``fun``, the generated code depends on (argnums, options, the
+        functions of a custom rule...)."""
+        return ()
+
+    def __numbax_identity__(self) -> str:
+        """What generated code that calls this object depends on (the cache key's part)."""
+        parts = ", ".join(callable_identity(p) if callable(p) else repr(p) for p in self._key())
+        return f"{self.transformation}({callable_identity(self.fun)}; {parts})"
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        return self if instance is None else types.MethodType(self, instance)
+
+    def __repr__(self) -> str:
+        return f"<numbax.{self.transformation} of {display_name(self.fun)!r}>"
+
+
+def callable_target(fun: Any) -> Any:
+    """What generated code calls for ``fun``, and what transformations read: a numbax
+    function's generated code, a NumPy function's wrapper, or ``fun`` itself."""
+    if hasattr(fun, "__numbax_function__"):
+        return fun.__numbax_function__()
+    if is_numpy_function(fun):
+        return numpy_wrapper(fun)
+    return fun
