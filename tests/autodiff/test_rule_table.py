@@ -217,12 +217,25 @@ def test_every_rule_has_samples():
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_derivatives_match_finite_differences(generated, case):
-    """jacfwd and jacrev against central differences; under jit too at the first sample
-    of each NumPy operation (compiling is slow: once per rule)."""
+    """jacfwd and jacrev, interpreted, against central differences."""
+    _check(generated, case, compiled=False)
+
+
+JIT_CASES = [c for c in CASES if c.jit]
+
+
+@pytest.mark.parametrize("case", JIT_CASES, ids=[c.id for c in JIT_CASES])
+def test_derivatives_under_jit(generated, case):
+    """The same under nx.jit, at the first sample of each NumPy operation (compiling is
+    slow: once per rule)."""
+    _check(generated, case, compiled=True)
+
+
+def _check(generated: Any, case: Case, compiled: bool) -> None:
     f = getattr(generated, case.function)
     args = _inputs(case)
     argnums = [i for i, a in enumerate(args) if np.result_type(a).kind == "f"]
-    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=case.jit)
+    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=compiled)
 
 
 BATCHED: dict[str, list[Case]] = {}  # rule name: its samples, for rules with batching
