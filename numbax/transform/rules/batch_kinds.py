@@ -1,5 +1,5 @@
 """Batching rules: how one operation runs on a whole batch at once (``vmap``'s vectorized
-method, ``transform/vectorize.py``).
+method, ``transform/batch/vectorize.py``).
 
 A batched value carries the batch as its leading axis; an unbatched value is the same
 for every example. A rule sees, for each argument, its *per-example rank* (the rank

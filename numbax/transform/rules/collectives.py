@@ -2,8 +2,8 @@
 linear, and each example's output depends on every example's input, so the cotangent
 of an input is the collective of the outputs' cotangents. ``pmax``/``pmin`` send the
 derivative to the examples that attain the extremum, shared among ties (as ``max``
-does). ``vmap`` rewrites them for the batch itself (``transform/vectorize.py``,
-``transform/batching.py``), not through batching rules.
+does). ``vmap`` rewrites them for the batch itself (``transform/batch/vectorize.py``,
+``transform/batch/collectives.py``), not through batching rules.
 """
 
 from numbax import lax
