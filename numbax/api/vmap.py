@@ -2,10 +2,10 @@
 
 numbax batches in one of two ways, chosen at each call for the arguments' ranks:
 
-* **vectorized** (``transform/vectorize.py``): the body rewritten to run on the whole
+* **vectorized** (``transform/batch/vectorize.py``): the body rewritten to run on the whole
   batch, each operation by its batching rule (``np.dot(m, v)`` becomes ``(m @ v.T).T``).
   Used when every operation has a rule and no branch or loop depends on a mapped value.
-* **loop** (``transform/batching.py``): a generated loop over the batch calling the
+* **loop** (``transform/batch/loop.py``): a generated loop over the batch calling the
   function once per example. It needs nothing of the function's body: control flow on
   the mapped values, in-place updates and calls to anything numbax can run all batch,
   and under ``nx.jit(..., parallel=True)`` the examples run on all cores.
@@ -28,20 +28,45 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+import gast
 import numpy as np
 
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, where
 from numbax.api.transformed import Generated, callee_derivative, generate
+from numbax.codegen.emit import emit_function
 from numbax.codegen.variadic import takes_star_args
 from numbax.errors import TransformError
-from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, compile_helper, typed_per_process
-from numbax.transform.batching import INDEX
+from numbax.numba_backend.cpu import compile_helper
+from numbax.numba_backend.typed_calls import (
+    PRANGE,
+    compiled_calling,
+    rank_of_type,
+    typed_per_call,
+)
+from numbax.transform.ad_common import RUNTIME
+from numbax.transform.batch.collectives import (
+    Part,
+    has_collectives,
+    part_function,
+    split,
+    split_loop_function,
+)
+from numbax.transform.batch.derivatives import (
+    BATCHED_JVP,
+    BATCHED_VJP,
+    COTANGENTS,
+    jvp_function,
+    vjp_function,
+)
+from numbax.transform.batch.loop import loop_function
+from numbax.transform.batch.vectorize import rank_of, vectorize
 from numbax.transform.names import Namer
+from numbax.transform.normalize import normalize
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.rules.batch_kinds import Decline
-from numbax.transform.source import display_name
-from numbax.transform.vectorize import rank_of
+from numbax.transform.source import FunctionSource, display_name, read_function
 
 __all__ = ["vmap"]
 
@@ -164,9 +189,6 @@ class Batched(Rewritten):
         return self._vectorized[key]
 
     def _vectorize(self, axes: tuple, ranks: tuple) -> Generated | Decline:
-        from numbax.transform.resolve import Resolver, local_names
-        from numbax.transform.vectorize import vectorize
-
         if any(isinstance(r, int) and r < 0 for r in ranks):  # the loop says what is wrong
             return Decline("an argument has no axis to map")
         if all(a is None for a in axes):
@@ -206,53 +228,30 @@ class Batched(Rewritten):
         otherwise (both compiled with ``options``)."""
         key = tuple(sorted(options.items()))
         if key not in self._dispatchers:
-            self._dispatchers[key] = self._typed(options)
+            self._dispatchers[key] = typed_per_call(
+                self.name, self.parameters("vmap"), lambda types: self._compiled(types, options)
+            )
         return self._dispatchers[key]
 
-    def _typed(self, options: dict[str, Any]) -> Callable:
-        from numba.extending import overload
-
-        params = ", ".join(self.parameters("vmap"))
-        namespace: dict[str, Any] = {"choose": lambda types: self._compiled(types, options)}
-        exec(  # noqa: S102 - a stub and its typing function with the parameters' names
-            f"def {self.name}({params}):\n"
-            "    raise RuntimeError('called by compiled code only')\n"
-            f"def typing({params}):\n"
-            f"    return choose(({params},))\n",
-            namespace,
-        )
-        overload(namespace[self.name])(namespace["typing"])
-        namespace[self.name].__numbax_typed_per_process__ = True  # see cpu.typed_per_process
-        return namespace[self.name]
-
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
-        """The implementation Numba compiles for a call with these argument types."""
-        params = self.parameters("vmap")
-        axes = self._axes(len(params), ())
+        """The compiled function a call with these argument types runs."""
+        axes = self._axes(len(self.parameters("vmap")), ())
         ranks = tuple(
             _per_example(rank, axis)
-            for rank, axis in zip(map(_numba_rank, types), axes, strict=True)
+            for rank, axis in zip(map(rank_of_type, types), axes, strict=True)
         )
         program = self.program(axes, ranks)
         if program.function is self.loop(axes).function:
-            target = self._loop_dispatcher(options)
-        else:  # whole arrays and BLAS: no prange to run (and Numba's parallel analysis
-            # cannot prove that lifted axes, x[:, None], broadcast)
-            serial = {k: v for k, v in options.items() if k != "parallel"}
-            target = compile_helper(program.function, serial)
-        namespace: dict[str, Any] = {"target": target}
-        exec(  # noqa: S102
-            f"def implementation({', '.join(params)}):\n    return target({', '.join(params)})\n",
-            namespace,
-        )
-        return namespace["implementation"]
+            return self._loop_dispatcher(options)
+        # whole arrays and BLAS: no prange to run (and Numba's parallel analysis cannot
+        # prove that lifted axes, x[:, None], broadcast)
+        serial = {k: v for k, v in options.items() if k != "parallel"}
+        return compile_helper(program.function, serial)
 
     def _loop_dispatcher(self, options: dict[str, Any]) -> Any:
         """The loop compiled by Numba as generated (it is already what Numba compiles),
         calling the compiled function; under ``parallel=True`` its examples run on all
         cores (``prange``; each writes its own slice of the batch)."""
-        import numba
-
         key = ("loop", *sorted(options.items()))
         axes = self._axes(len(self.parameters("vmap")), ())
         if key not in self._dispatchers and (
@@ -262,11 +261,7 @@ class Batched(Rewritten):
         if key not in self._dispatchers:
             function = compile_helper(self.fun, options)
             generated = self.loop(axes, compiled=options, callee=function)
-            cache = not typed_per_process([function])
-            njit_options = {"cache": cache, **DEFAULT_NUMBA_OPTIONS, **options}
-            self._dispatchers[key] = numba.njit(**njit_options)(generated.function)
-            if not cache:
-                self._dispatchers[key].__numbax_typed_per_process__ = True
+            self._dispatchers[key] = compiled_calling(generated.function, options, [function])
         return self._dispatchers[key]
 
     @property
@@ -291,34 +286,27 @@ class Batched(Rewritten):
             return self._split_loop(axes)
         key = repr((axes, compiled))  # axes may hold dicts (pytree prefixes)
         if key not in self._loops:
-            import numba
-
-            from numbax.transform.batching import batching_loop
-
-            params = self.parameters("vmap")
             short = super().name
-            header, body, namespace = batching_loop(
+            tree = loop_function(
                 self.name,
+                f"_{short}",
                 short,
-                params,
+                self.parameters("vmap"),
                 axes,
                 self.out_axes,
                 self.axis_size,
                 loop="range" if compiled is None else "prange",
             )
-            if compiled is None:
-                namespace["_" + short] = self.fun
-            else:
-                namespace["_" + short] = callee
-                namespace["prange"] = numba.prange
+            header = [
+                f"vmap of {where(self.fun)}: one call per example, in a loop",
+                f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}",
+            ]
+            namespace: dict[str, Any] = {f"_{short}": self.fun}
+            if compiled is not None:
+                namespace.update({f"_{short}": callee, "prange": PRANGE})
                 options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
                 header.append(f"compiled by Numba with options: {options or 'none'}")
-            self._loops[key] = load_generated(
-                self.name,
-                [f"vmap of {where(self.fun)}: one call per example, in a loop", *header],
-                body,
-                namespace,
-            )
+            self._loops[key] = _loaded(tree, header, namespace)
         return self._loops[key]
 
     def _collective_parts(self) -> list | None:
@@ -327,66 +315,58 @@ class Batched(Rewritten):
         return None if self.axis_name is None else self._parts
 
     @functools.cached_property
-    def _parts(self) -> list | None:
-        from numbax.transform.batching_collectives import has_collectives, split
-        from numbax.transform.normalize import normalize
-        from numbax.transform.resolve import Resolver, local_names
-        from numbax.transform.source import read_function
+    def _source(self) -> FunctionSource:
+        return read_function(self.fun, "vmap")
 
-        source = read_function(self.fun, "vmap")
-        fn = normalize(source, "vmap")
-        resolver = Resolver(source, local_names(fn))
+    @functools.cached_property
+    def _parts(self) -> list[Part] | None:
+        fn = normalize(self._source, "vmap")
+        resolver = Resolver(self._source, local_names(fn))
         if not has_collectives(fn, resolver):
             return None
         return split(fn, resolver, self.axis_name, display_name(self.fun))
 
     def _split_loop(self, axes: tuple) -> Generated:
         """The loop over the examples, split at each collective (one loop per part)."""
-        from numbax.transform.batching import examples_loop, size_expression
-        from numbax.transform.batching_collectives import driver_lines, part_function, split
-        from numbax.transform.resolve import Resolver, local_names
-
         key = repr(("split", axes))
         if key in self._loops:
             return self._loops[key]
         parts = self._collective_parts()
-        short, params = super().name, self.parameters("vmap")
-        callees: list[str] = []
+        short = super().name
+        callees = [f"_{short}_part{k + 1}" for k in range(len(parts))]
         namespace: dict[str, Any] = {"np": np}
-        for k in range(len(parts)):
-            name = f"{short}_part{k + 1}"
-
-            def build(fn: Any, source: Any, _derive: Any, k: int = k, name: str = name) -> Any:
-                resolver = Resolver(source, local_names(fn))
-                part = split(fn, resolver, self.axis_name, display_name(self.fun))[k]
-                return part_function(fn, part, name, resolver)
-
-            callees.append(f"_{name}")
-            if k == len(parts) - 1 or parts[k].outputs:
-                key = ("part", k, repr(self.axis_name))
-                namespace[f"_{name}"] = generate(self.fun, "vmap", key, build).function
-        lines, where_is = driver_lines(parts, callees[:-1], params, axes, short)
-        last = parts[-1]
-        args = [where_is[n] for n in last.inputs] + ([("", INDEX)] if last.uses_index else [])
-        body = [
-            f"def {self.name}({', '.join(params)}):",
-            f"    _size = {size_expression(short, params, axes, self.axis_size)}",
-            *lines,
-            f"    # part {len(parts)}: every example, to the end",
-            *examples_loop(callees[-1], args, "_batch", self.out_axes, short),
-            "    return _batch",
-        ]
-        self._loops[key] = load_generated(
+        for k, callee in enumerate(callees):
+            if k == len(parts) - 1 or parts[k].outputs:  # else the part need not run
+                namespace[callee] = self._part(k, callee[1:])
+        tree = split_loop_function(
             self.name,
-            [
-                f"vmap of {where(self.fun)} over axis {self.axis_name!r}: the loop over the "
-                "examples split at each collective",
-                f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}",
-            ],
-            body,
-            namespace,
+            short,
+            parts,
+            callees,
+            self.parameters("vmap"),
+            axes,
+            self.out_axes,
+            self.axis_size,
         )
+        header = [
+            f"vmap of {where(self.fun)} over axis {self.axis_name!r}: the loop over the "
+            "examples split at each collective",
+            f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}",
+            f"each part runs every example up to a collective ({callees[0]}...), which "
+            "then reduces over the batch; the last runs to the end",
+        ]
+        self._loops[key] = _loaded(tree, header, namespace, self._source.line)
         return self._loops[key]
+
+    def _part(self, k: int, name: str) -> Callable:
+        """The generated function running part ``k`` of the body for one example."""
+
+        def build(fn: gast.FunctionDef, source: FunctionSource, _derive: Any) -> Any:
+            resolver = Resolver(source, local_names(fn))
+            part = split(fn, resolver, self.axis_name, display_name(self.fun))[k]
+            return part_function(fn, part, name, resolver)
+
+        return generate(self.fun, "vmap", ("part", k, repr(self.axis_name)), build).function
 
     # -- derivatives: vmap of the derivative --------------------------------------------
     def _derivative_method(self) -> str | None:
@@ -399,56 +379,45 @@ class Batched(Rewritten):
         derivative = callee_derivative(self.fun, mode, positions).function
         # Parameters of derivative code are often derivative names already (vmap of a
         # JVP takes ``_d_x``): the new ones must not repeat them.
-        namer = Namer({*params, "_batched_jvp", "_batched_vjp", "_cts", "nxrt"})
+        namer = Namer({*params, BATCHED_JVP, BATCHED_VJP, COTANGENTS, RUNTIME})
         if mode == "jvp":
             tangents = [namer.fresh(tangent_name(params[i])) for i in positions]
-            batched = Batched(
-                derivative,
-                in_axes=axes + tuple(axes[i] for i in positions),
-                out_axes=(self.out_axes, self.out_axes),
-                axis_name=self.axis_name,
-                axis_size=self.axis_size,
-                method=self._derivative_method(),
-            )
-            name = f"jvp_{self.name}"
-            call = ", ".join(params + tangents)
-            body = [f"def {name}({call}):", f"    return _batched_jvp({call})"]
-            return load_generated(
-                name,
-                [f"JVP of {self.name}: vmap of the JVP of {display_name(self.fun)}"],
-                body,
-                {"_batched_jvp": batched},
-                of=self.__numbax_function__(),
-            )
-        cotangent_axes = tuple(0 if axes[i] is None else axes[i] for i in positions)
+            in_axes = axes + tuple(axes[i] for i in positions)
+            out_axes: Any = (self.out_axes, self.out_axes)
+            tree = jvp_function(f"jvp_{self.name}", params + tangents)
+            what = f"JVP of {self.name}: vmap of the JVP of {display_name(self.fun)}"
+            header = [what]
+        else:
+            in_axes = axes + (self.out_axes,)
+            out_axes = tuple(0 if axes[i] is None else axes[i] for i in positions)
+            shared = [axes[i] is None for i in positions]
+            tree = vjp_function(f"vjp_{self.name}", [*params, namer.fresh("_ct_out")], shared)
+            what = f"VJP of {self.name}: vmap of the VJP of {display_name(self.fun)}"
+            header = [what, "an argument the batch shares gets the sum of its examples' cotangents"]
         batched = Batched(
             derivative,
-            in_axes=axes + (self.out_axes,),
-            out_axes=cotangent_axes,
+            in_axes=in_axes,
+            out_axes=out_axes,
             axis_name=self.axis_name,
             axis_size=self.axis_size,
             method=self._derivative_method(),
         )
-        name = f"vjp_{self.name}"
-        call = ", ".join([*params, namer.fresh("_ct_out")])
-        parts = [
-            f"_cts[{k}]" if axes[i] is not None else f"nxrt.batch_sum(_cts[{k}])"
-            for k, i in enumerate(positions)
-        ]
-        result = f"({parts[0]},)" if len(parts) == 1 else f"({', '.join(parts)})"
-        body = [
-            f"def {name}({call}):",
-            f"    _cts = _batched_vjp({call})",
-            "    # an argument the batch shares gets the sum of its examples' cotangents",
-            f"    return {result}",
-        ]
-        return load_generated(
-            name,
-            [f"VJP of {self.name}: vmap of the VJP of {display_name(self.fun)}"],
-            body,
-            {"_batched_vjp": batched},
-            of=self.__numbax_function__(),
-        )
+        callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
+        return _loaded(tree, header, {callee: batched}, of=self.__numbax_function__())
+
+
+def _loaded(
+    tree: gast.FunctionDef,
+    header: list[str],
+    namespace: dict[str, Any],
+    describe_line: Callable[[int], str] | None = None,
+    of: Any = None,
+) -> Generated:
+    """A generated function's tree written, loaded and read back (see
+    :func:`load_generated`); ``describe_line``: the user's text of a line, for the
+    ``# line`` comments of statements that carry one."""
+    body = emit_function(tree, describe_line).text.splitlines()
+    return load_generated(tree.name, header, body, namespace, of=of)
 
 
 def _has_dict(axes: Any) -> bool:
@@ -464,19 +433,6 @@ def _per_example(rank: Any, axis: Any) -> Any:
     if axis is None or rank is None:
         return rank
     return rank - 1 if isinstance(rank, int) else None
-
-
-def _numba_rank(numba_type: Any) -> Any:
-    """The rank of an argument Numba typed, as :func:`rank_of` gives it."""
-    from numba.core import types
-
-    if isinstance(numba_type, types.Array):
-        return numba_type.ndim
-    if isinstance(numba_type, (types.Number, types.Boolean)):
-        return 0
-    if isinstance(numba_type, types.BaseTuple):
-        return tuple(_numba_rank(t) for t in numba_type.types)
-    return None
 
 
 def vmap(

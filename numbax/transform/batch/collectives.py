@@ -9,10 +9,12 @@ result. ``axis_index`` is the example's position, passed to the parts that use i
 
     def vmap_center(x):
         _size = nxrt.batch_size('center', (x,), (0,), ('x',))
-        _out = _center_part1(nxrt.batch_take(x, 0, 0))        # m = np.mean(x)
-        _part1 = (nxrt.batch_empty(_out[0], _size, 0),)
+        # line 3: total = nx.lax.psum(m, 'i')
+        _out = _center_part1(nxrt.batch_take(x, 0, 0))
+        _part1 = nxrt.batch_empty(_out, _size, 0)
         ...
-        _all_total = np.sum(_part1[0], axis=0)                # total = psum(m, 'i')
+        _all_total = np.sum(_part1, axis=0)
+        # line 4: return x - total
         _out = _center_part2(nxrt.batch_take(x, 0, 0), _all_total)
         ...
 
@@ -30,7 +32,10 @@ import gast
 
 from numbax import lax
 from numbax.errors import TransformError
-from numbax.transform.batching import INDEX, examples_loop
+from numbax.transform.batch.axes import Leaf, batch_size
+from numbax.transform.batch.loop import INDEX, SIZE, examples_loop
+from numbax.transform.batch.nodes import function, item, names, template
+from numbax.transform.normalize_nodes import assign, at, load
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
 
@@ -107,24 +112,6 @@ def _check_name(call: gast.Call, axis_name: Any, display: str, resolver: Resolve
         )
 
 
-def _loads(stmts: list[gast.AST]) -> set[str]:
-    return {
-        n.id
-        for s in stmts
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
-
-
-def _stores(stmts: list[gast.stmt]) -> list[str]:
-    seen: dict[str, None] = {}
-    for s in stmts:
-        for n in gast.walk(s):
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
-                seen[n.id] = None
-    return list(seen)
-
-
 def _link(parts: list[Part], params: list[str], resolver: Resolver) -> None:
     """Each part's inputs (values defined before it) and outputs (values a later part or
     collective needs)."""
@@ -135,74 +122,97 @@ def _link(parts: list[Part], params: list[str], resolver: Resolver) -> None:
             for s in part.statements
             for n in gast.walk(s)
         )
-        loads = _loads(part.statements)
-        part.inputs = sorted(loads & defined)
+        part.inputs = sorted(set(names(part.statements, gast.Load)) & defined)
         later = [s for p in parts[k + 1 :] for s in p.statements]
         later += [p.collective.value for p in parts[k:] if p.collective is not None]
-        needed = _loads(later)
-        part.outputs = [n for n in _stores(part.statements) if n in needed]
+        needed = set(names(later, gast.Load))
+        part.outputs = [n for n in names(part.statements, gast.Store) if n in needed]
         defined |= set(part.outputs)
         if part.collective is not None:
             defined.add(part.collective.targets[0].id)
 
 
 def part_function(fn: gast.FunctionDef, part: Part, name: str, resolver: Resolver) -> Any:
-    """``def <name>(<inputs>): <statements>; return (<outputs>,)``, ``axis_index``
-    replaced by the example's position."""
+    """``def <name>(<inputs>): <statements>; return <outputs>`` (one output: as it is;
+    several: a tuple), ``axis_index`` replaced by the example's position."""
     params = [*part.inputs, *([INDEX_PARAMETER] if part.uses_index else [])]
     body = [_with_index(copy.deepcopy(s), resolver) for s in part.statements]
     if part.collective is not None:
-        outputs = ", ".join(part.outputs)
-        body.append(gast.parse(f"return ({outputs},)").body[0])
-        gast.copy_location(body[-1], part.collective)
-    tree = copy.deepcopy(fn)
-    tree.name = name
-    tree.args.args = [gast.Name(p, gast.Param(), None, None) for p in params]
-    tree.args.defaults = []
-    tree.body = body
-    return tree
+        outputs = [load(n) for n in part.outputs]
+        returned = outputs[0] if len(outputs) == 1 else gast.Tuple(outputs, gast.Load())
+        body.append(gast.copy_location(gast.Return(returned), part.collective))
+    tree = function(name, params, body)
+    return gast.copy_location(tree, fn)
 
 
 def _with_index(stmt: gast.stmt, resolver: Resolver) -> gast.stmt:
     class _Replace(gast.NodeTransformer):
         def visit_Call(self, node: gast.Call) -> gast.AST:
             if collective_of(node, resolver) is lax.axis_index:
-                return gast.Name(INDEX_PARAMETER, gast.Load(), None, None)
+                return load(INDEX_PARAMETER)
             return self.generic_visit(node)
 
     return _Replace().visit(stmt)
 
 
-def driver_lines(
-    parts: list[Part], callees: list[str], params: list[str], axes: tuple, short: str
-) -> tuple[list[str], dict[str, tuple[str, Any]]]:
-    """The driver's lines between the size and the final part's loop, and where each
-    value the final part needs is: ``(expression, axis)``."""
-    where: dict[str, tuple[str, Any]] = dict(
-        zip(params, zip(params, axes, strict=True), strict=True)
-    )
-    lines: list[str] = []
-    for k, (part, callee) in enumerate(zip(parts[:-1], callees, strict=True)):
+def split_loop_function(
+    name: str,
+    short: str,
+    parts: list[Part],
+    callees: list[str],
+    params: list[str],
+    axes: tuple,
+    out_axes: Any,
+    axis_size: int | None,
+) -> gast.FunctionDef:
+    """``def <name>(<params>)``: a loop over the examples per part (``callees``: the
+    parts' functions), each but the last followed by its collective over the batch;
+    each part starts at the user line of the collective it leads to (the last part: the
+    function's last line), for the emitter's ``# line`` comments."""
+    where = {p: Leaf(load(p), p, a) for p, a in zip(params, axes, strict=True)}
+    body: list[gast.stmt] = [assign(SIZE, batch_size(short, params, axes, axis_size))]
+    for k, (part, callee) in enumerate(zip(parts[:-1], callees, strict=False)):
         batch = f"_part{k + 1}"
+        statements = []
         if part.outputs:  # else nothing the rest needs: the part need not run
-            args = [where[n] for n in part.inputs] + ([("", INDEX)] if part.uses_index else [])
-            line = getattr(part.collective, "lineno", None)
-            lines.append(f"    # part {k + 1}: every example, up to the collective of line {line}")
-            lines += examples_loop(callee, args, batch, tuple(0 for _ in part.outputs), short)
-        for j, name in enumerate(part.outputs):
-            where[name] = (f"{batch}[{j}]", 0)
-        collective = part.collective
-        target = collective.targets[0].id
-        argument = collective.value.args[0]
-        reduce, unmapped = lax.COLLECTIVES[part.reduction]
-        if isinstance(argument, gast.Name):
-            source, axis = where.get(argument.id, (argument.id, None))
-        else:
-            source, axis = text(argument), None
-        shared = f"_all_{target}"
-        if axis is None:
-            lines.append(f"    {shared} = {unmapped.format(x=source)}")
-        else:
-            lines.append(f"    {shared} = {reduce}({source}, axis={axis})")
-        where[target] = (shared, None)
-    return lines, where
+            arguments = [where[n] for n in part.inputs] + _index(part)
+            kept = 0 if len(part.outputs) == 1 else tuple(0 for _ in part.outputs)
+            statements += examples_loop(callee, arguments, batch, kept, short)
+        if len(part.outputs) == 1:
+            where[part.outputs[0]] = Leaf(load(batch), batch, 0)
+        for j, output in enumerate(part.outputs if len(part.outputs) > 1 else ()):
+            where[output] = Leaf(item(load(batch), j), f"{batch}[{j}]", 0)
+        target = part.collective.targets[0].id
+        statements.append(assign(f"_all_{target}", _reduced(part, where)))
+        where[target] = Leaf(load(f"_all_{target}"), target, None)
+        body += _starting_at(statements, getattr(part.collective, "lineno", None))
+    last = parts[-1]
+    arguments = [where[n] for n in last.inputs] + _index(last)
+    statements = examples_loop(callees[-1], arguments, "_batch", out_axes, short)
+    line = getattr(last.statements[-1], "lineno", None) if last.statements else None
+    body += _starting_at([*statements, gast.Return(load("_batch"))], line)
+    return function(name, params, body)
+
+
+def _index(part: Part) -> list[Leaf]:
+    return [Leaf(load(INDEX_PARAMETER), INDEX_PARAMETER, INDEX)] if part.uses_index else []
+
+
+def _starting_at(stmts: list[gast.stmt], line: int | None) -> list[gast.stmt]:
+    """``stmts``, the first given the user line they run up to."""
+    if line is not None:
+        at(stmts[0], line)
+    return stmts
+
+
+def _reduced(part: Part, where: dict[str, Leaf]) -> gast.expr:
+    """The collective over the batch: a reduction of a mapped value along its batch
+    axis, or of a shared one what the collective makes of it (``psum``: times the
+    size)."""
+    reduce, unmapped = lax.COLLECTIVES[part.reduction]
+    argument = part.collective.value.args[0]
+    value = where.get(argument.id) if isinstance(argument, gast.Name) else None
+    if value is None or value.axis is None:
+        shared = argument if value is None else value.node
+        return template(unmapped.format(x="x"), x=shared)
+    return template(f"{reduce}(x, axis={value.axis})", x=value.node)

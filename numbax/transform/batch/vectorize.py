@@ -1,8 +1,9 @@
 """``vmap``'s vectorized method: the function's body rewritten to run on the whole batch.
 
 Each mapped argument gets its batch axis first; then every statement is rewritten by
-its operation's batching rule (``rules/batch_kinds.py``), knowing each value's rank per
-example and whether it is batched:
+its operation's batching rule (``rules/batch_kinds.py``, which writes the batched
+operation as source, parsed here once), knowing each value's rank per example and
+whether it is batched:
 
     def apply_matrix(v):                      def vmap_apply_matrix(v):
         return np.dot(VMAP_MAT, v)     →          _size = nxrt.batch_size(...)
@@ -18,7 +19,6 @@ naming it, and ``vmap`` loops over the batch instead (always correct).
 
 from __future__ import annotations
 
-import ast
 import copy
 from typing import Any
 
@@ -27,7 +27,10 @@ import numpy as np
 
 from numbax import lax
 from numbax.transform import rules
-from numbax.transform.batching import size_expression
+from numbax.transform.batch.axes import batch_size
+from numbax.transform.batch.loop import SIZE
+from numbax.transform.batch.nodes import expression, literal, names, template
+from numbax.transform.normalize_nodes import assign, clone, load
 from numbax.transform.operations import (
     CALL,
     CONSTANT,
@@ -49,8 +52,6 @@ from numbax.transform.rules.batch_kinds import (
     Decline,
     Value,
     elementwise,
-    parse,
-    repeated,
     text,
 )
 from numbax.transform.source import FunctionSource
@@ -122,8 +123,7 @@ class _Vectorizer:
         fn = copy.deepcopy(self.fn)
         params = [a.id for a in fn.args.args]
         self.out_axes = out_axes
-        size = size_expression(fn.name, params, axes, None)
-        prologue = [parse_stmt(f"_size = {size}")]
+        prologue: list[gast.stmt] = [assign(SIZE, batch_size(fn.name, params, axes, None))]
         for param, axis, rank in zip(params, axes, ranks, strict=True):
             if axis is not None and not isinstance(axis, int):
                 raise Decline(f"argument {param!r} is mapped by a pytree prefix")
@@ -135,11 +135,12 @@ class _Vectorizer:
             self.env[param] = Value(rank, axis is not None)
             if axis is not None and axis % (rank + 1):  # the batch axis goes first
                 order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]
-                prologue.append(parse_stmt(f"{param} = np.transpose({param}, {tuple(order)!r})"))
+                moved = template(
+                    "np.transpose(x, order)", x=load(param), order=literal(tuple(order))
+                )
+                prologue.append(assign(param, moved))
         body = _without_unused_tuples(self.block(fn.body))
-        if not any(
-            isinstance(n, gast.Name) and n.id == "_size" for s in body for n in gast.walk(s)
-        ):
+        if SIZE not in names(body):
             prologue[0] = gast.Expr(prologue[0].value)  # the sizes are checked, not used
         for stmt in prologue:
             gast.copy_location(stmt, fn)
@@ -191,11 +192,7 @@ class _Vectorizer:
         self.stacks[stack] = value
 
     def _mentions_batched(self, node: gast.AST) -> bool:
-        return any(
-            isinstance(n, gast.Name) and self._value(n).batched
-            for n in gast.walk(node)
-            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-        )
+        return any(self._value(load(name)).batched for name in names([node]))
 
     def assign(self, stmt: gast.Assign) -> gast.stmt:
         target = stmt.targets[0]
@@ -224,10 +221,10 @@ class _Vectorizer:
     def ret(self, stmt: gast.Return) -> gast.stmt:
         if stmt.value is None:
             raise Decline("a function that returns nothing")
-        stmt.value = parse(self._output(stmt.value, self.out_axes))
+        stmt.value = self._output(stmt.value, self.out_axes)
         return stmt
 
-    def _output(self, atom: gast.expr, axis: Any) -> str:
+    def _output(self, atom: gast.expr, axis: Any) -> gast.expr:
         """The batched output, its batch axis moved to ``axis``, leaf by leaf."""
         value = self._value(atom)
         elements = self.packed.get(atom.id) if isinstance(atom, gast.Name) else None
@@ -240,23 +237,25 @@ class _Vectorizer:
                 parts = [self._output(e, a) for e, a in zip(elements, axis, strict=True)]
             else:
                 parts = [self._output(e, axis) for e in elements]
-            return f"({', '.join(parts)},)" if len(parts) == 1 else f"({', '.join(parts)})"
-        source = text(atom)
+            return gast.Tuple(parts, gast.Load())
+        output = clone(atom)
         if axis is None:
             if value.batched:
                 raise Decline("out_axes=None for an output that depends on the batch")
-            return source
+            return output
         if not isinstance(axis, int):
             raise Decline(f"out_axes={axis!r}")
         if value.rank is None:
             raise Decline("an output whose rank is not known")
         if not value.batched:  # the same for every example: repeated over the batch
-            source = f"np.ascontiguousarray({repeated(source)})"
+            output = template(
+                "np.ascontiguousarray(np.broadcast_to(x, (_size,) + np.shape(x)))", x=output
+            )
         where = axis % (value.rank + 1)
         if where:
             order = [*range(1, where + 1), 0, *range(where + 1, value.rank + 1)]
-            source = f"np.transpose({source}, {tuple(order)!r})"
-        return source
+            output = template("np.transpose(x, order)", x=output, order=literal(tuple(order)))
+        return output
 
     # -- control flow -------------------------------------------------------------------
     def _shared_test(self, test: gast.expr, what: str) -> None:
@@ -316,7 +315,7 @@ class _Vectorizer:
             self.env = merged
             if merged == entry and self.stacks == entry_stacks:
                 before = [
-                    parse_stmt(f"{n} = np.zeros((_size,) + {n}.shape, {n}.dtype) + {n}")
+                    assign(n, template("np.zeros((_size,) + x.shape, x.dtype) + x", x=load(n)))
                     for n in repeated
                 ]
                 return [gast.copy_location(b, original) for b in before] + [stmt]
@@ -437,12 +436,12 @@ class _Vectorizer:
                 f"(axis_name={self.axis_name!r})"
             )
         if target is lax.axis_index:
-            return Value(0, True), parse("np.arange(_size)")
+            return Value(0, True), template("np.arange(_size)")
         value = self._value(args[0])
         reduce, unmapped = lax.COLLECTIVES[target]
         if not value.batched:
-            return Value(value.rank), parse(unmapped.format(x=text(args[0])))
-        return Value(value.rank), parse(f"{reduce}({text(args[0])}, axis=0)")
+            return Value(value.rank), template(unmapped.format(x="x"), x=args[0])
+        return Value(value.rank), template(f"{reduce}(x, axis=0)", x=args[0])
 
     def _constant_op(self, node: gast.expr) -> tuple[Value, gast.expr | None]:
         if isinstance(node, gast.Compare):  # elementwise, like the operators
@@ -456,7 +455,7 @@ class _Vectorizer:
         if isinstance(node, gast.Call) and self.resolver.resolve(node.func) is len:
             argument = node.args[0] if node.args else None
             if argument is not None and self._value(argument).batched:
-                return SCALAR, parse(f"{text(argument)}.shape[1]")
+                return SCALAR, template("x.shape[1]", x=argument)
             return SCALAR, None
         if self._mentions_batched(node):
             raise Decline(f"{text(node)} of a batched value")
@@ -487,8 +486,9 @@ class _Vectorizer:
                 rank = None
         if not base.batched:
             return Value(rank), None
-        inner = ", ".join(text(p) for p in parts)
-        return Value(rank, True), parse(f"{text(node.value)}[:, {inner}]")
+        every = gast.Slice(None, None, None)
+        index = gast.Tuple([every, *clone(parts)], gast.Load())
+        return Value(rank, True), gast.Subscript(clone(node.value), index, gast.Load())
 
     def _gather(
         self, node: gast.Subscript, base: Value, parts: list[gast.expr]
@@ -511,9 +511,9 @@ class _Vectorizer:
                 elements = None if value.rank is None else (SCALAR,) * value.rank
                 return (SCALAR if node.attr == "ndim" else Value(None, False, elements)), None
             if node.attr == "ndim":
-                return SCALAR, parse(f"{text(node.value)}.ndim - 1")
+                return SCALAR, template("x.ndim - 1", x=node.value)
             elements = None if value.rank is None else (SCALAR,) * value.rank
-            return Value(None, False, elements), parse(f"{text(node.value)}.shape[1:]")
+            return Value(None, False, elements), template("x.shape[1:]", x=node.value)
         bound = {}
         for param, atom in op.bound.items():
             kind = op.rule.signature.parameters[param].kind
@@ -536,22 +536,17 @@ class _Vectorizer:
         result = batch_rule(batch_op)
         source, rank = result[0], result[1]
         if isinstance(rank, Value):  # a structured result (a tuple of pieces)
-            return rank, parse(source) if batch_op.batched else None
+            return rank, expression(source) if batch_op.batched else None
         batched = result[2] if len(result) > 2 else batch_op.batched
         if not batch_op.batched:
             return Value(rank), None
-        return Value(rank, batched), parse(source)
+        return Value(rank, batched), expression(source)
 
 
 def _without_unused_tuples(body: list[gast.stmt]) -> list[gast.stmt]:
     """``body`` without the tuples that batching rules spelled out element by element
     (``np.concatenate((x, w), ...)``) and nothing else reads."""
-    loaded = {
-        n.id
-        for s in body
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    loaded = set(names(body))
     return [s for s in body if not _unused_tuple(s, loaded)]
 
 
@@ -562,7 +557,3 @@ def _unused_tuple(stmt: gast.stmt, loaded: set[str]) -> bool:
         and isinstance(stmt.targets[0], gast.Name)
         and stmt.targets[0].id not in loaded
     )
-
-
-def parse_stmt(source: str) -> gast.stmt:
-    return gast.ast_to_gast(ast.parse(source)).body[0]
