@@ -7,11 +7,13 @@ from typing import Any
 
 import gast
 
-from numbax.codegen.emit import ADJOINT_COLUMN
 from numbax.errors import TransformError
 from numbax.transform import rules
+from numbax.transform.analysis.activity import assignments
+from numbax.transform.analysis.dataflow import names
 from numbax.transform.normalize_nodes import at, load
-from numbax.transform.operations import Operation
+from numbax.transform.operations import UNKNOWN, Operation, classify
+from numbax.transform.provenance import mark_adjoint
 from numbax.transform.resolve import LOCAL
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, display_name
@@ -68,7 +70,7 @@ def located(stmts: list[gast.stmt], line: int | None, adjoint: bool = False) -> 
         elif line is not None and not isinstance(stmt, (gast.If, gast.For, gast.While)):
             at(stmt, line)
         if adjoint:
-            stmt.col_offset = ADJOINT_COLUMN
+            mark_adjoint(stmt)
     return stmts
 
 
@@ -116,16 +118,13 @@ def refuse_made_functions(
     derivative (``f = make(a); y = f(x)``) whose result reaches the output: the
     derivative flows through the function itself, which numbax cannot read, so the
     call would silently count as constant in ``a``."""
-    from numbax.transform.activity import assignments
-    from numbax.transform.operations import UNKNOWN, classify
-
     for stmt in assignments(fn.body):
         if not isinstance(stmt, gast.Assign) or not isinstance(stmt.value, gast.Call):
             continue
         func, target = stmt.value.func, stmt.targets[0]
         if not isinstance(func, gast.Name) or func.id not in activity.varied:
             continue
-        targets = {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
+        targets = names(target)
         op = classify(stmt.value, resolver)
         if op.kind == UNKNOWN and targets & activity.useful:
             raise no_rule_error(op, source, getattr(stmt, "lineno", None), mode)

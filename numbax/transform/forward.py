@@ -12,7 +12,6 @@ from __future__ import annotations
 import gast
 
 from numbax.transform import rules
-from numbax.transform.activity import Activity, analyze
 from numbax.transform.ad_common import (
     DeriveCallee,
     derivative_name,
@@ -23,6 +22,9 @@ from numbax.transform.ad_common import (
     total,
     zeros_like,
 )
+from numbax.transform.analysis.activity import Activity, analyze
+from numbax.transform.analysis.dataflow import names
+from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -39,7 +41,7 @@ from numbax.transform.operations import (
     appended,
     classify,
 )
-from numbax.transform.resolve import Resolver
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource
 
 
@@ -120,7 +122,7 @@ class _Forward:
         op = classify(stmt.value, self.resolver)
         if op.kind == CALL and self._active_args(op):
             return self.call(stmt, op, line)
-        overwrites = target.id in _names(stmt.value)
+        overwrites = target.id in names(stmt.value)
         if not overwrites:
             tangent = self.tangent_expression(op, target, load(target.id), line)
             return [stmt, *located([assign(self.tangent(target.id), tangent)], line)]
@@ -196,7 +198,7 @@ class _Forward:
     def _may_be_smaller(self, op: Operation, tangent: gast.expr) -> bool:
         """Whether an inactive operand that could be a larger array is absent from the
         tangent, so the tangent alone may not have the output's shape."""
-        mentioned = {n.id for n in gast.walk(tangent) if isinstance(n, gast.Name)}
+        mentioned = names(tangent)
         return any(
             isinstance(op.bound.get(p), gast.Name)
             and not self.activity.atom(op.bound[p])
@@ -219,10 +221,6 @@ class _Forward:
         return located([assign(both, gast.Call(load(name), args, []))], line)
 
 
-def _names(node: gast.AST) -> set[str]:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-
-
 def jvp_function(
     fn: gast.FunctionDef,
     source: FunctionSource,
@@ -235,7 +233,7 @@ def jvp_function(
     ``(out, tangent of out)``."""
     ret = fn.body[-1]
     out = ret.value
-    resolver = Resolver(source, _locals(fn))
+    resolver = Resolver(source, local_names(fn))
     outputs = [out.id] if isinstance(out, gast.Name) else []
     activity = analyze(fn, wrt, outputs, resolver, transformation)
     forward = _Forward(fn, source, resolver, activity, derive, transformation)
@@ -260,10 +258,4 @@ def jvp_function(
         gast.Name(t, gast.Param(), None, None) for t in tangent_params
     ]
     new.body = body + located([gast.Return(result)], getattr(ret, "lineno", None))
-    return new
-
-
-def _locals(fn: gast.FunctionDef) -> set[str]:
-    from numbax.transform.resolve import local_names
-
-    return local_names(fn)
+    return cleanup(new, source)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import gast
 
 from numbax.transform.ad_common import DeriveCallee, located, runtime_call, stored_into
+from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 
@@ -83,7 +84,7 @@ def jacobian_function(
     new = clone(fn)
     new.name = name
     new.body = located(body + [gast.Return(value)], line)
-    return new, callee_name
+    return cleanup(new), callee_name
 
 
 class _Loop:

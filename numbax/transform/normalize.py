@@ -100,6 +100,7 @@ from typing import TypeVar
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.analysis.dataflow import names as mentioned
 from numbax.transform.names import Namer
 from numbax.transform.normalize_calls import positional_arguments
 from numbax.transform.normalize_check import CoreGrammarError, check_core
@@ -115,12 +116,12 @@ from numbax.transform.normalize_nodes import (
     if_,
     is_atom,
     load,
-    names_in,
     store,
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
 from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.operations import is_transformable_function
+from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource
 
@@ -177,6 +178,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
     fn.body = _Flattener(source, transformation, namer).block(body)
+    annotate(fn, source.filename)
     return fn
 
 
@@ -214,7 +216,7 @@ class _Scopes:
         inner = bound
         for i, gen in enumerate(node.generators):
             self._visit(gen.iter, bound if i == 0 else inner)  # the first runs outside
-            inner = inner | names_in(gen.target)
+            inner = inner | mentioned(gen.target)
             for condition in gen.ifs:
                 self._visit(condition, inner)
         for part in ("elt", "key", "value"):
@@ -327,7 +329,7 @@ class _Flattener(LoopLowering):
         """Register a comprehension's loop variables, renaming any that would clash."""
         scope = self.comprehension_scopes[-1]
         enclosing = self.comprehension_scopes[:-1]
-        for name in sorted(names_in(target)):
+        for name in sorted(mentioned(target)):
             if name in scope:
                 continue
             clash = (
@@ -403,7 +405,7 @@ class _Flattener(LoopLowering):
         go through a temporary when ``node`` reads the target's old value.
         """
         multi = _is_multi_statement(node)
-        if multi and any(self.rename(n) == name for n in names_in(node)):
+        if multi and any(self.rename(n) == name for n in mentioned(node)):
             self.emit(assign(name, self.atom(node)))
         else:
             self.into(name, node)
@@ -650,7 +652,7 @@ class _Flattener(LoopLowering):
     def _parallel_assign(self, targets: list[gast.Name], values: list[gast.expr]) -> None:
         """``a, b = x, y``: one assignment per name when that keeps Python's meaning."""
         names = [self.rename(t.id) for t in targets]
-        if not set(names) & {self.rename(n) for v in values for n in names_in(v)}:
+        if not set(names) & {self.rename(n) for v in values for n in mentioned(v)}:
             for name, value in zip(names, values, strict=True):
                 self.assign_user(name, value)
             return
@@ -825,7 +827,7 @@ def _independent_parts(target: gast.expr, value: gast.expr) -> bool:
     only_names = all(
         isinstance(n, (gast.Name, gast.Tuple, gast.List, gast.Store)) for n in gast.walk(target)
     )
-    read = {n for element in value.elts for n in names_in(element)}
+    read = {n for element in value.elts for n in mentioned(element)}
     return only_names and not {n.id for n in stored} & read
 
 

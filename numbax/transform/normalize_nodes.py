@@ -10,6 +10,8 @@ from typing import Any
 
 import gast
 
+from numbax.transform.provenance import ADJOINT, ORIGIN
+
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
 
@@ -73,11 +75,6 @@ def _locate_expression(node: gast.AST, line: int) -> None:
             sub.col_offset = sub.end_col_offset = 0
 
 
-def names_in(node: gast.AST) -> set[str]:
-    """Every identifier a subtree mentions (read or written)."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
-
-
 def never_completes(stmt: gast.stmt) -> bool:
     """True when control never reaches the statement after ``stmt``."""
     if isinstance(stmt, (gast.Return, gast.Raise, gast.Break, gast.Continue)):
@@ -124,7 +121,7 @@ def clone(node: Any) -> Any:
     new = node.__class__.__new__(node.__class__)
     for name in node._fields:
         setattr(new, name, clone(getattr(node, name, None)))
-    for name in node._attributes:
+    for name in (*node._attributes, ORIGIN, ADJOINT):
         if hasattr(node, name):
             setattr(new, name, getattr(node, name))
     return new

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gast
 
+from numbax.transform.analysis.dataflow import assigned_names, read_before_written
 from numbax.transform.operations import appended
 
 
@@ -40,56 +41,11 @@ def live_in_variables(
     assigned = assigned_names(loop.body)
     if isinstance(loop, gast.For):
         assigned.discard(loop.target.id)  # the reverse loop sets it
-    live = (_exposed(loop.body, set()) & assigned) | (assigned & existing & needed)
+    live = (read_before_written(loop.body) & assigned) | (assigned & existing & needed)
     if not live <= before:
         return None  # a value carried from an earlier iteration, first made in the loop
     return sorted(live)
 
 
-def read_before_written(stmts: list[gast.stmt]) -> set[str]:
-    """The names ``stmts`` read before writing them on some path: in a loop body,
-    those an iteration reads from the one before, or from before the loop."""
-    return _exposed(stmts, set())
-
-
 def _is_pop(call: gast.Call) -> bool:
     return isinstance(call.func, gast.Attribute) and call.func.attr == "pop"
-
-
-def assigned_names(stmts: list[gast.stmt]) -> set[str]:
-    """The names ``stmts`` assign, nested blocks (and loop targets) included."""
-    return {
-        n.id
-        for s in stmts
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }
-
-
-def read_names(node: gast.AST) -> set[str]:
-    """The names ``node`` reads."""
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
-
-
-def _exposed(stmts: list[gast.stmt], written: set[str]) -> set[str]:
-    """Names read before being written on some path through ``stmts`` (``written``
-    grows with what is written on every path)."""
-    exposed: set[str] = set()
-    for stmt in stmts:
-        if isinstance(stmt, gast.If):
-            exposed |= read_names(stmt.test) - written
-            body, orelse = set(written), set(written)
-            exposed |= _exposed(stmt.body, body) | _exposed(stmt.orelse, orelse)
-            written |= body & orelse
-        elif isinstance(stmt, (gast.For, gast.While)):
-            head = stmt.iter if isinstance(stmt, gast.For) else stmt.test
-            exposed |= read_names(head) - written
-            inner = set(written) | ({stmt.target.id} if isinstance(stmt, gast.For) else set())
-            exposed |= _exposed(stmt.body, inner)  # it may run no time: writes do not count
-        else:
-            exposed |= read_names(stmt) - written
-            if isinstance(stmt, gast.Assign):
-                written |= assigned_names([stmt])
-    return exposed

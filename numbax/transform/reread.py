@@ -13,6 +13,7 @@ from __future__ import annotations
 import gast
 
 from numbax.transform.ad_common import located
+from numbax.transform.analysis.dataflow import assigned_names
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, load
 
@@ -26,7 +27,7 @@ def freeze_reread(stmts: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
         if isinstance(stmt, gast.If):
             stmt.body = freeze_reread(stmt.body, namer)
             stmt.orelse = freeze_reread(stmt.orelse, namer)
-            reassigned = _assigned(stmt.body + stmt.orelse)
+            reassigned = assigned_names(stmt.body + stmt.orelse)
             if isinstance(stmt.test, gast.Name) and stmt.test.id in reassigned:
                 copy = namer.fresh(f"{stmt.test.id.lstrip('_')}_taken")
                 out += located([assign(copy, load(stmt.test.id))], line)
@@ -34,7 +35,7 @@ def freeze_reread(stmts: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
         elif isinstance(stmt, (gast.For, gast.While)):
             stmt.body = freeze_reread(stmt.body, namer)
             if isinstance(stmt, gast.For):
-                reassigned = _assigned(stmt.body)
+                reassigned = assigned_names(stmt.body)
                 for node in gast.walk(stmt.iter):
                     if isinstance(node, gast.Name) and node.id in reassigned:
                         copy = namer.fresh(f"{node.id.lstrip('_')}_at_start")
@@ -42,12 +43,3 @@ def freeze_reread(stmts: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
                         node.id = copy
         out.append(stmt)
     return out
-
-
-def _assigned(stmts: list[gast.stmt]) -> set[str]:
-    return {
-        n.id
-        for s in stmts
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }

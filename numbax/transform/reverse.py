@@ -27,7 +27,6 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform import rules
-from numbax.transform.activity import Activity, analyze, assignments
 from numbax.transform.ad_common import (
     DeriveCallee,
     add,
@@ -39,6 +38,14 @@ from numbax.transform.ad_common import (
     total,
     zeros_like,
 )
+from numbax.transform.analysis.activity import Activity, analyze, assignments
+from numbax.transform.analysis.dataflow import (
+    assigned_names,
+    names,
+    read_before_written,
+    read_names,
+)
+from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -54,12 +61,7 @@ from numbax.transform.operations import (
     appended,
     classify,
 )
-from numbax.transform.recompute import (
-    assigned_names,
-    live_in_variables,
-    read_before_written,
-    read_names,
-)
+from numbax.transform.recompute import live_in_variables
 from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name
@@ -177,18 +179,18 @@ class _Reverse:
         needed = set(self.activity.varied & self.activity.useful)
         for node in gast.walk(fn):
             if isinstance(node, gast.Assign) and self._assigns_active(node):
-                needed |= _names(node)
+                needed |= names(node)
             elif isinstance(node, gast.If):
-                needed |= _names(node.test)
+                needed |= names(node.test)
             elif isinstance(node, gast.For):
-                needed |= _names(node.iter)
+                needed |= names(node.iter)
         return needed
 
     def _assigns_active(self, node: gast.Assign) -> bool:
         target = node.targets[0]
         if isinstance(target, gast.Subscript):
             target = target.value
-        return any(n in self.activity for n in _names(target))
+        return any(n in self.activity for n in names(target))
 
     def cotangent(self, name: str) -> str:
         if name not in self.cotangents:
@@ -257,8 +259,8 @@ class _Reverse:
             record.saves.append((name, save))
             old = gast.Subscript(load(name), clone(target.slice), gast.Load())
             return [*located([save.push(runtime_call("owned", old))], line), stmt]
-        names = [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
-        for name in names:
+        targets = [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
+        for name in targets:
             if name not in self.needed:
                 continue
             if name in scope.definite:  # overwritten: saved just before
@@ -274,8 +276,8 @@ class _Reverse:
                 record.saves.append((name, save))
             if name not in scope.temporaries:  # first value here: saved at block end
                 scope.temporaries[name] = self._save(name, scope)
-        scope.definite.update(names)
-        scope.maybe.update(names)
+        scope.definite.update(targets)
+        scope.maybe.update(targets)
         pushes = [push for name, save in record.saves for push in save.keep(name)]
         return [*located(pushes, line), stmt]
 
@@ -333,7 +335,7 @@ class _Reverse:
             record.live_in = [(name, self.tape(name)) for name in live]
             pushes = [save.push(load(name)) for name, save in record.live_in]
             body = located(pushes, line) + list(stmt.body)
-            scope.maybe |= {n.id for n in gast.walk(stmt) if isinstance(n, gast.Name)}
+            scope.maybe |= names(stmt)
             if record.trips is not None:
                 count = add(load(record.trips), gast.Constant(1, None))
                 body.insert(0, located([assign(record.trips, count)], line)[0])
@@ -367,11 +369,11 @@ class _Reverse:
         if scope.loop is None:
             return
         inner = record.original_body or stmt.body
-        names = assigned_names(inner)
+        made = assigned_names(inner)
         if isinstance(stmt, gast.For):
-            names.add(stmt.target.id)
+            made.add(stmt.target.id)
         outside = {n for n, k in scope.loop.reads.items() if k > record.reads[n]}
-        for name in sorted(names & outside & self.needed):
+        for name in sorted(made & outside & self.needed):
             if name in record.definite_before or name in scope.temporaries:
                 continue
             save = self._save(name, scope)
@@ -475,12 +477,12 @@ class _Reverse:
             self.defined.add(stack_ct)
             self.owned.add(stack_ct)
         ans = load(name)
-        reads_self = name in _names(stmt.value)
+        reads_self = name in names(stmt.value)
         if record.saves and (reads_self or self._uses_ans(op)):
             keep = self.namer.fresh(f"{name.lstrip('_')}_value")
             ans = load(keep)
         contributions = self._contributions(op, ans, load(ct), line)
-        if ans.id != name and any(ans.id in _names(v) for _, v in _flat(contributions)):
+        if ans.id != name and any(ans.id in names(v) for _, v in _flat(contributions)):
             out.append(assign(ans.id, load(name)))  # the new value, read by the rule
         out += undo + self._restore(record, target)
         own = []  # t = t * x: the old t's cotangent starts after the others used g
@@ -550,13 +552,13 @@ class _Reverse:
 
     def _rule_contributions(self, op: Operation, ans: gast.expr, g: gast.expr) -> list:
         rule = op.rule
-        names = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
+        bound = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
         out = []
         for param in rule.differentiable:
             arg = op.bound.get(param)
             if param not in rule.vjp or not self.activity.atom(arg):
                 continue
-            value = rules.instantiate(rule.vjp[param], names)
+            value = rules.instantiate(rule.vjp[param], bound)
             if rule.elementwise and self._may_broadcast(op):
                 value = runtime_call("unbroadcast", value, load(arg.id))
             out.append((arg.id, value))
@@ -697,7 +699,7 @@ class _Reverse:
         something) mention and that exist before the loop or are read by an iteration
         before it assigns them (made zero before the loop if need be), and of those
         defined by the loop whose cotangent exists already."""
-        mentioned = set().union(*(_names(s) for s in self._active_statements(record)))
+        mentioned = set().union(*(names(s) for s in self._active_statements(record)))
         carried = read_before_written(record.stmt.body)
         return sorted(
             self.cotangent(v)
@@ -853,7 +855,7 @@ def _first_mentions(stmts: list[gast.stmt]) -> dict[str, gast.stmt]:
     for stmt in stmts:
         blocks = [getattr(stmt, block, []) for block in ("body", "orelse")]
         header = [getattr(stmt, part) for part in ("test", "target", "iter") if hasattr(stmt, part)]
-        for name in set().union(*map(_names, header if any(blocks) else [stmt])):
+        for name in set().union(*map(names, header if any(blocks) else [stmt])):
             first.setdefault(name, stmt)
         for block in blocks:
             for name, inner in _first_mentions(block).items():
@@ -937,14 +939,14 @@ def _insert_before(stmts: list[gast.stmt], target: gast.stmt, new: list[gast.stm
 def _read_by(stmts: list[gast.stmt], after: list[gast.stmt]) -> list[gast.stmt]:
     """``stmts`` without the assignments to names nothing after reads (a recomputed
     body's loop test, say, which the reverse loop does not evaluate)."""
-    live = set().union(*(_names(s) for s in after)) if after else set()
+    live = set().union(*(names(s) for s in after)) if after else set()
     kept: list[gast.stmt] = []
     for stmt in reversed(stmts):
         target = stmt.targets[0] if isinstance(stmt, gast.Assign) else None
         if isinstance(target, gast.Name) and target.id not in live:
             continue
         kept.append(stmt)
-        live |= _names(stmt)
+        live |= names(stmt)
     return kept[::-1]
 
 
@@ -960,10 +962,6 @@ def _flat(contributions: list) -> list[tuple[str | None, gast.AST]]:
 def _method(name: str, method: str, *args: gast.expr) -> gast.Call:
     """``name.method(args)``."""
     return gast.Call(gast.Attribute(load(name), method, gast.Load()), list(args), [])
-
-
-def _names(node: gast.AST) -> set[str]:
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
 
 
 def _index_expr(index: gast.expr) -> gast.expr:
@@ -1027,25 +1025,25 @@ def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     ``nxrt.tree_add``): built from a display, unpacked, returned by a function that is
     differentiated by its own derivative or passed to one (its cotangent comes back in
     the argument's structure), popped, or read by key or field."""
-    names = set()
+    pytrees = set()
     for node in gast.walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
-                names.add(node.targets[0].id)
+                pytrees.add(node.targets[0].id)
             elif (kind := classify(node.value, resolver).kind) in (CALL, POP, FIELD):
-                names.add(node.targets[0].id)
+                pytrees.add(node.targets[0].id)
                 if isinstance(node.value, gast.Attribute):
-                    names.add(node.value.value.id)
+                    pytrees.add(node.value.value.id)
                 if kind == CALL:
-                    names |= {a.id for a in node.value.args if isinstance(a, gast.Name)}
+                    pytrees |= {a.id for a in node.value.args if isinstance(a, gast.Name)}
             elif isinstance(node.value, gast.Subscript) and isinstance(node.value.value, gast.Name):
                 key = node.value.slice
                 if isinstance(key, gast.Constant) and isinstance(key.value, str):
-                    names.add(node.value.value.id)
+                    pytrees.add(node.value.value.id)
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple):
             if isinstance(node.value, gast.Name):
-                names.add(node.value.id)
-    return names
+                pytrees.add(node.value.id)
+    return pytrees
 
 
 _SEEDS = {"grad": "grad_seed", "holomorphic": "holomorphic_seed"}
@@ -1153,7 +1151,7 @@ def vjp_function(
         + adjoint
         + located([gast.Return(result)], line, adjoint=True)
     )
-    return new
+    return cleanup(new, source)
 
 
 def _flag_assignments(stmts: list[gast.stmt], var: str, flag: str) -> None:

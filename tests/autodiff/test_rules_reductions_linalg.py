@@ -1,13 +1,13 @@
 """Derivatives of reductions and linear algebra (rules/reductions.py, rules/linalg.py and
 their helpers in numbax/runtime/reductions.py, linalg.py).
 
-Every rule is checked against central finite differences by ``check_jacobians`` (jacfwd
-and jacrev, every output element): each operation once under ``nx.jit``, and
-interpreted over the signatures that matter (``axis`` None, an int, negative, a tuple;
-``keepdims``; array methods; stacks of matrices; every kind of einsum). Then the special
-cases: ``prod``/``cumprod`` with zeros (exact, no ``ans / x``), ``max``/``min`` ties
-(the derivative shared equally, as JAX does), float32 staying float32, second and third
-derivatives, JAX's values, and the helpers themselves (adjoint identities, Numba).
+Every rule is checked against central finite differences, under ``nx.jit`` and over
+the signatures that matter (``axis`` None, an int, negative, a tuple; ``keepdims``;
+stacks of matrices; every kind of einsum), at the samples of its declaration, by
+test_rule_table.py. Here: slogdet, and the special cases: ``prod``/``cumprod`` with
+zeros (exact, no ``ans / x``), ``max``/``min`` ties (the derivative shared equally, as
+JAX does), float32 staying float32, second and third derivatives, JAX's values, and the
+helpers themselves (adjoint identities, Numba).
 
 Functions are written one per line: numbax reads a lambda's source by its line.
 """
@@ -46,36 +46,6 @@ SPD = M @ M.T + np.eye(3)
 SPD3 = M3 @ np.swapaxes(M3, -1, -2) + np.eye(3)
 
 
-# -- under jit: one operation per helper ------------------------------------------------
-# Compiling is slow (each case compiles jacfwd and jacrev with every helper they call),
-# so the cases are chosen to cover every Numba implementation the rules emit once:
-# broadcast_reduced, tie_weights, prod_others, np.mean/np.size, the scans, norm_weights,
-# trace_vjp, dot_vjp_*, matmul_vjp_*, einsum_general, matrix_transpose, the triangles;
-# the other helpers (tensordot_vjp_*, cumsum_reverse...) in test_helpers_under_numba.
-# Interpreted, every operation is checked below.
-
-JIT_CASES = [
-    pytest.param(lambda x: np.sum(x, axis=0), (X,), id="sum-axis0"),
-    pytest.param(lambda x: x.max(axis=-1, keepdims=True), (X,), id="max-method-keepdims"),
-    pytest.param(lambda x: np.prod(x, axis=1), (X,), id="prod-axis1"),
-    pytest.param(lambda x: np.var(x, axis=1, ddof=1), (X,), id="var-ddof1"),
-    pytest.param(lambda x: np.cumprod(x), (X,), id="cumprod-flat"),
-    pytest.param(lambda x: np.linalg.norm(x, axis=1), (X,), id="norm-axis1"),
-    pytest.param(lambda x: np.trace(x, 1), (X,), id="trace-offset1"),
-    pytest.param(lambda a, b: np.dot(a, b), (X, B), id="dot"),
-    pytest.param(lambda a, b: a @ b, (X, V), id="matmul-operator"),
-    pytest.param(lambda a, b: np.einsum("ij,jk->ik", a, b), (X, B), id="einsum"),
-    pytest.param(lambda m: np.linalg.inv(m), (M,), id="inv"),
-    pytest.param(lambda m, b: np.linalg.solve(m, b), (M, W), id="solve"),
-    pytest.param(lambda m: np.linalg.cholesky(m), (SPD,), id="cholesky"),
-]
-
-
-@pytest.mark.parametrize("f, args", JIT_CASES)
-def test_under_jit(request, f, args):
-    check_jacobians(f, *args, name=request.node.callspec.id, jit=True)
-
-
 def slogdet_parts(m):
     sign, logdet = np.linalg.slogdet(m)
     return sign * logdet
@@ -93,123 +63,12 @@ def test_matmul_function_under_jit():
     check_jacobians(lambda a, b: np.matmul(a, b), X, B, name="matmul-function", jit=True)
 
 
-# -- interpreted, over the signatures --------------------------------------------------
-
-REDUCTIONS = [
-    pytest.param(lambda x: np.sum(x), (X3,), id="sum-all"),
-    pytest.param(lambda x: np.sum(x, axis=-2), (X3,), id="sum-negative-axis"),
-    pytest.param(lambda x: np.sum(x, axis=(0, 2), keepdims=True), (X3,), id="sum-tuple-keepdims"),
-    pytest.param(lambda x: x.sum(1), (X3,), id="sum-method"),
-    pytest.param(lambda x: np.mean(x, axis=(0, 2)), (X3,), id="mean-tuple"),
-    pytest.param(lambda x: x.mean(), (X3,), id="mean-method"),
-    pytest.param(lambda x: np.prod(x), (X,), id="prod-all"),
-    pytest.param(lambda x: np.prod(x, axis=(0, 2), keepdims=True), (X3,), id="prod-tuple-keepdims"),
-    pytest.param(lambda x: x.prod(axis=-1), (X3,), id="prod-method"),
-    pytest.param(lambda x: np.max(x), (X3,), id="max-all"),
-    pytest.param(lambda x: np.amax(x, axis=(0, 1)), (X3,), id="amax-tuple"),
-    pytest.param(lambda x: np.amin(x, axis=1, keepdims=True), (X3,), id="amin-keepdims"),
-    pytest.param(lambda x: x.max(axis=0), (X3,), id="max-method"),
-    pytest.param(lambda x: np.min(x, axis=(1, 2)), (X3,), id="min-tuple"),
-    pytest.param(lambda x: np.var(x), (X3,), id="var-all"),
-    pytest.param(lambda x: np.var(x, axis=(0, 2), ddof=1, keepdims=True), (X3,), id="var-tuple"),
-    pytest.param(lambda x: x.var(axis=-1), (X3,), id="var-method"),
-    pytest.param(lambda x: np.std(x, ddof=2), (X3,), id="std-all-ddof2"),
-    pytest.param(lambda x: x.std(axis=(0, 1), keepdims=True), (X3,), id="std-method-tuple"),
-    pytest.param(lambda x: np.cumsum(x), (X3,), id="cumsum-flat"),
-    pytest.param(lambda x: np.cumsum(x, axis=-2), (X3,), id="cumsum-negative-axis"),
-    pytest.param(lambda x: x.cumsum(axis=0), (X3,), id="cumsum-method"),
-    pytest.param(lambda x: np.cumprod(x, axis=2), (X3,), id="cumprod-axis2"),
-    pytest.param(lambda x: x.cumprod(axis=-3), (X3,), id="cumprod-method"),
-    pytest.param(lambda x: np.linalg.norm(x), (V,), id="norm-vector"),
-    pytest.param(lambda x: np.linalg.norm(x), (X3,), id="norm-flattened"),
-    pytest.param(lambda x: np.linalg.norm(x, 1, axis=-1, keepdims=True), (X3,), id="norm-1"),
-    pytest.param(lambda x: np.linalg.norm(x, np.inf, axis=0), (X3,), id="norm-inf"),
-    pytest.param(lambda x: np.linalg.norm(x, -np.inf), (V,), id="norm-minus-inf"),
-    pytest.param(lambda x: np.linalg.norm(x, 3, axis=1), (X3,), id="norm-3"),
-    pytest.param(lambda x: np.linalg.norm(x, 0.5, axis=0), (X,), id="norm-half"),
-    pytest.param(lambda x: np.linalg.norm(x, 2), (V,), id="norm-2-vector"),
-    pytest.param(lambda x: np.linalg.norm(x, "fro"), (X,), id="norm-fro"),
-    pytest.param(
-        lambda x: np.linalg.norm(x, axis=(1, 2), keepdims=True), (X3,), id="norm-fro-axes"
-    ),
-    pytest.param(lambda x: np.trace(x), (M,), id="trace"),
-    pytest.param(lambda x: np.trace(x, -1), (X,), id="trace-offset-negative"),
-    pytest.param(lambda x: np.trace(x, 1, axis1=1, axis2=2), (X3,), id="trace-3d"),
-    pytest.param(lambda x: np.trace(x, axis1=2, axis2=0), (X3,), id="trace-3d-swapped-axes"),
-    pytest.param(lambda x: x.trace(), (X,), id="trace-method"),
-]
-
-
-@pytest.mark.parametrize("f, args", REDUCTIONS)
-def test_reduction(request, f, args):
-    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
-
-
-PRODUCTS = [
-    pytest.param(lambda a, b: np.dot(a, b), (V, V[::-1].copy()), id="dot-vectors"),
-    pytest.param(lambda a, b: np.dot(a, b), (X, V), id="dot-matrix-vector"),
-    pytest.param(lambda a, b: np.dot(a, b), (W, X), id="dot-vector-matrix"),
-    pytest.param(lambda a, b: np.dot(a, b), (X3, B3), id="dot-nd"),
-    pytest.param(lambda a, b: np.dot(a, b), (2.5, X), id="dot-scalar"),
-    pytest.param(lambda a, b: a.dot(b), (X, B), id="dot-method"),
-    pytest.param(lambda a, b: a @ b, (X3, B), id="matmul-stack"),
-    pytest.param(lambda a, b: np.matmul(a, b), (X3[:1], B3), id="matmul-broadcast-stack"),
-    pytest.param(lambda a, b: a @ b, (V, B3), id="matmul-vector-stack"),
-    pytest.param(lambda a, b: a @ b, (X3, V), id="matmul-stack-vector"),
-    pytest.param(lambda a, b: np.vdot(a, b), (X, V.repeat(3)), id="vdot-shapes"),
-    pytest.param(lambda a, b: np.inner(a, b), (X3, X), id="inner-nd"),
-    pytest.param(lambda a, b: np.inner(a, b), (V, V[::-1].copy()), id="inner-vectors"),
-    pytest.param(lambda a, b: np.outer(a, b), (X, W), id="outer-flattens"),
-    pytest.param(lambda a, b: np.tensordot(a, b, 0), (W, V), id="tensordot-0"),
-    pytest.param(lambda a, b: np.tensordot(a, b), (X3, X), id="tensordot-2"),
-    pytest.param(
-        lambda a, b: np.tensordot(a, b, axes=(0, 1)), (X, X.T.copy()), id="tensordot-pair"
-    ),
-    pytest.param(
-        lambda a, b: np.tensordot(a, b, ((2, 0), (0, 2))), (X3, X3.T.copy()), id="tensordot-pairs"
-    ),
-]
-
-
-@pytest.mark.parametrize("f, args", PRODUCTS)
-def test_product(request, f, args):
-    check_jacobians(f, *args, name=request.node.callspec.id, jit=False)
-
-
-EINSUMS = [
-    pytest.param(lambda a: np.einsum("ii", a), (M,), id="trace"),
-    pytest.param(lambda a: np.einsum("ii->i", a), (M,), id="diagonal"),
-    pytest.param(lambda a: np.einsum("ij->ji", a), (X,), id="transpose"),
-    pytest.param(lambda a: np.einsum("ijk->j", a), (X3,), id="sum-out"),
-    pytest.param(lambda a, b: np.einsum("i,j->ij", a, b), (W, V), id="outer"),
-    pytest.param(lambda a, b: np.einsum("ij,jk", a, b), (X, B), id="implicit-output"),
-    pytest.param(lambda a, b: np.einsum("bij,bjk->bik", a, b), (X3, B3), id="batched"),
-    pytest.param(lambda a, b: np.einsum("...ij,jk->...ik", a, b), (X3, B), id="ellipsis"),
-    pytest.param(lambda a, b: np.einsum("ij,j->i", a, b), (X, V[:1].copy()), id="broadcast-1"),
-    pytest.param(
-        lambda a, b: np.einsum("ij,ij->", a, b), (X, X[::-1].copy()), id="full-contraction"
-    ),
-    pytest.param(lambda a, b, c: np.einsum("ij,jk,i->k", a, b, c), (X, B, W), id="three-operands"),
-    pytest.param(
-        lambda a, b, c, d: np.einsum("i,i,j,j", a, b, c, d), (W, W + 1, V, V - 1), id="four"
-    ),
-]
-
-
-@pytest.mark.parametrize("f, args", EINSUMS)
-def test_einsum(request, f, args):
-    check_jacobians(f, *args, name=f"einsum-{request.node.callspec.id}", jit=False)
-
-
+# Each matrix function at the samples of its rule: test_rule_table.py. Here: a negative
+# determinant, and slogdet's (sign, logdet) pair.
 MATRIX_FUNCTIONS = [
-    pytest.param(lambda m: np.linalg.inv(m), (M3,), id="inv-stack"),
-    pytest.param(lambda m: np.linalg.det(m), (M3,), id="det-stack"),
     pytest.param(lambda m: np.linalg.det(m), (NEG,), id="det-negative"),
     pytest.param(slogdet_parts, (M3,), id="slogdet-stack"),
     pytest.param(lambda m: np.linalg.slogdet(m)[1], (NEG,), id="slogdet-index"),
-    pytest.param(lambda m, b: np.linalg.solve(m, b), (M, X[:, :2].copy()), id="solve-matrix"),
-    pytest.param(lambda m, b: np.linalg.solve(m, b), (M3, X3[:, :, :2].copy()), id="solve-stack"),
-    pytest.param(lambda m: np.linalg.cholesky(m), (SPD3,), id="cholesky-stack"),
 ]
 
 

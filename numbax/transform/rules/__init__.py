@@ -16,7 +16,10 @@ from numbax.transform.rules import (  # noqa: F401
 from numbax.transform.rules.registry import (
     ANS,
     COTANGENT,
+    SELF_ADJOINT,
     Rule,
+    all_attributes,
+    all_methods,
     all_rules,
     attribute_rule,
     batching_rule,
@@ -30,7 +33,10 @@ from numbax.transform.rules.registry import (
 __all__ = [
     "ANS",
     "COTANGENT",
+    "SELF_ADJOINT",
     "Rule",
+    "all_attributes",
+    "all_methods",
     "all_rules",
     "attribute_rule",
     "batching_rule",

@@ -14,8 +14,8 @@ its arguments) and whether it is batched, and writes the operation on the batch:
 
 A rule returns the batched source and the result's per-example rank, or raises
 :class:`Decline` for a form it does not batch: ``vmap`` then loops over the batch
-instead. Each family registers its rules beside its derivative rules
-(``batching(...)`` at the end of elementwise.py, reductions.py...).
+instead. Each operation's declaration names its rule (``define(..., batch=...)`` in
+elementwise.py, reductions.py...; elementwise rules are batched elementwise).
 """
 
 from __future__ import annotations

@@ -7,18 +7,27 @@ does). ``vmap`` rewrites them for the batch itself (``transform/batch/vectorize.
 """
 
 from numbax import lax
-from numbax.transform.rules.registry import define, nondifferentiable
+from numbax.transform.rules.registry import (
+    SELF_ADJOINT,
+    checked_elsewhere,
+    define,
+    nondifferentiable,
+)
 
 TIES = "nxrt.psum(np.where(x == ans, 1.0, 0.0), axis_name)"  # how many attain it
+NAMED_AXIS = checked_elsewhere("tests/test_vmap_collectives.py: under a named batch axis")
 
 # fmt: off
 define(lax.psum,  "x, axis_name",
-       jvp="nxrt.psum(dx, axis_name)",                             vjp="nxrt.psum(g, axis_name)")
+       linear="nxrt.psum(x, axis_name)",                           vjp=SELF_ADJOINT,
+       samples=NAMED_AXIS)
 define(lax.pmean, "x, axis_name",
-       jvp="nxrt.pmean(dx, axis_name)",                            vjp="nxrt.pmean(g, axis_name)")
+       linear="nxrt.pmean(x, axis_name)",                          vjp=SELF_ADJOINT,
+       samples=NAMED_AXIS)
 define([lax.pmax, lax.pmin], "x, axis_name",
        jvp=f"nxrt.psum(np.where(x == ans, dx, 0), axis_name) / {TIES}",
-       vjp=f"np.where(x == ans, nxrt.psum(g, axis_name), 0) / {TIES}")
+       vjp=f"np.where(x == ans, nxrt.psum(g, axis_name), 0) / {TIES}",
+       samples=NAMED_AXIS)
 # fmt: on
 
 nondifferentiable([lax.axis_index])

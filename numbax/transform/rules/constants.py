@@ -10,40 +10,48 @@ import numpy as np
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import constructor, elementwise, same_shape
-from numbax.transform.rules.registry import batching, define, nondifferentiable
+from numbax.transform.rules.registry import define, nondifferentiable
 
+# fmt: off
+# constructors: values that depend on shapes alone
+nondifferentiable([np.zeros, np.ones, np.empty], batch=constructor("args0"))
+nondifferentiable([np.arange], batch=constructor("args0", rank=1))
+nondifferentiable([np.eye, np.identity], batch=constructor("args0", rank=2))
+nondifferentiable([np.tri, np.indices, np.tril_indices, np.triu_indices, np.diag_indices])
+nondifferentiable([np.zeros_like, np.ones_like, np.empty_like], batch=same_shape("args0"))
+# shapes; integer results: positions, counts
 nondifferentiable(
-    # constructors: values that depend on shapes alone
-    [np.zeros, np.ones, np.empty, np.eye, np.identity, np.arange, np.tri]
-    + [np.zeros_like, np.ones_like, np.empty_like]
-    + [np.indices, np.tril_indices, np.triu_indices, np.diag_indices]
-    # shapes
-    + [np.shape, np.ndim, np.size]
-    # integer results: positions, counts
+    [np.shape, np.ndim, np.size]
     + [np.argmax, np.argmin, np.argsort, np.argpartition, np.nonzero, np.flatnonzero]
-    + [np.argwhere]
-    + [np.count_nonzero, np.searchsorted]
-    # rounding (floor, ceil, round, sign: elementwise.py): piecewise constant
-    + [np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside]
-    # tests and comparisons: boolean results
-    + [np.isinf, np.isneginf, np.isposinf, np.isreal, np.iscomplex]
-    + [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
-    + [np.logical_and, np.logical_or, np.logical_not, np.logical_xor]
-    + [np.isclose, np.allclose, np.array_equal, np.all, np.any],
+    + [np.argwhere, np.count_nonzero, np.searchsorted]
+    # tests of a whole array
+    + [np.isreal, np.iscomplex, np.isclose, np.allclose, np.array_equal, np.all, np.any],
     methods=["argmax", "argmin", "argsort", "argpartition", "nonzero", "searchsorted"]
     + ["all", "any", "round"],
     # an array's layout and where it lives: integers, flags, a device
     attributes=["shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"]
     + ["flags", "ctypes", "device"],
 )
+# elementwise: rounding (floor, ceil, round, sign: elementwise.py), piecewise constant,
+# and tests and comparisons, boolean
+nondifferentiable(
+    [np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside]
+    + [np.isinf, np.isneginf, np.isposinf]
+    + [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
+    + [np.logical_and, np.logical_or, np.logical_not, np.logical_xor],
+    batch=elementwise,
+)
+# fmt: on
 
 # fmt: off
 define(np.full,      "shape, fill_value, dtype=None, order='C', device=None, like=None",
        jvp={"fill_value": "nxrt.broadcast_like(dfill_value, ans)"},
-       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"})
+       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"},
+       samples=["(3, 2), fill_value[]", "(3, 2), fill_value[2]"])
 define(np.full_like, "a, fill_value, dtype=None, order='K', subok=True, shape=None, device=None",
        jvp={"fill_value": "nxrt.broadcast_like(dfill_value, ans)"},
-       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"})
+       vjp={"fill_value": "nxrt.unbroadcast(g, fill_value)"},
+       samples=["np.ones((3, 2)), fill_value[]", "np.ones((3, 2)), fill_value[2]"])
 # np.linspace(start, stop) is start * (1 - t) + stop * t, t from 0 to 1 along axis 0.
 _T = "nxrt.linspace_weights(ans, endpoint, axis)"  # t, shaped to broadcast against ans
 define(np.linspace,
@@ -51,20 +59,8 @@ define(np.linspace,
        jvp={"start": f"nxrt.broadcast_like(dstart * (1 - {_T}), ans)",
             "stop":  f"nxrt.broadcast_like(dstop * {_T}, ans)"},
        vjp={"start": f"nxrt.unbroadcast(g * (1 - {_T}), start)",
-            "stop":  f"nxrt.unbroadcast(g * {_T}, stop)"})
+            "stop":  f"nxrt.unbroadcast(g * {_T}, stop)"},
+       samples=["start[], stop[], 5", "start[2], stop[2], 4, endpoint=False"])
 # fmt: on
 
 nondifferentiable([nxrt.linspace_weights])
-
-# -- batching (vmap's vectorized method, batch_kinds.py)
-batching(same_shape("args0"), np.zeros_like, np.ones_like, np.empty_like)
-batching(constructor("args0"), np.zeros, np.ones, np.empty)
-batching(constructor("args0", rank=1), np.arange)
-batching(constructor("args0", rank=2), np.eye, np.identity)
-batching(
-    elementwise,
-    np.around, np.rint, np.trunc, np.fix, np.signbit, np.heaviside,
-    np.isinf, np.isneginf, np.isposinf,
-    np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal,
-    np.logical_and, np.logical_or, np.logical_not, np.logical_xor,
-)  # fmt: skip

@@ -9,15 +9,19 @@ from numbax.transform.rules.registry import define, nondifferentiable
 
 # fmt: off
 define(nxrt.jac_ravel, "x",
-       jvp="nxrt.jac_ravel(dx)",                          vjp="nxrt.jac_unravel(g, x)")
+       linear="nxrt.jac_ravel(x)",                        vjp="nxrt.jac_unravel(g, x)",
+       samples=["x[3, 2]"])
 define(nxrt.jac_unravel, "flat, like",
-       jvp={"flat": "nxrt.jac_unravel(dflat, like)"},     vjp={"flat": "nxrt.jac_ravel(g)"})
+       linear="nxrt.jac_unravel(flat, like)",             vjp="nxrt.jac_ravel(g)",
+       samples=["flat[6], np.zeros((3, 2))"])
 define(nxrt.jac_unflatten, "jac, out, x",
-       jvp={"jac": "nxrt.jac_unflatten(djac, out, x)"},
-       vjp={"jac": "nxrt.jac_flatten(g, out, x)"})
+       linear="nxrt.jac_unflatten(jac, out, x)",
+       vjp="nxrt.jac_flatten(g, out, x)",
+       samples=["jac[6, 4], np.zeros((3, 2)), np.zeros(4)"])
 define(nxrt.jac_flatten, "tree, out, x",
-       jvp={"tree": "nxrt.jac_flatten(dtree, out, x)"},
-       vjp={"tree": "nxrt.jac_unflatten(g, out, x)"})
+       linear="nxrt.jac_flatten(tree, out, x)",
+       vjp="nxrt.jac_unflatten(g, out, x)",
+       samples=["tree[3, 2, 4], np.zeros((3, 2)), np.zeros(4)"])
 # fmt: on
 
 nondifferentiable([nxrt.jac_size, nxrt.jac_basis, nxrt.jac_buffer])

@@ -25,7 +25,7 @@ Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below be
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import product
-from numbax.transform.rules.registry import batching, define
+from numbax.transform.rules.registry import checked_elsewhere, define
 
 # fmt: off
 #      operation, signature
@@ -34,23 +34,30 @@ from numbax.transform.rules.registry import batching, define
 define(np.dot, "a, b, out=None",
        jvp={"a": "np.dot(da, b)",                         "b": "np.dot(a, db)"},
        vjp={"a": "nxrt.dot_vjp_a(g, a, b)",               "b": "nxrt.dot_vjp_b(g, a, b)"},
-       methods=["dot"])
+       methods=["dot"], batch=product("a", "b"),
+       samples=["a[3, 4], b[4, 2]", "a[4], b[4]", "a[3, 4], b[4]", "a[3], b[3, 4]",
+                "a[2, 3, 4], b[2, 4, 2]", "a[], b[3, 4]"])
 define(np.vdot, "a, b",
        jvp={"a": "np.vdot(da, b)",                        "b": "np.vdot(a, db)"},
        vjp={"a": "nxrt.reshape_like(g * nxrt.ravel(b), a)",
-            "b": "nxrt.reshape_like(g * nxrt.ravel(a), b)"})
+            "b": "nxrt.reshape_like(g * nxrt.ravel(a), b)"},
+       samples=["a[3, 4], b[12]", "a[4], b[4]"])
 define(np.inner, "a, b",
        jvp={"a": "np.inner(da, b)",                       "b": "np.inner(a, db)"},
        vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, (-1, -1))",
-            "b": "nxrt.tensordot_vjp_b(g, a, b, (-1, -1))"})
+            "b": "nxrt.tensordot_vjp_b(g, a, b, (-1, -1))"},
+       samples=["a[2, 3, 4], b[3, 4]", "a[4], b[4]"])
 define(np.outer, "a, b, out=None",
        jvp={"a": "np.outer(da, b)",                       "b": "np.outer(a, db)"},
        vjp={"a": "nxrt.reshape_like(np.dot(g, nxrt.ravel(b)), a)",
-            "b": "nxrt.reshape_like(np.dot(nxrt.ravel(a), g), b)"})
+            "b": "nxrt.reshape_like(np.dot(nxrt.ravel(a), g), b)"},
+       samples=["a[3, 4], b[3]", "a[4], b[3]"])
 define(np.tensordot, "a, b, axes=2",
        jvp={"a": "np.tensordot(da, b, axes)",             "b": "np.tensordot(a, db, axes)"},
        vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, axes)",
-            "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"})
+            "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"},
+       samples=["a[2, 3, 4], b[3, 4]", "a[3], b[4], 0", "a[3, 4], b[3, 4], axes=(0, 0)",
+                "a[2, 3, 4], b[4, 3, 2], ((2, 0), (0, 2))"])
 
 MT = "nxrt.matrix_transpose"  # of each matrix of a stack
 TRACE_INV = f"np.sum({MT}(np.linalg.inv(a)) * da, axis=(-2, -1))"  # tr(A^-1 dA)
@@ -58,25 +65,31 @@ INV_T = f"{MT}(np.linalg.inv(a))"  # its adjoint
 
 define(np.linalg.inv, "a",
        jvp="-ans @ da @ ans",
-       vjp=f"-{MT}(ans) @ g @ {MT}(ans)")
+       vjp=f"-{MT}(ans) @ g @ {MT}(ans)",
+       samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
 define(np.linalg.det, "a",
        jvp=f"ans * {TRACE_INV}",
-       vjp=f"nxrt.broadcast_reduced(g * ans, a, (-2, -1)) * {INV_T}")
+       vjp=f"nxrt.broadcast_reduced(g * ans, a, (-2, -1)) * {INV_T}",
+       samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
 define(np.linalg.slogdet, "a",  # (sign, logabsdet): the sign is constant
        jvp=f"(nxrt.zeros_like(ans[0]), {TRACE_INV})",
        vjp=f"nxrt.broadcast_reduced(g[1], a, (-2, -1)) * {INV_T}",
-       combine="nxrt.tree_add")
+       combine="nxrt.tree_add", samples=checked_elsewhere(
+           "tests/autodiff/test_rules_reductions_linalg.py: a (sign, logdet) pair"))
 define(np.linalg.solve, "a, b",
        jvp={"a": "-np.linalg.solve(a, da @ ans)",
             "b": "np.linalg.solve(a, db)"},
        vjp={"a": f"-nxrt.matmul_vjp_x(np.linalg.solve({MT}(a), g), a, ans)",
-            "b": f"np.linalg.solve({MT}(a), g)"})
+            "b": f"np.linalg.solve({MT}(a), g)"},
+       samples=["a[3, 3], b[3]", "a[3, 3], b[3, 2]", "a[2, 3, 3], b[2, 3, 2]"],
+       domain={"a": "invertible", "b": (-2, 2)})
 # dL = L Phi(L^-1 S L^-T), S = tril_symmetric(dA); the VJP: tril_fold(L^-T Phi(L^T G) L^-1).
 define(np.linalg.cholesky, "a",
        jvp=f"ans @ nxrt.tril_half_diag(np.linalg.solve(ans, {MT}("
            "np.linalg.solve(ans, nxrt.tril_symmetric(da)))))",
        vjp=f"nxrt.tril_fold(np.linalg.solve({MT}(ans), {MT}(np.linalg.solve({MT}(ans), {MT}("
-           f"nxrt.tril_half_diag({MT}(ans) @ g))))))")
+           f"nxrt.tril_half_diag({MT}(ans) @ g))))))",
+       samples=["a[3, 3]", "a[2, 3, 3]"], domain="spd")
 # fmt: on
 
 
@@ -115,8 +128,18 @@ define(
     EINSUM_PARAMETERS + ", *, out=None, dtype=None, order='K', casting='safe', optimize=False",
     jvp=_jvp,
     vjp=_vjp,
+    samples=[
+        "'ij,jk->ik', x0[3, 4], x1[4, 2]",
+        "'ii', x0[3, 3]",
+        "'ii->i', x0[3, 3]",
+        "'ij->ji', x0[3, 4]",
+        "'ijk->j', x0[2, 3, 4]",
+        "'i,j->ij', x0[3], x1[4]",
+        "'bij,bjk->bik', x0[2, 3, 4], x1[2, 4, 2]",
+        "'...ij,jk->...ik', x0[2, 3, 4], x1[4, 2]",
+        "'ij,j->i', x0[3, 4], x1[1]",
+        "'ij,ij->', x0[3, 4], x1[3, 4]",
+        "'ij,jk,i->k', x0[3, 4], x1[4, 2], x2[3]",
+        "'i,i,j,j', x0[3], x1[3], x2[4], x3[4]",
+    ],
 )
-
-# -- batching (vmap's vectorized method, batch_kinds.py): products of vectors and
-# matrices become one product over the batch
-batching(product("a", "b"), np.dot)

@@ -12,7 +12,7 @@ import gast
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import elementwise, product
-from numbax.transform.rules.registry import batching, define, nondifferentiable
+from numbax.transform.rules.registry import SELF_ADJOINT, define, nondifferentiable
 
 BINARY: dict[type, object] = {
     gast.Add: operator.add,
@@ -49,58 +49,50 @@ COMPARE: dict[type, object] = {
 }
 
 # fmt: off
-#      operation                     jvp (tangent out)                      vjp (cotangent in)
+#      operation                     jvp (tangent out), the vjp by substitution
 define([operator.add, np.add], "x, y",
-       jvp={"x": "dx",                   "y": "dy"},
-       vjp={"x": "g",                    "y": "g"}, elementwise=True)
+       jvp={"x": "dx",                   "y": "dy"},                    vjp=SELF_ADJOINT,
+       elementwise=True)
 define([operator.sub, np.subtract], "x, y",
-       jvp={"x": "dx",                   "y": "-dy"},
-       vjp={"x": "g",                    "y": "-g"}, elementwise=True)
+       jvp={"x": "dx",                   "y": "-dy"},                   vjp=SELF_ADJOINT,
+       elementwise=True)
 define([operator.mul, np.multiply], "x, y",
-       jvp={"x": "dx * y",               "y": "x * dy"},
-       vjp={"x": "g * y",                "y": "x * g"}, elementwise=True)
+       jvp={"x": "dx * y",               "y": "x * dy"},                vjp=SELF_ADJOINT,
+       elementwise=True)
 define([operator.truediv, np.divide, np.true_divide], "x, y",
-       jvp={"x": "dx / y",               "y": "-dy * ans / y"},
-       vjp={"x": "g / y",                "y": "-g * ans / y"}, elementwise=True)
+       jvp={"x": "dx / y",               "y": "-dy * ans / y"},         vjp=SELF_ADJOINT,
+       elementwise=True, domain={"x": (-2, 2), "y": (0.5, 2)})
 # x % y = x - floor(x / y) * y (Python's and NumPy's sign convention); np.fmod truncates.
 define([operator.mod, np.mod, np.remainder], "x, y",
-       jvp={"x": "dx",                   "y": "-dy * np.floor_divide(x, y)"},
-       vjp={"x": "g",                    "y": "-g * np.floor_divide(x, y)"}, elementwise=True)
+       jvp={"x": "dx",                   "y": "-dy * np.floor_divide(x, y)"}, vjp=SELF_ADJOINT,
+       elementwise=True, domain={"x": (-2.5, 2.5), "y": (0.7, 0.9)})
 define(np.fmod, "x, y",
-       jvp={"x": "dx",                   "y": "-dy * np.trunc(x / y)"},
-       vjp={"x": "g",                    "y": "-g * np.trunc(x / y)"}, elementwise=True)
+       jvp={"x": "dx",                   "y": "-dy * np.trunc(x / y)"}, vjp=SELF_ADJOINT,
+       elementwise=True, domain={"x": (-2.5, 2.5), "y": (0.7, 0.9)})
 # x ** y, as JAX: the x-term is y * x ** (y - 1), exactly 0 when y == 0 (x ** 0 is 1,
 # even at x = 0); the y-term, ans * log(x), only when y carries a derivative (so
 # x ** 2 at x <= 0 never takes a log), and exactly 0 where ans is (0 ** y, y > 0).
 # mul_pow and xlogy: numbax/runtime/elementwise.py, their rules in elementwise.py.
 define([operator.pow, np.power, pow], "x, y",
-       jvp={"x": "dx * nxrt.mul_pow(y, x, y - 1)", "y": "dy * nxrt.xlogy(ans, x)"},
-       vjp={"x": "g * nxrt.mul_pow(y, x, y - 1)",  "y": "g * nxrt.xlogy(ans, x)"}, elementwise=True)
-define([operator.neg, np.negative], "x",
-       jvp="-dx",
-       vjp="-g")
-define([operator.pos, np.positive], "x",
-       jvp="dx",
-       vjp="g")
+       derivative={"x": "nxrt.mul_pow(y, x, y - 1)", "y": "nxrt.xlogy(ans, x)"},
+       elementwise=True, domain={"x": (0.5, 2), "y": (-1.5, 1.5)})
+define([operator.neg, np.negative], "x", linear="-x", vjp=SELF_ADJOINT, batch=elementwise)
+define([operator.pos, np.positive], "x", linear="x", vjp=SELF_ADJOINT, batch=elementwise)
 define([operator.matmul, np.matmul], "x, y",
        jvp={"x": "dx @ y",               "y": "x @ dy"},
-       vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"})
+       vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"},
+       batch=product(),
+       samples=["x[3, 4], y[4, 2]", "x[3, 4], y[4]", "x[4], y[4, 2]", "x[4], y[4]",
+                "x[2, 3, 4], y[4, 2]", "x[1, 3, 4], y[2, 4, 2]", "x[4], y[2, 4, 2]",
+                "x[2, 3, 4], y[4]"])
 # fmt: on
 
+# Integer, bitwise and boolean results: elementwise, without derivatives (``in`` is
+# no elementwise operation: vmap loops over it).
 nondifferentiable(
     [operator.floordiv, np.floor_divide, operator.not_, operator.invert]
     + [operator.lshift, operator.rshift, operator.and_, operator.or_, operator.xor]
-    + list(COMPARE.values())
+    + [op for op in COMPARE.values() if op is not operator.contains],
+    batch=elementwise,
 )
-
-# -- batching (vmap's vectorized method, batch_kinds.py): operators act elementwise, but
-# @, which multiplies the examples' matrices
-batching(
-    elementwise,
-    *(op for op in BINARY.values() if op is not operator.matmul),
-    *UNARY.values(),
-    *(op for op in COMPARE.values() if op is not operator.contains),
-    np.add, np.subtract, np.multiply, np.divide, np.true_divide, np.mod, np.remainder,
-    np.fmod, np.power, np.negative, np.positive, np.floor_divide,
-)  # fmt: skip
-batching(product(), operator.matmul, np.matmul)
+nondifferentiable([operator.contains])

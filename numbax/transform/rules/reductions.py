@@ -22,7 +22,7 @@ exact with zeros.
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import reduction, scan
-from numbax.transform.rules.registry import batching, define
+from numbax.transform.rules.registry import define
 
 # Fragments the templates share: the cotangent spread back over the reduced axes, and
 # for var/std the centred input and the number of degrees of freedom (a scalar of a's
@@ -39,56 +39,69 @@ NORM = "nxrt.norm_weights(x, ans, ord, axis, keepdims)"
 #      operation, signature
 #      jvp (tangent out)
 #      vjp (cotangent in)
+#      batching (the axes move up by one past the batch's) and samples
 define(np.sum,  "a, axis=None, dtype=None, out=None, keepdims=False, initial=None",
-       jvp=f"np.sum(da, {KEEP})",
+       linear=f"np.sum(a, {KEEP})",
        vjp=SPREAD,
-       methods=["sum"])
+       methods=["sum"], batch=reduction(),
+       samples=["a[3, 4], axis=0", "a[2, 3, 4]", "a[2, 3, 4], axis=(0, 2), keepdims=True",
+                "a[2, 3, 4], axis=-2"])
 define(np.mean, "a, axis=None, dtype=None, out=None, keepdims=False",
-       jvp=f"np.mean(da, {KEEP})",
+       linear=f"np.mean(a, {KEEP})",
        vjp=f"{SPREAD} / nxrt.reduced_count(a, ans)",
-       methods=["mean"])
+       methods=["mean"], batch=reduction(),
+       samples=["a[3, 4], axis=-1, keepdims=True", "a[2, 3, 4], axis=(0, 2)", "a[2, 3, 4]"])
 define(np.prod, "a, axis=None, dtype=None, out=None, keepdims=False, initial=None",
        jvp=f"np.sum(da * {OTHERS}, {KEEP})",
        vjp=f"{SPREAD} * {OTHERS}",
-       methods=["prod"])
+       methods=["prod"], batch=reduction(),
+       samples=["a[3, 4], axis=1", "a[3, 4]", "a[2, 3, 4], axis=(0, 2), keepdims=True"])
 define([np.max, np.amax], "a, axis=None, out=None, keepdims=False",
        jvp=f"np.sum(da * {TIES}, {KEEP})",
        vjp=f"{SPREAD} * {TIES}",
-       methods=["max"])
+       methods=["max"], batch=reduction(),
+       samples=["a[3, 4], axis=-1, keepdims=True", "a[2, 3, 4]", "a[2, 3, 4], axis=(0, 1)"])
 define([np.min, np.amin], "a, axis=None, out=None, keepdims=False",
        jvp=f"np.sum(da * {TIES}, {KEEP})",
        vjp=f"{SPREAD} * {TIES}",
-       methods=["min"])
+       methods=["min"], batch=reduction(),
+       samples=["a[3, 4], axis=0", "a[2, 3, 4], axis=(1, 2)", "a[2, 3, 4], axis=1, keepdims=True"])
 # var = sum((a - mean)^2) / (n - ddof), n the number of elements reduced; std = sqrt(var).
 define(np.var,  "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
        jvp=f"2 * np.sum({CENTRED} * da, {KEEP}) / {DOF}",
        vjp=f"2 * {SPREAD} * {CENTRED} / {DOF}",
-       methods=["var"])
+       methods=["var"], batch=reduction(nests=False),
+       samples=["a[3, 4], axis=1, ddof=1", "a[2, 3, 4]",
+                "a[2, 3, 4], axis=(0, 2), ddof=1, keepdims=True"])
 define(np.std,  "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
        jvp=f"np.sum({CENTRED} * da, {KEEP}) / ({DOF} * ans)",
        vjp=f"nxrt.broadcast_reduced(g / ans, a, axis, keepdims) * {CENTRED} / {DOF}",
-       methods=["std"])
+       methods=["std"], batch=reduction(nests=False),
+       samples=["a[3, 4], axis=1", "a[2, 3, 4], ddof=2", "a[2, 3, 4], axis=(0, 1), keepdims=True"])
 define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
        jvp=f"np.sum(dx * {NORM}, {KEEP})",
-       vjp=f"nxrt.broadcast_reduced(g, x, axis, keepdims) * {NORM}")
+       vjp=f"nxrt.broadcast_reduced(g, x, axis, keepdims) * {NORM}",
+       batch=reduction("x", nests=False),
+       samples=["x[3, 4], axis=1", "x[4]", "x[2, 3, 4]", "x[2, 3, 4], 1, axis=-1, keepdims=True",
+                "x[2, 3, 4], np.inf, axis=0", "x[4], -np.inf", "x[2, 3, 4], 3, axis=1",
+                "x[3, 4], 0.5, axis=0", "x[4], 2", "x[3, 4], 'fro'",
+                "x[2, 3, 4], axis=(1, 2), keepdims=True"])
 define(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
-       jvp="np.trace(da, offset, axis1, axis2)",
+       linear="np.trace(a, offset, axis1, axis2)",
        vjp="nxrt.trace_vjp(g, a, offset, axis1, axis2)",
-       methods=["trace"])
+       methods=["trace"],
+       samples=["a[3, 4], 1", "a[3, 3]", "a[3, 4], -1", "a[2, 3, 4], 1, axis1=1, axis2=2",
+                "a[2, 3, 4], axis1=2, axis2=0"])
 
 # Scans: axis=None flattens, so the cotangent is flat and goes back to a's shape.
 define(np.cumsum,  "a, axis=None, dtype=None, out=None",
-       jvp="np.cumsum(da, axis=axis)",
+       linear="np.cumsum(a, axis=axis)",
        vjp="nxrt.cumsum_reverse(g, a, axis)",
-       methods=["cumsum"])
+       methods=["cumsum"], batch=scan(),
+       samples=["a[3, 4], axis=0", "a[2, 3, 4]", "a[2, 3, 4], axis=-2"])
 define(np.cumprod, "a, axis=None, dtype=None, out=None",
        jvp="nxrt.cumprod_jvp(a, da, axis)",
        vjp="nxrt.cumprod_vjp(g, a, axis)",
-       methods=["cumprod"])
+       methods=["cumprod"], batch=scan(),
+       samples=["a[3, 4]", "a[2, 3, 4], axis=2", "a[2, 3, 4], axis=-3"])
 # fmt: on
-
-# -- batching (vmap's vectorized method, batch_kinds.py): the axes move up by one
-batching(reduction(), np.sum, np.mean, np.prod, np.max, np.min)
-batching(reduction(nests=False), np.var, np.std)
-batching(reduction("x", nests=False), np.linalg.norm)
-batching(scan(), np.cumsum, np.cumprod)

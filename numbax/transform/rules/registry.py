@@ -16,6 +16,34 @@ runtime helpers). The transformations sum the terms of all active parameters; fo
 cotangent has its parameter's shape and dtype. Rules without terms declare functions
 that have no derivative (``np.floor``, comparisons, ``x.shape``): their results are
 constants to the transformations.
+
+Most templates follow a few patterns, which ``define`` writes from one expression:
+
+* ``derivative=D``: an elementwise operation given by its local derivative ``D``: the
+  JVP is ``dx * D``, the VJP ``g * D`` (no conjugate: JAX's convention for complex
+  numbers, where the VJP is the JVP's transpose; ``np.abs``, whose VJP is not, writes
+  both). It is batched elementwise.
+* ``linear=E``: an operation linear in its first parameter, ``E`` the operation in its
+  parameters (``"np.flip(m, axis)"``): the JVP is ``E`` applied to the tangent.
+* ``vjp=SELF_ADJOINT``: the JVP, as a linear map of the tangent, is its own transpose
+  (a product with the local derivative, ``np.flip``, ``np.triu``): the VJP is the JVP
+  with each tangent replaced by ``g``.
+
+The declaration also carries the operation's batching rule (``batch=``, the kinds of
+``batch_kinds.py``; elementwise for elementwise rules) and where to check its
+derivatives (``samples=``, ``domain=``), so that the tests walk this table instead of
+lists of their own (``tests/autodiff/test_rule_table.py``):
+
+* ``samples``: calls to check, each the text of a call's arguments in which an input
+  is written ``name[shape]`` (``"a[3, 4], axis=1"``, ``"x[]"`` for a scalar): it
+  becomes an argument of the function checked, an array of that shape; the other
+  arguments are constants. Elementwise rules without samples are checked on inputs
+  of shape (3, 2), and (2,) for their other parameters (broadcast against the first).
+* ``domain``: where inputs are drawn, ``(low, high)`` (default ``(-2, 2)``, values apart
+  and away from 0), one per parameter (a dict), or a kind of matrix: ``"invertible"``,
+  ``"spd"`` (symmetric positive definite), ``"bool"`` (a condition, not differentiated).
+* :func:`checked_elsewhere`: for the few rules a generic call cannot exercise (a named
+  batch axis, a tuple or complex result, a custom_vjp rule), the test that checks them.
 """
 
 from __future__ import annotations
@@ -28,12 +56,36 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gast
+import numpy as np
+
+from numbax.transform.rules.batch_kinds import elementwise as batch_elementwise
 
 ANS = "ans"
 """Template name of the operation's output."""
 
 COTANGENT = "g"
 """Template name of the output's cotangent in VJP templates."""
+
+
+class _SelfAdjoint:
+    def __repr__(self) -> str:
+        return "SELF_ADJOINT"
+
+
+SELF_ADJOINT: Any = _SelfAdjoint()
+"""``vjp=SELF_ADJOINT``: the VJP is the JVP with each tangent replaced by ``g``."""
+
+
+@dataclass(frozen=True)
+class CheckedElsewhere:
+    """Derivatives checked by a test of their own (``where``), not from samples."""
+
+    where: str
+
+
+def checked_elsewhere(where: str) -> CheckedElsewhere:
+    """``samples=checked_elsewhere("tests/test_vmap_collectives.py")``."""
+    return CheckedElsewhere(where)
 
 
 def tangent_name(param: str) -> str:
@@ -51,6 +103,10 @@ class Rule:
     vjp: Mapping[str, gast.expr] = field(default_factory=dict)
     elementwise: bool = False
     combine: str | None = None  # how terms add up, if not with + (tuples: nxrt.tree_add)
+    # vmap's vectorized method (batch_kinds.py), and where the tests check derivatives
+    batch: Any = field(default=None, compare=False, repr=False)
+    samples: tuple[str, ...] | CheckedElsewhere | None = field(default=None, compare=False)
+    domain: Any = field(default=None, compare=False)
 
     @property
     def differentiable(self) -> tuple[str, ...]:
@@ -103,7 +159,6 @@ _BY_ID: dict[int, Rule] = {}
 _KEEP_ALIVE: list[Any] = []  # ids stay valid while the objects live
 _METHODS: dict[str, Rule] = {}
 _ATTRIBUTES: dict[str, Rule] = {}
-_BATCHING: dict[int, Any] = {}  # id of a Rule → its batching rule (they live as long)
 
 
 def _parse_signature(text: str) -> inspect.Signature:
@@ -116,22 +171,63 @@ def _parse_template(text: str) -> gast.expr:
     return gast.ast_to_gast(ast.parse(text, mode="eval")).body
 
 
-def _templates(spec: str | Mapping[str, str] | None, first: str) -> dict[str, gast.expr]:
+Templates = str | Mapping[str, str] | None
+
+
+def _per_parameter(spec: Templates, first: str) -> dict[str, str]:
     if spec is None:
         return {}
-    if isinstance(spec, str):
-        spec = {first: spec}
-    return {param: _parse_template(text) for param, text in spec.items()}
+    return {first: spec} if isinstance(spec, str) else dict(spec)
+
+
+def _templates(spec: Templates, first: str) -> dict[str, gast.expr]:
+    return {param: _parse_template(text) for param, text in _per_parameter(spec, first).items()}
+
+
+_LOOSER_THAN_PRODUCT = (ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda, ast.NamedExpr)
+
+
+def _factor(text: str) -> str:
+    """``text`` as the right operand of ``*``: parenthesized where it binds looser
+    (``ans + 1``); a chain of products stays flat, as written (``ans * c``)."""
+    node = ast.parse(text, mode="eval").body
+    looser = isinstance(node, _LOOSER_THAN_PRODUCT) or (
+        isinstance(node, ast.BinOp) and not isinstance(node.op, (ast.Mult, ast.Div, ast.Pow))
+    )
+    return f"({text})" if looser else text
+
+
+def _from_derivative(spec: Templates, first: str) -> tuple[dict[str, str], dict[str, str]]:
+    """JVP ``d<param> * D`` and VJP ``g * D`` of each parameter's local derivative D."""
+    derivatives = _per_parameter(spec, first)
+    for param, text in derivatives.items():
+        names = {n.id for n in ast.walk(ast.parse(text, mode="eval")) if isinstance(n, ast.Name)}
+        if names & {tangent_name(param), COTANGENT}:
+            raise ValueError(f"derivative of {param}: {text!r} is the factor, without the tangent")
+    jvp = {p: f"{tangent_name(p)} * {_factor(d)}" for p, d in derivatives.items()}
+    vjp = {p: f"{COTANGENT} * {_factor(d)}" for p, d in derivatives.items()}
+    return jvp, vjp
+
+
+def _substituted(templates: Mapping[str, gast.expr]) -> dict[str, gast.expr]:
+    """Each parameter's template with its tangent replaced by the cotangent."""
+    cotangent = gast.Name(COTANGENT, gast.Load(), None, None)
+    return {p: instantiate(t, {tangent_name(p): cotangent}) for p, t in templates.items()}
 
 
 def define(
     targets: Any | Iterable[Any],
     signature: str,
     *,
-    jvp: str | Mapping[str, str] | None = None,
-    vjp: str | Mapping[str, str] | None = None,
+    jvp: Templates = None,
+    vjp: Templates | _SelfAdjoint = None,
+    derivative: Templates = None,
+    linear: str | None = None,
     elementwise: bool = False,
     combine: str | None = None,
+    batch: Any = None,
+    samples: Iterable[str] | CheckedElsewhere | None = None,
+    domain: Any = None,
     methods: Iterable[str] = (),
     attributes: Iterable[str] = (),
     name: str | None = None,
@@ -139,17 +235,38 @@ def define(
     """Register one rule for ``targets`` (one object or several aliases, e.g. ``np.abs``
     and ``abs``), and for array methods/attributes of the same meaning, whose object
     binds to the first parameter. A ``str`` template belongs to the first parameter.
+    ``derivative``, ``linear`` and ``vjp=SELF_ADJOINT`` write templates from one
+    expression; ``batch``, ``samples`` and ``domain``: see the module docstring.
     """
     targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
     sig = _parse_signature(signature)
     first = next(iter(sig.parameters))
+    if derivative is not None:
+        if jvp is not None or vjp is not None or linear is not None:
+            raise ValueError("a derivative= gives both templates: no jvp=, vjp= or linear=")
+        jvp, vjp = _from_derivative(derivative, first)
+        batch = batch_elementwise if batch is None else batch
+    if linear is not None:
+        if jvp is not None:
+            raise ValueError("linear= is the JVP: no jvp= besides")
+        params = {first: gast.Name(tangent_name(first), gast.Load(), None, None)}
+        jvp_templates = {first: instantiate(_parse_template(linear), params)}
+    else:
+        jvp_templates = _templates(jvp, first)
+    if elementwise and batch is None:
+        batch = batch_elementwise
     rule = Rule(
         name=name or qualified_name(targets[0]) if targets else (name or signature),
         signature=sig,
-        jvp=_templates(jvp, first),
-        vjp=_templates(vjp, first),
+        jvp=jvp_templates,
+        vjp=_substituted(jvp_templates) if vjp is SELF_ADJOINT else _templates(vjp, first),
         elementwise=elementwise,
         combine=combine,
+        batch=batch,
+        samples=samples
+        if samples is None or isinstance(samples, CheckedElsewhere)
+        else tuple(samples),
+        domain=domain,
     )
     unknown = (set(rule.jvp) | set(rule.vjp)) - set(sig.parameters)
     if unknown:
@@ -164,30 +281,22 @@ def define(
     return rule
 
 
-def nondifferentiable(targets: Iterable[Any], methods: Iterable[str] = (), attributes=()) -> None:
+def nondifferentiable(
+    targets: Iterable[Any], methods: Iterable[str] = (), attributes=(), batch: Any = None
+) -> None:
     """Declare functions whose results carry no derivative (shapes, comparisons,
-    rounding, constructors): any arguments, no terms."""
+    rounding, constructors): any arguments, no terms; ``batch``: their batching rule."""
     for target in targets:
-        define(target, "*args, **kwargs")
+        define(target, "*args, **kwargs", batch=batch)
     for method in methods:
-        _METHODS[method] = define([], "*args, **kwargs", name=f".{method}()")
+        _METHODS[method] = define([], "*args, **kwargs", name=f".{method}()", batch=batch)
     for attribute in attributes:
-        _ATTRIBUTES[attribute] = define([], "x", name=f".{attribute}")
-
-
-def batching(batch_rule: Any, *targets: Any) -> None:
-    """Give each target (an object with a rule, or a :class:`Rule` itself: a method's)
-    its batching rule, for vmap's vectorized method (``rules/batch_kinds.py``)."""
-    for target in targets:
-        rule = target if isinstance(target, Rule) else rule_for(target)
-        if rule is None:
-            raise ValueError(f"batching rule for {target!r}, which has no rule")
-        _BATCHING[id(rule)] = batch_rule
+        _ATTRIBUTES[attribute] = define([], "x", name=f".{attribute}", batch=batch)
 
 
 def batching_rule(rule: Rule) -> Any:
     """The batching rule of an operation's rule, or None (vmap then loops)."""
-    return _BATCHING.get(id(rule))
+    return rule.batch
 
 
 def rule_for(target: Any) -> Rule | None:
@@ -211,10 +320,18 @@ def all_rules() -> list[tuple[Any, Rule]]:
     return [(by_id[i], r) for i, r in _BY_ID.items()]
 
 
+def all_methods() -> dict[str, Rule]:
+    """Every array method's rule, by the method's name."""
+    return dict(_METHODS)
+
+
+def all_attributes() -> dict[str, Rule]:
+    """Every array attribute's rule, by the attribute's name."""
+    return dict(_ATTRIBUTES)
+
+
 def qualified_name(target: Any) -> str:
     """``numpy.linalg.norm``, ``operator.mul``: how messages name a function."""
-    import numpy as np
-
     namespaces = (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft))
     name = getattr(target, "__name__", None)
     if not isinstance(name, str):  # an object such as np.r_: found by identity

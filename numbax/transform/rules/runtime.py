@@ -11,140 +11,23 @@ from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import (
     BatchOp,
     Decline,
-    elementwise,
     lift,
     matrix_product,
     repeated,
     same_shape,
     shifted_axis,
 )
-from numbax.transform.rules.registry import batching, define, nondifferentiable
-
-# fmt: off
-define(nxrt.unbroadcast, "value, like",
-       jvp="nxrt.unbroadcast(dvalue, like)",              vjp="nxrt.unbroadcast(g, value)")
-define(nxrt.broadcast_like, "value, like",
-       jvp="nxrt.broadcast_like(dvalue, like)",           vjp="nxrt.unbroadcast(g, value)")
-define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
-       jvp="nxrt.broadcast_reduced(dvalue, a, axis, keepdims)",
-       vjp="nxrt.unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), value)")
-define(nxrt.owned, "x",
-       jvp="dx",                                          vjp="g")
-define(nxrt.ravel, "x",
-       jvp="nxrt.ravel(dx)",                              vjp="nxrt.reshape_like(g, x)")
-define(nxrt.reshape_like, "value, like",
-       jvp="nxrt.reshape_like(dvalue, like)",             vjp="nxrt.reshape_like(g, value)")
-define(nxrt.tree_add, "a, b",
-       jvp={"a": "da",                                    "b": "db"},
-       vjp={"a": "g",                                     "b": "g"}, combine="nxrt.tree_add")
-define(nxrt.index_add, "base, index, value",
-       jvp={"base": "nxrt.owned(dbase)",
-            "value": "nxrt.index_add(nxrt.zeros_like(base), index, dvalue)"},
-       vjp={"base": "g",
-            "value": "nxrt.unbroadcast(g[index], value)"}, combine="nxrt.tree_add")
-define(nxrt.matmul_vjp_x, "ct, x, y",
-       jvp={"ct": "nxrt.matmul_vjp_x(dct, x, y)",         "y": "nxrt.matmul_vjp_x(ct, x, dy)"},
-       vjp={"ct": "np.matmul(g, y)",                      "y": "nxrt.matmul_vjp_y(ct, g, y)"})
-define(nxrt.matmul_vjp_y, "ct, x, y",
-       jvp={"ct": "nxrt.matmul_vjp_y(dct, x, y)",         "x": "nxrt.matmul_vjp_y(ct, dx, y)"},
-       vjp={"ct": "np.matmul(x, g)",                      "x": "nxrt.matmul_vjp_x(ct, x, g)"})
-define(nxrt.batch_sum, "x",
-       jvp="nxrt.batch_sum(dx)",                          vjp="nxrt.batch_broadcast(g, x)")
-define(nxrt.batch_broadcast, "value, like",
-       jvp={"value": "nxrt.batch_broadcast(dvalue, like)"},
-       vjp={"value": "nxrt.batch_sum(g)"})
-define(nxrt.loop_cotangent, "ct, x",
-       jvp={"ct": "nxrt.loop_cotangent(dct, x)"},         vjp={"ct": "nxrt.loop_cotangent(g, ct)"})
-define(nxrt.custom_cotangents, "cts, primals, rule",
-       jvp={"cts": "nxrt.custom_cotangents(dcts, primals, rule)"},
-       vjp={"cts": "g"})
-# fmt: on
-
-nondifferentiable([nxrt.zeros_like, nxrt.ones_like])
-nondifferentiable([nxrt.grad_seed, nxrt.grad_seeds, nxrt.holomorphic_seed, nxrt.holomorphic_seeds])
+from numbax.transform.rules.linalg import EINSUM_PARAMETERS, einsum_templates
+from numbax.transform.rules.registry import (
+    SELF_ADJOINT,
+    checked_elsewhere,
+    define,
+    nondifferentiable,
+)
 
 
-# -- reductions and linear algebra (rules/reductions.py, rules/linalg.py) -----------------
-# Helpers linear in their first (cotangent) argument get its adjoint; where they depend
-# on an array nonlinearly too, the derivative in that array is given away from zeros.
-from numbax.transform.rules.linalg import EINSUM_PARAMETERS, einsum_templates  # noqa: E402
-
-# fmt: off
-# prod_others and its derivative prod_others_jvp are exact with zeros; prod_others_jvp is
-# symmetric in t. Its own derivative in a is given where a has no zero, from
-# prod_others_jvp(a, t) = prod_others(a) * others(t / a), others(v) the sum over the
-# other elements of each one's reduction.
-OTHERS = "(nxrt.broadcast_reduced(np.sum({v}, axis=axis), a, axis) - {v})"
-define(nxrt.prod_others, "a, axis=None",
-       jvp="nxrt.prod_others_jvp(a, da, axis)",          vjp="nxrt.prod_others_jvp(a, g, axis)")
-define(nxrt.prod_others_jvp, "a, t, axis=None",
-       jvp={"a": "nxrt.prod_others_jvp(a, da, axis) * " + OTHERS.format(v="t / a")
-                 + " - nxrt.prod_others(a, axis) * " + OTHERS.format(v="t * da / (a * a)"),
-            "t": "nxrt.prod_others_jvp(a, dt, axis)"},
-       vjp={"a": "nxrt.prod_others_jvp(a, g * " + OTHERS.format(v="t / a") + ", axis)"
-                 " - t / (a * a) * " + OTHERS.format(v="g * nxrt.prod_others(a, axis)"),
-            "t": "nxrt.prod_others_jvp(a, g, axis)"})
-define(nxrt.cumsum_reverse, "value, a, axis=None",
-       jvp="nxrt.cumsum_reverse(dvalue, a, axis)",      vjp="np.cumsum(g, axis=axis)")
-# cumprod_jvp(a, t) = cumprod(a) * cumsum(t / a) and cumprod_vjp(ct, a) =
-# cumsum_reverse(ct * cumprod(a)) / a where a has no zero: their derivatives in a.
-define(nxrt.cumprod_jvp, "a, t, axis=None",
-       jvp={"a": "nxrt.cumprod_jvp(a, da, axis) * np.cumsum(t / a, axis=axis)"
-                 " - np.cumprod(a, axis=axis) * np.cumsum(t * da / (a * a), axis=axis)",
-            "t": "nxrt.cumprod_jvp(a, dt, axis)"},
-       vjp={"a": "nxrt.cumprod_vjp(g * np.cumsum(t / a, axis=axis), a, axis)"
-                 " - t / (a * a) * nxrt.cumsum_reverse(g * np.cumprod(a, axis=axis), a, axis)",
-            "t": "nxrt.cumprod_vjp(g, a, axis)"})
-define(nxrt.cumprod_vjp, "ct, a, axis=None",
-       jvp={"ct": "nxrt.cumprod_vjp(dct, a, axis)",
-            "a": "nxrt.cumsum_reverse(ct * nxrt.cumprod_jvp(a, da, axis), a, axis) / a"
-                 " - ans * da / a"},
-       vjp={"ct": "nxrt.cumprod_jvp(a, g, axis)",
-            "a": "nxrt.cumprod_vjp(ct * np.cumsum(g / a, axis=axis), a, axis) - g * ans / a"})
-# norm_weights(x, norm, k) ~ sign(x)^(k+1) |x|^(p-1-k) norm^(1-p): d/dx is the next k.
-define(nxrt.norm_weights, "x, norm, ord=None, axis=None, keepdims=False, k=0",
-       jvp={"x": "dx * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
-            "norm": "nxrt.norm_exponent(ord) * ans"
-                    " * nxrt.broadcast_reduced(dnorm / norm, x, axis, keepdims)"},
-       vjp={"x": "g * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
-            "norm": "nxrt.norm_exponent(ord)"
-                    " * np.sum(g * ans, axis=axis, keepdims=keepdims) / norm"})
-define(nxrt.trace_vjp, "ct, a, offset=0, axis1=0, axis2=1",
-       jvp={"ct": "nxrt.trace_vjp(dct, a, offset, axis1, axis2)"},
-       vjp={"ct": "np.trace(g, offset, axis1, axis2)"})
-define(nxrt.matrix_transpose, "x",
-       jvp="nxrt.matrix_transpose(dx)",                 vjp="nxrt.matrix_transpose(g)")
-define(nxrt.tril_half_diag, "x",
-       jvp="nxrt.tril_half_diag(dx)",                   vjp="nxrt.tril_half_diag(g)")
-define(nxrt.tril_symmetric, "x",
-       jvp="nxrt.tril_symmetric(dx)",                   vjp="nxrt.tril_fold(g)")
-define(nxrt.tril_fold, "x",
-       jvp="nxrt.tril_fold(dx)",                        vjp="nxrt.tril_symmetric(g)")
-define(nxrt.dot_vjp_a, "ct, a, b",
-       jvp={"ct": "nxrt.dot_vjp_a(dct, a, b)",          "b": "nxrt.dot_vjp_a(ct, a, db)"},
-       vjp={"ct": "np.dot(g, b)",                       "b": "nxrt.dot_vjp_b(ct, g, b)"})
-define(nxrt.dot_vjp_b, "ct, a, b",
-       jvp={"ct": "nxrt.dot_vjp_b(dct, a, b)",          "a": "nxrt.dot_vjp_b(ct, da, b)"},
-       vjp={"ct": "np.dot(a, g)",                       "a": "nxrt.dot_vjp_a(ct, a, g)"})
-define(nxrt.tensordot_vjp_a, "ct, a, b, axes=2",
-       jvp={"ct": "nxrt.tensordot_vjp_a(dct, a, b, axes)",
-            "b": "nxrt.tensordot_vjp_a(ct, a, db, axes)"},
-       vjp={"ct": "np.tensordot(g, b, axes)",
-            "b": "nxrt.tensordot_vjp_b(ct, g, b, axes)"})
-define(nxrt.tensordot_vjp_b, "ct, a, b, axes=2",
-       jvp={"ct": "nxrt.tensordot_vjp_b(dct, a, b, axes)",
-            "a": "nxrt.tensordot_vjp_b(ct, da, b, axes)"},
-       vjp={"ct": "np.tensordot(a, g, axes)",
-            "a": "nxrt.tensordot_vjp_a(ct, a, g, axes)"})
-# fmt: on
-_jvp, _vjp = einsum_templates("like")
-define(nxrt.einsum_general, EINSUM_PARAMETERS + ", like=None", jvp=_jvp, vjp=_vjp)
-
-nondifferentiable([nxrt.reduced_count, nxrt.tie_weights, nxrt.norm_exponent])
-
-
-# -- batching (vmap's vectorized method, batch_kinds.py): each helper as the operations
-# it stands for, at the examples' ranks
+# -- batching rules (vmap's vectorized method, batch_kinds.py): each helper as the
+# operations it stands for, at the examples' ranks
 def _seeds(helper: str) -> Any:
     def rule(op: BatchOp) -> tuple[str, int | None]:
         """One per example, for outputs that are scalars per example (their dtype
@@ -260,18 +143,170 @@ def _loop_cotangent(op: BatchOp) -> tuple[str, int | None]:
     return op.replaced({}), rank
 
 
-batching(_seeds("grad_seeds"), nxrt.grad_seed)
-batching(_seeds("holomorphic_seeds"), nxrt.holomorphic_seed)
-batching(same_shape("args0"), nxrt.grad_seeds, nxrt.holomorphic_seeds)
-batching(_unbroadcast, nxrt.unbroadcast)
-batching(same_shape("args0"), nxrt.zeros_like, nxrt.ones_like)
-batching(same_shape("x"), nxrt.owned)
-batching(_loop_cotangent, nxrt.loop_cotangent)
-batching(_product_adjoint("ct", "a", "b", "a"), nxrt.dot_vjp_a)
-batching(_product_adjoint("ct", "a", "b", "b"), nxrt.dot_vjp_b)
-batching(_product_adjoint("ct", "x", "y", "x"), nxrt.matmul_vjp_x)
-batching(_product_adjoint("ct", "x", "y", "y"), nxrt.matmul_vjp_y)
-batching(_broadcast_reduced, nxrt.broadcast_reduced)
-batching(_reduced_count, nxrt.reduced_count)
-batching(_tie_weights, nxrt.tie_weights)
-batching(elementwise, nxrt.mul_pow, nxrt.xlogy)
+# fmt: off
+define(nxrt.unbroadcast, "value, like",
+       linear="nxrt.unbroadcast(value, like)",            vjp="nxrt.unbroadcast(g, value)",
+       batch=_unbroadcast, samples=["value[3, 2], np.zeros(2)", "value[3, 2], 1.0"])
+define(nxrt.broadcast_like, "value, like",
+       linear="nxrt.broadcast_like(value, like)",         vjp="nxrt.unbroadcast(g, value)",
+       samples=["value[2], np.zeros((3, 2))"])
+define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
+       linear="nxrt.broadcast_reduced(value, a, axis, keepdims)",
+       vjp="nxrt.unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), value)",
+       batch=_broadcast_reduced,
+       samples=["value[3], np.zeros((3, 4)), 1", "value[], np.zeros((3, 4))",
+                "value[3], a[3, 4], 1"])
+define(nxrt.owned, "x",
+       linear="x",                                        vjp=SELF_ADJOINT,
+       batch=same_shape("x"), samples=["x[3, 2]"])
+define(nxrt.ravel, "x",
+       linear="nxrt.ravel(x)",                            vjp="nxrt.reshape_like(g, x)",
+       samples=["x[3, 2]"])
+define(nxrt.reshape_like, "value, like",
+       linear="nxrt.reshape_like(value, like)",           vjp="nxrt.reshape_like(g, value)",
+       samples=["value[6], np.zeros((3, 2))"])
+define(nxrt.tree_add, "a, b",
+       jvp={"a": "da",                                    "b": "db"},
+       vjp=SELF_ADJOINT, combine="nxrt.tree_add", samples=["a[3, 2], b[3, 2]"])
+define(nxrt.index_add, "base, index, value",
+       jvp={"base": "nxrt.owned(dbase)",
+            "value": "nxrt.index_add(nxrt.zeros_like(base), index, dvalue)"},
+       vjp={"base": "g",
+            "value": "nxrt.unbroadcast(g[index], value)"}, combine="nxrt.tree_add",
+       samples=["base[4, 3] * 1.0, 1, value[3]",  # index_add writes into base: a copy
+                "base[4, 3] * 1.0, np.array([0, 2, 0]), value[3, 3]"])
+define(nxrt.matmul_vjp_x, "ct, x, y",
+       jvp={"ct": "nxrt.matmul_vjp_x(dct, x, y)",         "y": "nxrt.matmul_vjp_x(ct, x, dy)"},
+       vjp={"ct": "np.matmul(g, y)",                      "y": "nxrt.matmul_vjp_y(ct, g, y)"},
+       batch=_product_adjoint("ct", "x", "y", "x"),
+       samples=["ct[3, 2], np.zeros((3, 4)), y[4, 2]", "ct[3], np.zeros((3, 4)), y[4]"])
+define(nxrt.matmul_vjp_y, "ct, x, y",
+       jvp={"ct": "nxrt.matmul_vjp_y(dct, x, y)",         "x": "nxrt.matmul_vjp_y(ct, dx, y)"},
+       vjp={"ct": "np.matmul(x, g)",                      "x": "nxrt.matmul_vjp_x(ct, x, g)"},
+       batch=_product_adjoint("ct", "x", "y", "y"),
+       samples=["ct[3, 2], x[3, 4], np.zeros((4, 2))", "ct[3], x[3, 4], np.zeros(4)"])
+define(nxrt.batch_sum, "x",
+       linear="nxrt.batch_sum(x)",                        vjp="nxrt.batch_broadcast(g, x)",
+       samples=["x[3, 2]"])
+define(nxrt.batch_broadcast, "value, like",
+       linear="nxrt.batch_broadcast(value, like)",        vjp="nxrt.batch_sum(g)",
+       samples=["value[2], np.zeros((3, 2))"])
+define(nxrt.loop_cotangent, "ct, x",
+       linear="nxrt.loop_cotangent(ct, x)",               vjp="nxrt.loop_cotangent(g, ct)",
+       batch=_loop_cotangent, samples=["ct[3, 2], np.zeros((3, 2))", "ct[3, 2], x[3, 2]"])
+define(nxrt.custom_cotangents, "cts, primals, rule",
+       linear="nxrt.custom_cotangents(cts, primals, rule)",
+       vjp="g", samples=checked_elsewhere("tests/autodiff/test_custom.py: custom_vjp rules"))
+# fmt: on
+
+nondifferentiable([nxrt.zeros_like, nxrt.ones_like], batch=same_shape("args0"))
+nondifferentiable([nxrt.grad_seed], batch=_seeds("grad_seeds"))
+nondifferentiable([nxrt.holomorphic_seed], batch=_seeds("holomorphic_seeds"))
+nondifferentiable([nxrt.grad_seeds, nxrt.holomorphic_seeds], batch=same_shape("args0"))
+
+
+# -- reductions and linear algebra (rules/reductions.py, rules/linalg.py) -----------------
+# Helpers linear in their first (cotangent) argument get its adjoint; where they depend
+# on an array nonlinearly too, the derivative in that array is given away from zeros.
+
+# fmt: off
+# prod_others and its derivative prod_others_jvp are exact with zeros; prod_others_jvp is
+# symmetric in t. Its own derivative in a is given where a has no zero, from
+# prod_others_jvp(a, t) = prod_others(a) * others(t / a), others(v) the sum over the
+# other elements of each one's reduction.
+OTHERS = "(nxrt.broadcast_reduced(np.sum({v}, axis=axis), a, axis) - {v})"
+define(nxrt.prod_others, "a, axis=None",
+       jvp="nxrt.prod_others_jvp(a, da, axis)",          vjp=SELF_ADJOINT,
+       samples=["a[3, 4], 1", "a[3, 4]"])
+define(nxrt.prod_others_jvp, "a, t, axis=None",
+       jvp={"a": "nxrt.prod_others_jvp(a, da, axis) * " + OTHERS.format(v="t / a")
+                 + " - nxrt.prod_others(a, axis) * " + OTHERS.format(v="t * da / (a * a)"),
+            "t": "nxrt.prod_others_jvp(a, dt, axis)"},
+       vjp={"a": "nxrt.prod_others_jvp(a, g * " + OTHERS.format(v="t / a") + ", axis)"
+                 " - t / (a * a) * " + OTHERS.format(v="g * nxrt.prod_others(a, axis)"),
+            "t": "nxrt.prod_others_jvp(a, g, axis)"},
+       samples=["a[3, 4], t[3, 4], 1", "a[3, 4], t[3, 4]"])
+define(nxrt.cumsum_reverse, "value, a, axis=None",
+       linear="nxrt.cumsum_reverse(value, a, axis)",    vjp="np.cumsum(g, axis=axis)",
+       samples=["value[3, 4], np.zeros((3, 4)), 1", "value[12], np.zeros((3, 4))"])
+# cumprod_jvp(a, t) = cumprod(a) * cumsum(t / a) and cumprod_vjp(ct, a) =
+# cumsum_reverse(ct * cumprod(a)) / a where a has no zero: their derivatives in a.
+define(nxrt.cumprod_jvp, "a, t, axis=None",
+       jvp={"a": "nxrt.cumprod_jvp(a, da, axis) * np.cumsum(t / a, axis=axis)"
+                 " - np.cumprod(a, axis=axis) * np.cumsum(t * da / (a * a), axis=axis)",
+            "t": "nxrt.cumprod_jvp(a, dt, axis)"},
+       vjp={"a": "nxrt.cumprod_vjp(g * np.cumsum(t / a, axis=axis), a, axis)"
+                 " - t / (a * a) * nxrt.cumsum_reverse(g * np.cumprod(a, axis=axis), a, axis)",
+            "t": "nxrt.cumprod_vjp(g, a, axis)"},
+       samples=["a[3, 4], t[3, 4], 1", "a[3, 4], t[3, 4]"])
+define(nxrt.cumprod_vjp, "ct, a, axis=None",
+       jvp={"ct": "nxrt.cumprod_vjp(dct, a, axis)",
+            "a": "nxrt.cumsum_reverse(ct * nxrt.cumprod_jvp(a, da, axis), a, axis) / a"
+                 " - ans * da / a"},
+       vjp={"ct": "nxrt.cumprod_jvp(a, g, axis)",
+            "a": "nxrt.cumprod_vjp(ct * np.cumsum(g / a, axis=axis), a, axis) - g * ans / a"},
+       samples=["ct[3, 4], a[3, 4], 0", "ct[12], a[3, 4]"])
+# norm_weights(x, norm, k) ~ sign(x)^(k+1) |x|^(p-1-k) norm^(1-p): d/dx is the next k.
+define(nxrt.norm_weights, "x, norm, ord=None, axis=None, keepdims=False, k=0",
+       jvp={"x": "dx * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
+            "norm": "nxrt.norm_exponent(ord) * ans"
+                    " * nxrt.broadcast_reduced(dnorm / norm, x, axis, keepdims)"},
+       vjp={"x": "g * nxrt.norm_weights(x, norm, ord, axis, keepdims, k + 1)",
+            "norm": "nxrt.norm_exponent(ord)"
+                    " * np.sum(g * ans, axis=axis, keepdims=keepdims) / norm"},
+       samples=["x[3, 4], norm[3], 3, 1", "x[4], norm[], 2.5"],
+       domain={"x": (-2, 2), "norm": (1, 2)})
+define(nxrt.trace_vjp, "ct, a, offset=0, axis1=0, axis2=1",
+       linear="nxrt.trace_vjp(ct, a, offset, axis1, axis2)",
+       vjp="np.trace(g, offset, axis1, axis2)",
+       samples=["ct[], np.zeros((3, 4)), 1", "ct[2], np.zeros((3, 2, 4)), 0, 0, 2"])
+define(nxrt.matrix_transpose, "x",
+       linear="nxrt.matrix_transpose(x)",               vjp=SELF_ADJOINT,
+       samples=["x[3, 4]", "x[2, 3, 4]"])
+define(nxrt.tril_half_diag, "x",
+       linear="nxrt.tril_half_diag(x)",                 vjp=SELF_ADJOINT,
+       samples=["x[3, 3]", "x[2, 3, 3]"])
+define(nxrt.tril_symmetric, "x",
+       linear="nxrt.tril_symmetric(x)",                 vjp="nxrt.tril_fold(g)",
+       samples=["x[3, 3]", "x[2, 3, 3]"])
+define(nxrt.tril_fold, "x",
+       linear="nxrt.tril_fold(x)",                      vjp="nxrt.tril_symmetric(g)",
+       samples=["x[3, 3]", "x[2, 3, 3]"])
+define(nxrt.dot_vjp_a, "ct, a, b",
+       jvp={"ct": "nxrt.dot_vjp_a(dct, a, b)",          "b": "nxrt.dot_vjp_a(ct, a, db)"},
+       vjp={"ct": "np.dot(g, b)",                       "b": "nxrt.dot_vjp_b(ct, g, b)"},
+       batch=_product_adjoint("ct", "a", "b", "a"),
+       samples=["ct[3, 2], np.zeros((3, 4)), b[4, 2]", "ct[], np.zeros(4), b[4]"])
+define(nxrt.dot_vjp_b, "ct, a, b",
+       jvp={"ct": "nxrt.dot_vjp_b(dct, a, b)",          "a": "nxrt.dot_vjp_b(ct, da, b)"},
+       vjp={"ct": "np.dot(a, g)",                       "a": "nxrt.dot_vjp_a(ct, a, g)"},
+       batch=_product_adjoint("ct", "a", "b", "b"),
+       samples=["ct[3, 2], a[3, 4], np.zeros((4, 2))", "ct[], a[4], np.zeros(4)"])
+define(nxrt.tensordot_vjp_a, "ct, a, b, axes=2",
+       jvp={"ct": "nxrt.tensordot_vjp_a(dct, a, b, axes)",
+            "b": "nxrt.tensordot_vjp_a(ct, a, db, axes)"},
+       vjp={"ct": "np.tensordot(g, b, axes)",
+            "b": "nxrt.tensordot_vjp_b(ct, g, b, axes)"},
+       samples=["ct[2, 4], np.zeros((2, 3)), b[3, 4], 1"])
+define(nxrt.tensordot_vjp_b, "ct, a, b, axes=2",
+       jvp={"ct": "nxrt.tensordot_vjp_b(dct, a, b, axes)",
+            "a": "nxrt.tensordot_vjp_b(ct, da, b, axes)"},
+       vjp={"ct": "np.tensordot(a, g, axes)",
+            "a": "nxrt.tensordot_vjp_a(ct, a, g, axes)"},
+       samples=["ct[2, 4], a[2, 3], np.zeros((3, 4)), 1"])
+# fmt: on
+_jvp, _vjp = einsum_templates("like")
+define(
+    nxrt.einsum_general,
+    EINSUM_PARAMETERS + ", like=None",
+    jvp=_jvp,
+    vjp=_vjp,
+    samples=[
+        "'ij,jk->ik', x0[3, 4], x1[4, 2]",
+        "('ij,jk->ik', 0), x0[3, 2], x1[4, 2], like=np.zeros((3, 4))",
+    ],
+)
+
+nondifferentiable([nxrt.norm_exponent])
+nondifferentiable([nxrt.reduced_count], batch=_reduced_count)
+nondifferentiable([nxrt.tie_weights], batch=_tie_weights)

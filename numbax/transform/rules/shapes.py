@@ -25,151 +25,14 @@ from numbax.transform.rules.batch_kinds import (
     text,
 )
 from numbax.transform.rules.registry import (
-    attribute_rule,
-    batching,
+    SELF_ADJOINT,
+    checked_elsewhere,
     define,
-    method_rule,
     nondifferentiable,
 )
 
-# fmt: off
-#      operation, parameters (NumPy's), [array methods/attributes of the same meaning]
-#      jvp: the tangent out
-#      vjp: the cotangent in
-define(np.reshape, "a, shape=None, order='C', copy=None",
-       jvp="np.reshape(da, shape)",
-       vjp="nxrt.reshape_like(g, a)")
-define([], "a, *shape, order='C', copy=None", methods=["reshape"], name=".reshape()",
-       jvp="nxrt.reshape_like(da, ans)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.ravel, "a, order='C'", methods=["ravel", "flatten"],
-       jvp="np.ravel(da)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.transpose, "a, axes=None",
-       jvp="np.transpose(da, axes)",
-       vjp="np.transpose(g, nxrt.inverse_axes(axes))")
-define([], "a, *axes", name=".transpose()", methods=["transpose"],
-       jvp="np.transpose(da, nxrt.transpose_axes(axes))",
-       vjp="np.transpose(g, nxrt.inverse_axes(nxrt.transpose_axes(axes)))")
-define([], "a", name=".T", attributes=["T"],
-       jvp="da.T",
-       vjp="g.T")
-define(np.swapaxes, "a, axis1, axis2", methods=["swapaxes"],
-       jvp="np.swapaxes(da, axis1, axis2)",
-       vjp="np.swapaxes(g, axis1, axis2)")
-define(np.moveaxis, "a, source, destination",
-       jvp="np.moveaxis(da, source, destination)",
-       vjp="np.moveaxis(g, destination, source)")
-define(np.expand_dims, "a, axis",
-       jvp="np.expand_dims(da, axis)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.squeeze, "a, axis=None", methods=["squeeze"],
-       jvp="nxrt.reshape_like(da, ans)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.atleast_1d, "a",
-       jvp="np.atleast_1d(da)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.atleast_2d, "a",
-       jvp="np.atleast_2d(da)",
-       vjp="nxrt.reshape_like(g, a)")
-define(np.ascontiguousarray, "a, dtype=None",
-       jvp="np.ascontiguousarray(da)",
-       vjp="nxrt.unbroadcast(g, a)")
-define(np.broadcast_to, "array, shape, subok=False",
-       jvp="np.broadcast_to(darray, shape)",
-       vjp="nxrt.unbroadcast(g, array)")
 
-define(np.concatenate, "arrays, axis=0, out=None, dtype=None, casting='same_kind'",
-       jvp="np.concatenate(darrays, axis)",
-       vjp="nxrt.split_like(g, arrays, axis)")
-define(np.stack, "arrays, axis=0, out=None, dtype=None, casting='same_kind'",
-       jvp="np.stack(darrays, axis)",
-       vjp="nxrt.unstack_like(g, arrays, axis)")
-define(np.hstack, "tup, dtype=None, casting='same_kind'",
-       jvp="np.hstack(dtup)",
-       vjp="nxrt.split_like(g, tup, 1 if ans.ndim > 1 else 0)")
-define(np.vstack, "tup, dtype=None, casting='same_kind'",
-       jvp="np.vstack(dtup)",
-       vjp="nxrt.split_like(g, tup, 0)")
-
-define(np.flip, "m, axis=None",
-       jvp="np.flip(dm, axis)",
-       vjp="np.flip(g, axis)")
-define([np.fliplr], "m",
-       jvp="np.fliplr(dm)",
-       vjp="np.fliplr(g)")
-define([np.flipud], "m",
-       jvp="np.flipud(dm)",
-       vjp="np.flipud(g)")
-define(np.roll, "a, shift, axis=None",
-       jvp="np.roll(da, shift, axis)",
-       vjp="nxrt.unrolled(g, shift, axis)")
-define(np.tile, "A, reps",
-       jvp="np.tile(dA, reps)",
-       vjp="nxrt.untile(g, A, reps)")
-define(np.repeat, "a, repeats, axis=None", methods=["repeat"],
-       jvp="np.repeat(da, repeats, axis)",
-       vjp="nxrt.unrepeat(g, a, repeats, axis)")
-define(np.diag, "v, k=0",
-       jvp="np.diag(dv, k)",
-       vjp="nxrt.undiag(g, v, k)")
-define(np.triu, "m, k=0",
-       jvp="np.triu(dm, k)",
-       vjp="np.triu(g, k)")
-define(np.tril, "m, k=0",
-       jvp="np.tril(dm, k)",
-       vjp="np.tril(g, k)")
-
-# A copy is the identity, with a tangent of its own (the copy may be written into while
-# the original's tangent is still needed); a cotangent is never written into in place.
-define(np.copy, "a, order='K', subok=False", methods=["copy"],
-       jvp="nxrt.owned(da)",
-       vjp="g")
-# x.item(): the one element as a Python scalar; its cotangent goes back to x's shape.
-define([], "a", name=".item()", methods=["item"],
-       jvp="da.item()",
-       vjp="nxrt.unbroadcast(g, a)")
-
-# x.astype(dtype): a float dtype keeps the derivative, an integer or bool one drops it.
-define([], "x, dtype, order='K', casting='unsafe', subok=True, copy=True",
-       name=".astype()", methods=["astype"],
-       jvp="nxrt.cast(dx, dtype)",
-       vjp="nxrt.uncast(g, x, dtype)")
-
-# -- the adjoints' own rules (runtime/shapes.py): each is linear in its first argument --
-define(nxrt.split_like, "value, arrays, axis=0",
-       jvp="nxrt.split_like(dvalue, arrays, axis)",
-       vjp="nxrt.join_like(g, value, axis)")
-define(nxrt.join_like, "pieces, value, axis=0",
-       jvp="nxrt.join_like(dpieces, value, axis)",
-       vjp="nxrt.split_like(g, pieces, axis)")
-define(nxrt.unstack_like, "value, arrays, axis=0",
-       jvp="nxrt.unstack_like(dvalue, arrays, axis)",
-       vjp="np.stack(g, axis)")
-define(nxrt.unrolled, "x, shift, axis=None",
-       jvp="nxrt.unrolled(dx, shift, axis)",
-       vjp="np.roll(g, shift, axis)")
-define(nxrt.untile, "value, A, reps",
-       jvp="nxrt.untile(dvalue, A, reps)",
-       vjp="np.tile(g, reps)")
-define(nxrt.unrepeat, "value, a, repeats, axis=None",
-       jvp="nxrt.unrepeat(dvalue, a, repeats, axis)",
-       vjp="np.repeat(g, repeats, axis)")
-define(nxrt.undiag, "value, v, k=0",
-       jvp="nxrt.undiag(dvalue, v, k)",
-       vjp="np.diag(g, k)")
-define(nxrt.cast, "value, dtype",
-       jvp="nxrt.cast(dvalue, dtype)",
-       vjp="nxrt.uncast(g, value, dtype)")
-define(nxrt.uncast, "value, x, dtype",
-       jvp="nxrt.uncast(dvalue, x, dtype)",
-       vjp="nxrt.cast(g, dtype)")
-# fmt: on
-
-nondifferentiable([nxrt.inverse_axes, nxrt.transpose_axes])
-
-
-# -- batching (vmap's vectorized method, batch_kinds.py)
+# -- batching rules (vmap's vectorized method, batch_kinds.py) of the table below
 def _reversed_axes(op: BatchOp) -> tuple[str, int | None]:
     """``x.T``, ``np.transpose(x)``: the example's axes reversed, the batch axis first."""
     rank = op.value("a").rank
@@ -181,9 +44,6 @@ def _reversed_axes(op: BatchOp) -> tuple[str, int | None]:
         return op.text("a"), rank
     axes = (0, *range(rank, 0, -1))
     return f"np.transpose({op.text('a')}, {axes!r})", rank
-
-
-batching(_reversed_axes, np.transpose, attribute_rule("T"))
 
 
 def _reshaped(op: BatchOp) -> tuple[str, int | None]:
@@ -213,11 +73,6 @@ def _reshaped(op: BatchOp) -> tuple[str, int | None]:
     return f"np.reshape(np.ascontiguousarray({a}), {shape})", rank
 
 
-batching(_reshaped, np.reshape, method_rule("reshape"), np.ravel)
-batching(joined(new_axis=False), np.concatenate)
-batching(joined(new_axis=True), np.stack)
-
-
 def _split(op: BatchOp) -> tuple[str, Value]:
     """The adjoint of a concatenation: each example's cotangent split like the arrays it
     joined, those the batch shares given the batch axis first."""
@@ -240,5 +95,181 @@ def _split(op: BatchOp) -> tuple[str, Value]:
     )
 
 
-batching(_split, nxrt.split_like)
-batching(same_shape("a"), np.ascontiguousarray, np.copy, method_rule("copy"))
+# fmt: off
+#      operation, parameters (NumPy's), [array methods/attributes of the same meaning]
+#      jvp: the tangent out (linear: the operation applied to the tangent)
+#      vjp: the cotangent in (SELF_ADJOINT: the same operation on it)
+#      batching, and samples to check the derivatives on (registry.py)
+define(np.reshape, "a, shape=None, order='C', copy=None",
+       linear="np.reshape(a, shape)",
+       vjp="nxrt.reshape_like(g, a)",
+       batch=_reshaped, samples=["a[3, 4], (2, 6)", "a[3, 4], -1"])
+define([], "a, *shape, order='C', copy=None", methods=["reshape"], name=".reshape()",
+       jvp="nxrt.reshape_like(da, ans)",
+       vjp="nxrt.reshape_like(g, a)",
+       batch=_reshaped, samples=["a[3, 4], 6, 2", "a[3, 4], (2, 6)"])
+define(np.ravel, "a, order='C'", methods=["ravel", "flatten"],
+       linear="np.ravel(a)",
+       vjp="nxrt.reshape_like(g, a)",
+       batch=_reshaped, samples=["a[3, 4]"])
+define(np.transpose, "a, axes=None",
+       linear="np.transpose(a, axes)",
+       vjp="np.transpose(g, nxrt.inverse_axes(axes))",
+       batch=_reversed_axes, samples=["a[3, 4]", "a[2, 3, 4], (1, 2, 0)"])
+define([], "a, *axes", name=".transpose()", methods=["transpose"],
+       jvp="np.transpose(da, nxrt.transpose_axes(axes))",
+       vjp="np.transpose(g, nxrt.inverse_axes(nxrt.transpose_axes(axes)))",
+       samples=["a[3, 4]", "a[2, 3, 4], 2, 0, 1", "a[2, 3, 4], (1, 2, 0)"])
+define([], "a", name=".T", attributes=["T"],
+       linear="a.T",
+       vjp=SELF_ADJOINT,
+       batch=_reversed_axes, samples=["a[3, 4]"])
+define(np.swapaxes, "a, axis1, axis2", methods=["swapaxes"],
+       linear="np.swapaxes(a, axis1, axis2)",
+       vjp=SELF_ADJOINT,
+       samples=["a[2, 3, 4], 0, 2"])
+define(np.moveaxis, "a, source, destination",
+       linear="np.moveaxis(a, source, destination)",
+       vjp="np.moveaxis(g, destination, source)",
+       samples=["a[2, 3, 4], 0, -1"])
+define(np.expand_dims, "a, axis",
+       linear="np.expand_dims(a, axis)",
+       vjp="nxrt.reshape_like(g, a)",
+       samples=["a[3, 4], 1"])
+define(np.squeeze, "a, axis=None", methods=["squeeze"],
+       jvp="nxrt.reshape_like(da, ans)",
+       vjp="nxrt.reshape_like(g, a)",
+       samples=["a[3, 1, 4], 1", "a[3, 1, 4]"])  # Numba squeezes a given axis only
+define(np.atleast_1d, "a",
+       linear="np.atleast_1d(a)",
+       vjp="nxrt.reshape_like(g, a)",
+       samples=["a[]"])
+define(np.atleast_2d, "a",
+       linear="np.atleast_2d(a)",
+       vjp="nxrt.reshape_like(g, a)",
+       samples=["a[4]"])
+define(np.ascontiguousarray, "a, dtype=None",
+       linear="np.ascontiguousarray(a)",
+       vjp="nxrt.unbroadcast(g, a)",
+       batch=same_shape("a"), samples=["a[3, 4]"])
+define(np.broadcast_to, "array, shape, subok=False",
+       linear="np.broadcast_to(array, shape)",
+       vjp="nxrt.unbroadcast(g, array)",
+       samples=["array[4], (3, 4)", "array[3, 1], (2, 3, 4)"])
+
+define(np.concatenate, "arrays, axis=0, out=None, dtype=None, casting='same_kind'",
+       linear="np.concatenate(arrays, axis)",
+       vjp="nxrt.split_like(g, arrays, axis)",
+       batch=joined(new_axis=False),
+       samples=["(a[2, 3], b[1, 3]), axis=0", "(a[2, 3], b[2, 1], c[2, 2]), axis=1"])
+define(np.stack, "arrays, axis=0, out=None, dtype=None, casting='same_kind'",
+       linear="np.stack(arrays, axis)",
+       vjp="nxrt.unstack_like(g, arrays, axis)",
+       batch=joined(new_axis=True), samples=["(a[2, 3], b[2, 3]), axis=1"])
+define(np.hstack, "tup, dtype=None, casting='same_kind'",
+       linear="np.hstack(tup)",
+       vjp="nxrt.split_like(g, tup, 1 if ans.ndim > 1 else 0)",
+       samples=["(a[2, 3], b[2, 1])", "(a[3], b[2])"])
+define(np.vstack, "tup, dtype=None, casting='same_kind'",
+       linear="np.vstack(tup)",
+       vjp="nxrt.split_like(g, tup, 0)",
+       samples=["(a[2, 3], b[1, 3])"])
+
+define(np.flip, "m, axis=None",
+       linear="np.flip(m, axis)",
+       vjp=SELF_ADJOINT,
+       samples=["m[3, 4]", "m[3, 4], 1"])
+define([np.fliplr], "m",
+       linear="np.fliplr(m)",
+       vjp=SELF_ADJOINT,
+       samples=["m[3, 4]"])
+define([np.flipud], "m",
+       linear="np.flipud(m)",
+       vjp=SELF_ADJOINT,
+       samples=["m[3, 4]"])
+define(np.roll, "a, shift, axis=None",
+       linear="np.roll(a, shift, axis)",
+       vjp="nxrt.unrolled(g, shift, axis)",
+       samples=["a[3, 4], 2", "a[3, 4], -1, 1"])
+define(np.tile, "A, reps",
+       linear="np.tile(A, reps)",
+       vjp="nxrt.untile(g, A, reps)",
+       samples=["A[3], 2", "A[2, 3], (2, 1)"])
+define(np.repeat, "a, repeats, axis=None", methods=["repeat"],
+       linear="np.repeat(a, repeats, axis)",
+       vjp="nxrt.unrepeat(g, a, repeats, axis)",
+       samples=["a[2, 3], 2", "a[2, 3], 2, 1"])
+define(np.diag, "v, k=0",
+       linear="np.diag(v, k)",
+       vjp="nxrt.undiag(g, v, k)",
+       samples=["v[3]", "v[3, 4], 1", "v[3], -1"])
+define(np.triu, "m, k=0",
+       linear="np.triu(m, k)",
+       vjp=SELF_ADJOINT,
+       samples=["m[3, 4]", "m[3, 4], 1"])
+define(np.tril, "m, k=0",
+       linear="np.tril(m, k)",
+       vjp=SELF_ADJOINT,
+       samples=["m[3, 4]", "m[3, 4], -1"])
+
+# A copy is the identity, with a tangent of its own (the copy may be written into while
+# the original's tangent is still needed); a cotangent is never written into in place.
+define(np.copy, "a, order='K', subok=False", methods=["copy"],
+       jvp="nxrt.owned(da)",
+       vjp="g",
+       batch=same_shape("a"), samples=["a[3, 4]"])
+# x.item(): the one element as a Python scalar; its cotangent goes back to x's shape.
+define([], "a", name=".item()", methods=["item"],
+       linear="a.item()",
+       vjp="nxrt.unbroadcast(g, a)",
+       samples=["a[1]", "a[1, 1]"])
+
+# x.astype(dtype): a float dtype keeps the derivative, an integer or bool one drops it.
+define([], "x, dtype, order='K', casting='unsafe', subok=True, copy=True",
+       name=".astype()", methods=["astype"],
+       jvp="nxrt.cast(dx, dtype)",
+       vjp="nxrt.uncast(g, x, dtype)",
+       samples=["x[3, 2], np.float64"])
+
+# -- the adjoints' own rules (runtime/shapes.py): each is linear in its first argument --
+define(nxrt.split_like, "value, arrays, axis=0",
+       linear="nxrt.split_like(value, arrays, axis)",
+       vjp="nxrt.join_like(g, value, axis)",
+       batch=_split, samples=checked_elsewhere(
+           "tests/autodiff/test_rules_shapes_indexing.py: a tuple of pieces"))
+define(nxrt.join_like, "pieces, value, axis=0",
+       linear="nxrt.join_like(pieces, value, axis)",
+       vjp="nxrt.split_like(g, pieces, axis)",
+       samples=["(a[2, 3], b[1, 3]), np.zeros((3, 3)), 0"])
+define(nxrt.unstack_like, "value, arrays, axis=0",
+       linear="nxrt.unstack_like(value, arrays, axis)",
+       vjp="np.stack(g, axis)",
+       samples=checked_elsewhere(
+           "tests/autodiff/test_rules_shapes_indexing.py: a tuple of pieces"))
+define(nxrt.unrolled, "x, shift, axis=None",
+       linear="nxrt.unrolled(x, shift, axis)",
+       vjp="np.roll(g, shift, axis)",
+       samples=["x[3, 4], 2", "x[3, 4], -1, 1"])
+define(nxrt.untile, "value, A, reps",
+       linear="nxrt.untile(value, A, reps)",
+       vjp="np.tile(g, reps)",
+       samples=["value[4, 3], np.zeros((2, 3)), (2, 1)"])
+define(nxrt.unrepeat, "value, a, repeats, axis=None",
+       linear="nxrt.unrepeat(value, a, repeats, axis)",
+       vjp="np.repeat(g, repeats, axis)",
+       samples=["value[2, 6], np.zeros((2, 3)), 2, 1"])
+define(nxrt.undiag, "value, v, k=0",
+       linear="nxrt.undiag(value, v, k)",
+       vjp="np.diag(g, k)",
+       samples=["value[3, 3], np.zeros(3)", "value[3], np.zeros((3, 4)), 1"])
+define(nxrt.cast, "value, dtype",
+       linear="nxrt.cast(value, dtype)",
+       vjp="nxrt.uncast(g, value, dtype)",
+       samples=["value[3, 2], np.float64"])
+define(nxrt.uncast, "value, x, dtype",
+       linear="nxrt.uncast(value, x, dtype)",
+       vjp="nxrt.cast(g, dtype)",
+       samples=["value[3, 2], np.zeros((3, 2)), np.float64"])
+# fmt: on
+
+nondifferentiable([nxrt.inverse_axes, nxrt.transpose_axes])

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.analysis.dataflow import names, statements
 from numbax.transform.operations import CALL, CONSTANT, UNKNOWN, appended, classify, held_globals
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
@@ -42,16 +43,9 @@ class Activity:
 
 def assignments(body: Iterable[gast.stmt]) -> Iterator[gast.Assign | gast.Expr]:
     """Every assignment and ``stack.append(v)`` in ``body``, nested blocks included."""
-    for stmt in _statements(body):
+    for stmt in statements(body):
         if isinstance(stmt, gast.Assign) or appended(stmt):
             yield stmt
-
-
-def _statements(body: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
-    for stmt in body:
-        yield stmt
-        for field in ("body", "orelse"):
-            yield from _statements(getattr(stmt, field, []))
 
 
 def analyze(
@@ -83,8 +77,7 @@ def analyze(
             sources = set() if op.kind == CONSTANT else op.differentiable_names()
             edges.append((sources, {target.id}))
         elif isinstance(target, gast.Tuple):  # a, b = t
-            names = {n.id for n in gast.walk(target) if isinstance(n, gast.Name)}
-            edges.append(({stmt.value.id}, names))
+            edges.append(({stmt.value.id}, names(target)))
         elif isinstance(target, gast.Subscript):  # x[i] = v: x now holds v
             if isinstance(stmt.value, gast.Name):
                 edges.append(({stmt.value.id}, {target.value.id}))
@@ -105,7 +98,7 @@ def _refuse_effects(
     carrying a derivative: one without a rule or a user function, reading a value that
     varies and one that reaches the output (``y.fill(v)``: ``v`` varies, ``y`` is
     returned)."""
-    for stmt in _statements(fn.body):
+    for stmt in statements(fn.body):
         if not isinstance(stmt, gast.Expr) or appended(stmt):
             continue
         op = classify(stmt.value, resolver)
