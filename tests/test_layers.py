@@ -1,0 +1,64 @@
+"""The package's shape: layers import one way, and imports sit at the top of modules.
+
+The contracts themselves are in setup.cfg (``[importlinter]``); ``make lint`` runs them
+too. An import inside a function is allowed only for an optional dependency or a load
+that is deliberately lazy, each listed here with its reason.
+"""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "numbax"
+
+# module (relative to numbax/) -> modules it may import inside a function, and why.
+DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
+    "api/show.py": {"IPython.display": "optional: only inside a Jupyter notebook"},
+    "transform/source.py": {
+        "_pytest.assertion.rewrite": "optional: reading a test module pytest rewrote"
+    },
+}
+
+
+def test_import_contracts_are_kept() -> None:
+    lint_imports = Path(sys.executable).with_name("lint-imports")
+    if not lint_imports.exists():
+        pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
+    result = subprocess.run(
+        [str(lint_imports), "--config", str(PACKAGE.parent / "setup.cfg")],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def _deferred_imports(path: Path) -> set[str]:
+    """Modules imported inside a function of ``path``'s module."""
+    found = set()
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                found.add("." * node.level + (node.module or ""))
+    return found
+
+
+def test_imports_inside_functions_are_listed_with_a_reason() -> None:
+    unlisted = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = path.relative_to(PACKAGE).as_posix()
+        allowed = DEFERRED_IMPORTS.get(module, {})
+        extra = sorted(_deferred_imports(path) - set(allowed))
+        if extra:
+            unlisted[module] = extra
+    assert not unlisted, (
+        "imports inside functions (move them to the top, or list them in "
+        f"DEFERRED_IMPORTS with why they must wait): {unlisted}"
+    )
