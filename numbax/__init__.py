@@ -3,26 +3,52 @@
 Compile ordinary NumPy functions with ``nx.jit``, differentiate them with ``nx.grad``
 and its family, batch them with ``nx.vmap``, and read what was generated with
 ``nx.show``.
+
+``import numbax`` loads only this module: each public name is imported the first time
+it is used (PEP 562's module ``__getattr__``), so a program or a notebook that imports
+numbax pays for Numba and the transformations when it first transforms something, and
+``python -c "import numbax"`` stays as fast as importing NumPy.
 """
 
-from numbax import lax, random, tree_util
-from numbax.api.autodiff import (
-    grad,
-    hessian,
-    jacfwd,
-    jacobian,
-    jacrev,
-    jvp,
-    linearize,
-    value_and_grad,
-    vjp,
-)
-from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
-from numbax.api.jit import Jitted, jit
-from numbax.api.show import block_until_ready, show, source
-from numbax.api.vmap import vmap
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
+
+if TYPE_CHECKING:  # what the lazy names below are, for readers and type checkers
+    from numbax import lax, random, tree_util
+    from numbax.api.autodiff import (
+        grad,
+        hessian,
+        jacfwd,
+        jacobian,
+        jacrev,
+        jvp,
+        linearize,
+        value_and_grad,
+        vjp,
+    )
+    from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
+    from numbax.api.jit import Jitted, jit
+    from numbax.api.show import block_until_ready, show, source
+    from numbax.api.vmap import vmap
+
+# public name -> the module that defines it (a submodule: the module itself)
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(["lax", "random", "tree_util"], ""),
+    **dict.fromkeys(
+        ["grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linearize"]
+        + ["value_and_grad", "vjp"],
+        "numbax.api.autodiff",
+    ),
+    **dict.fromkeys(["checkpoint", "custom_jvp", "custom_vjp", "remat"], "numbax.api.custom"),
+    **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
+    **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
+    "vmap": "numbax.api.vmap",
+}
 
 __all__ = [
     "CompileError",
@@ -51,3 +77,22 @@ __all__ = [
     "vjp",
     "vmap",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'numbax' has no attribute {name!r}")
+    # The api package registers the transformations with the normalizer on import.
+    importlib.import_module("numbax.api")
+    value = (
+        importlib.import_module(f"numbax.{name}")
+        if module == ""
+        else getattr(importlib.import_module(module), name)
+    )
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -62,3 +62,19 @@ def test_imports_inside_functions_are_listed_with_a_reason() -> None:
         "imports inside functions (move them to the top, or list them in "
         f"DEFERRED_IMPORTS with why they must wait): {unlisted}"
     )
+
+
+def test_import_numbax_loads_no_backend_and_every_public_name_resolves() -> None:
+    """``import numbax`` is lazy (numbax/__init__.py): Numba, the transformations and the
+    runtime load when a public name is first used, and every name in ``__all__`` does."""
+    probe = (
+        "import sys, numbax\n"
+        "loaded = [m for m in ('numba', 'numbax.api', 'numbax.transform') if m in sys.modules]\n"
+        "assert not loaded, loaded\n"
+        "missing = [n for n in numbax.__all__ if getattr(numbax, n, None) is None]\n"
+        "assert not missing, missing\n"
+        "from numbax import grad, random\n"
+        "assert grad is numbax.grad and random is numbax.random\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
