@@ -15,7 +15,7 @@ jittable, and readable::
         return nxrt.jac_unflatten(_jac, _out, x)
 
 The same source serves arrays and pytrees: the ``nxrt.jac_*`` helpers
-(``numba_backend/ad_jacobians.py``) see a pytree as the concatenation of its leaves, and
+(``runtime/jacobians.py``) see a pytree as the concatenation of its leaves, and
 ``jac_unflatten`` cuts the buffer into JAX's result, the output's structure holding the
 input's at each output leaf, each leaf shaped ``out_leaf.shape + x_leaf.shape``.
 """
