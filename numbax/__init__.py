@@ -83,13 +83,11 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'numbax' has no attribute {name!r}")
-    # The api package registers the transformations with the normalizer on import.
-    importlib.import_module("numbax.api")
-    value = (
-        importlib.import_module(f"numbax.{name}")
-        if module == ""
-        else getattr(importlib.import_module(module), name)
-    )
+    if module == "":  # a submodule: what it needs, it imports (the runtime reads lax)
+        value = importlib.import_module(f"numbax.{name}")
+    else:  # the api package registers the transformations with the normalizer
+        importlib.import_module("numbax.api")
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value
 
