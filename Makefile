@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test test-fast bench fuzz lint format clean
+.PHONY: demo test test-fast jit-marks bench fuzz lint format clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -20,12 +20,20 @@ $(STAMP): $(PY) setup.cfg pyproject.toml
 demo: $(STAMP)
 	$(PY) examples/demo.py
 
+# --record-jit: which tests compiled with Numba goes to tests/numba_compiles.txt, from
+# which tests/conftest.py sets the `jit` marker (README, "Testing").
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q
+	$(PY) -m pytest -n 2 -q --record-jit
 
-# The interpreted half (no Numba compile): a few minutes, for quick iterations.
+# The interpreted half (no Numba compile): a few minutes, for quick iterations. Tests that
+# compiled anyway are listed at the end and recorded, so the next run leaves them out.
 test-fast: $(STAMP)
-	$(PY) -m pytest -n 2 -q -m "not jit"
+	$(PY) -m pytest -n 2 -q -m "not jit" --record-jit
+
+# The record measured afresh: the whole suite, every test's compiles counted.
+jit-marks: $(STAMP)
+	rm -f tests/numba_compiles.txt
+	$(PY) -m pytest -n 2 -q --record-jit
 
 # JAX and autograd (the `compare` extra) are the benchmarks' peers; the stamp makes a
 # second `make bench` skip pip. Pass options through, e.g. make bench BENCH_ARGS=--quick
