@@ -4,14 +4,15 @@ of operations here, so a new rule is checked as soon as it is declared.
 Each differentiable rule (functions, array methods and attributes alike) is called at
 the samples its declaration gives (``samples=``, ``domain=``; registry.py), and
 ``check_jacobians`` compares jacfwd and jacrev with central finite differences in
-float64: interpreted at every sample, and under ``nx.jit`` at the first. The helpers of
-derivative code (``nxrt.*``) are compiled whenever the derivatives that call them are;
-their own rules (for derivatives of derivatives) are checked interpreted, as compiling
-each one's Jacobians would add minutes to the suite. Rules with a
-batching rule are also batched over every input, and ``vmap``'s vectorized method must
-agree with its loop (at the first sample it takes). A differentiable rule without samples fails
-``test_every_rule_has_samples``; the few whose derivatives need a setting of their own
-name the test that checks them (``checked_elsewhere``).
+float64: interpreted at every sample, and under ``nx.jit`` at the first (one compile per
+mode for all the operation's arguments). The helpers of derivative code (``nxrt.*``) are
+compiled whenever the derivatives that call them are; their own rules (for derivatives
+of derivatives) are checked interpreted, as compiling each one's Jacobians would add
+minutes to the suite. Rules with a batching rule are also batched over every input, and
+``vmap``'s vectorized method must agree with its loop (at the first sample it takes). A
+differentiable rule without samples fails ``test_every_rule_has_samples``; the few whose
+derivatives need a setting of their own name the test that checks them
+(``checked_elsewhere``).
 
 numbax reads a function's source, so the functions checked are written to a module
 (one per rule and sample, ``f(a): return op(a, axis=1)``) and imported.
@@ -227,7 +228,8 @@ JIT_CASES = [c for c in CASES if c.jit]
 @pytest.mark.parametrize("case", JIT_CASES, ids=[c.id for c in JIT_CASES])
 def test_derivatives_under_jit(generated, case):
     """The same under nx.jit, at the first sample of each NumPy operation (compiling is
-    slow: once per rule)."""
+    slow: once per rule and mode, for all the operation's arguments together; the
+    interpreted Jacobians are the test above's)."""
     _check(generated, case, compiled=True)
 
 
@@ -235,7 +237,7 @@ def _check(generated: Any, case: Case, compiled: bool) -> None:
     f = getattr(generated, case.function)
     args = _inputs(case)
     argnums = [i for i, a in enumerate(args) if np.result_type(a).kind == "f"]
-    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=compiled)
+    check_jacobians(f, *args, argnums=argnums, name=case.id, jit=compiled, interpreted=not compiled)
 
 
 BATCHED: dict[str, list[Case]] = {}  # rule name: its samples, for rules with batching
