@@ -161,13 +161,12 @@ def _fixture_defs(item: pytest.Item) -> list[pytest.FixtureDef]:
 
 
 def _reads_as_jit(item: pytest.Item) -> bool:
-    """The fallback for a test not recorded yet: its code, a fixture it uses, or its
-    parameters' ids mention jit or Numba."""
-    callspec = getattr(item, "callspec", None)
+    """The fallback for a test not recorded yet: its name (parameters' ids included),
+    its code or a fixture it uses mention jit or Numba."""
     return (
-        _mentions_jit(getattr(item, "function", None))
+        "jit" in item.name
+        or _mentions_jit(getattr(item, "function", None))
         or any(_mentions_jit(d.func) for d in _fixture_defs(item))
-        or (callspec is not None and "jit" in callspec.id)
     )
 
 
