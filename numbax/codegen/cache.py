@@ -23,7 +23,13 @@ from pathlib import Path
 import numba
 import numpy as np
 
-from numbax.codegen.trust import ensure_private_directory, file_problem, warn_once
+from numbax.codegen.trust import (
+    directory_problem,
+    ensure_private_directory,
+    file_problem,
+    warn,
+    warn_once,
+)
 from numbax.version import __version__
 
 NUMBA_SUBDIR = "numba"
@@ -47,8 +53,14 @@ def version_dirname() -> str:
 
 def generated_dir() -> Path:
     """The private directory generated modules are written to (created on demand; a
-    private temporary one when the configured cache cannot be used)."""
-    return _usable_dir(cache_root())
+    private temporary one when the configured cache cannot be used). It is checked again
+    at every use: one that stopped being trustworthy is replaced."""
+    root = cache_root()
+    directory = _usable_dir(root)
+    if directory_problem(directory) is not None:
+        _usable_dir.cache_clear()
+        directory = _usable_dir(root)
+    return directory
 
 
 _dir_lock = threading.Lock()
@@ -59,6 +71,9 @@ def _usable_dir(root: Path) -> Path:
     with _dir_lock:
         try:
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            problem = _root_problem(root)
+            if problem is not None:
+                raise PermissionError(problem)
             directory = root / version_dirname()
             ensure_private_directory(directory)
             return directory
@@ -70,6 +85,12 @@ def _usable_dir(root: Path) -> Path:
                 "you own and can write."
             )
             return fallback
+
+
+def _root_problem(root: Path) -> str | None:
+    """Why the cache root may not hold numbax's directories (it may be a symbolic link
+    to a directory: the user chose it; what numbax makes inside is never one)."""
+    return directory_problem(root.resolve())
 
 
 @functools.cache
@@ -137,7 +158,7 @@ def store_source(path: Path, text: str) -> None:
             problem = "its text is not what numbax generated for this name"
         except OSError as err:
             problem = f"it cannot be read: {err}"
-    warn_once(f"numbax discarded {path} from its cache ({problem}); it is rebuilt.")
+    warn(f"numbax discarded {path} from its cache ({problem}); it is rebuilt.")
     write_atomic(path, data)
 
 

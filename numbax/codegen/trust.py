@@ -30,8 +30,14 @@ _warned: set[str] = set()
 _warned_lock = threading.Lock()
 
 
+def warn(message: str) -> None:
+    """Report something the cache healed (each time: it was put right, so it does not
+    repeat unless it happens again)."""
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
 def warn_once(message: str) -> None:
-    """Warn with ``message`` the first time this process sees it."""
+    """Report a lasting condition the first time this process meets it."""
     with _warned_lock:
         if message in _warned:
             return
@@ -93,7 +99,7 @@ def _replace(path: Path, problem: str) -> None:
         path.mkdir(mode=0o700)
     except OSError as err:
         raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}") from err
-    warn_once(
+    warn(
         f"numbax ignored its cache directory {path} ({problem}); nothing in it was loaded. "
         f"It was moved to {aside} and the cache is rebuilt."
     )
@@ -117,4 +123,4 @@ def discard(path: Path, reason: str) -> None:
         pass
     except OSError:
         pass  # the rebuilt entry is written under the same name and replaces it
-    warn_once(f"numbax discarded {path} from its cache ({reason}); it is rebuilt.")
+    warn(f"numbax discarded {path} from its cache ({reason}); it is rebuilt.")
