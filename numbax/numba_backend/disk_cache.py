@@ -27,6 +27,7 @@ from numba.core.caching import (
     CompileResultCacheImpl,
     FunctionCache,
     IndexDataCacheFile,
+    NullCache,
     _CacheLocator,
     _SourceFileBackedLocatorMixin,
 )
@@ -109,7 +110,7 @@ class _CheckedFiles(IndexDataCacheFile):
         return overloads
 
     def _save_index(self, overloads: dict) -> None:
-        payload = pickle.dumps((self._version, self._source_stamp, overloads), protocol=-1)
+        payload = self._dump((self._version, self._source_stamp, overloads))
         self._write(Path(self._index_path), b"index", payload)
 
     def _load_data(self, name: str, key: Any) -> Any:
@@ -203,7 +204,7 @@ def attach(dispatcher: Any, cached: bool) -> None:
     """Give a dispatcher of generated code numbax's disk cache (when ``cached``) and make
     its compiles wait for the same compile in other threads and processes."""
     original = dispatcher.compile
-    cache = TrustedCache(dispatcher.py_func) if cached else None
+    cache = _trusted_cache(dispatcher.py_func) if cached else None
     if cache is not None:
         dispatcher._cache = cache
 
@@ -225,9 +226,19 @@ def _usable(cache: TrustedCache) -> bool:
     return True
 
 
-def cache_for(py_func: Any) -> FunctionCache:
+def cache_for(py_func: Any) -> FunctionCache | NullCache:
     """The disk cache for ``py_func``: numbax's trusted one for a function of a generated
     module (a fused kernel's), Numba's own for numbax's package code."""
     if getattr(py_func, "__module__", "").startswith(GENERATED_PREFIX):
-        return TrustedCache(py_func)
+        return _trusted_cache(py_func) or NullCache()
     return FunctionCache(py_func)
+
+
+def _trusted_cache(py_func: Any) -> TrustedCache | None:
+    """None when the module's file is gone (the cache was cleared while the module was
+    loaded): the code still runs, compiled in this process only."""
+    try:
+        return TrustedCache(py_func)
+    except OSError as err:
+        warn_once(f"numbax compiles {py_func.__qualname__} without its disk cache: {err}")
+        return None
