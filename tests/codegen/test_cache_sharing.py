@@ -6,12 +6,14 @@ import sys
 import threading
 import time
 
+import gast
 import numpy as np
 import pytest
 
 import numbax as nx
 from numbax.__main__ import main
 from numbax.codegen import cache
+from numbax.transform.specialize import bake_static_arguments
 
 
 @pytest.fixture
@@ -121,3 +123,17 @@ def test_cache_info_and_clear(cache_dir, capsys):
     assert not any(cache_dir.iterdir())
     nx.grad(lambda x: np.sum(x * x * x * x * x))(np.ones(3))  # the cache is made again
     assert any(cache_dir.iterdir())
+
+
+@pytest.mark.parametrize(
+    ("body", "bound_as"),
+    [("x + t[1]", np.ndarray), ("x + len(t)", np.ndarray), ("x + t[1:]", tuple), ("t + t", tuple)],
+)
+def test_a_long_tuple_is_an_array_constant_only_where_it_means_the_same(body, bound_as):
+    fn = gast.parse(f"def f(x, t):\n    return {body}\n").body[0]
+    _, bound = bake_static_arguments(fn, {"t": tuple(range(100))})
+    assert type(bound["t"]) is bound_as
+    if bound_as is np.ndarray:
+        assert not bound["t"].flags.writeable
+    _, bound = bake_static_arguments(fn, {"t": (1, 2, 3)})
+    assert bound == {}  # short: written into the source

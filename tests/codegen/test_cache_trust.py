@@ -25,6 +25,13 @@ from numbax.codegen.trust import CacheWarning
 OTHER_USER = 65534  # nobody
 
 
+def give_away(path: Path) -> None:
+    """Make ``path`` another user's, as an attacker's file would be (needs root)."""
+    if os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    os.chown(path, OTHER_USER, OTHER_USER, follow_symlinks=False)
+
+
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A fresh cache root for this test."""
@@ -111,7 +118,7 @@ def test_a_module_file_of_another_user_is_replaced(cache_dir):
     name, text = fresh_module("foreign owner")
     load_module(name, text, {})
     path = file_of(name)
-    os.chown(path, OTHER_USER, OTHER_USER)
+    give_away(path)
     with pytest.warns(CacheWarning, match="belongs to user id"):
         reload(name, text)
     assert path.stat().st_uid == os.getuid()
@@ -139,7 +146,7 @@ def test_an_untrusted_cache_directory_is_moved_aside_unread(cache_dir, tmp_path,
     if spoil == "group-writable":
         versioned.chmod(0o775)
     elif spoil == "foreign":
-        os.chown(versioned, OTHER_USER, OTHER_USER)
+        give_away(versioned)
     else:
         cache_dir.mkdir(exist_ok=True)
         versioned.symlink_to(planted_dir)
@@ -166,11 +173,11 @@ def fallback_case(tmp_path, where: str) -> Path:
         return root
     parent = tmp_path / "foreign-parent"  # a root-owned parent seen by another user
     parent.mkdir()
-    os.chown(parent, OTHER_USER, OTHER_USER)
+    give_away(parent)
     parent.chmod(0o755)
     root = parent / "cache"
     root.mkdir()
-    os.chown(root, OTHER_USER, OTHER_USER)
+    give_away(root)
     return root
 
 
@@ -285,7 +292,7 @@ def test_damaged_numba_files_heal(warm_entries, damage):
 def test_untrusted_numba_files_are_not_read(warm_entries, tmp_path, spoil):
     index, _ = numba_files(warm_entries[101])
     if spoil == "foreign":
-        os.chown(index, OTHER_USER, OTHER_USER)
+        give_away(index)
     elif spoil == "group-writable":
         index.chmod(0o666)
     else:
