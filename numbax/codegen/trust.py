@@ -116,11 +116,9 @@ def _check_writable(path: Path) -> None:
 
 
 def discard(path: Path, reason: str) -> None:
-    """Delete the cache file ``path`` (it will be rebuilt), warning once why."""
+    """Delete the cache file ``path`` (it will be rebuilt), warning why."""
     try:
         path.unlink()
-    except FileNotFoundError:
-        pass
     except OSError:
-        pass  # the rebuilt entry is written under the same name and replaces it
+        pass  # gone already, or the rebuilt entry, written under its name, replaces it
     warn(f"numbax discarded {path} from its cache ({reason}); it is rebuilt.")
