@@ -206,9 +206,8 @@ def _dims(name: str, shape: Any, *params: Any) -> Any:
             if len(shapes) == 1
             else f"np.broadcast_shapes({', '.join(shapes)})"
         )
-    namespace = {"np": np, "dims_of": dims_of}
-    exec(f"def f({signature}):\n    return {body}\n", namespace)  # noqa: S102 (our own source)
-    return helper_jit(namespace["f"])
+    source = f"def f({signature}):\n    return {body}\n"
+    return helper_jit(define(source, {"np": np, "dims_of": dims_of}, "random shape", "f"))
 
 
 def _float_param(name: str, value: Any) -> np.dtype:
