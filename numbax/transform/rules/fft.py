@@ -35,7 +35,6 @@ from numbax.transform.rules.batch_kinds import (
     BatchOp,
     Decline,
     _with_arguments,
-    constructor,
     repeated,
     scan,
     shifted_axis,
@@ -124,9 +123,12 @@ def _shared(op: BatchOp) -> tuple[str, int | None]:
 
 
 def _frequencies(op: BatchOp) -> tuple[str, int | None]:
-    if op.batched:
-        raise Decline(f"{op.name} of a batched length or spacing")
-    return "", 1
+    """``fftfreq(n, d)`` of a batch of spacings: ``fftfreq(n)`` divided by each."""
+    if not op.batched:
+        return "", 1
+    _only_batched(op, "d")
+    unit = _with_arguments(op, {"d": "1.0"})
+    return f"{unit} / {op.text('d')}[:, None]", 1
 
 
 # -- the transforms ------------------------------------------------------------------------
