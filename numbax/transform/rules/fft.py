@@ -28,6 +28,8 @@ here. Under ``jit``, ``numpy.fft`` compiles through rocket-fft
 (``numba_backend/overloads/fft.py``).
 """
 
+import ast
+
 import numpy as np
 
 from numbax.runtime import nxrt
@@ -56,6 +58,21 @@ def _only_batched(op: BatchOp, param: str) -> None:
         raise Decline(f"{op.name} with a batched {others[0]!r}")
 
 
+def _constant_axes(op: BatchOp, param: str) -> object:
+    """A constant argument, also when normalizing made its tuple a variable whose
+    elements are constants (``axes=(0, 1)``)."""
+    try:
+        return op.constant(param)
+    except Decline:
+        elements = op.elements(param)
+        if elements is None:
+            raise
+        try:
+            return tuple(ast.literal_eval(source) for source, _ in elements)
+        except ValueError:
+            raise Decline(f"{op.name}: {param} is not a constant") from None
+
+
 def _along_axis(op: BatchOp) -> tuple[str, int | None]:
     """A one-dimensional transform of each example: its axis shifted past the batch's."""
     if op.batched:
@@ -74,9 +91,9 @@ def _along_axes(param: str) -> object:
         _only_batched(op, param)
         if rank is None:
             raise Decline(f"{op.name} of an argument whose rank is not known")
-        axes = op.constant("axes")
+        axes = _constant_axes(op, "axes")
         if axes is None:
-            s = op.constant("s") if "s" in op.bound else None
+            s = _constant_axes(op, "s") if "s" in op.bound else None
             count = rank if s is None else len(s)
             axes = tuple(range(rank - count, rank))
         return _with_arguments(op, {"axes": repr(shifted_axis(axes, rank, op.name))}), rank
@@ -100,7 +117,7 @@ def _weighted(op: BatchOp) -> tuple[str, int | None]:
         return "", rank
     if op.is_batched("axes") or rank is None:
         raise Decline(f"{op.name} along axes not known")
-    axes = shifted_axis(op.constant("axes"), rank, op.name)
+    axes = shifted_axis(_constant_axes(op, "axes"), rank, op.name)
     value, like = (
         op.text(p) if op.is_batched(p) else repeated(op.text(p)) for p in ("value", "like")
     )
