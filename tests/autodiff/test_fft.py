@@ -9,6 +9,10 @@ per mode (rocket-fft compiles slowly).
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -171,3 +175,26 @@ def test_under_jit(compiled_grad):
     for k in (0, 1):
         want = numeric_jacobian(program, args, k)
         np.testing.assert_allclose(got[k], want, atol=1e-6)
+
+
+def test_jit_without_rocket_fft_says_what_to_install(tmp_path):
+    """Numba has no FFT: without the `fft` extra, jit of an FFT names the package."""
+    script = tmp_path / "without_rocket_fft.py"
+    script.write_text(
+        "import sys\n"
+        "sys.modules['rocket_fft'] = None  # as if it were not installed\n"
+        "import numpy as np\n"
+        "import numbax as nx\n\n\n"
+        "def f(x):\n"
+        "    return np.fft.rfft(x)\n\n\n"
+        "try:\n"
+        "    nx.jit(f)(np.ones(4))\n"
+        "except nx.CompileError as err:\n"
+        "    print(err)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", str(script)], capture_output=True, text=True, env=env
+    )
+    assert "numpy.fft.rfft under nx.jit needs rocket-fft" in result.stdout, result.stderr[-2000:]
+    assert "pip install 'numbax[fft]'" in result.stdout

@@ -32,7 +32,7 @@ except ImportError:  # the optional `fft` extra
     rocket_fft = None
 
 MISSING = (
-    "numpy.fft.{} under nx.jit needs rocket-fft (Numba has no FFT): "
+    "numbax: numpy.fft.{} under nx.jit needs rocket-fft (Numba has no FFT): "
     "pip install 'numbax[fft]' (or pip install rocket-fft)"
 )
 
