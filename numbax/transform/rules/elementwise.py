@@ -162,6 +162,8 @@ define(np.complex64,  "x", linear="np.complex64(x)",          vjp="nxrt.unbroadc
 # fmt: on
 
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite], batch=elementwise)
+# whether an array's dtype is complex: a flag, no derivative
+nondifferentiable([np.iscomplexobj, np.isrealobj])
 
 # -- the helpers of the power rules (operators.py), closed under differentiation
 # (numbax/runtime/elementwise.py): mul_pow(c, x, p) = c * x ** p and
