@@ -1,10 +1,10 @@
 """numpy.fft's derivatives: each transform with a complex result, checked through a real
 function of it (``jacrev`` needs real outputs, ``jacfwd`` real inputs, as in JAX), so a
 transpose that conjugates where JAX's convention does not, or that weighs the Hermitian
-half wrongly, shows against central finite differences. The transforms with real
-results (``irfft``, ``hfft``, the shifts, ``fftfreq``) are checked from the rule table
-(``test_rule_table.py``). Under jit: one program using every transform, compiled once
-per mode (rocket-fft compiles slowly).
+half wrongly, shows against central finite differences. The rules say so
+(``checked_elsewhere``): the rule table does not check them. ``vmap``'s vectorized
+method is compared with its loop. Under jit: one program of each kind of transpose,
+compiled once (rocket-fft compiles slowly).
 """
 
 from __future__ import annotations
@@ -88,9 +88,30 @@ def round_trip(x):
     return np.fft.irfft(np.fft.rfft(x) * (1 + 0.5j), 5, 1)
 
 
+def irfft_real_input(x):
+    return np.fft.irfft(x, None, 0, "forward")
+
+
+def hfft_real_input(x):
+    return np.fft.hfft(x, 4, norm="ortho")
+
+
+def irfft2_s(x):
+    return np.fft.irfft2(x, (3, 5))
+
+
+def shifts(x):
+    return np.fft.fftshift(x) * np.fft.ifftshift(x, 1) + np.fft.fftshift(x, (0,))
+
+
+def frequencies(x):
+    return np.fft.fftfreq(6, x[0, 0]) * np.fft.rfftfreq(11, x[1, 2])
+
+
 TWO = [fft_n_axis_norm, ifft_cut, fft2_s, ifft2_default, fftn_axes, ifftn_s_axes]
 TWO += [irfft_complex, hfft_complex, irfftn_complex]
 ONE = [rfft_odd, rfft_even_axis0, rfft2_default, rfftn_s, ihfft_n, round_trip]
+ONE += [irfft_real_input, hfft_real_input, irfft2_s, shifts, frequencies]
 
 
 def _inputs(k: int) -> list[np.ndarray]:
@@ -120,10 +141,17 @@ def test_vmap_batches_the_transforms():
     """Each example transformed along its own axes, as one call on the batch."""
 
     def f(x):
-        y = np.fft.fftn(x, None, (0, 1)) + np.fft.fft(x, 6, 0)[:4]
-        return np.fft.irfft(y, 4, -1) + np.fft.fftshift(x, 1)[:, :4]
+        y = np.fft.fftn(x, None, (0, 1)) + np.fft.ifft(x, 6, 0)[:4] + np.fft.ifft2(x)
+        y = np.fft.irfft(y, 4, -1) + np.fft.fftshift(x, 1)[:, :4] + np.fft.ifftshift(x)[:, :4]
+        z = (
+            np.fft.rfft(y, axis=0)
+            + np.fft.ihfft(y, 4, 0, "ortho")
+            + np.fft.rfft2(y, (4, 4), (1, 0))
+        )
+        w = np.fft.irfftn(z, (4, 3), (0, 1)) + np.fft.hfft(z, 4, 0)[:, :3] + np.fft.rfftn(y)[:, :3]
+        return w * np.fft.fftfreq(3)
 
-    xs = np.random.default_rng(3).normal(size=(3, 4, 5))
+    xs = np.random.default_rng(3).normal(size=(3, 4, 5)) + 2.0
     vectorized = nx.vmap(f, method="vectorized")
     got = vectorized(xs)
     assert "vectorized" in vectorized.source
