@@ -123,16 +123,17 @@ def jacobian_dtype_error(
 
 @helper
 def jac_buffer(
-    out: Any, x: Any, transformation: str = "jacrev", holomorphic: bool = False
+    out: Any, x: Any, transformation: str | None = None, holomorphic: bool = False
 ) -> np.ndarray:
     """An uninitialised ``(jac_size(out), jac_size(x))`` Jacobian buffer. The dtype
     promotes every leaf's, at least to floating: float32 only when no leaf is float64,
     as in JAX. Python scalars count as float64 / int64, as Numba sees them. Complex
     values where ``transformation`` (``"jacfwd"``, ``"jacrev"``) and ``holomorphic``
-    do not allow them raise JAX's TypeError (:func:`jacobian_dtype_error`)."""
+    do not allow them raise JAX's TypeError (:func:`jacobian_dtype_error`; None: no
+    check)."""
     outs, xs = _dtypes(tree_util.tree_leaves(out)), _dtypes(tree_util.tree_leaves(x))
-    message = jacobian_dtype_error(transformation, holomorphic, outs, xs)
-    if message is not None:
+    message = transformation and jacobian_dtype_error(transformation, holomorphic, outs, xs)
+    if message:
         raise TypeError(message)
     return np.empty((jac_size(out), jac_size(x)), jacobian_dtype(outs + xs))
 

@@ -162,16 +162,17 @@ def _literal(name: str, ty: Any, default: Any) -> Any:
 
 
 @overload(jac_buffer, prefer_literal=True)
-def _jac_buffer_jit(out, x, transformation="jacrev", holomorphic=False):
+def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
     outs = [_dtype(t) for _, t in _paths("jac_buffer", out)]
     xs = [_dtype(t) for _, t in _paths("jac_buffer", x)]
-    which = _literal("jac_buffer", transformation, "jacrev")
-    message = jacobian_dtype_error(which, _literal("jac_buffer", holomorphic, False), outs, xs)
+    which = _literal("jac_buffer", transformation, None)
+    holomorphic = _literal("jac_buffer", holomorphic, False)
+    message = which and jacobian_dtype_error(which, holomorphic, outs, xs)
     dtype = jacobian_dtype(outs + xs)
-    if message is not None:
+    if message:
         dt = dtype.type
 
-        def raising(out, x, transformation="jacrev", holomorphic=False):
+        def raising(out, x, transformation=None, holomorphic=False):
             if _always():
                 raise TypeError(message)
             return np.empty((1, 1), dt)
@@ -179,7 +180,7 @@ def _jac_buffer_jit(out, x, transformation="jacrev", holomorphic=False):
         return raising
     rows, columns = _total("jac_buffer", "out", out), _total("jac_buffer", "x", x)
     source = (
-        "def impl(out, x, transformation='jacrev', holomorphic=False):\n"
+        "def impl(out, x, transformation=None, holomorphic=False):\n"
         f"    return np.empty(({rows}, {columns}), dt)\n"
     )
     return _define(source, "impl", {"dt": dtype.type})
