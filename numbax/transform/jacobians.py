@@ -7,7 +7,7 @@ jittable, and readable::
 
     def jacrev_f(x):
         _out = f(x)
-        _jac = nxrt.jac_buffer(_out, x)
+        _jac = nxrt.jac_buffer(_out, x, 'jacrev')
         for _row in range(nxrt.jac_size(_out)):
             _ct_out = nxrt.jac_basis(_out, _row)
             _ct_x, = _vjp_f(x, _ct_out)
