@@ -71,7 +71,7 @@ def _constant_axes(op: BatchOp, param: str) -> object:
             raise
         try:
             return tuple(ast.literal_eval(source) for source, _ in elements)
-        except ValueError:
+        except (ValueError, SyntaxError):
             raise Decline(f"{op.name}: {param} is not a constant") from None
 
 
