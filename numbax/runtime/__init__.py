@@ -13,6 +13,7 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     collectives,
     elementwise,
     fusion,
+    gathers,
     jacobians,
     linalg,
     nxrt,
