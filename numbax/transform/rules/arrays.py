@@ -60,7 +60,7 @@ define(np.array_split, "ary, indices_or_sections, axis=0",
        samples=["ary[7], 3", "ary[3, 5], 2, 1"])
 define(np.hsplit, "ary, indices_or_sections",
        linear="np.hsplit(ary, indices_or_sections)",
-       vjp="nxrt.join_like(g, ary, 1 if np.ndim(ary) > 1 else 0)",
+       vjp="nxrt.join_like(g, ary, 1 if ary.ndim > 1 else 0)",
        samples=["ary[6], 3", "ary[2, 4], 2"])
 define(np.vsplit, "ary, indices_or_sections",
        linear="np.vsplit(ary, indices_or_sections)",
