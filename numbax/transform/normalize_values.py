@@ -4,6 +4,9 @@ calls that have rules, before the function is flattened:
 * ``np.array([[a, b], [c, d]])``: each nested literal list becomes an array of its own,
   row by row (``np.array([np.array([a, b]), np.array([c, d])])``), so ``np.array``
   always takes a flat list of scalars or of arrays of one shape (its rule's input);
+* ``np.block`` of literal lists one or two deep: concatenations of the blocks made
+  at least 1-D or 2-D (deeper nesting, or a list built elsewhere, keeps the call, which
+  has no rule);
 * ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
   1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and
   ``np.column_stack`` of them; directive strings (``np.r_['0,2', ...]``) are refused;
@@ -25,6 +28,7 @@ closure, as ``normalize_transformations`` binds what it builds.
 
 from __future__ import annotations
 
+import copy
 import functools
 import inspect
 from typing import Any
@@ -91,6 +95,16 @@ def _constant(value: Any) -> gast.expr:
     if isinstance(value, tuple):
         return gast.Tuple([_constant(v) for v in value], gast.Load())
     return gast.Constant(value, None)
+
+
+def _depth(value: gast.expr) -> int | None:
+    """How deep literal lists nest, the same in each branch (None if not)."""
+    if not isinstance(value, gast.List):
+        return 0
+    depths = {_depth(e) for e in value.elts}
+    if len(depths) != 1 or None in depths:
+        return None
+    return depths.pop() + 1
 
 
 class _Rewriter(gast.NodeTransformer):
@@ -163,6 +177,10 @@ class _Rewriter(gast.NodeTransformer):
         target = self.target(node.func)
         if isinstance(target, functools.partial):
             return self.partial(node, target)
+        if target is np.block and len(node.args) == 1 and not node.keywords:
+            depth = _depth(node.args[0])
+            if depth in (1, 2):
+                return self.block(node.args[0], depth, depth)
         if (target is np.array or target is np.asarray) and node.args:
             node.args[0] = self.rows(node.func, node.args[0])
             return node
@@ -183,6 +201,18 @@ class _Rewriter(gast.NodeTransformer):
             for e in value.elts
         ]
         return type(value)(elts, gast.Load())
+
+    def block(self, value: gast.expr, depth: int, level: int) -> gast.expr:
+        """``np.block`` of literal lists ``depth`` deep as concatenations: the innermost
+        along the last axis, the next along the one before; each block promoted to at
+        least ``depth`` dimensions with leading ones (np.atleast_1d/2d), as NumPy does."""
+        if level == 0:
+            promote = np.atleast_1d if depth == 1 else np.atleast_2d
+            return _call(self.reference(promote, promote.__name__), [value])
+        parts = [self.block(e, depth, level - 1) for e in value.elts]
+        join = self.reference(np.concatenate, "concatenate")
+        axis = gast.keyword("axis", gast.Constant(-level, None))
+        return _call(join, [gast.List(parts, gast.Load())], [axis])
 
     def partial(self, node: gast.Call, wrapped: functools.partial) -> gast.Call:
         hint = getattr(wrapped.func, "__name__", "partial")
@@ -240,19 +270,20 @@ class _Rewriter(gast.NodeTransformer):
         return _call(self.reference(replacement, replacement.__name__), [array], keywords)
 
     def outer(self, node: gast.Call, ufunc: np.ufunc) -> gast.expr:
-        """``ufunc.outer(a, b)`` as ``ufunc(nxrt.outer_operand(a, b), b)``."""
+        """``ufunc.outer(a, b)`` as ``ufunc(nxrt.outer_operand(a, b), b)``: ``b`` is read
+        twice, so it may be no call (whose effects would happen twice)."""
         if ufunc.nin != 2 or len(node.args) != 2 or node.keywords:
             raise self.refuse(
                 f"np.{ufunc.__name__}.outer called so", "pass the two arrays, and no keywords"
             )
         a, b = node.args
-        if not isinstance(b, (gast.Name, gast.Constant)):
+        if any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(b)):
             raise self.refuse(
-                f"np.{ufunc.__name__}.outer of an expression",
-                "assign the second array to a name first",
+                f"np.{ufunc.__name__}.outer of a call's result",
+                "assign the second array to a name first (numbax reads it twice)",
             )
         operand = _call(self.reference(nxrt.outer_operand, "outer_operand"), [a, b])
-        return _call(node.func.value, [operand, b])
+        return _call(node.func.value, [operand, copy.deepcopy(b)])
 
     # -- np.r_[...], np.c_[...] -------------------------------------------------------
     def visit_Subscript(self, node: gast.Subscript) -> gast.expr:

@@ -53,11 +53,11 @@ define(np.dstack, "tup",
 define(np.split, "ary, indices_or_sections, axis=0",
        linear="np.split(ary, indices_or_sections, axis)",
        vjp="nxrt.join_like(g, ary, axis)",
-       samples=["ary[6], 2", "ary[4, 3], (1, 3)", "ary[3, 4], 2, 1"])
+       samples=["ary[6], 2", "ary[4, 3], (2,)", "ary[3, 4], 2, 1"])
 define(np.array_split, "ary, indices_or_sections, axis=0",
        linear="np.array_split(ary, indices_or_sections, axis)",
        vjp="nxrt.join_like(g, ary, axis)",
-       samples=["ary[7], 3", "ary[3, 5], 2, 1"])
+       samples=["ary[6], 3", "ary[3, 4], 2, 1"])
 define(np.hsplit, "ary, indices_or_sections",
        linear="np.hsplit(ary, indices_or_sections)",
        vjp="nxrt.join_like(g, ary, 1 if ary.ndim > 1 else 0)",
@@ -69,7 +69,7 @@ define(np.vsplit, "ary, indices_or_sections",
 define(np.dsplit, "ary, indices_or_sections",
        linear="np.dsplit(ary, indices_or_sections)",
        vjp="nxrt.join_like(g, ary, 2)",
-       samples=["ary[2, 2, 4], (1,)"])
+       samples=["ary[2, 2, 4], 2"])
 
 # np.append flattens both without axis, as split_like(axis=None) undoes.
 define(np.append, "arr, values, axis=None",
