@@ -39,6 +39,14 @@ def from_helper(x):
     return np.array([a, b[0], b[1] * 3.0])
 
 
+def _weighted(pair, weights):
+    return pair[0] * weights[1] + np.sum(pair[1]) * weights[0]
+
+
+def to_helper(x):
+    return np.array([_weighted((x[0], x[1:3]), [x[3], 2.0]), x[4]])
+
+
 def nested(x):
     return np.array([[x[0], x[1], 2.0], [x[2] * x[0], 1.0, x[3]]])
 
@@ -87,6 +95,7 @@ FORMS = [
     case("array-nested-literals", nested, V),
     case("array-nested-arrays", nested_arrays, V),
     case("tuple-from-a-helper", from_helper, V),
+    case("tuple-and-list-to-a-helper", to_helper, V),
     case("r_", lambda x: np.r_[x[:2], 0:3, x[4], x**2], V),
     case("r_-linspace", lambda x: np.r_[x, 0:1:3j] * 2.0, V),
     case("c_", lambda x: np.c_[x, x**2, x[::-1]], V),
