@@ -102,6 +102,9 @@ FORMS = [
     case("block", block, V),
     case("block-flat", block_flat, V),
     case("array_split-unequal", lambda x: np.array_split(x, 4)[1] * np.array_split(x, 4)[3], V),
+    case("split-equal", lambda m: np.split(m, 2, axis=1)[0] * np.split(m, 2, axis=1)[1], M),
+    case("array_split-axis", lambda m: np.array_split(m, 2, 1)[0] ** 2, M),
+    case("dsplit", lambda m: np.dsplit(np.reshape(m, (1, 3, 4)), [1, 3])[1] ** 2, M),
     case("split-indices", lambda x: np.split(x, [1, 4])[1] * 2.0, V),
     case("hsplit-2d", lambda m: np.hsplit(m, [1])[1] ** 2, M),
     case("vsplit-unequal", lambda m: np.vsplit(m, [2])[1] * 3.0, M),
@@ -204,6 +207,7 @@ def program(x, m):
     joined = np.r_[x[:2], x[5], 0:2]
     first, second = np.split(x, 2)
     parts = np.array_split(x, 4)
+    halves = np.hsplit(m, 2)[1][1:] * np.vsplit(m, [1])[1][:, :2] + np.dsplit(m[None], 2)[1][0, 1:]
     padded = np.pad(m, ((1, 0), (2, 1)), mode="reflect") + np.pad(m, 1)[:4, :6]
     kept = np.delete(m, 1, axis=1)
     grown = np.insert(x, 2, x[0] ** 2)
@@ -212,7 +216,12 @@ def program(x, m):
     running = np.maximum.accumulate(x) * np.add.accumulate(x)
     outer = np.multiply.outer(first, second)
     total = np.sum(rows @ rows) + np.sum(joined**2) + np.sum(parts[1] * parts[3])
-    total += np.sum(padded**2) + np.sum(kept**3) + np.sum(np.append(grown, m[0]) ** 2)
+    total += (
+        np.sum(halves**2)
+        + np.sum(padded**2)
+        + np.sum(kept**3)
+        + np.sum(np.append(grown, m[0]) ** 2)
+    )
     total += np.sum(stacked * stacked) + np.sum(built**2) + np.sum(running)
     total += np.sum(np.rot90(m) ** 3) + np.sum(np.atleast_3d(x) ** 2) + np.sum(outer**2)
     total += np.add.reduce(_concatenate_rows([x, x**2])) + np.sum(np.array((x, x[::-1])) ** 3)

@@ -494,3 +494,47 @@ def _dstack_jit(tup):
 
 
 redirect(np.row_stack, name="vstack")(numpy_extra.vstack)
+
+
+# -- np.rot90 in any plane, np.atleast_3d of a number -------------------------------------
+
+
+@redirect(np.rot90)
+def rot90(m: Any, k: int = 1, axes: tuple[int, int] = (0, 1)) -> Any:
+    """``np.rot90`` (compiled: in any plane ``axes``, not only the first two axes)."""
+    return np.rot90(m, k, axes)
+
+
+@overload(rot90)
+def _rot90_jit(m, k=1, axes=(0, 1)):
+    if not isinstance(m, types.Array) or m.ndim < 2:
+        raise _fail("rot90", f"expected an array of at least 2 dimensions, got {m}")
+
+    def impl(m, k=1, axes=(0, 1)):
+        a0 = axes[0] + m.ndim if axes[0] < 0 else axes[0]
+        a1 = axes[1] + m.ndim if axes[1] < 0 else axes[1]
+        if a0 == a1:
+            raise ValueError("Axes must be different.")
+        turns = k % 4
+        if turns == 0:
+            return np.ascontiguousarray(m)
+        if turns == 2:
+            return np.ascontiguousarray(numpy_extra.flip(numpy_extra.flip(m, a0), a1))
+        if turns == 1:
+            return np.ascontiguousarray(np.swapaxes(numpy_extra.flip(m, a1), a0, a1))
+        return np.ascontiguousarray(numpy_extra.flip(np.swapaxes(m, a0, a1), a1))
+
+    return impl
+
+
+@redirect(np.atleast_3d)
+def atleast_3d(a: Any) -> Any:
+    """``np.atleast_3d`` of one array (compiled: of a number too)."""
+    return np.atleast_3d(a)
+
+
+@overload(atleast_3d)
+def _atleast_3d_jit(a):
+    if _is_scalar(a):
+        return lambda a: np.full((1, 1, 1), a)
+    return lambda a: np.atleast_3d(a)
