@@ -97,6 +97,14 @@ def _constant(value: Any) -> gast.expr:
     return gast.Constant(value, None)
 
 
+def _computed(value: gast.expr) -> bool:
+    """Whether a literal list nests lists and holds a computed value (a table of
+    constants is left as written: NumPy and Numba build it as it is)."""
+    nests = any(isinstance(e, (gast.List, gast.Tuple)) for e in getattr(value, "elts", ()))
+    leaves = [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Call))]
+    return nests and bool(leaves)
+
+
 def _depth(value: gast.expr) -> int | None:
     """How deep literal lists nest, the same in each branch (None if not)."""
     if not isinstance(value, gast.List):
@@ -181,8 +189,10 @@ class _Rewriter(gast.NodeTransformer):
             depth = _depth(node.args[0])
             if depth in (1, 2):
                 return self.block(node.args[0], depth, depth)
-        if (target is np.array or target is np.asarray) and node.args:
-            node.args[0] = self.rows(node.func, node.args[0])
+        if (target is np.array or target is np.asarray) and node.args and _computed(node.args[0]):
+            dtypes = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "dtype")]
+            if not any(isinstance(d, (gast.List, gast.Dict)) for d in dtypes):  # not records
+                node.args[0] = self.rows(node.func, node.args[0])
             return node
         if isinstance(node.func, gast.Attribute):
             ufunc = self.target(node.func.value)
