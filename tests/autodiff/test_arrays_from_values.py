@@ -25,8 +25,8 @@ V = rng.permutation(np.linspace(-2.0, 2.0, 6)) + 0.01  # distinct: no ties in ru
 M = rng.normal(size=(3, 4))
 
 
-def case(name, f, *args):
-    return pytest.param(f, args, id=name)
+def case(name, f, *args, marks=()):
+    return pytest.param(f, args, id=name, marks=marks)
 
 
 def _pair(x):
@@ -116,7 +116,12 @@ FORMS = [
     case("pad-symmetric", lambda m: np.pad(m, 2, mode="symmetric") ** 2, M),
     case("column_stack-of-a-list", lambda x: np.column_stack([x, x**2]), V),
     case("dstack-of-a-list", lambda m: np.dstack([m, m**2]), M),
-    case("row_stack", lambda x: np.row_stack((x, x**2)), V),
+    case(
+        "row_stack",
+        lambda x: np.row_stack((x, x**2)),
+        V,
+        marks=pytest.mark.filterwarnings("ignore:`row_stack` alias is deprecated"),
+    ),
     case("atleast_3d-2d", lambda m: np.atleast_3d(m) * 2.0, M),
     case("rot90-negative", lambda m: np.rot90(m, -1) ** 2, M),
     case("add-reduce", lambda m: np.add.reduce(m**2, axis=1), M),
