@@ -7,6 +7,7 @@ from numbax.transform.rules import (  # noqa: F401
     collectives,
     constants,
     elementwise,
+    fft,
     jacobians,
     linalg,
     operators,
@@ -73,7 +74,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
-    + ["pad_positions"]
+    + ["pad_positions", "fft_axes", "fft_shape"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule
