@@ -8,8 +8,9 @@ calls that have rules, before the function is flattened:
   at least 1-D or 2-D (deeper nesting, or a list built elsewhere, keeps the call, which
   has no rule);
 * ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
-  1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and
-  ``np.column_stack`` of them; directive strings (``np.r_['0,2', ...]``) are refused;
+  1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and for
+  ``np.c_`` made columns (``np.column_stack`` of each) and joined along the last axis;
+  directive strings (``np.r_['0,2', ...]``) are refused;
 * ufunc methods as the functions they equal: ``np.add.reduce(x, axis)`` →
   ``np.sum(x, axis)`` (``multiply``: ``np.prod``, ``maximum``/``minimum``: ``np.max``/
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
@@ -307,8 +308,17 @@ class _Rewriter(gast.NodeTransformer):
         index = node.slice
         items = index.elts if isinstance(index, gast.Tuple) else [index]
         parts = [self.concatenated_item(item, name, base is np.r_) for item in items]
-        join = np.concatenate if base is np.r_ else np.column_stack
-        return _call(self.reference(join, join.__name__), [gast.Tuple(parts, gast.Load())])
+        concatenate = self.reference(np.concatenate, "concatenate")
+        if base is np.r_:
+            return _call(concatenate, [gast.Tuple(parts, gast.Load())])
+        # np.c_ joins along the last axis, a 0-D or 1-D item made a column first (as
+        # np.column_stack makes it; arrays of more dimensions are joined as they are).
+        columns = [
+            _call(self.reference(np.column_stack, "column_stack"), [gast.Tuple([p], gast.Load())])
+            for p in parts
+        ]
+        last_axis = gast.keyword("axis", gast.Constant(-1, None))
+        return _call(concatenate, [gast.Tuple(columns, gast.Load())], [last_axis])
 
     def concatenated_item(self, item: gast.expr, name: str, flat: bool) -> gast.expr:
         if isinstance(item, gast.Constant) and isinstance(item.value, str):

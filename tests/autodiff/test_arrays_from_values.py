@@ -99,6 +99,7 @@ FORMS = [
     case("r_", lambda x: np.r_[x[:2], 0:3, x[4], x**2], V),
     case("r_-linspace", lambda x: np.r_[x, 0:1:3j] * 2.0, V),
     case("c_", lambda x: np.c_[x, x**2, x[::-1]], V),
+    case("c_-3d", lambda m: np.c_[np.reshape(m, (2, 3, 2)), np.reshape(m, (2, 3, 2)) ** 2], M),
     case("block", block, V),
     case("block-flat", block_flat, V),
     case("array_split-unequal", lambda x: np.array_split(x, 4)[1] * np.array_split(x, 4)[3], V),
@@ -150,6 +151,21 @@ def check_interpreted(f, *args):
 @pytest.mark.parametrize(("f", "args"), FORMS)
 def test_derivatives_match_finite_differences(f, args):
     check_interpreted(f, *args)
+
+
+@pytest.mark.parametrize("shape", [(3,), (3, 2), (2, 3, 2)], ids=["1d", "2d", "3d"])
+def test_c_joins_along_the_last_axis_as_numpy(shape):
+    """np.c_ makes 1-D items columns and joins along the last axis: for 3-D items that
+    is not np.column_stack's axis 1."""
+    a = np.arange(np.prod(shape), dtype=float).reshape(shape)
+
+    def joined(a):
+        return np.c_[a, a * 2.0]
+
+    value, pullback = nx.vjp(joined, a)
+    np.testing.assert_array_equal(value, np.c_[a, a * 2.0])
+    (ct,) = pullback(np.ones_like(value))
+    np.testing.assert_allclose(ct, np.full(shape, 3.0))
 
 
 def loss_of_arrays(x):

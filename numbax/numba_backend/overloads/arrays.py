@@ -468,6 +468,10 @@ def _column_stack_jit(tup):
         if tup.dtype.ndim == 1:
             return lambda tup: numpy_extra.stack(tup, 1)
         return lambda tup: numpy_extra.concatenate(tup, 1)
+    if isinstance(tup, types.BaseTuple) and all(
+        isinstance(t, types.Array) and t.ndim >= 3 for t in tup
+    ):  # Numba's own takes up to 2-D: arrays of more dimensions join along axis 1
+        return lambda tup: np.concatenate(tup, axis=1)
     return lambda tup: np.column_stack(tup)
 
 
