@@ -1,0 +1,160 @@
+"""``numpy.linalg`` decompositions under jit, as NumPy has them: Numba compiles
+``svd``, ``eigh``, ``eigvalsh`` and ``pinv`` of one 2-d matrix only, and ``svd`` without
+``compute_uv``; NumPy 2's ``svdvals`` not at all. Each function here calls NumPy when
+interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
+implementation, once per matrix of a stack). The lowering redirects calls to the NumPy
+functions here, by identity (``redirects.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.core import errors
+from numba.extending import overload
+
+from numbax.numba_backend import numpy_extra
+from numbax.numba_backend.generated import Code
+from numbax.numba_backend.redirects import redirect
+
+__all__ = ["eigh", "eigvalsh", "matrix_norm", "pinv", "svd", "svdvals"]
+
+
+@redirect(np.linalg.svd)
+def svd(a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
+    """``np.linalg.svd``; under jit also of stacks and with ``compute_uv=False``."""
+    return np.linalg.svd(a, full_matrices, compute_uv, hermitian)
+
+
+@redirect(np.linalg.svdvals)
+def svdvals(x: Any) -> Any:
+    """``np.linalg.svdvals``: the singular values, of stacks too."""
+    return np.linalg.svdvals(x)
+
+
+@redirect(np.linalg.eigh)
+def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (NumPy's name)
+    """``np.linalg.eigh`` (the lower triangle), of stacks too."""
+    return np.linalg.eigh(a, UPLO)
+
+
+@redirect(np.linalg.eigvalsh)
+def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803
+    """``np.linalg.eigvalsh`` (the lower triangle), of stacks too."""
+    return np.linalg.eigvalsh(a, UPLO)
+
+
+@redirect(np.linalg.pinv)
+def pinv(a: Any, rcond: Any = None, hermitian: bool = False) -> Any:
+    """``np.linalg.pinv`` (default ``rcond``), of stacks too."""
+    return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond, hermitian)
+
+
+def _fail(name: str, message: str) -> errors.NumbaTypeError:
+    return errors.NumbaTypeError(f"numbax: np.linalg.{name}: {message}")
+
+
+def _matrices(name: str, a: Any) -> int:
+    if not isinstance(a, types.Array) or a.ndim < 2:
+        raise _fail(name, f"expected an array of matrices (at least 2 dims), got {a}")
+    if not isinstance(a.dtype, types.Float):
+        raise _fail(name, f"expected floating matrices, got {a.dtype}")
+    return a.ndim
+
+
+def _constant(name: str, ty: Any, default: Any) -> Any:
+    """The value of an argument that must be known when compiling."""
+    if not isinstance(ty, types.Type):  # a default, as written in the signature
+        return default if ty is None else ty
+    if ty is None or isinstance(ty, (types.Omitted, types.NoneType)):
+        return getattr(ty, "value", default)
+    if isinstance(ty, (types.BooleanLiteral, types.IntegerLiteral, types.StringLiteral)):
+        return ty.literal_value
+    raise _fail(name, f"this argument must be a constant under jit, got {ty}")
+
+
+def _stacked(name: str, header: str, ndim: int, call: str, names: list[str]) -> Any:
+    """An implementation that applies ``call`` (Numba's 2-d function, on ``m``) to each
+    matrix of ``a``, its results (``names``) stacked as ``a``'s matrices were."""
+    code = Code(header, {"np": np}, "np.linalg")
+    lead = [f"a.shape[{d}]" for d in range(ndim - 2)]
+    code(f"s = np.ascontiguousarray(a).reshape((-1, a.shape[{ndim - 2}], a.shape[{ndim - 1}]))")
+    code("first = " + call.replace("m)", "s[0])").replace("m,", "s[0],"))
+    parts = [f"first[{j}]" for j in range(len(names))] if len(names) > 1 else ["first"]
+    for n, part in zip(names, parts, strict=True):
+        code(f"{n} = np.empty((s.shape[0],) + {part}.shape, {part}.dtype)")
+    code(
+        "for b in range(s.shape[0]):",
+        f"    r = {call.replace('m)', 's[b])').replace('m,', 's[b],')}",
+    )
+    for j, n in enumerate(names):
+        code(f"    {n}[b] = r[{j}]" if len(names) > 1 else f"    {n}[b] = r")
+    results = []
+    for n in names:
+        results.append(f"{n}.reshape(({''.join(x + ', ' for x in lead)}) + {n}.shape[1:])")
+    code("return " + (f"({', '.join(results)})" if len(results) > 1 else results[0]))
+    return code.compile(name)
+
+
+@overload(svd, prefer_literal=True)
+def _svd_jit(a, full_matrices=True, compute_uv=True, hermitian=False):
+    ndim = _matrices("svd", a)
+    full = _constant("svd", full_matrices, True)
+    uv = _constant("svd", compute_uv, True)
+    if _constant("svd", hermitian, False):
+        raise _fail("svd", "hermitian=True is not supported under jit")
+    header = "def impl(a, full_matrices=True, compute_uv=True, hermitian=False):"
+    call = f"np.linalg.svd(m, full_matrices={bool(full)})"
+    if uv:
+        outputs = ["u", "sv", "vh"]
+        return _stacked("svd", header, ndim, call, outputs)
+    return _stacked("svd", header, ndim, "np.linalg.svd(m, full_matrices=False)[1]", ["sv"])
+
+
+@overload(svdvals)
+def _svdvals_jit(x):
+    _matrices("svdvals", x)
+    return lambda x: svd(x, False, False)
+
+
+@overload(eigh, prefer_literal=True)
+def _eigh_jit(a, UPLO="L"):  # noqa: N803
+    ndim = _matrices("eigh", a)
+    if _constant("eigh", UPLO, "L") != "L":
+        raise _fail("eigh", "only UPLO='L' is supported under jit")
+    outputs = ["w", "v"]
+    return _stacked("eigh", "def impl(a, UPLO='L'):", ndim, "np.linalg.eigh(m)", outputs)
+
+
+@overload(eigvalsh, prefer_literal=True)
+def _eigvalsh_jit(a, UPLO="L"):  # noqa: N803
+    ndim = _matrices("eigvalsh", a)
+    if _constant("eigvalsh", UPLO, "L") != "L":
+        raise _fail("eigvalsh", "only UPLO='L' is supported under jit")
+    return _stacked("eigvalsh", "def impl(a, UPLO='L'):", ndim, "np.linalg.eigvalsh(m)", ["w"])
+
+
+@overload(pinv)
+def _pinv_jit(a, rcond=None, hermitian=False):
+    ndim = _matrices("pinv", a)
+    if not (rcond is None or isinstance(rcond, (types.Omitted, types.NoneType))):
+        raise _fail("pinv", "rcond is not supported under jit (its default is)")
+    return _stacked(
+        "pinv", "def impl(a, rcond=None, hermitian=False):", ndim, "np.linalg.pinv(m)", ["p"]
+    )
+
+
+@redirect(np.linalg.matrix_norm)
+def matrix_norm(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:
+    """``np.linalg.matrix_norm``: ``np.linalg.norm`` over the last two axes."""
+    return np.linalg.matrix_norm(x, keepdims=keepdims, ord=ord)
+
+
+@overload(matrix_norm, prefer_literal=True)
+def _matrix_norm_jit(x, keepdims=False, ord="fro"):
+    def impl(x, keepdims=False, ord="fro"):
+        return numpy_extra.norm(x, ord, (-2, -1), keepdims)
+
+    return impl
