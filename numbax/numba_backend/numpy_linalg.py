@@ -1,6 +1,7 @@
-"""``numpy.linalg`` decompositions under jit, as NumPy has them: Numba compiles
-``svd``, ``eigh``, ``eigvalsh`` and ``pinv`` of one 2-d matrix only, and ``svd`` without
-``compute_uv``; NumPy 2's ``svdvals`` not at all. Each function here calls NumPy when
+"""``numpy.linalg`` under jit, as NumPy has it: Numba compiles ``svd``, ``eigh``,
+``eigvalsh``, ``qr`` and ``pinv`` of one 2-d matrix only, and ``svd`` without
+``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``, ``outer``, ``tensordot``,
+``trace`` and ``matrix_transpose`` not at all. Each function here calls NumPy when
 interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
 implementation, once per matrix of a stack). The lowering redirects calls to the NumPy
 functions here, by identity (``redirects.py``).
@@ -18,8 +19,21 @@ from numba.extending import overload
 from numbax.numba_backend import numpy_extra
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.redirects import redirect
+from numbax.runtime import nxrt
 
-__all__ = ["eigh", "eigvalsh", "matrix_norm", "pinv", "svd", "svdvals"]
+__all__ = [
+    "eigh",
+    "eigvalsh",
+    "matrix_norm",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "qr",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+]
 
 
 @redirect(np.linalg.svd)
@@ -158,3 +172,64 @@ def _matrix_norm_jit(x, keepdims=False, ord="fro"):
         return numpy_extra.norm(x, ord, (-2, -1), keepdims)
 
     return impl
+
+
+@redirect(np.linalg.qr)
+def qr(a: Any, mode: str = "reduced") -> Any:
+    """``np.linalg.qr`` (reduced), of stacks too."""
+    return np.linalg.qr(a, mode)
+
+
+@overload(qr, prefer_literal=True)
+def _qr_jit(a, mode="reduced"):
+    ndim = _matrices("qr", a)
+    if _constant("qr", mode, "reduced") != "reduced":
+        raise _fail("qr", "only mode='reduced' is supported under jit")
+    return _stacked("qr", "def impl(a, mode='reduced'):", ndim, "np.linalg.qr(m)", ["q", "r"])
+
+
+# NumPy 2's numpy.linalg spellings of functions numbax compiles already.
+
+
+@redirect(np.linalg.outer, name="linalg_outer")
+def outer(x1: Any, x2: Any) -> Any:
+    """``np.linalg.outer``: the outer product of two vectors."""
+    return np.linalg.outer(x1, x2)
+
+
+@overload(outer)
+def _outer_jit(x1, x2):
+    return lambda x1, x2: np.outer(x1, x2)
+
+
+@redirect(np.linalg.tensordot, name="linalg_tensordot")
+def tensordot(x1: Any, x2: Any, axes: Any = 2) -> Any:
+    """``np.linalg.tensordot``: ``np.tensordot``."""
+    return np.linalg.tensordot(x1, x2, axes=axes)
+
+
+@overload(tensordot, prefer_literal=True)
+def _tensordot_jit(x1, x2, axes=2):
+    return lambda x1, x2, axes=2: numpy_extra.tensordot(x1, x2, axes)
+
+
+@redirect(np.linalg.trace, name="linalg_trace")
+def trace(x: Any, offset: int = 0, dtype: Any = None) -> Any:
+    """``np.linalg.trace``: the traces of the matrices of the last two axes."""
+    return np.linalg.trace(x, offset=offset, dtype=dtype)
+
+
+@overload(trace)
+def _trace_jit(x, offset=0, dtype=None):
+    return lambda x, offset=0, dtype=None: numpy_extra.trace(x, offset, -2, -1)
+
+
+@redirect(np.linalg.matrix_transpose, name="linalg_matrix_transpose")
+def matrix_transpose(x: Any) -> Any:
+    """``np.linalg.matrix_transpose``: the last two axes swapped."""
+    return np.linalg.matrix_transpose(x)
+
+
+@overload(matrix_transpose)
+def _matrix_transpose_jit(x):
+    return lambda x: nxrt.matrix_transpose(x)

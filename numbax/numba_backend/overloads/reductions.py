@@ -382,7 +382,7 @@ def _matrix_norm_weights_code(code: Any, ndim: int, axis: Any, nuc: bool) -> Non
     code(f"p = {p}", "if k != 0:")
     if not nuc:
         code("    if p == 1.0 or np.isinf(p):", "        return np.zeros(x.shape, T)")
-    code(f"    raise ValueError('{_NO_SECOND}')")
+    code(f"    raise ValueError({_NO_SECOND!r})")
     if _is_none(axis):
         code("stack = np.ascontiguousarray(x).reshape((1, x.shape[0], x.shape[1]))")
         code("out = np.empty(stack.shape, T)")

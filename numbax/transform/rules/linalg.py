@@ -25,7 +25,12 @@ Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below be
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import product
-from numbax.transform.rules.registry import checked_elsewhere, define
+from numbax.transform.rules.registry import (
+    SELF_ADJOINT,
+    checked_elsewhere,
+    define,
+    nondifferentiable,
+)
 
 # fmt: off
 #      operation, signature
@@ -143,3 +148,40 @@ define(
         "'i,i,j,j', x0[3], x1[3], x2[4], x3[4]",
     ],
 )
+
+
+# -- NumPy 2's numpy.linalg spellings of the above ----------------------------------------
+# fmt: off
+define(np.linalg.outer, "a, b",
+       jvp={"a": "np.outer(da, b)", "b": "np.outer(a, db)"},
+       vjp={"a": "np.dot(g, b)", "b": "np.dot(a, g)"},
+       samples=["a[3], b[4]"])
+define(np.linalg.tensordot, "a, b, *, axes=2",
+       jvp={"a": "np.tensordot(da, b, axes)", "b": "np.tensordot(a, db, axes)"},
+       vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, axes)",
+            "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"},
+       samples=["a[2, 3, 4], b[3, 4]", "a[3, 4], b[4, 2], axes=1"])
+define(np.linalg.trace, "x, *, offset=0, dtype=None",
+       linear="np.trace(x, offset, -2, -1)",
+       vjp="nxrt.trace_vjp(g, x, offset, -2, -1)",
+       samples=["x[3, 4]", "x[2, 3, 3], offset=1"])
+define(np.linalg.matrix_transpose, "x",
+       linear="nxrt.matrix_transpose(x)", vjp=SELF_ADJOINT,
+       samples=["x[3, 4]", "x[2, 3, 4]"])
+nondifferentiable([np.linalg.matrix_rank])
+
+# -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:
+# dQ = Q (O - C) + X, dR = (C - O) R. The VJP: M = Q^T gQ - gR R^T,
+# B = gQ + Q (tril(M - M^T, -1) - M), A_bar = B R^-T.
+_Q, _R = "ans[0]", "ans[1]"
+_X = f"{MT}(np.linalg.solve({MT}({_R}), {MT}(da)))"
+_C = f"({MT}({_Q}) @ {_X})"
+_O = f"(np.tril({_C}, -1) - {MT}(np.tril({_C}, -1)))"
+_M = f"({MT}({_Q}) @ g[0] - g[1] @ {MT}({_R}))"
+_B = f"(g[0] + {_Q} @ (np.tril({_M} - {MT}({_M}), -1) - {_M}))"
+define(np.linalg.qr, "a, mode='reduced'",
+       jvp=f"({_Q} @ ({_O} - {_C}) + {_X}, ({_C} - {_O}) @ {_R})",
+       vjp=f"{MT}(np.linalg.solve({_R}, {MT}({_B})))",
+       combine="nxrt.tree_add", by_constant={"mode": {"reduced": None}},
+       samples=checked_elsewhere("tests/autodiff/test_linalg_more.py: both outputs, stacks"))
+# fmt: on

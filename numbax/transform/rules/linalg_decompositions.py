@@ -1,5 +1,6 @@
-"""Decompositions and matrix functions: ``svd``, ``svdvals``, ``eigh``, ``eigvalsh``,
-``pinv``, ``matrix_power``, ``cross`` (the others of ``numpy.linalg`` are in linalg.py).
+"""Decompositions and matrix functions: ``svd``, ``svdvals``, ``cond``, ``eigh``,
+``eigvalsh``, ``pinv``, ``matrix_power``, ``cross`` (the others of ``numpy.linalg`` are in
+linalg.py).
 
 Every template here is written with operations that have rules of their own (``@``,
 products, ``np.linalg.svd`` itself, the small linear helpers of runtime/linalg.py), so
@@ -31,7 +32,9 @@ from numpy import cross, linalg
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import BatchOp
-from numbax.transform.rules.registry import SELF_ADJOINT, define
+from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, define
+
+ALL_OUTPUTS = "tests/autodiff/test_linalg_more.py: functions of all the outputs, of stacks"
 
 MT = "nxrt.matrix_transpose"
 DIAG = "nxrt.matrix_diagonal"
@@ -70,12 +73,30 @@ define(
     vjp=SVD_VJP,
     combine="nxrt.tree_add",
     by_constant={"hermitian": {False: None}, "compute_uv": {True: None, False: svdvals}},
-    samples=[
-        "a[3, 3]",
-        "a[4, 2], full_matrices=False",
-        "a[2, 3, 4], False",
-        "a[3, 3], compute_uv=False",
-    ],
+    samples=checked_elsewhere(ALL_OUTPUTS),
+)
+
+# cond (the 2-norm one): s_0 / s_last, so d cond = (ds_0 - cond ds_last) / s_last
+SVDS = "np.linalg.svd(a, full_matrices=False)"
+DS = f"{DIAG}({MT}({SVDS}[0]) @ da @ {MT}({SVDS}[2]))"
+LAST = f"{SVDS}[1][..., -1]"
+
+
+def _outer(j: int) -> str:
+    """``u_j v_j^T`` of each matrix of the stack."""
+    return (
+        f"np.expand_dims({SVDS}[0][..., :, {j}], -1) * np.expand_dims({SVDS}[2][..., {j}, :], -2)"
+    )
+
+
+define(
+    linalg.cond,
+    "a, p=None",
+    jvp=f"({DS}[..., 0] - ans * {DS}[..., -1]) / {LAST}",
+    vjp=f"nxrt.broadcast_reduced(g / {LAST}, a, (-2, -1))"
+    f" * ({_outer(0)} - nxrt.broadcast_reduced(ans, a, (-2, -1)) * {_outer(-1)})",
+    by_constant={"p": {None: None}},
+    samples=["a[3, 3]", "a[2, 4, 3]"],
 )
 
 # -- eigh ------------------------------------------------------------------------------
@@ -90,7 +111,7 @@ define(
     f" @ {MT}({VEC}))",
     combine="nxrt.tree_add",
     by_constant={"UPLO": {"L": None}},
-    samples=["a[3, 3]", "a[2, 3, 3]"],
+    samples=checked_elsewhere(ALL_OUTPUTS),
 )
 EIGENVECTORS = "np.linalg.eigh(a)[1]"
 define(
