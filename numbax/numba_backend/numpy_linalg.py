@@ -25,6 +25,7 @@ __all__ = [
     "eigh",
     "eigvalsh",
     "matrix_norm",
+    "matrix_power",
     "matrix_transpose",
     "outer",
     "pinv",
@@ -233,3 +234,36 @@ def matrix_transpose(x: Any) -> Any:
 @overload(matrix_transpose)
 def _matrix_transpose_jit(x):
     return lambda x: nxrt.matrix_transpose(x)
+
+
+@redirect(np.linalg.matrix_power)
+def matrix_power(a: Any, n: int) -> Any:
+    """``np.linalg.matrix_power``; under jit an array always (Numba's may be None to its
+    typing), of stacks too."""
+    return np.linalg.matrix_power(a, n)
+
+
+@overload(matrix_power)
+def _matrix_power_jit(a, n):
+    ndim = _matrices("matrix_power", a)
+    if not isinstance(n, types.Integer):
+        raise _fail("matrix_power", f"the exponent must be an integer, got {n}")
+    T = a.dtype  # noqa: N806
+
+    def impl(a, n):
+        k = a.shape[ndim - 1]
+        s = np.ascontiguousarray(a).reshape((-1, a.shape[ndim - 2], k))
+        out = np.empty(s.shape, T)
+        for b in range(s.shape[0]):
+            p = np.linalg.inv(s[b]) if n < 0 else s[b].copy()
+            e = -n if n < 0 else n
+            r = np.eye(k, dtype=T)
+            while e > 0:  # by squaring, as NumPy
+                if e & 1:
+                    r = r @ p
+                p = p @ p
+                e >>= 1
+            out[b] = r
+        return out.reshape(a.shape)
+
+    return impl

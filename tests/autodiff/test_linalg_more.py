@@ -99,30 +99,165 @@ def test_arguments_numbax_cannot_differentiate_are_refused_at_transformation():
         nx.jacfwd(chosen)(SQUARE, False)
 
 
-def stacked(a, b):
+# -- operations checked here rather than one compile each in the rule table -------------
+
+
+def svdvals(a):
+    return np.linalg.svdvals(a)
+
+
+def cond(a):
+    return np.linalg.cond(a)
+
+
+def eigvalsh(a):
+    return np.linalg.eigvalsh(a)
+
+
+def pinv(a):
+    return np.linalg.pinv(a)
+
+
+def cube(a):
+    return np.linalg.matrix_power(a, 3)
+
+
+def identity(a):
+    return np.linalg.matrix_power(a, 0)
+
+
+def inverse_square(a):
+    return np.linalg.matrix_power(a, -2)
+
+
+def cross(a, b):
+    return np.cross(a, b)
+
+
+def kron(a, b):
+    return np.kron(a, b)
+
+
+def outer(a, b):
+    return np.linalg.outer(a, b)
+
+
+def tensordot(a, b):
+    return np.linalg.tensordot(a, b, axes=1)
+
+
+def trace(x):
+    return np.linalg.trace(x, offset=1)
+
+
+def transpose(x):
+    return np.linalg.matrix_transpose(x)
+
+
+def spectral(x):
+    return np.linalg.matrix_norm(x, ord=2)
+
+
+def nuclear(x):
+    return np.linalg.matrix_norm(x, ord="nuc", keepdims=True)
+
+
+def frobenius(x):
+    return np.linalg.matrix_norm(x)
+
+
+TABLE = [
+    (svdvals, [(3, 3)]),
+    (svdvals, [(4, 2)]),
+    (svdvals, [(2, 2, 3)]),
+    (cond, [(3, 3)]),
+    (cond, [(2, 4, 3)]),
+    (eigvalsh, [(3, 3)]),
+    (eigvalsh, [(2, 4, 4)]),
+    (pinv, [(3, 3)]),
+    (pinv, [(4, 2)]),
+    (pinv, [(2, 3)]),
+    (cube, [(3, 3)]),
+    (cube, [(2, 3, 3)]),
+    (identity, [(3, 3)]),
+    (inverse_square, [(2, 2)]),
+    (cross, [(3,), (3,)]),
+    (cross, [(2, 3), (3,)]),
+    (kron, [(2, 3), (3, 2)]),
+    (kron, [(3,), (2,)]),
+    (outer, [(3,), (4,)]),
+    (tensordot, [(3, 4), (4, 2)]),
+    (trace, [(2, 3, 3)]),
+    (transpose, [(2, 3, 4)]),
+    (spectral, [(2, 3, 4)]),
+    (nuclear, [(3, 4)]),
+    (frobenius, [(3, 4)]),
+]
+
+
+def _drawn(shapes, seed):
+    rng = np.random.default_rng(seed)
+    drawn = []
+    for shape in shapes:
+        x = rng.uniform(-1, 1, shape)
+        if len(shape) >= 2 and shape[-1] == shape[-2]:
+            x = x + 2 * np.eye(shape[-1])  # invertible, eigenvalues apart
+        drawn.append(x)
+    return drawn
+
+
+@pytest.mark.parametrize("f, shapes", TABLE, ids=[f"{f.__name__}{shapes}" for f, shapes in TABLE])
+def test_table_against_finite_differences(f, shapes):
+    """jacfwd and jacrev, interpreted, against central differences."""
+    args = _drawn(shapes, len(TABLE))
+    check_jacobians(f, *args, argnums=list(range(len(args))), name=f.__name__, jit=False)
+
+
+def everything(a, b, c, v, w):
+    """Each operation of this file once, on a stack (a, c: 2 of 3x3) or one matrix (b, 4x3)."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
-    w, v = np.linalg.eigh(b)
+    e, vectors = np.linalg.eigh(c)
+    q, r = np.linalg.qr(b)
     return (
         np.sum(s * u[..., 0, :]) * np.sum(vh[..., 0])
         + np.sum(np.linalg.svd(a, compute_uv=False))
-        + np.sum(w) * np.sum(v[..., 0] ** 2)
+        + np.sum(e) * np.sum(vectors[..., 0] ** 2)
+        + np.sum(q * q[0])
+        + np.sum(r[0] ** 3)
         + np.sum(np.linalg.norm(a, 2, axis=(1, 2)))
-        + qr_all(b)
+        + np.sum(np.linalg.norm(b, 1))
+        + np.linalg.norm(b, "nuc")
+        + np.sum(svdvals(b))
+        + np.sum(cond(c))
+        + np.sum(eigvalsh(c) ** 2)
+        + np.sum(pinv(b) ** 2)
+        + np.sum(cube(c))
+        + np.sum(inverse_square(c[0]))
+        + np.sum(cross(v, w) ** 2)
+        + np.sum(kron(b[:2], v) ** 2)
+        + np.sum(outer(v, w) * c[1])
+        + np.sum(tensordot(b, c[0]))
+        + np.sum(trace(c))
+        + np.sum(transpose(b) @ b)
+        + np.sum(spectral(a))
+        + np.sum(nuclear(b))
+        + frobenius(b)
     )
 
 
 @pytest.fixture(scope="module")
 def compiled_gradient():
-    return nx.jit(nx.grad(stacked, argnums=(0, 1)))
+    return nx.jit(nx.grad(everything, argnums=(0, 1, 2, 3, 4)))
 
 
 def test_one_jitted_program_matches_numpy_and_finite_differences(compiled_gradient):
-    """svd, svd without vectors, eigh, qr and the spectral norm, of stacks, compiled once: the gradient equals the interpreted one, which matches central
-    differences."""
-    a = RNG.uniform(-1, 1, (2, 3, 3))
-    b = RNG.uniform(-1, 1, (2, 3, 3)) + 3 * np.eye(3)
-    want = nx.grad(stacked, argnums=(0, 1))(a, b)
-    got = compiled_gradient(a, b)
-    for w, g in zip(want, got, strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-9)
-    check_jacobians(stacked, a, b, argnums=[0, 1], name="stacked", jit=False)
+    """All of the above compiled once: its gradient equals the interpreted one, which
+    matches central differences."""
+    a, c = _drawn([(2, 3, 3), (2, 3, 3)], 1)
+    b, v, w = _drawn([(4, 3), (3,), (3,)], 2)
+    args = (a, b, c, v, w)
+    want = nx.grad(everything, argnums=(0, 1, 2, 3, 4))(*args)
+    got = compiled_gradient(*args)
+    for name, x, y in zip("abcvw", want, got, strict=True):
+        np.testing.assert_allclose(y, x, rtol=1e-9, atol=1e-9, err_msg=name)
+    check_jacobians(everything, *args, argnums=[0, 1, 2, 3, 4], name="everything", jit=False)

@@ -151,23 +151,25 @@ define(
 
 
 # -- NumPy 2's numpy.linalg spellings of the above ----------------------------------------
+# Checked in one compiled program (compiling each under jit on its own costs minutes).
+TABLE = "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"
 # fmt: off
 define(np.linalg.outer, "a, b",
        jvp={"a": "np.outer(da, b)", "b": "np.outer(a, db)"},
        vjp={"a": "np.dot(g, b)", "b": "np.dot(a, g)"},
-       samples=["a[3], b[4]"])
+       samples=checked_elsewhere(TABLE))
 define(np.linalg.tensordot, "a, b, *, axes=2",
        jvp={"a": "np.tensordot(da, b, axes)", "b": "np.tensordot(a, db, axes)"},
        vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, axes)",
             "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"},
-       samples=["a[2, 3, 4], b[3, 4]", "a[3, 4], b[4, 2], axes=1"])
+       samples=checked_elsewhere(TABLE))
 define(np.linalg.trace, "x, *, offset=0, dtype=None",
        linear="np.trace(x, offset, -2, -1)",
        vjp="nxrt.trace_vjp(g, x, offset, -2, -1)",
-       samples=["x[3, 4]", "x[2, 3, 3], offset=1"])
+       samples=checked_elsewhere(TABLE))
 define(np.linalg.matrix_transpose, "x",
        linear="nxrt.matrix_transpose(x)", vjp=SELF_ADJOINT,
-       samples=["x[3, 4]", "x[2, 3, 4]"])
+       samples=checked_elsewhere(TABLE))
 nondifferentiable([np.linalg.matrix_rank])
 
 # -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:

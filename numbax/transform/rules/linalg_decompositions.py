@@ -28,13 +28,14 @@ derivatives of derivatives come from the same table. ``a`` may be a stack of mat
 
 from typing import Any
 
-from numpy import cross, linalg
+from numpy import cross, kron, linalg
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import BatchOp
 from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, define
 
 ALL_OUTPUTS = "tests/autodiff/test_linalg_more.py: functions of all the outputs, of stacks"
+TABLE = "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"
 
 MT = "nxrt.matrix_transpose"
 DIAG = "nxrt.matrix_diagonal"
@@ -64,7 +65,7 @@ svdvals = define(
     "a, full_matrices=True, compute_uv=False, hermitian=False",
     jvp=f"{DIAG}({MT}({REDUCED}[0]) @ da @ {MT}({REDUCED}[2]))",
     vjp=f"({REDUCED}[0] * np.expand_dims(g, -2)) @ {REDUCED}[2]",
-    samples=["a[3, 3]", "a[4, 2]", "a[2, 2, 3]"],
+    samples=checked_elsewhere(TABLE),
 )
 define(
     linalg.svd,
@@ -96,7 +97,7 @@ define(
     vjp=f"nxrt.broadcast_reduced(g / {LAST}, a, (-2, -1))"
     f" * ({_outer(0)} - nxrt.broadcast_reduced(ans, a, (-2, -1)) * {_outer(-1)})",
     by_constant={"p": {None: None}},
-    samples=["a[3, 3]", "a[2, 4, 3]"],
+    samples=checked_elsewhere(TABLE),
 )
 
 # -- eigh ------------------------------------------------------------------------------
@@ -120,7 +121,7 @@ define(
     jvp=f"{DIAG}({MT}({EIGENVECTORS}) @ nxrt.tril_symmetric(da) @ {EIGENVECTORS})",
     vjp=f"nxrt.tril_fold(({EIGENVECTORS} * np.expand_dims(g, -2)) @ {MT}({EIGENVECTORS}))",
     by_constant={"UPLO": {"L": None}},
-    samples=["a[3, 3]", "a[2, 4, 4]"],
+    samples=checked_elsewhere(TABLE),
 )
 
 # -- pinv ------------------------------------------------------------------------------
@@ -135,7 +136,7 @@ define(
     jvp=f"-{P} @ da @ {P} + {LEFT} - {LEFT} @ a @ {P} + {RIGHT} - {P} @ a @ {RIGHT}",
     vjp=f"-{PT} @ g @ {PT} + {G_LEFT} - a @ {P} @ {G_LEFT} + {G_RIGHT} - {G_RIGHT} @ {P} @ a",
     by_constant={"hermitian": {False: None}},
-    samples=["a[3, 3]", "a[4, 2]", "a[2, 3]"],
+    samples=checked_elsewhere(TABLE),
 )
 
 # -- matrix functions by their block upper triangular form ------------------------------
@@ -144,8 +145,7 @@ define(
     "a, n",
     jvp="nxrt.upper_right(np.linalg.matrix_power(nxrt.block_upper(a, da), n))",
     vjp=f"nxrt.upper_right(np.linalg.matrix_power(nxrt.block_upper({MT}(a), g), n))",
-    samples=["a[3, 3], 3", "a[3, 3], 1", "a[3, 3], 0", "a[2, 2], -2"],
-    domain="invertible",
+    samples=checked_elsewhere(TABLE),
 )
 
 # -- cross -----------------------------------------------------------------------------
@@ -160,7 +160,7 @@ define(
         "axisc": {-1: None},
         "axis": {None: None},
     },
-    samples=["a[3], b[3]", "a[2, 3], b[3]"],
+    samples=checked_elsewhere(TABLE),
 )
 
 
@@ -236,4 +236,27 @@ define(
     vjp="nxrt.block_upper(g, nxrt.zeros_like(g))",
     batch=_on_last_axes("x", 0),
     samples=["x[4, 4]", "x[2, 4, 4]"],
+)
+
+# -- kron: bilinear; the cotangents contract the blocks of g with the other operand ---------
+define(
+    kron,
+    "a, b",
+    jvp={"a": "np.kron(da, b)", "b": "np.kron(a, db)"},
+    vjp={"a": "nxrt.kron_vjp_a(g, a, b)", "b": "nxrt.kron_vjp_b(g, a, b)"},
+    samples=checked_elsewhere(TABLE),
+)
+define(
+    nxrt.kron_vjp_a,
+    "ct, a, b",
+    jvp={"ct": "nxrt.kron_vjp_a(dct, a, b)", "b": "nxrt.kron_vjp_a(ct, a, db)"},
+    vjp={"ct": "np.kron(g, b)", "b": "nxrt.kron_vjp_b(ct, g, b)"},
+    samples=["ct[6, 6], np.zeros((2, 3)), b[3, 2]"],
+)
+define(
+    nxrt.kron_vjp_b,
+    "ct, a, b",
+    jvp={"ct": "nxrt.kron_vjp_b(dct, a, b)", "a": "nxrt.kron_vjp_b(ct, da, b)"},
+    vjp={"ct": "np.kron(a, g)", "a": "nxrt.kron_vjp_a(ct, a, g)"},
+    samples=["ct[6, 6], a[2, 3], np.zeros((3, 2))"],
 )

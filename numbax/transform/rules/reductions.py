@@ -26,7 +26,7 @@ exact with zeros.
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import reduction, scan
-from numbax.transform.rules.registry import define
+from numbax.transform.rules.registry import checked_elsewhere, define
 
 # Fragments the templates share: the cotangent spread back over the reduced axes, and
 # for var/std the centred input and the number of degrees of freedom (a scalar of a's
@@ -96,7 +96,8 @@ define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
 define(np.linalg.matrix_norm, "x, *, keepdims=False, ord='fro'",
        jvp=f"np.sum(dx * {MATRIX_NORM}, axis=(-2, -1), keepdims=keepdims)",
        vjp=f"nxrt.broadcast_reduced(g, x, (-2, -1), keepdims) * {MATRIX_NORM}",
-       samples=["x[3, 4]", "x[2, 3, 4], ord=2", "x[3, 4], ord='nuc', keepdims=True"])
+       samples=checked_elsewhere(
+           "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"))
 define(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
        linear="np.trace(a, offset, axis1, axis2)",
        vjp="nxrt.trace_vjp(g, a, offset, axis1, axis2)",
