@@ -1,7 +1,8 @@
 """``numpy.linalg`` under jit, as NumPy has it: Numba compiles ``svd``, ``eigh``,
 ``eigvalsh``, ``qr`` and ``pinv`` of one 2-d matrix only, and ``svd`` without
 ``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``, ``outer``, ``tensordot``,
-``trace`` and ``matrix_transpose`` not at all. Each function here calls NumPy when
+``trace``, ``matrix_transpose``, ``matmul`` and ``cross`` not at all; its
+``matrix_power`` is typed as possibly None. Each function here calls NumPy when
 interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
 implementation, once per matrix of a stack). The lowering redirects calls to the NumPy
 functions here, by identity (``redirects.py``).
@@ -22,8 +23,10 @@ from numbax.numba_backend.redirects import redirect
 from numbax.runtime import nxrt
 
 __all__ = [
+    "cross",
     "eigh",
     "eigvalsh",
+    "matmul",
     "matrix_norm",
     "matrix_power",
     "matrix_transpose",
@@ -267,3 +270,25 @@ def _matrix_power_jit(a, n):
         return out.reshape(a.shape)
 
     return impl
+
+
+@redirect(np.linalg.matmul, name="linalg_matmul")
+def matmul(x1: Any, x2: Any) -> Any:
+    """``np.linalg.matmul``: ``np.matmul``."""
+    return np.linalg.matmul(x1, x2)
+
+
+@overload(matmul)
+def _matmul_jit(x1, x2):
+    return lambda x1, x2: numpy_extra.matmul(x1, x2)
+
+
+@redirect(np.linalg.cross, name="linalg_cross")
+def cross(x1: Any, x2: Any, axis: int = -1) -> Any:
+    """``np.linalg.cross``: ``np.cross`` of 3-vectors."""
+    return np.linalg.cross(x1, x2, axis=axis)
+
+
+@overload(cross)
+def _cross_jit(x1, x2, axis=-1):
+    return lambda x1, x2, axis=-1: np.cross(x1, x2)

@@ -134,6 +134,14 @@ def cross(a, b):
     return np.cross(a, b)
 
 
+def linalg_cross(a, b):
+    return np.linalg.cross(a, b)
+
+
+def linalg_matmul(a, b):
+    return np.linalg.matmul(a, b)
+
+
 def kron(a, b):
     return np.kron(a, b)
 
@@ -183,6 +191,8 @@ TABLE = [
     (inverse_square, [(2, 2)]),
     (cross, [(3,), (3,)]),
     (cross, [(2, 3), (3,)]),
+    (linalg_cross, [(2, 3), (3,)]),
+    (linalg_matmul, [(2, 3, 4), (4, 2)]),
     (kron, [(2, 3), (3, 2)]),
     (kron, [(3,), (2,)]),
     (outer, [(3,), (4,)]),
@@ -234,6 +244,8 @@ def everything(a, b, c, v, w):
         + np.sum(cube(c))
         + np.sum(inverse_square(c[0]))
         + np.sum(cross(v, w) ** 2)
+        + np.sum(linalg_cross(w, v))
+        + np.sum(linalg_matmul(c, v))
         + np.sum(kron(b[:2], v) ** 2)
         + np.sum(outer(v, w) * c[1])
         + np.sum(tensordot(b, c[0]))

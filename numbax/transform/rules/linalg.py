@@ -170,6 +170,10 @@ define(np.linalg.trace, "x, *, offset=0, dtype=None",
 define(np.linalg.matrix_transpose, "x",
        linear="nxrt.matrix_transpose(x)", vjp=SELF_ADJOINT,
        samples=checked_elsewhere(TABLE))
+define(np.linalg.matmul, "x, y",
+       jvp={"x": "dx @ y", "y": "x @ dy"},
+       vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"},
+       batch=product(), samples=checked_elsewhere(TABLE))
 nondifferentiable([np.linalg.matrix_rank])
 
 # -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:

@@ -238,6 +238,15 @@ define(
     samples=["x[4, 4]", "x[2, 4, 4]"],
 )
 
+define(
+    linalg.cross,
+    "a, b, *, axis=-1",
+    jvp={"a": "np.cross(da, b)", "b": "np.cross(a, db)"},
+    vjp={"a": "nxrt.unbroadcast(np.cross(b, g), a)", "b": "nxrt.unbroadcast(np.cross(g, a), b)"},
+    by_constant={"axis": {-1: None}},
+    samples=checked_elsewhere(TABLE),
+)
+
 # -- kron: bilinear; the cotangents contract the blocks of g with the other operand ---------
 define(
     kron,
