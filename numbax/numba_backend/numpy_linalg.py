@@ -1,9 +1,9 @@
 """``numpy.linalg`` under jit, as NumPy has it: Numba compiles ``svd``, ``eigh``,
-``eigvalsh``, ``qr`` and ``pinv`` of one 2-d matrix only, and ``svd`` without
-``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``, ``outer``, ``tensordot``,
-``trace``, ``matrix_transpose``, ``matmul`` and ``cross`` not at all; its
-``matrix_power`` is typed as possibly None. Each function here calls NumPy when
-interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
+``eigvalsh``, ``qr``, ``pinv``, ``inv``, ``cholesky`` and ``solve`` of one 2-d matrix
+only, and ``svd`` without ``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``,
+``outer``, ``tensordot``, ``trace``, ``matrix_transpose``, ``matmul`` and ``cross`` not
+at all; its ``matrix_power`` is typed as possibly None. Each function here calls NumPy
+when interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
 implementation, once per matrix of a stack). The lowering redirects calls to the NumPy
 functions here, by identity (``redirects.py``).
 """
@@ -23,9 +23,11 @@ from numbax.numba_backend.redirects import redirect
 from numbax.runtime import nxrt
 
 __all__ = [
+    "cholesky",
     "cross",
     "eigh",
     "eigvalsh",
+    "inv",
     "matmul",
     "matrix_norm",
     "matrix_power",
@@ -33,6 +35,7 @@ __all__ = [
     "outer",
     "pinv",
     "qr",
+    "solve",
     "svd",
     "svdvals",
     "tensordot",
@@ -105,10 +108,10 @@ def _stacked(name: str, header: str, ndim: int, call: str, names: list[str]) -> 
         code(f"{n} = np.empty((s.shape[0],) + {part}.shape, {part}.dtype)")
     code(
         "for b in range(s.shape[0]):",
-        f"    r = {call.replace('m)', 's[b])').replace('m,', 's[b],')}",
+        f"    one = {call.replace('m)', 's[b])').replace('m,', 's[b],')}",
     )
     for j, n in enumerate(names):
-        code(f"    {n}[b] = r[{j}]" if len(names) > 1 else f"    {n}[b] = r")
+        code(f"    {n}[b] = one[{j}]" if len(names) > 1 else f"    {n}[b] = one")
     results = []
     for n in names:
         results.append(f"{n}.reshape(({''.join(x + ', ' for x in lead)}) + {n}.shape[1:])")
@@ -292,3 +295,73 @@ def cross(x1: Any, x2: Any, axis: int = -1) -> Any:
 @overload(cross)
 def _cross_jit(x1, x2, axis=-1):
     return lambda x1, x2, axis=-1: np.cross(x1, x2)
+
+
+# inv, cholesky and solve: Numba's take one matrix; derivative code calls them on stacks.
+
+
+@redirect(np.linalg.inv)
+def inv(a: Any) -> Any:
+    """``np.linalg.inv``, of stacks too."""
+    return np.linalg.inv(a)
+
+
+@overload(inv)
+def _inv_jit(a):
+    return _stacked("inv", "def impl(a):", _matrices("inv", a), "np.linalg.inv(m)", ["x"])
+
+
+@redirect(np.linalg.cholesky)
+def cholesky(a: Any) -> Any:
+    """``np.linalg.cholesky`` (the lower factor), of stacks too."""
+    return np.linalg.cholesky(a)
+
+
+@overload(cholesky)
+def _cholesky_jit(a):
+    ndim = _matrices("cholesky", a)
+    return _stacked("cholesky", "def impl(a):", ndim, "np.linalg.cholesky(m)", ["x"])
+
+
+@redirect(np.linalg.solve)
+def solve(a: Any, b: Any) -> Any:
+    """``np.linalg.solve``, of stacks too (NumPy 2: ``b`` is a vector if it is 1-d, else
+    a stack of matrices whose stack is ``a``'s)."""
+    return np.linalg.solve(a, b)
+
+
+@overload(solve)
+def _solve_jit(a, b):
+    na = _matrices("solve", a)
+    if not isinstance(b, types.Array) or not isinstance(b.dtype, types.Float):
+        raise _fail("solve", f"b must be a floating array, got {b}")
+    nb = b.ndim
+    if na == 2 and nb <= 2:
+        return lambda a, b: np.linalg.solve(a, b)
+    if na == 2:  # one matrix, a stack of right-hand sides
+
+        def one_matrix(a, b):
+            s = np.ascontiguousarray(b).reshape((-1, b.shape[nb - 2], b.shape[nb - 1]))
+            out = np.empty(s.shape, np.result_type(a.dtype, b.dtype))
+            for k in range(s.shape[0]):
+                out[k] = np.linalg.solve(a, s[k])
+            return out.reshape(b.shape)
+
+        return one_matrix
+    if nb != 1 and nb != na:
+        raise _fail("solve", f"a stack of {na} dims and b of {nb} dims: broadcast them first")
+
+    def stack(a, b):
+        s = np.ascontiguousarray(a).reshape((-1, a.shape[na - 2], a.shape[na - 1]))
+        if nb == 1:
+            out = np.empty((s.shape[0], b.shape[0]), np.result_type(a.dtype, b.dtype))
+            for k in range(s.shape[0]):
+                out[k] = np.linalg.solve(s[k], b)
+            return out.reshape(a.shape[:-1])
+        r = np.ascontiguousarray(b).reshape((s.shape[0], b.shape[nb - 2], b.shape[nb - 1]))
+        out = np.empty(r.shape, np.result_type(a.dtype, b.dtype))
+        for k in range(s.shape[0]):
+            out[k] = np.linalg.solve(s[k], r[k])
+        return out.reshape(b.shape)
+
+    return stack
