@@ -166,7 +166,7 @@ def tril_fold(x: Any) -> Any:
 _LETTERS = string.ascii_letters
 
 
-def _einsum_terms(subscripts: str, ndims: tuple[int, ...], out_ndim: int | None) -> tuple:
+def einsum_terms(subscripts: str, ndims: tuple[int, ...], out_ndim: int | None) -> tuple:
     """(input terms, output term) of ``subscripts`` for operands of ``ndims``: letters
     only, ``...`` spelled out with fresh letters, the implicit output made explicit."""
     text = subscripts.replace(" ", "")
@@ -203,7 +203,7 @@ def einsum_plan(spec: Any, ndims: tuple[int, ...], out_ndim: int | None) -> tupl
     VJP of operand ``j`` of einsum ``spec``: its output's term trades places with the
     term of operand ``j``, whose place the cotangent takes."""
     if isinstance(spec, str):
-        return _einsum_terms(spec, ndims, out_ndim)
+        return einsum_terms(spec, ndims, out_ndim)
     inner, j = spec
     inner_ndims = list(ndims)
     inner_ndims[j] = out_ndim if out_ndim is not None else ndims[j]
