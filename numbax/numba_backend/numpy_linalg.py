@@ -24,6 +24,7 @@ from numbax.runtime import nxrt
 
 __all__ = [
     "cholesky",
+    "cond",
     "cross",
     "eigh",
     "eigvalsh",
@@ -365,3 +366,24 @@ def _solve_jit(a, b):
         return out.reshape(b.shape)
 
     return stack
+
+
+@redirect(np.linalg.cond)
+def cond(x: Any, p: Any = None) -> Any:
+    """``np.linalg.cond``; under jit of stacks too for the 2-norm one (``p=None``)."""
+    return np.linalg.cond(x, p)
+
+
+@overload(cond)
+def _cond_jit(x, p=None):
+    ndim = _matrices("cond", x)
+    if not (p is None or isinstance(p, (types.Omitted, types.NoneType))):
+        if ndim != 2:
+            raise _fail("cond", "only p=None is supported for stacks under jit")
+        return lambda x, p=None: np.linalg.cond(x, p)
+
+    def impl(x, p=None):
+        s = svd(x, False, False)
+        return s[..., 0] / s[..., -1]
+
+    return impl
