@@ -224,7 +224,7 @@ def test_table_against_finite_differences(f, shapes):
 
 
 def everything(a, b, c, v, w):
-    """Each operation of this file once, on a stack (a, c: 2 of 3x3) or one matrix (b, 4x3)."""
+    """Each operation of this file once, on stacks (a, c: two 3x3) or a matrix (b: 4x3)."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
     e, vectors = np.linalg.eigh(c)
     q, r = np.linalg.qr(b)
@@ -254,6 +254,7 @@ def everything(a, b, c, v, w):
         + np.sum(spectral(a))
         + np.sum(nuclear(b))
         + frobenius(b)
+        + np.sum(np.einsum("...ij,jk", a, c[0]) ** 2)
     )
 
 
