@@ -22,15 +22,42 @@ Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below be
   ``tril_fold(L^-T Phi(L^T G) L^-1)``.
 """
 
+import ast
+from typing import Any
+
 import numpy as np
 
+from numbax.transform.rules import registry
 from numbax.transform.rules.batch_kinds import product
-from numbax.transform.rules.registry import (
-    SELF_ADJOINT,
-    checked_elsewhere,
-    define,
-    nondifferentiable,
-)
+from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, nondifferentiable
+
+
+class _Matmul(ast.NodeTransformer):
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.MatMult):
+            return node
+        func = ast.Attribute(ast.Name("np", ast.Load()), "matmul", ast.Load())
+        return ast.Call(func, [node.left, node.right], [])
+
+
+def stack_products(templates: Any) -> Any:
+    """Templates with each ``x @ y`` written ``np.matmul(x, y)``: matrix products of
+    stacks of matrices compile under jit as calls (numbax's own ``matmul``), not as the
+    operator."""
+    if isinstance(templates, str):
+        return ast.unparse(_Matmul().visit(ast.parse(templates, mode="eval")))
+    if isinstance(templates, dict):
+        return {param: stack_products(text) for param, text in templates.items()}
+    return templates
+
+
+def define(targets: Any, signature: str, **spec: Any) -> registry.Rule:
+    """``registry.define``, its templates' matrix products as ``np.matmul`` calls."""
+    for key in ("jvp", "vjp", "linear"):
+        if key in spec:
+            spec[key] = stack_products(spec[key])
+    return registry.define(targets, signature, **spec)
 
 # fmt: off
 #      operation, signature

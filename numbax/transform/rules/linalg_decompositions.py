@@ -32,7 +32,8 @@ from numpy import cross, kron, linalg
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import BatchOp
-from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, define
+from numbax.transform.rules.linalg import define
+from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere
 
 ALL_OUTPUTS = "tests/autodiff/test_linalg_more.py: functions of all the outputs, of stacks"
 TABLE = "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"
