@@ -12,6 +12,7 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     broadcasting,
     collectives,
     elementwise,
+    fft,
     fusion,
     jacobians,
     linalg,

@@ -226,6 +226,11 @@ def norm_weights(
     (``matrix_norm_gradient``) have their gradient, and second derivatives where they
     are piecewise linear (1, inf, -inf); the others raise."""
     x = np.asarray(x)
+    if k and x.dtype.kind == "c":
+        raise TypeError(
+            "numbax: second derivatives of np.linalg.norm of complex values are not "
+            "supported; write the norm as np.sqrt(np.sum(np.abs(z) ** 2)) instead"
+        )
     dtype = inexact_dtype(x.dtype)
     if _is_matrix_norm(ord, x.ndim, axis):
         return _matrix_norm_weights(x, ord, axis, k, dtype).astype(dtype)

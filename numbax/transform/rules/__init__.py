@@ -6,6 +6,7 @@ from numbax.transform.rules import (  # noqa: F401
     collectives,
     constants,
     elementwise,
+    fft,
     jacobians,
     linalg,
     linalg_decompositions,
@@ -72,7 +73,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
-    + ["kron_vjp_a", "kron_vjp_b"]
+    + ["kron_vjp_a", "kron_vjp_b", "fft_axes", "fft_shape"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule
