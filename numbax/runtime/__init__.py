@@ -14,6 +14,7 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     elementwise,
     fft,
     fusion,
+    gathers,
     jacobians,
     linalg,
     nxrt,

@@ -3,6 +3,7 @@ registers them all (see registry.py for what a rule is)."""
 
 from numbax.runtime import helpers as runtime_helpers
 from numbax.transform.rules import (  # noqa: F401
+    arrays,
     collectives,
     constants,
     elementwise,
@@ -73,7 +74,8 @@ LOOPED_BY_VMAP = frozenset(
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
-    + ["kron_vjp_a", "kron_vjp_b", "fft_axes", "fft_shape"]
+    + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
+    + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule
