@@ -3,7 +3,8 @@ registered, and the table of NumPy functions compiled code calls through ``nxrt`
 
 Importing this module registers everything compiled code may call as ``nxrt.<name>``
 (the runtime's helpers' Numba versions, ``overloads/``; numbax's versions of NumPy
-functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``; the lowering's own
+functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``,
+``numpy_linalg.py``; the lowering's own
 helpers, ``weak``, ``keep_dtype``, ``elementwise``). The lowering pass (``lower.py``)
 imports it and asks it which calls and array methods to redirect, matched by identity.
 """
@@ -19,6 +20,7 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     elementary,
     elementwise,
     numpy_extra,
+    numpy_linalg,
     overloads,
     reductions,
     weak,
