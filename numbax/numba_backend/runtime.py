@@ -21,6 +21,7 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     numpy_extra,
     overloads,
     reductions,
+    selection,
     weak,
 )
 from numbax.numba_backend.redirects import replacement_for
@@ -31,7 +32,7 @@ from numbax.runtime import nxrt
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
-    + ["cumsum", "cumprod"]
+    + ["cumsum", "cumprod", "take"]
 )
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 

@@ -55,3 +55,29 @@ def xlogy(x: Any, y: Any) -> Any:
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         value = x * np.log(np.asarray(y, dtype))
     return _scalar_result(np.where(x == 0, 0, value))
+
+
+def _clip_bound(bound: Any, alias: Any) -> Any:
+    """A bound of ``np.clip`` given either way (``a_min`` or NumPy 2's ``min``)."""
+    return alias if bound is None else bound
+
+
+@helper
+def clip_share(a: Any, a_min: Any, a_max: Any, min: Any, max: Any, part: str) -> Any:  # noqa: A002
+    """The share of ``np.clip(a, low, high)``'s derivative that goes to ``a``
+    (``part='a'``) or to the upper bound (``part='high'``); the lower bound has the rest.
+
+    ``clip`` is ``minimum(maximum(a, low), high)``, as in JAX, whose ``maximum`` and
+    ``minimum`` split the derivative evenly between tied arguments: at ``a == low`` half
+    goes to ``a`` and half to ``low``. An array of the broadcast shape (a Python float for
+    scalars), of ``a``'s floating dtype."""
+    low, high = _clip_bound(a_min, min), _clip_bound(a_max, max)
+    dtype = np.result_type(a, 1.0)
+    middle = a if low is None else np.maximum(a, low)
+    through_high = 1.0 if high is None else np.where(middle == high, 0.5, middle < high)
+    if part == "high":
+        share = 1.0 - np.asarray(through_high, dtype)
+    else:
+        through_low = 1.0 if low is None else np.where(a == low, 0.5, a > low)
+        share = np.asarray(through_low, dtype) * through_high
+    return _scalar_result(np.asarray(share, dtype))

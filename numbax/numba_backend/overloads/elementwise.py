@@ -1,5 +1,5 @@
-"""Numba versions of the elementwise helpers of powers (``numbax/runtime/elementwise.py``):
-one scalar kernel each, broadcast by ``elementwise`` with NEP 50's weak Python scalars.
+"""Numba versions of the elementwise helpers (``numbax/runtime/elementwise.py``): one
+scalar kernel each, broadcast by ``elementwise`` with NEP 50's weak Python scalars.
 """
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.elementwise import elementwise
-from numbax.runtime.elementwise import mul_pow, xlogy
+from numbax.numba_backend.reductions import _is_none
+from numbax.runtime.elementwise import clip_share, mul_pow, xlogy
 
 
 def _mul_pow_kernel(c, x, p):
@@ -45,3 +46,41 @@ def _xlogy_numba(x, y):
         one = np.result_type(_dtype(x), _dtype(y)).type(1)
         return lambda x, y: _xlogy_elementwise(x, y * one)
     return lambda x, y: _xlogy_elementwise(x, y)
+
+
+def _share_of_a_kernel(a, low, high):
+    through_low = 0.5 if a == low else (1.0 if a > low else 0.0)
+    middle = low if low > a else a
+    through_high = 0.5 if middle == high else (1.0 if middle < high else 0.0)
+    return through_low * through_high
+
+
+def _share_of_high_kernel(a, low, high):
+    middle = low if low > a else a
+    return 0.5 if middle == high else (0.0 if middle < high else 1.0)
+
+
+_share_of_a = elementwise(_share_of_a_kernel)
+_share_of_high = elementwise(_share_of_high_kernel)
+
+
+@overload(clip_share)
+def _clip_share_numba(a, a_min, a_max, min, max, part):  # noqa: A002
+    # A missing bound is an infinite one: maximum(a, -inf) is a, and never a tie.
+    low = "a_min" if not _is_none(a_min) else "min" if not _is_none(min) else "-np.inf"
+    high = "a_max" if not _is_none(a_max) else "max" if not _is_none(max) else "np.inf"
+    array = any(isinstance(t, types.Array) for t in (a, a_min, a_max, min, max))
+    dtype = np.result_type(_dtype(a), 1.0)
+    cast = "np.asarray({}).astype(dtype)" if array else "dtype({})"
+    source = "\n".join(
+        [
+            "def impl(a, a_min, a_max, min, max, part):",
+            "    if part == 'high':",
+            f"        return {cast.format(f'share_of_high(a, {low}, {high})')}",
+            f"    return {cast.format(f'share_of_a(a, {low}, {high})')}",
+        ]
+    )
+    namespace = {"np": np, "dtype": dtype.type, "share_of_a": _share_of_a}
+    namespace["share_of_high"] = _share_of_high
+    exec(source, namespace)  # noqa: S102
+    return namespace["impl"]

@@ -11,6 +11,7 @@ from numbax.transform.rules import (  # noqa: F401
     operators,
     reductions,
     runtime,
+    selection,
     shapes,
 )
 from numbax.transform.rules.registry import (

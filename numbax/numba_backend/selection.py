@@ -1,0 +1,146 @@
+"""Selections and Python builtins that Numba 0.68 compiles only in part, done as NumPy
+and Python do (see ``redirects.py`` for how calls reach them):
+
+* ``np.sort`` sorts 1-d arrays only: here along any ``axis``, or the flattened array
+  for ``axis=None``;
+* ``np.take`` has no ``axis`` and no ``mode``: here both;
+* ``abs(x)`` and ``divmod(x, y)`` of arrays do not compile: here they are
+  ``np.abs`` and ``np.divmod``, as NumPy arrays define them.
+
+Each function, called from plain Python, is the NumPy function (or builtin) itself.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from numbax.numba_backend.overloads.selection import (
+    axis_permutation,
+    normalized_axis,
+    wrapped_index,
+)
+from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.reductions import _is_none
+
+__all__ = ["builtin_abs", "builtin_divmod", "sort", "take"]
+
+
+@redirect(np.sort)
+def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
+    """``np.sort``, along any axis under jit."""
+    return np.sort(a, axis=axis, kind=kind, order=order)
+
+
+@redirect(np.take)
+def take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    """``np.take``, with ``axis`` and ``mode`` under jit."""
+    return np.take(a, indices, axis=axis, out=out, mode=mode)
+
+
+@redirect(builtins.abs, name="builtin_abs")
+def builtin_abs(x: Any) -> Any:
+    """``abs(x)``: of an array, ``np.abs`` under jit too."""
+    return builtins.abs(x)
+
+
+@redirect(builtins.divmod, name="builtin_divmod")
+def builtin_divmod(x: Any, y: Any) -> Any:
+    """``divmod(x, y)``: of arrays, ``np.divmod`` under jit too."""
+    return builtins.divmod(x, y)
+
+
+@overload(builtin_abs)
+def _abs_jit(x):
+    if isinstance(x, types.Array):
+        return lambda x: np.abs(x)
+    return lambda x: abs(x)
+
+
+@overload(builtin_divmod)
+def _divmod_jit(x, y):
+    if isinstance(x, types.Array) or isinstance(y, types.Array):
+        return lambda x, y: np.divmod(x, y)
+    return lambda x, y: divmod(x, y)
+
+
+@overload(sort)
+def _sort_jit(a, axis=-1, kind=None, order=None):
+    if not _is_none(order):
+        raise TypeError("np.sort with order= (of structured arrays) is not supported by jit")
+    if not isinstance(a, types.Array) or _is_none(axis) or a.ndim == 1:
+        if _is_none(axis):
+            return lambda a, axis=-1, kind=None, order=None: np.sort(np.asarray(a).ravel())
+        return lambda a, axis=-1, kind=None, order=None: np.sort(a)
+    ndim = a.ndim
+
+    def impl(a, axis=-1, kind=None, order=None):
+        forward, inverse = axis_permutation(ndim, normalized_axis(axis, ndim))
+        moved = np.ascontiguousarray(a.transpose(to_fixed_tuple(forward, ndim)))
+        rows = moved.reshape(-1, moved.shape[-1])
+        out = np.empty_like(rows)
+        for i in range(rows.shape[0]):
+            out[i] = np.sort(rows[i])
+        back = out.reshape(moved.shape).transpose(to_fixed_tuple(inverse, ndim))
+        return np.ascontiguousarray(back)
+
+    return impl
+
+
+@overload(take)
+def _take_jit(a, indices, axis=None, out=None, mode="raise"):
+    if not _is_none(out):
+        raise TypeError("np.take with out= is not supported by jit")
+    scalar_index = isinstance(indices, (types.Integer, types.Boolean))
+    if _is_none(axis):
+
+        def flat(a, indices, axis=None, out=None, mode="raise"):
+            values = np.asarray(a).ravel()
+            where = np.asarray(indices)
+            result = np.empty(where.shape, values.dtype)
+            into, src = result.reshape(-1), where.ravel()
+            for k in range(src.size):
+                into[k] = values[wrapped_index(src[k], values.size, mode)]
+            return result
+
+        if scalar_index:
+            return lambda a, indices, axis=None, out=None, mode="raise": flat(
+                a, indices, None, None, mode
+            )[()]
+        return flat
+    ndim = a.ndim
+    rank = ndim - 1 + (0 if scalar_index else indices.ndim)
+
+    def impl(a, indices, axis=None, out=None, mode="raise"):
+        ax = normalized_axis(axis, ndim)
+        before, after = 1, 1
+        for i in range(ax):
+            before *= a.shape[i]
+        for i in range(ax + 1, ndim):
+            after *= a.shape[i]
+        n = a.shape[ax]
+        where = np.asarray(indices)
+        src = where.ravel()
+        k = src.size
+        values = np.ascontiguousarray(a).reshape((before, n, after))
+        result = np.empty((before, k, after), a.dtype)
+        for j in range(k):
+            at = wrapped_index(src[j], n, mode)
+            for p in range(before):
+                for q in range(after):
+                    result[p, j, q] = values[p, at, q]
+        shape = np.empty(rank, np.intp)
+        for i in range(ax):
+            shape[i] = a.shape[i]
+        for i in range(where.ndim):
+            shape[ax + i] = where.shape[i]
+        for i in range(ax + 1, ndim):
+            shape[i - 1 + where.ndim] = a.shape[i]
+        return result.reshape(to_fixed_tuple(shape, rank))
+
+    return impl

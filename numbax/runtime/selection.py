@@ -1,0 +1,76 @@
+"""Adjoints of NumPy's selections: ``np.take`` and ``np.take_along_axis`` gather
+elements, so their adjoints scatter a cotangent back, adding where an element was taken
+more than once (``untake``, ``untake_along_axis``); ``np.sort`` is a gather along the
+order ``sort_order`` finds; ``np.choose`` and ``np.select`` send each element's
+cotangent to the choice it came from (``unchoose``, ``unselect``).
+
+Each adjoint is linear in its cotangent and has its own rules
+(``transform/rules/selection.py``): the adjoint of a scatter is the gather again.
+Cotangents come back in the dtype of the value they belong to, as ``nxrt.unbroadcast``
+gives them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from numbax.runtime.broadcasting import unbroadcast
+from numbax.runtime.reductions import inexact_dtype
+from numbax.runtime.registry import helper
+
+
+def _zeros(like: Any, dtype: Any) -> np.ndarray:
+    return np.zeros(np.shape(like), np.result_type(inexact_dtype(np.result_type(like)), dtype))
+
+
+def _wrapped(indices: Any, n: int, mode: str) -> Any:
+    """Indices as ``np.take`` reads them in ``mode``: wrapped around, clipped, or as
+    given (``'raise'``: NumPy has checked them)."""
+    if mode == "wrap":
+        return np.mod(indices, n)
+    if mode == "clip":
+        return np.clip(indices, 0, n - 1)
+    return indices
+
+
+@helper
+def sort_order(a: Any, axis: Any = -1) -> np.ndarray:
+    """The indices that sort ``a`` along ``axis`` (the flattened ``a`` for ``None``),
+    stable: tied elements keep their order, so the derivative of ``np.sort`` follows
+    the element that lands in each place, as JAX's does."""
+    return np.argsort(a, axis=axis, kind="stable")
+
+
+@helper
+def untake(value: Any, a: Any, indices: Any, axis: Any = None, mode: str = "raise") -> Any:
+    """The adjoint of ``np.take(a, indices, axis, mode=mode)``: ``value`` (the result's
+    cotangent) added into zeros of ``a``'s shape at the places taken."""
+    out = _zeros(a, np.result_type(value))
+    if axis is None:
+        flat = out.reshape(-1)
+        np.add.at(flat, _wrapped(np.asarray(indices), flat.size, mode), value)
+        return unbroadcast(out, a)
+    axis = axis % np.ndim(a)
+    index = _wrapped(np.asarray(indices), np.shape(a)[axis], mode)
+    np.add.at(out, (slice(None),) * axis + (index,), value)
+    return unbroadcast(out, a)
+
+
+@helper
+def untake_along_axis(value: Any, arr: Any, indices: Any, axis: Any) -> Any:
+    """The adjoint of ``np.take_along_axis(arr, indices, axis)``: ``value`` added into
+    zeros of ``arr``'s shape at the places taken (of the flattened ``arr`` for
+    ``axis=None``)."""
+    out = _zeros(arr, np.result_type(value))
+    if axis is None:
+        np.add.at(out.reshape(-1), np.asarray(indices), value)
+        return unbroadcast(out, arr)
+    axis = axis % np.ndim(arr)
+    value = np.asarray(value)
+    indices = np.broadcast_to(indices, value.shape)
+    grid = np.indices(value.shape, sparse=True)
+    index = tuple(indices if k == axis else grid[k] for k in range(value.ndim))
+    np.add.at(out, index, value)
+    return unbroadcast(out, arr)
