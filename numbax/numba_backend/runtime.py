@@ -18,6 +18,7 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     boundary,
     elementary,
     elementwise,
+    grids,
     numpy_extra,
     overloads,
     reductions,

@@ -5,7 +5,9 @@ and Python do (see ``redirects.py`` for how calls reach them):
   for ``axis=None``;
 * ``np.take`` has no ``axis`` and no ``mode``: here both;
 * ``abs(x)`` and ``divmod(x, y)`` of arrays do not compile: here they are
-  ``np.abs`` and ``np.divmod``, as NumPy arrays define them.
+  ``np.abs`` and ``np.divmod``, as NumPy arrays define them;
+* ``x[...]`` (a lone Ellipsis index) does not lower: the lowering pass writes
+  ``nxrt.whole(x)``, the same view.
 
 Each function, called from plain Python, is the NumPy function (or builtin) itself.
 """
@@ -25,10 +27,10 @@ from numbax.numba_backend.overloads.selection import (
     normalized_axis,
     wrapped_index,
 )
-from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.reductions import _is_none
 
-__all__ = ["builtin_abs", "builtin_divmod", "sort", "take"]
+__all__ = ["builtin_abs", "builtin_divmod", "sort", "take", "whole"]
 
 
 @redirect(np.sort)
@@ -53,6 +55,19 @@ def builtin_abs(x: Any) -> Any:
 def builtin_divmod(x: Any, y: Any) -> Any:
     """``divmod(x, y)``: of arrays, ``np.divmod`` under jit too."""
     return builtins.divmod(x, y)
+
+
+@lowering_helper
+def whole(x: Any) -> Any:
+    """``x[...]``: the whole array, a view of it (a 0-d array for a 0-d one)."""
+    return x[...]
+
+
+@overload(whole)
+def _whole_jit(x):
+    if isinstance(x, types.Array) and x.ndim > 0:
+        return lambda x: x[:]
+    return lambda x: x
 
 
 @overload(builtin_abs)
