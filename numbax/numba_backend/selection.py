@@ -7,7 +7,10 @@ and Python do (see ``redirects.py`` for how calls reach them):
 * ``abs(x)`` and ``divmod(x, y)`` of arrays do not compile: here they are
   ``np.abs`` and ``np.divmod``, as NumPy arrays define them;
 * ``x[...]`` (a lone Ellipsis index) does not lower: the lowering pass writes
-  ``nxrt.whole(x)``, the same view.
+  ``nxrt.whole(x)``, the same view;
+* ``np.choose`` is missing; ``np.select`` takes lists of arrays of one shape and a
+  scalar default only: here tuples of arrays and scalars that broadcast, and any
+  default; ``sum(items)`` of a tuple of arrays and scalars adds them in order.
 
 Each function, called from plain Python, is the NumPy function (or builtin) itself.
 """
@@ -23,6 +26,7 @@ from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.overloads.selection import (
+    _chosen_index,
     axis_permutation,
     normalized_axis,
     wrapped_index,
@@ -30,7 +34,16 @@ from numbax.numba_backend.overloads.selection import (
 from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.reductions import _is_none
 
-__all__ = ["builtin_abs", "builtin_divmod", "sort", "take", "whole"]
+__all__ = [
+    "builtin_abs",
+    "builtin_divmod",
+    "builtin_sum",
+    "choose",
+    "select",
+    "sort",
+    "take",
+    "whole",
+]
 
 
 @redirect(np.sort)
@@ -55,6 +68,94 @@ def builtin_abs(x: Any) -> Any:
 def builtin_divmod(x: Any, y: Any) -> Any:
     """``divmod(x, y)``: of arrays, ``np.divmod`` under jit too."""
     return builtins.divmod(x, y)
+
+
+@redirect(np.choose)
+def choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+    """``np.choose``, also under jit."""
+    return np.choose(a, choices, out=out, mode=mode)
+
+
+@redirect(np.select)
+def select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """``np.select``, of tuples and any default under jit."""
+    return np.select(condlist, choicelist, default)
+
+
+@redirect(builtins.sum, name="builtin_sum")
+def builtin_sum(iterable: Any, start: Any = 0) -> Any:
+    """``sum(iterable, start)``; of a tuple of arrays and scalars under jit too."""
+    return builtins.sum(iterable, start)
+
+
+def _compiled(source: str, **names: Any) -> Any:
+    namespace: dict[str, Any] = {"np": np, **names}
+    exec(source, namespace)  # noqa: S102
+    return namespace["impl"]
+
+
+def _count(ty: types.Type) -> int | None:
+    """How many items a tuple type holds (None: not a tuple)."""
+    return len(ty.types) if isinstance(ty, types.BaseTuple) else None
+
+
+@overload(choose)
+def _choose_jit(a, choices, out=None, mode="raise"):
+    n = _count(choices)
+    if n is None or not _is_none(out):
+        raise TypeError("np.choose under jit takes a tuple of choices and no out=")
+    # the last choice first: each np.where keeps it where the index names it
+    steps = [
+        f"    r{k} = np.where(index == {k}, choices[{k}], r{k + 1})" for k in range(n - 2, -1, -1)
+    ]
+    source = "\n".join(
+        [
+            "def impl(a, choices, out=None, mode='raise'):",
+            "    index = chosen(np.asarray(a), " + str(n) + ", mode)",
+            f"    r{n - 1} = np.where(index == {n - 1}, choices[{n - 1}], choices[{n - 1}])",
+            *steps,
+            "    return r0",
+        ]
+    )
+    return _compiled(source, chosen=_chosen_index)
+
+
+@overload(select)
+def _select_jit(condlist, choicelist, default=0):
+    n, m = _count(condlist), _count(choicelist)
+    if n is None and m is None:  # two lists: a loop, the last condition first
+
+        def lists(condlist, choicelist, default=0):
+            last = len(condlist) - 1
+            r = np.where(condlist[last], choicelist[last], default)
+            for k in range(last - 1, -1, -1):
+                r = np.where(condlist[k], choicelist[k], r)
+            return r
+
+        return lists
+    n = n if n is not None else m
+    steps = [
+        f"    r{k} = np.where(condlist[{k}], choicelist[{k}], r{k + 1})"
+        for k in range(n - 1, -1, -1)
+    ]
+    source = "\n".join(
+        [
+            "def impl(condlist, choicelist, default=0):",
+            f"    r{n} = default",
+            *steps,
+            "    return r0",
+        ]
+    )
+    return _compiled(source)
+
+
+@overload(builtin_sum)
+def _sum_jit(iterable, start=0):
+    n = _count(iterable)
+    if n is None:
+        return lambda iterable, start=0: sum(iterable, start)
+    total = " + ".join(["start", *(f"iterable[{k}]" for k in range(n))])
+    return _compiled(f"def impl(iterable, start=0):\n    return {total}")
 
 
 @lowering_helper

@@ -2,7 +2,9 @@
 elements, so their adjoints scatter a cotangent back, adding where an element was taken
 more than once (``untake``, ``untake_along_axis``); ``np.sort`` is a gather along the
 order ``sort_order`` finds; ``np.choose`` and ``np.select`` send each element's
-cotangent to the choice it came from (``unchoose``, ``unselect``).
+cotangent to the choice it came from (``unchoose``, ``unselect``; ``select_default``
+says where ``np.select`` took its default); Python's ``sum`` of a sequence sends its
+cotangent to every item (``spread_like``).
 
 Each adjoint is linear in its cotangent and has its own rules
 (``transform/rules/selection.py``): the adjoint of a scatter is the gather again.
@@ -74,3 +76,48 @@ def untake_along_axis(value: Any, arr: Any, indices: Any, axis: Any) -> Any:
     index = tuple(indices if k == axis else grid[k] for k in range(value.ndim))
     np.add.at(out, index, value)
     return unbroadcast(out, arr)
+
+
+def _chosen(index: Any, count: int, mode: str) -> Any:
+    """The choice ``np.choose`` reads at each element of ``index`` in ``mode``."""
+    if mode == "wrap":
+        return np.mod(index, count)
+    if mode == "clip":
+        return np.clip(index, 0, count - 1)
+    return index
+
+
+@helper
+def unchoose(value: Any, a: Any, choices: Any, mode: str = "raise") -> tuple:
+    """The adjoint of ``np.choose(a, choices, mode=mode)``: each element's cotangent
+    goes to the choice it was taken from, one cotangent per choice."""
+    index = _chosen(np.asarray(a), len(choices), mode)
+    return tuple(unbroadcast(np.where(index == k, value, 0), c) for k, c in enumerate(choices))
+
+
+@helper
+def unselect(value: Any, condlist: Any, choicelist: Any) -> tuple:
+    """The adjoint of ``np.select(condlist, choicelist, default)`` in its choices: each
+    element's cotangent goes to the choice of the first condition true there."""
+    taken = np.zeros(np.shape(value), bool)
+    out = []
+    for condition, choice in zip(condlist, choicelist, strict=True):
+        here = np.logical_and(condition, np.logical_not(taken))
+        out.append(unbroadcast(np.where(here, value, 0), choice))
+        taken = np.logical_or(taken, condition)
+    return tuple(out)
+
+
+@helper
+def select_default(condlist: Any) -> Any:
+    """Where ``np.select(condlist, ...)`` takes its default: no condition is true."""
+    return np.logical_not(np.any(np.broadcast_arrays(*condlist), axis=0))
+
+
+@helper
+def spread_like(value: Any, items: Any) -> Any:
+    """The adjoint of Python's ``sum(items)`` of a tuple or list: the cotangent to each
+    item, brought back to its shape."""
+    if isinstance(items, np.ndarray):  # sum over the first axis: each row gets it
+        return unbroadcast(value, items)
+    return tuple(unbroadcast(value, item) for item in items)

@@ -1,6 +1,7 @@
 """Numba versions of the selection helpers (``numbax/runtime/selection.py``): the order
-that sorts along an axis, and the scatters that are the adjoints of ``np.take`` and
-``np.take_along_axis``.
+that sorts along an axis, the scatters that are the adjoints of ``np.take`` and
+``np.take_along_axis``, and the adjoints of ``np.choose``, ``np.select`` and ``sum`` of
+a tuple, one cotangent per item (written out for the tuple's length).
 
 Work along one axis of an array of any rank is done on rows: the axis moved last
 (``moved_last``), the array made a C-contiguous ``(rows, n)`` matrix, and the result moved
@@ -16,7 +17,15 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.reductions import _is_none
 from numbax.runtime.broadcasting import unbroadcast
-from numbax.runtime.selection import sort_order, untake, untake_along_axis
+from numbax.runtime.selection import (
+    select_default,
+    sort_order,
+    spread_like,
+    unchoose,
+    unselect,
+    untake,
+    untake_along_axis,
+)
 
 
 @register_jitable
@@ -153,3 +162,95 @@ def _untake_numba(value, a, indices, axis=None, mode="raise"):
         return unbroadcast(out.reshape(a.shape), a)
 
     return impl
+
+
+@register_jitable
+def _chosen_index(index, count, mode):
+    """The choice ``np.choose`` reads at each element of ``index`` in ``mode``."""
+    if mode == "wrap":
+        return np.mod(index, count)
+    if mode == "clip":
+        return np.minimum(np.maximum(index, 0), count - 1)
+    return index
+
+
+def _items(ty: types.Type, what: str) -> int:
+    if not isinstance(ty, types.BaseTuple):
+        raise TypeError(f"{what} under jit takes a tuple")
+    return len(ty.types)
+
+
+def _compiled(lines: list[str], **names: object) -> object:
+    namespace = {"np": np, "unbroadcast": unbroadcast, **names}
+    exec("\n".join(lines), namespace)  # noqa: S102
+    return namespace["impl"]
+
+
+@overload(unchoose)
+def _unchoose_numba(value, a, choices, mode="raise"):
+    n = _items(choices, "np.choose")
+    items = [f"unbroadcast(np.where(index == {k}, value, 0), choices[{k}])" for k in range(n)]
+    return _compiled(
+        [
+            "def impl(value, a, choices, mode='raise'):",
+            f"    index = chosen(np.asarray(a), {n}, mode)",
+            f"    return ({''.join(item + ', ' for item in items)})",
+        ],
+        chosen=_chosen_index,
+    )
+
+
+@overload(unselect)
+def _unselect_numba(value, condlist, choicelist):
+    if isinstance(choicelist, types.List) and isinstance(condlist, types.List):
+
+        def lists(value, condlist, choicelist):
+            taken = np.zeros(np.shape(value), np.bool_)
+            out = []
+            for k in range(len(choicelist)):
+                here = np.logical_and(condlist[k], np.logical_not(taken))
+                out.append(unbroadcast(np.where(here, value, 0), choicelist[k]))
+                taken = np.logical_or(taken, condlist[k])
+            return out
+
+        return lists
+    n = _items(choicelist, "np.select")
+    lines = [
+        "def impl(value, condlist, choicelist):",
+        "    taken = np.zeros(np.shape(value), np.bool_)",
+    ]
+    for k in range(n):
+        lines += [
+            f"    here = np.logical_and(condlist[{k}], np.logical_not(taken))",
+            f"    c{k} = unbroadcast(np.where(here, value, 0), choicelist[{k}])",
+            f"    taken = np.logical_or(taken, condlist[{k}])",
+        ]
+    lines.append(f"    return ({''.join(f'c{k}, ' for k in range(n))})")
+    return _compiled(lines)
+
+
+@overload(select_default)
+def _select_default_numba(condlist):
+    if isinstance(condlist, types.List):
+
+        def lists(condlist):
+            any_true = np.asarray(condlist[0]).copy()
+            for k in range(1, len(condlist)):
+                any_true = any_true | condlist[k]
+            return ~any_true
+
+        return lists
+    n = _items(condlist, "np.select")
+    any_true = " | ".join(f"np.asarray(condlist[{k}])" for k in range(n))
+    return _compiled(["def impl(condlist):", f"    return ~({any_true})"])
+
+
+@overload(spread_like)
+def _spread_like_numba(value, items):
+    if isinstance(items, types.Array):
+        return lambda value, items: unbroadcast(value, items)
+    if isinstance(items, types.List):
+        return lambda value, items: [unbroadcast(value, item) for item in items]
+    n = _items(items, "sum")
+    parts = "".join(f"unbroadcast(value, items[{k}]), " for k in range(n))
+    return _compiled(["def impl(value, items):", f"    return ({parts})"])

@@ -72,6 +72,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index"]
+    + ["select_default", "spread_like", "unchoose", "unselect"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule

@@ -6,6 +6,12 @@ scatters the cotangent back, adding where an element was taken twice
 ``np.sort`` is the gather along the order that sorts its argument (``nxrt.sort_order``,
 stable): each place's derivative is that of the element sorted into it, as in JAX.
 The indices and the order carry no derivative.
+
+``np.choose`` and ``np.select`` pick each element from one of several arrays (a tuple
+argument, whose tangent is the tuple of their tangents): the JVP picks from the
+tangents, the VJP sends each element's cotangent back to the array it came from
+(``nxrt.unchoose``, ``nxrt.unselect``). Python's ``sum`` of a tuple or list adds its
+items: each gets the cotangent (``nxrt.spread_like``).
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ import numpy as np
 
 from numbax.runtime import selection
 from numbax.transform.rules.batch_kinds import BatchOp, Decline, repeated, scan, shifted_axis
-from numbax.transform.rules.registry import define
+from numbax.transform.rules.registry import checked_elsewhere, define
 
 
 # -- batching rules (vmap's vectorized method, batch_kinds.py) --------------------------
@@ -78,6 +84,7 @@ def _along(values: tuple[str, ...], like: str | None = None) -> object:
 #      vjp: the cotangent in
 #      batching, and samples to check the derivatives on (registry.py)
 define(selection.sort_order, "a, axis=-1", batch=scan())
+define(selection.select_default, "condlist")
 define(selection.untake, "value, a, indices, axis=None, mode='raise'",
        linear="nxrt.untake(value, a, indices, axis, mode)",
        vjp="np.take(g, indices, axis, mode=mode)",
@@ -89,6 +96,21 @@ define(selection.untake_along_axis, "value, arr, indices, axis",
        vjp="np.take_along_axis(g, indices, axis)",
        batch=_along(("value", "indices"), like="arr"),
        samples=["value[2, 3], np.zeros((2, 3)), np.array([[2, 0, 1], [1, 1, 0]]), 1"])
+
+define(selection.unchoose, "value, a, choices, mode='raise'",
+       linear="nxrt.unchoose(value, a, choices, mode)",
+       vjp="np.choose(a, g, mode=mode)",
+       samples=["value[3, 2], np.array([[0, 1], [1, 0], [0, 0]]), (np.zeros(2), np.zeros((3, 2)))"])
+define(selection.unselect, "value, condlist, choicelist",
+       linear="nxrt.unselect(value, condlist, choicelist)",
+       vjp="np.select(condlist, g, 0)",
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: a tuple of cotangents"))
+define(selection.spread_like, "value, items",
+       linear="nxrt.spread_like(value, items)",
+       vjp="nxrt.unbroadcast(sum(g), value)",
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: a tuple of cotangents"))
 
 define(np.take, "a, indices, axis=None, out=None, mode='raise'", methods=["take"],
        linear="np.take(a, indices, axis, mode=mode)",
@@ -109,4 +131,24 @@ define(np.sort, "a, axis=-1, kind=None, order=None",
        vjp="nxrt.untake_along_axis(g, a, nxrt.sort_order(a, axis), axis)",
        batch=scan(),
        samples=["a[3, 4]", "a[3, 4], axis=0", "a[2, 3], None", "a[5]"])
+define(np.choose, "a, choices, out=None, mode='raise'",
+       jvp={"choices": "np.choose(a, dchoices, mode=mode)"},
+       vjp={"choices": "nxrt.unchoose(g, a, choices, mode)"},
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: a tuple of choices"))
+define(np.select, "condlist, choicelist, default=0",
+       jvp={"choicelist": "np.select(condlist, dchoicelist, 0)",
+            "default": "nxrt.broadcast_like(np.where(nxrt.select_default(condlist), "
+                       "ddefault, 0), ans)"},
+       vjp={"choicelist": "nxrt.unselect(g, condlist, choicelist)",
+            "default": "nxrt.unbroadcast(np.where(nxrt.select_default(condlist), g, 0), "
+                       "default)"},
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: tuples of conditions and choices"))
+# Python's sum(items, start) of a tuple or list (of an array: over its first axis).
+define(sum, "iterable, start=0",
+       jvp={"iterable": "sum(diterable)", "start": "dstart"},
+       vjp={"iterable": "nxrt.spread_like(g, iterable)", "start": "nxrt.unbroadcast(g, start)"},
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: a tuple of values"))
 # fmt: on
