@@ -3,6 +3,8 @@ and Python do (see ``redirects.py`` for how calls reach them):
 
 * ``np.sort`` sorts 1-d arrays only: here along any ``axis``, or the flattened array
   for ``axis=None``;
+* ``np.argsort`` sorts 1-d arrays only: here along any ``axis`` (a stable sort, so
+  tied elements may come in another order than NumPy's default quicksort gives);
 * ``np.take`` has no ``axis`` and no ``mode``: here both;
 * ``abs(x)`` and ``divmod(x, y)`` of arrays do not compile: here they are
   ``np.abs`` and ``np.divmod``, as NumPy arrays define them;
@@ -33,10 +35,12 @@ from numbax.numba_backend.overloads.selection import (
 )
 from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.reductions import _is_none
+from numbax.runtime.selection import sort_order
 
 __all__ = [
     "builtin_abs",
     "builtin_divmod",
+    "argsort",
     "builtin_sum",
     "choose",
     "select",
@@ -50,6 +54,12 @@ __all__ = [
 def sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
     """``np.sort``, along any axis under jit."""
     return np.sort(a, axis=axis, kind=kind, order=order)
+
+
+@redirect(np.argsort)
+def argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
+    """``np.argsort``, along any axis under jit."""
+    return np.argsort(a, axis=axis, kind=kind, order=order)
 
 
 @redirect(np.take)
@@ -206,6 +216,13 @@ def _sort_jit(a, axis=-1, kind=None, order=None):
         return np.ascontiguousarray(back)
 
     return impl
+
+
+@overload(argsort)
+def _argsort_jit(a, axis=-1, kind=None, order=None):
+    if not _is_none(order):
+        raise TypeError("np.argsort with order= (of structured arrays) is not supported by jit")
+    return lambda a, axis=-1, kind=None, order=None: sort_order(a, axis)
 
 
 @overload(take)

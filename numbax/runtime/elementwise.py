@@ -1,5 +1,5 @@
-"""Elementwise helpers that derivative rules of powers emit, whose Numba versions compute the
-same.
+"""Elementwise helpers that derivative rules emit (of powers, ``np.clip`` and ``np.sinc``),
+whose Numba versions compute the same.
 
 Both are products that must be *exactly* zero where their first factor is, even where
 the other factor is infinite or undefined, as JAX's rules for ``x ** y`` are:
@@ -22,6 +22,7 @@ float32 array gives float32 results; their Numba versions
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -81,3 +82,33 @@ def clip_share(a: Any, a_min: Any, a_max: Any, min: Any, max: Any, part: str) ->
         through_low = 1.0 if low is None else np.where(a == low, 0.5, a > low)
         share = np.asarray(through_low, dtype) * through_high
     return _scalar_result(np.asarray(share, dtype))
+
+
+SINC_SERIES_BELOW = 1.5
+"""Where ``|pi x|`` is below this, ``sinc_derivative`` sums sinc's Maclaurin series
+(the closed form cancels there); elsewhere it takes the closed form."""
+SINC_SERIES_TERMS = 30
+
+
+@helper
+def sinc_derivative(x: Any, k: int) -> Any:
+    """The ``k``-th derivative of ``np.sinc`` at ``x``, right at ``x = 0`` too (where the
+    quotient rule divides by zero: the first derivative there is 0, the second
+    ``-pi**2 / 3``), as JAX computes it. Its own derivative is the ``k + 1``-th, so
+    derivatives of every order are right.
+
+    With ``u = pi x`` and ``f(u) = sin(u) / u``: ``f^(k)(u) = sum_j C(k, j)
+    sin(u + (k - j) pi / 2) (-1)^j j! / u^(j + 1)`` (Leibniz), and near 0 the series
+    ``sum_n (-1)^n u^(2n - k) / ((2n + 1) (2n - k)!)``; the result is ``pi^k f^(k)``."""
+    dtype = np.result_type(x, 1.0)
+    u = np.pi * np.asarray(x, np.float64)
+    near = np.abs(u) < SINC_SERIES_BELOW
+    series = np.zeros_like(u)
+    for n in range((k + 1) // 2, (k + 1) // 2 + SINC_SERIES_TERMS):
+        series += (-1) ** n * u ** (2 * n - k) / ((2 * n + 1) * math.factorial(2 * n - k))
+    far = np.where(near, 1.0, u)
+    closed = np.zeros_like(u)
+    for j in range(k + 1):
+        term = math.comb(k, j) * (-1) ** j * math.factorial(j)
+        closed += term * np.sin(far + (k - j) * np.pi / 2) / far ** (j + 1)
+    return _scalar_result(np.asarray(np.pi**k * np.where(near, series, closed), dtype))

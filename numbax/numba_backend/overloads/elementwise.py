@@ -11,7 +11,14 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.reductions import _is_none
-from numbax.runtime.elementwise import clip_share, mul_pow, xlogy
+from numbax.runtime.elementwise import (
+    SINC_SERIES_BELOW,
+    SINC_SERIES_TERMS,
+    clip_share,
+    mul_pow,
+    sinc_derivative,
+    xlogy,
+)
 
 
 def _mul_pow_kernel(c, x, p):
@@ -84,3 +91,37 @@ def _clip_share_numba(a, a_min, a_max, min, max, part):  # noqa: A002
     namespace["share_of_high"] = _share_of_high
     exec(source, namespace)  # noqa: S102
     return namespace["impl"]
+
+
+def _sinc_derivative_kernel(x, k):
+    u = np.pi * x
+    total = 0.0
+    if abs(u) < SINC_SERIES_BELOW:  # the Maclaurin series
+        first = (k + 1) // 2
+        for n in range(first, first + SINC_SERIES_TERMS):
+            m = 2 * n - k
+            factorial = 1.0
+            for i in range(2, m + 1):
+                factorial *= i
+            total += (-1.0) ** n * u**m / ((2 * n + 1) * factorial)
+    else:  # Leibniz's rule on sin(u) * (1 / u)
+        factorial, binomial = 1.0, 1.0
+        for j in range(k + 1):
+            if j > 0:
+                factorial *= j
+                binomial = binomial * (k - j + 1) / j
+            total += (
+                binomial * (-1.0) ** j * factorial * np.sin(u + (k - j) * np.pi / 2) / u ** (j + 1)
+            )
+    return np.pi**k * total
+
+
+_sinc_derivative = elementwise(_sinc_derivative_kernel)
+
+
+@overload(sinc_derivative)
+def _sinc_derivative_numba(x, k):
+    dtype = np.result_type(_dtype(x), 1.0).type
+    if isinstance(x, types.Array):
+        return lambda x, k: _sinc_derivative(x, k).astype(dtype)
+    return lambda x, k: dtype(_sinc_derivative(x, k))

@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from numbax.runtime.elementwise import clip_share, mul_pow, xlogy
+from numbax.runtime.elementwise import clip_share, mul_pow, sinc_derivative, xlogy
 from numbax.transform.rules.batch_kinds import BatchOp, Decline, elementwise
 from numbax.transform.rules.registry import (
     SELF_ADJOINT,
@@ -90,11 +90,9 @@ define(np.arctan2,    "y, x",  # the angle of the point (x, y)
 define(np.hypot,      "x, y", derivative={"x": "x / ans",      "y": "y / ans"}, elementwise=True)
 define([np.deg2rad, np.radians], "x", derivative=RAD_PER_DEG)
 define([np.rad2deg, np.degrees], "x", derivative=DEG_PER_RAD)
-# sinc(x) = sin(pi x) / (pi x). Its slope's numerator vanishes at x = 0, where the slope
-# is 0; the slope's own slope there (-pi**2 / 3) is not right: second derivatives at
-# exactly 0 are.
-define(np.sinc,       "x", derivative=f"(np.cos({PI} * x) - ans) / np.where(x == 0, 1, x)",
-       domain=(-1.5, 1.5))
+# sinc(x) = sin(pi x) / (pi x): its k-th derivative is nxrt.sinc_derivative(x, k), right
+# at x = 0 too (Maclaurin series there, as JAX), and that one's is the (k + 1)-th.
+define(np.sinc,       "x", derivative="nxrt.sinc_derivative(x, 1)", domain=(-1.5, 1.5))
 # -- hyperbolic
 define(np.sinh,       "x", derivative="np.cosh(x)",            domain=(-1, 1))
 define(np.cosh,       "x", derivative="np.sinh(x)",            domain=(-1, 1))
@@ -195,3 +193,5 @@ define(xlogy,         "x, y",
 
 # the shares of clip's derivative: piecewise constant, without a derivative of their own
 define(clip_share, "a, a_min, a_max, min, max, part", batch=_clip_share)
+define(sinc_derivative, "x, k", derivative={"x": "nxrt.sinc_derivative(x, k + 1)"},
+       samples=["x[3, 2], 1", "x[3, 2], 2"], domain=(-1.5, 1.5))  # fmt: skip
