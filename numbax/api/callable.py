@@ -26,6 +26,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from numbax.codegen.fingerprint import callable_identity
+from numbax.codegen.locks import generation_lock
 from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.transform.source import display_name
 
@@ -52,10 +53,14 @@ class NumbaxFunction(ABC):
 
     def _cached(self, key: Hashable, make: Callable[[], T]) -> T:
         """What this object generated for ``key`` (a specialization, a derivative...),
-        made by ``make`` on first use."""
-        if key not in self._specializations:
-            self._specializations[key] = make()
-        return self._specializations[key]
+        made by ``make`` on first use (once: concurrent first calls wait for it)."""
+        found = self._specializations.get(key)
+        if found is not None:
+            return found
+        with generation_lock:
+            if key not in self._specializations:
+                self._specializations[key] = make()
+            return self._specializations[key]
 
     def _key(self) -> tuple:
         """What, besides ``fun``, the generated code depends on (argnums, options, the

@@ -2,25 +2,38 @@
 
 Generated modules are real files so that tracebacks and ``inspect.getsource`` show
 them, and so that Numba's own disk cache (which keys on the source file) lets a new
-process skip compilation. The directory is private to the user (mode 0700) because
-numbax imports code from it; files are written atomically so a crash never leaves a
-half-written module that a later process would import.
+process skip compilation. Everything sits under one versioned directory, private to the
+user (``trust.py`` checks it before anything in it is used); files are written atomically
+so a crash never leaves a half-written module. When that directory cannot be created or
+written, numbax warns once and uses a private temporary directory for the process.
 """
 
 from __future__ import annotations
 
+import atexit
 import functools
 import hashlib
 import os
-import stat
+import shutil
 import sys
 import tempfile
+import threading
 from pathlib import Path
 
 import numba
 import numpy as np
 
+from numbax.codegen.trust import (
+    directory_problem,
+    ensure_private_directory,
+    file_problem,
+    warn,
+    warn_once,
+)
 from numbax.version import __version__
+
+NUMBA_SUBDIR = "numba"
+"""Numba's index and data files, inside the versioned directory."""
 
 
 def cache_root() -> Path:
@@ -33,23 +46,76 @@ def cache_root() -> Path:
     return base / "numbax"
 
 
+def version_dirname() -> str:
+    """The versioned directory's name: generated code and pickles are per Python version."""
+    return f"py{sys.version_info[0]}{sys.version_info[1]}"
+
+
 def generated_dir() -> Path:
-    """The private directory generated modules are written to (created on demand)."""
-    directory = cache_root() / f"py{sys.version_info[0]}{sys.version_info[1]}"
-    _ensure_private_dir(directory)
+    """The private directory generated modules are written to (created on demand; a
+    private temporary one when the configured cache cannot be used). It is checked again
+    at every use: one that stopped being trustworthy is replaced."""
+    root = cache_root()
+    directory = _usable_dir(root)
+    if directory_problem(directory) is not None:
+        _usable_dir.cache_clear()
+        directory = _usable_dir(root)
     return directory
 
 
-def _ensure_private_dir(directory: Path) -> None:
-    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = directory.stat()
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        raise PermissionError(
-            f"numbax cache directory {directory} belongs to another user; numbax imports "
-            "code from it, so it must be yours. Set NUMBAX_CACHE_DIR to a directory you own."
-        )
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        os.chmod(directory, 0o700)
+_dir_lock = threading.Lock()
+
+
+@functools.cache
+def _usable_dir(root: Path) -> Path:
+    with _dir_lock:
+        try:
+            root.mkdir(mode=0o700, parents=True, exist_ok=True)
+            problem = _root_problem(root)
+            if problem is not None:
+                raise PermissionError(problem)
+            directory = root / version_dirname()
+            ensure_private_directory(directory)
+            return directory
+        except OSError as err:
+            fallback = _temporary_dir()
+            warn_once(
+                f"numbax cannot use its cache directory {root} ({err}); compiled code is cached "
+                f"in {fallback} for this process only. Set NUMBAX_CACHE_DIR to a directory "
+                "you own and can write."
+            )
+            return fallback
+
+
+def _root_problem(root: Path) -> str | None:
+    """Why the cache root may not hold numbax's directories (it may be a symbolic link
+    to a directory: the user chose it; what numbax makes inside is never one)."""
+    return directory_problem(root.resolve())
+
+
+@functools.cache
+def _temporary_dir() -> Path:
+    """A private directory removed when the process exits."""
+    root = Path(tempfile.mkdtemp(prefix="numbax-cache-"))  # mode 0700
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    directory = root / version_dirname()
+    ensure_private_directory(directory)
+    return directory
+
+
+def forget_directories() -> None:
+    """Check the cache directories again at their next use (after they were cleared)."""
+    _usable_dir.cache_clear()
+
+
+def portable_path(filename: str) -> str:
+    """``filename`` as cache keys and generated text may spell it: a generated module's
+    file by its name alone (its name is a content hash), so a cache keeps its keys when
+    it is moved or copied elsewhere; any other path as it is."""
+    path = Path(filename)
+    if path.name.startswith("numbax_generated_") and path.suffix == ".py":
+        return path.name
+    return filename
 
 
 @functools.cache
@@ -72,21 +138,39 @@ def cache_key(*parts: object) -> str:
     return digest.hexdigest()[:20]
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` so readers see either the old file or the whole new one.
+def store_source(path: Path, text: str) -> None:
+    """Make ``path`` hold exactly ``text``, as a trusted file.
 
-    An unchanged file is left alone: rewriting it would change its modification time,
-    and Numba's disk cache treats that as a changed source and compiles again.
+    A file already there is kept when it is trusted and holds ``text`` (rewriting it would
+    change its modification time for nothing); one that is not ours, unreadable or holds
+    anything else is discarded with a warning and written again.
     """
-    if path.exists() and path.read_text() == text:
+    data = text.encode()
+    try:
+        problem = file_problem(path)
+    except FileNotFoundError:
+        write_atomic(path, data)
         return
+    if problem is None:
+        try:
+            if path.read_bytes() == data:
+                return
+            problem = "its text is not what numbax generated for this name"
+        except OSError as err:
+            problem = f"it cannot be read: {err}"
+    warn(f"numbax discarded {path} from its cache ({problem}); it is rebuilt.")
+    write_atomic(path, data)
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (mode 0600) so readers see either the old file or the
+    whole new one."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from numbax.codegen.cache import portable_path
+
 
 def fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
     """What the compiled code depends on besides its text: bound values that Numba
@@ -33,8 +35,23 @@ def fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
         elif callable(value):
             prints.append((name, callable_identity(value)))
         else:
-            prints.append((name, repr(value)))
+            prints.append((name, describe_value(value)))
     return prints
+
+
+SPELLED_OUT_LIMIT = 200
+"""The longest ``repr`` a key or a generated header spells out; a longer value is named
+by the hash of its ``repr`` (content, not identity: equal values share an entry)."""
+
+
+def describe_value(value: Any) -> str:
+    """``repr(value)``, or, when that is long, its type, length and content hash."""
+    text = repr(value)
+    if len(text) <= SPELLED_OUT_LIMIT:
+        return text
+    digest = hashlib.sha256(text.encode()).hexdigest()[:16]
+    size = f" of {len(value)} items" if hasattr(value, "__len__") else ""
+    return f"<{type(value).__name__}{size}, sha256 {digest}>"
 
 
 def callable_identity(value: Any) -> str:
@@ -50,5 +67,5 @@ def callable_identity(value: Any) -> str:
     text = f"{module}.{name or repr(value)}"
     code = getattr(inspect.unwrap(value), "__code__", None)  # custom_jvp(f): f's
     if code is not None:
-        text += f"@{code.co_filename}:{code.co_firstlineno}"
+        text += f"@{portable_path(code.co_filename)}:{code.co_firstlineno}"
     return text

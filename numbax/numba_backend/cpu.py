@@ -2,9 +2,9 @@
 failures in user terms.
 
 The generated module comes from the target-neutral pipeline (``pipeline.py``); this
-module wraps its function with ``numba.njit(cache=True)``, so a later process loads the
-machine code from disk instead of compiling again, and compiles the user functions the
-generated code calls the same way.
+module wraps its function with ``numba.njit`` and numbax's trusted disk cache
+(``disk_cache.py``), so a later process loads the machine code from disk instead of
+compiling again, and compiles the user functions the generated code calls the same way.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from numba.core import errors as numba_errors
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
 from numbax.errors import CompileError
+from numbax.numba_backend import disk_cache
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
@@ -152,8 +153,10 @@ def compile_function(
         weak_params,
     )
     typed_per_call = typed_per_process(generated.bindings.values())
-    njit_options = {"cache": not typed_per_call, **DEFAULT_NUMBA_OPTIONS, **options}
+    njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
+    cached = njit_options.pop("cache", True) and not typed_per_call
     dispatcher = numba.njit(**njit_options)(generated.function)
+    disk_cache.attach(dispatcher, cached)
     if typed_per_call:
         dispatcher.__numbax_typed_per_process__ = True
     if generated.calls_itself:  # by its module-level name: the compiled version

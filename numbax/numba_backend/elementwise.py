@@ -25,6 +25,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
+from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.weak import weak_target
 
@@ -78,8 +79,10 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     if kernel is None:
         return lambda kernel: elementwise(kernel, weak=weak)
     weak_positions = {i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak}
-    scalar = numba.njit(cache=True, error_model="numpy")(kernel)  # NumPy: 1/0 is inf
-    ufunc = numba.vectorize(cache=True)(kernel)
+    scalar = numba.njit(error_model="numpy")(kernel)  # NumPy: 1/0 is inf
+    scalar._cache = cache_for(kernel)
+    ufunc = numba.vectorize()(kernel)
+    ufunc._dispatcher.cache = cache_for(kernel)
 
     def apply(*args: Any) -> Any:
         return ufunc(*args)

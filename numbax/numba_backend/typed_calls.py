@@ -16,6 +16,7 @@ import numba
 from numba.core import types
 from numba.extending import overload
 
+from numbax.numba_backend import disk_cache
 from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, typed_per_process
 
 PRANGE = numba.prange
@@ -66,8 +67,11 @@ def _forwarding(params: list[str], target: Callable) -> Callable:
 def compiled_calling(function: Callable, options: dict[str, Any], callees: list[Any]) -> Any:
     """``function`` (generated Python that Numba compiles as it is) compiled with these
     options; kept in Numba's disk cache unless a callee is typed per process."""
-    cache = not typed_per_process(callees)
-    dispatcher = numba.njit(**{"cache": cache, **DEFAULT_NUMBA_OPTIONS, **options})(function)
-    if not cache:
+    njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
+    per_process = typed_per_process(callees)
+    cached = njit_options.pop("cache", True) and not per_process
+    dispatcher = numba.njit(**njit_options)(function)
+    disk_cache.attach(dispatcher, cached)
+    if per_process:
         dispatcher.__numbax_typed_per_process__ = True
     return dispatcher

@@ -1,0 +1,28 @@
+"""``python -m numbax cache info`` (location, entries, size) and ``cache clear``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from numbax.codegen.cache_admin import cache_info, clear_cache
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="python -m numbax")
+    commands = parser.add_subparsers(dest="command", required=True)
+    cache = commands.add_parser("cache", help="the cache of generated and compiled code")
+    cache.add_argument("action", choices=["info", "clear"])
+    args = parser.parse_args(argv)
+    if args.action == "info":
+        print(cache_info())
+    else:
+        cleared = clear_cache()
+        print(f"removed {cleared.entries} generated modules ({cleared.size_bytes / 1e6:.1f} MB)")
+        print(f"from {cleared.location}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,124 @@
+"""What numbax may load from its cache: only what the current user alone could have written.
+
+numbax executes the generated modules and Numba's machine code it finds in its cache, so
+the cache is a trust boundary, as ``sys.path`` is for CPython. A directory or file is
+trusted when it is what it claims to be (a real directory, a regular file: no symlink
+leading elsewhere), belongs to the current user, and no group or other user may write
+it. Whatever fails is never read: it is moved aside or deleted, rebuilt, and reported by
+one :class:`CacheWarning` naming the path.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import uuid
+import warnings
+from pathlib import Path
+
+
+class CacheWarning(UserWarning):
+    """numbax found something in its cache it will not use, or could not use its cache."""
+
+
+class UntrustedPath(OSError):
+    """A cache directory that fails the checks and could not be replaced."""
+
+
+_warned: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+def warn(message: str) -> None:
+    """Report something the cache healed (each time: it was put right, so it does not
+    repeat unless it happens again)."""
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def warn_once(message: str) -> None:
+    """Report a lasting condition the first time this process meets it."""
+    with _warned_lock:
+        if message in _warned:
+            return
+        _warned.add(message)
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+def _foreign(info: os.stat_result) -> str | None:
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"it belongs to user id {info.st_uid}, not to you"
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"other users may write it (mode {stat.S_IMODE(info.st_mode):o})"
+    return None
+
+
+def directory_problem(path: Path) -> str | None:
+    """Why ``path`` is not a directory numbax may load code from (None: it may)."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return "it does not exist"
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISDIR(info.st_mode):
+        return "it is not a directory"
+    return _foreign(info)
+
+
+def file_problem(path: Path) -> str | None:
+    """Why the existing ``path`` is not a file numbax may load (None: it may)."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not stat.S_ISREG(info.st_mode):
+        return "it is not a regular file"
+    return _foreign(info)
+
+
+def ensure_private_directory(path: Path) -> None:
+    """Make ``path`` a trusted directory: create it (mode 0700), or, when what is there
+    fails the checks, move it aside (the name starts with ``.untrusted-``), warn, and
+    create a fresh one. What was inside is never read.
+
+    Raises ``OSError`` when the directory cannot be created, replaced or written.
+    """
+    try:
+        path.mkdir(mode=0o700)
+    except FileExistsError:
+        problem = directory_problem(path)
+        if problem is not None:
+            _replace(path, problem)
+    _check_writable(path)
+
+
+def _replace(path: Path, problem: str) -> None:
+    aside = path.with_name(f".untrusted-{path.name}-{uuid.uuid4().hex[:8]}")
+    try:
+        os.rename(path, aside)
+        path.mkdir(mode=0o700)
+    except OSError as err:
+        raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}") from err
+    warn(
+        f"numbax ignored its cache directory {path} ({problem}); nothing in it was loaded. "
+        f"It was moved to {aside} and the cache is rebuilt."
+    )
+    problem = directory_problem(path)
+    if problem is not None:  # lost a race with whoever planted it
+        raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}")
+
+
+def _check_writable(path: Path) -> None:
+    probe = path / f".probe-{uuid.uuid4().hex[:8]}"
+    fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    os.close(fd)
+    probe.unlink()
+
+
+def discard(path: Path, reason: str) -> None:
+    """Delete the cache file ``path`` (it will be rebuilt), warning why."""
+    try:
+        path.unlink()
+    except OSError:
+        pass  # gone already, or the rebuilt entry, written under its name, replaces it
+    warn(f"numbax discarded {path} from its cache ({reason}); it is rebuilt.")

@@ -1,0 +1,244 @@
+"""Numba's disk cache for generated code, kept inside numbax's cache and trusted only there.
+
+Numba saves machine code as pickles (an index ``.nbi`` per function, a data file
+``.nbc`` per signature): loading one runs whatever it says, so they are read only from
+the verified ``numba`` directory beside the generated modules (``codegen.trust``), only
+when each file is a regular file of the current user that no one else may write, and
+only when its checksum, written by numbax, matches: a data file must also name the entry
+it was saved for, so another function's machine code is never loaded. Anything that fails
+is discarded with one warning and compiled again; a save that fails is skipped with one
+warning. Numba never moves this cache elsewhere (its own fallback is ``~/.cache/numba``).
+
+Compiling a new signature holds an exclusive lock on the entry (``codegen.locks``), so
+threads and processes that make the same first call at once wait for one compile and
+then load it from here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from numba.core.caching import (
+    CompileResultCacheImpl,
+    FunctionCache,
+    IndexDataCacheFile,
+    NullCache,
+    _CacheLocator,
+    _SourceFileBackedLocatorMixin,
+)
+
+from numbax.codegen.cache import NUMBA_SUBDIR, write_atomic
+from numbax.codegen.load import GENERATED_PREFIX
+from numbax.codegen.locks import entry_lock, generation_lock
+from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
+
+_MAGIC = b"numbax-numba-cache 1\n"
+_DIGEST = hashlib.sha256().digest_size
+
+
+class DamagedEntry(Exception):
+    """A cache file that is not numbax's, or not whole: it is discarded."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class _GeneratedModuleLocator(_SourceFileBackedLocatorMixin, _CacheLocator):
+    """The ``numba`` directory beside the generated module, checked before every use."""
+
+    def __init__(self, py_func: Any, py_file: str) -> None:
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(Path(py_file).parent / NUMBA_SUBDIR)
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def ensure_cache_path(self) -> None:
+        ensure_private_directory(Path(self._cache_path))
+
+    @classmethod
+    def from_function(cls, py_func: Any, py_file: str) -> _GeneratedModuleLocator:
+        return cls(py_func, py_file)
+
+
+class _Impl(CompileResultCacheImpl):
+    _locator_classes = [_GeneratedModuleLocator]
+
+
+class _CheckedFiles(IndexDataCacheFile):
+    """Index and data files written with numbax's header and checksum and verified
+    (owner, mode, checksum, entry) before they are unpickled."""
+
+    def save(self, key: Any, data: Any) -> None:
+        try:
+            overloads = self._load_index()
+        except DamagedEntry:
+            overloads = {}  # replaced by the index written below
+        name = overloads.get(key)
+        if name is None:
+            taken = set(overloads.values())
+            name = next(n for n in map(self._data_name, itertools.count(1)) if n not in taken)
+            overloads[key] = name
+            self._save_index(overloads)
+        self._save_data(name, key, data)
+
+    def load(self, key: Any) -> Any:
+        name = self._load_index().get(key)
+        if name is None:
+            return None
+        try:
+            return self._load_data(name, key)
+        except FileNotFoundError:
+            return None
+
+    def _load_index(self) -> dict:
+        try:
+            payload = self._read(Path(self._index_path), b"index")
+        except FileNotFoundError:
+            return {}
+        version, stamp, overloads = self._unpickle(Path(self._index_path), payload)
+        if version != self._version or stamp != self._source_stamp:
+            return {}  # written by another Numba, or for other source: stale, not damaged
+        return overloads
+
+    def _save_index(self, overloads: dict) -> None:
+        payload = self._dump((self._version, self._source_stamp, overloads))
+        self._write(Path(self._index_path), b"index", payload)
+
+    def _load_data(self, name: str, key: Any) -> Any:
+        path = Path(self._data_path(name))
+        return self._unpickle(path, self._read(path, _entry_tag(key)))
+
+    def _save_data(self, name: str, key: Any, data: Any) -> None:
+        self._write(Path(self._data_path(name)), _entry_tag(key), self._dump(data))
+
+    def _write(self, path: Path, tag: bytes, payload: bytes) -> None:
+        write_atomic(path, _MAGIC + _checksum(tag, path, payload) + payload)
+
+    def _read(self, path: Path, tag: bytes) -> bytes:
+        problem = file_problem(path)  # FileNotFoundError: no entry yet
+        if problem is not None:
+            raise DamagedEntry(path, problem)
+        with open(path, "rb", opener=_no_follow) as handle:
+            blob = handle.read()
+        if not blob.startswith(_MAGIC):
+            raise DamagedEntry(path, "it was not written by numbax")
+        digest = blob[len(_MAGIC) : len(_MAGIC) + _DIGEST]
+        payload = blob[len(_MAGIC) + _DIGEST :]
+        if digest != _checksum(tag, path, payload):
+            raise DamagedEntry(path, "it is truncated, damaged, or belongs to another entry")
+        return payload
+
+    @staticmethod
+    def _unpickle(path: Path, payload: bytes) -> Any:
+        try:
+            return pickle.loads(payload)
+        except Exception as err:  # a checksum that matches a payload Numba cannot read
+            raise DamagedEntry(path, f"it cannot be read: {err!r}") from err
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
+
+
+def _entry_tag(key: Any) -> bytes:
+    """What a data file is for: the signature, target and bytecode hashes of its entry."""
+    return repr(key).encode()
+
+
+def _checksum(tag: bytes, path: Path, payload: bytes) -> bytes:
+    digest = hashlib.sha256(tag)
+    digest.update(b"\0" + path.name.encode() + b"\0")
+    digest.update(payload)
+    return digest.digest()
+
+
+class TrustedCache(FunctionCache):
+    """Numba's function cache for a generated function, in numbax's trusted directory."""
+
+    _impl_class = _Impl
+
+    def __init__(self, py_func: Any) -> None:
+        super().__init__(py_func)
+        self._cache_file = _CheckedFiles(
+            cache_path=self._cache_path,
+            filename_base=self._impl.filename_base,
+            source_stamp=self._impl.locator.get_source_stamp(),
+        )
+
+    @property
+    def lock_path(self) -> Path:
+        """The lock file of this function's entry."""
+        return Path(self._cache_path) / f"{self._impl.filename_base}.lock"
+
+    def load_overload(self, sig: Any, target_context: Any) -> Any:
+        try:
+            self._impl.locator.ensure_cache_path()
+        except OSError as err:
+            warn_once(f"numbax does not use Numba's cache in {self._cache_path}: {err}")
+            return None
+        try:
+            return super().load_overload(sig, target_context)
+        except DamagedEntry as err:
+            discard(err.path, err.reason)
+        except Exception as err:  # pickles that check out but do not rebuild
+            discard(Path(self._cache_file._index_path), f"it cannot be loaded: {err!r}")
+        return None
+
+    def save_overload(self, sig: Any, data: Any) -> None:
+        try:
+            super().save_overload(sig, data)
+        except OSError as err:
+            warn_once(f"numbax could not save compiled code in {self._cache_path}: {err}")
+
+
+def attach(dispatcher: Any, cached: bool) -> None:
+    """Give a dispatcher of generated code numbax's disk cache (when ``cached``) and make
+    its compiles wait for the same compile in other threads and processes."""
+    original = dispatcher.compile
+    cache = _trusted_cache(dispatcher.py_func) if cached else None
+    if cache is not None:
+        dispatcher._cache = cache
+
+    def compile(sig: Any) -> Any:
+        with generation_lock:  # Numba's compiler lock, taken before the entry's
+            if cache is None or not _usable(cache):
+                return original(sig)
+            with entry_lock(cache.lock_path):
+                return original(sig)
+
+    dispatcher.compile = compile
+
+
+def _usable(cache: TrustedCache) -> bool:
+    try:
+        cache._impl.locator.ensure_cache_path()
+    except OSError:
+        return False  # load_overload says why, once
+    return True
+
+
+def cache_for(py_func: Any) -> FunctionCache | NullCache:
+    """The disk cache for ``py_func``: numbax's trusted one for a function of a generated
+    module (a fused kernel's), Numba's own for numbax's package code."""
+    if getattr(py_func, "__module__", "").startswith(GENERATED_PREFIX):
+        return _trusted_cache(py_func) or NullCache()
+    return FunctionCache(py_func)
+
+
+def _trusted_cache(py_func: Any) -> TrustedCache | None:
+    """None when the module's file is gone (the cache was cleared while the module was
+    loaded): the code still runs, compiled in this process only."""
+    try:
+        return TrustedCache(py_func)
+    except OSError as err:
+        warn_once(f"numbax compiles {py_func.__qualname__} without its disk cache: {err}")
+        return None
