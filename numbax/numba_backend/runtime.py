@@ -33,7 +33,7 @@ from numbax.runtime import nxrt
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
-    + ["cumsum", "cumprod", "take"]
+    + ["cumsum", "cumprod", "take", "choose"]
 )
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 

@@ -32,6 +32,10 @@ def choose_two(x, y):
     return np.choose(np.array([0, 1, 1, 0]), (x, y * x))
 
 
+def choose_method(x, y):
+    return np.array([1, 0, 0, 1]).choose((x, y * y))
+
+
 def choose_clipped(x, y):
     return np.choose(INDEX + 1, (x, y, 1.5 * x[0]), mode="clip")
 
@@ -62,13 +66,29 @@ def take_wrapped(x, y):
     return np.take(np.outer(x, y), np.array([5, -1, 2]), axis=1, mode="wrap")
 
 
-CASES = [select_lists, select_tuples, choose_two, choose_clipped, divmod_builtin]
+CASES = [select_lists, select_tuples, choose_two, choose_method, choose_clipped, divmod_builtin]
 CASES += [divmod_numpy, sum_list, sum_tuple_start, sort_columns, take_wrapped]
 
 
 @pytest.mark.parametrize("f", CASES, ids=lambda f: f.__name__)
 def test_derivatives_match_finite_differences(f):
     check_jacobians(f, X, Y, jit=False)
+
+
+def squared(f):
+    def loss(x, y):
+        return np.sum(f(x, y) ** 2)
+
+    return loss
+
+
+@pytest.mark.parametrize(
+    "f", [choose_clipped, select_lists, sum_tuple_start], ids=lambda f: f.__name__
+)
+def test_second_derivatives(f):
+    """Differentiating the gradient differentiates the adjoints (nxrt.unchoose,
+    nxrt.unselect, nxrt.spread_like) by their own rules."""
+    check_jacobians(nx.grad(squared(f)), X, Y, jit=False)
 
 
 def test_sort_follows_the_elements_and_is_stable_at_ties():
