@@ -55,22 +55,6 @@ def _xlogy_numba(x, y):
     return lambda x, y: _xlogy_elementwise(x, y)
 
 
-def _share_of_a_kernel(a, low, high):
-    through_low = 0.5 if a == low else (1.0 if a > low else 0.0)
-    middle = low if low > a else a
-    through_high = 0.5 if middle == high else (1.0 if middle < high else 0.0)
-    return through_low * through_high
-
-
-def _share_of_high_kernel(a, low, high):
-    middle = low if low > a else a
-    return 0.5 if middle == high else (0.0 if middle < high else 1.0)
-
-
-_share_of_a = elementwise(_share_of_a_kernel)
-_share_of_high = elementwise(_share_of_high_kernel)
-
-
 @overload(clip_share)
 def _clip_share_numba(a, a_min, a_max, min, max, part):  # noqa: A002
     # A missing bound is an infinite one: maximum(a, -inf) is a, and never a tie.
@@ -78,17 +62,23 @@ def _clip_share_numba(a, a_min, a_max, min, max, part):  # noqa: A002
     high = "a_max" if not _is_none(a_max) else "max" if not _is_none(max) else "np.inf"
     array = any(isinstance(t, types.Array) for t in (a, a_min, a_max, min, max))
     dtype = np.result_type(_dtype(a), 1.0)
+    if array:  # np.where broadcasts a and the bounds
+        tie, below, above = "np.where({} == {}, 0.5, np.where({} {} {}, 1.0, 0.0))", "<", ">"
+    else:
+        tie, below, above = "(0.5 if {} == {} else (1.0 if {} {} {} else 0.0))", "<", ">"
+    through_low = tie.format("a", low, "a", above, low)
+    through_high = tie.format("middle", high, "middle", below, high)
     cast = "np.asarray({}).astype(dtype)" if array else "dtype({})"
     source = "\n".join(
         [
             "def impl(a, a_min, a_max, min, max, part):",
+            f"    middle = np.maximum(a, {low})",
             "    if part == 'high':",
-            f"        return {cast.format(f'share_of_high(a, {low}, {high})')}",
-            f"    return {cast.format(f'share_of_a(a, {low}, {high})')}",
+            f"        return {cast.format(f'1.0 - {through_high}')}",
+            f"    return {cast.format(f'{through_low} * {through_high}')}",
         ]
     )
-    namespace = {"np": np, "dtype": dtype.type, "share_of_a": _share_of_a}
-    namespace["share_of_high"] = _share_of_high
+    namespace = {"np": np, "dtype": dtype.type}
     exec(source, namespace)  # noqa: S102
     return namespace["impl"]
 
