@@ -204,15 +204,18 @@ class Jacobian(Transformed):
     """``jacfwd(f)`` / ``jacrev(f)``: ``f(x).shape + x.shape``, by a loop of JVPs over
     the input's basis or of VJPs over the output's basis, in generated source."""
 
-    def __init__(self, fun: Callable, argnums: Argnums, has_aux: bool, forward: bool) -> None:
+    def __init__(
+        self, fun: Callable, argnums: Argnums, has_aux: bool, forward: bool, holomorphic: bool
+    ) -> None:
         super().__init__(fun)
         self.transformation = "jacfwd" if forward else "jacrev"
         self.positions, self.as_tuple = _argnums(self.fun, argnums, self.transformation)
         self.has_aux = has_aux
         self.forward = forward
+        self.holomorphic = holomorphic
 
     def _key(self) -> tuple:
-        return (self.positions, self.as_tuple, self.has_aux)
+        return (self.positions, self.as_tuple, self.has_aux, self.holomorphic)
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         callee = callable_target(self.fun)
@@ -226,6 +229,7 @@ class Jacobian(Transformed):
             has_aux=self.has_aux,
             callee_name=f"_{source.name.lstrip('_')}",
             as_tuple=self.as_tuple,
+            holomorphic=self.holomorphic,
         )
         derive.bindings[name] = callee
         return tree
@@ -237,10 +241,11 @@ class Jacobian(Transformed):
 def jacfwd(
     fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
 ) -> Jacobian | PerArity:
-    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): one JVP per input element."""
+    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): one JVP per input element.
+    Inputs are real unless ``holomorphic`` (then inputs and outputs are complex), as JAX."""
     if takes_star_args(fun):
-        return PerArity(fun, lambda f: jacfwd(f, argnums, has_aux), "jacfwd")
-    return Jacobian(fun, argnums, has_aux, forward=True)
+        return PerArity(fun, lambda f: jacfwd(f, argnums, has_aux, holomorphic), "jacfwd")
+    return Jacobian(fun, argnums, has_aux, forward=True, holomorphic=holomorphic)
 
 
 def jacrev(
@@ -250,10 +255,13 @@ def jacrev(
     holomorphic: bool = False,
     allow_int: bool = False,
 ) -> Jacobian | PerArity:
-    """The Jacobian by reverse mode (JAX's ``jax.jacrev``): one VJP per output element."""
+    """The Jacobian by reverse mode (JAX's ``jax.jacrev``): one VJP per output element.
+    Outputs are real unless ``holomorphic`` (then inputs and outputs are complex), as JAX."""
     if takes_star_args(fun):
-        return PerArity(fun, lambda f: jacrev(f, argnums, has_aux), "jacrev")
-    return Jacobian(fun, argnums, has_aux, forward=False)
+        return PerArity(
+            fun, lambda f: jacrev(f, argnums, has_aux, holomorphic, allow_int), "jacrev"
+        )
+    return Jacobian(fun, argnums, has_aux, forward=False, holomorphic=holomorphic)
 
 
 jacobian = jacrev
@@ -263,7 +271,7 @@ def hessian(
     fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
 ) -> Jacobian | PerArity:
     """``jacfwd(jacrev(fun))``: forward over reverse, as JAX's ``jax.hessian``."""
-    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+    return jacfwd(jacrev(fun, argnums, has_aux, holomorphic), argnums, has_aux, holomorphic)
 
 
 # -- jvp, vjp, linearize -----------------------------------------------------------------

@@ -24,7 +24,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from numbax.api.callable import callable_target
-from numbax.api.rewritten import Rewritten, binding, load_generated, tangent_name, where
+from numbax.api.rewritten import (
+    Rewritten,
+    binding,
+    load_generated,
+    tangent_name,
+    user_origin,
+    where,
+)
 from numbax.api.transformed import Generated, callee_derivative
 from numbax.transform.ad_common import RUNTIME
 from numbax.transform.source import display_name
@@ -152,6 +159,7 @@ class custom_jvp(Rewritten):
                 "    return _tangent_out",
             ],
             namespace,
+            origin=user_origin(self.fun),
         )
         wrt = tuple(len(params) + i for i in positions)
         transpose = callee_derivative(tangent_fn.function, "vjp", wrt)

@@ -33,7 +33,7 @@ import numpy as np
 
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
-from numbax.api.rewritten import Rewritten, load_generated, tangent_name, where
+from numbax.api.rewritten import Rewritten, load_generated, tangent_name, user_origin, where
 from numbax.api.transformed import Generated, callee_derivative, generate
 from numbax.codegen.emit import emit_function
 from numbax.codegen.variadic import takes_star_args
@@ -306,7 +306,7 @@ class Batched(Rewritten):
                 namespace.update({f"_{short}": callee, "prange": PRANGE})
                 options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
                 header.append(f"compiled by Numba with options: {options or 'none'}")
-            self._loops[key] = _loaded(tree, header, namespace)
+            self._loops[key] = _loaded(tree, header, namespace, self.fun)
         return self._loops[key]
 
     def _collective_parts(self) -> list | None:
@@ -355,7 +355,7 @@ class Batched(Rewritten):
             f"each part runs every example up to a collective ({callees[0]}...), which "
             "then reduces over the batch; the last runs to the end",
         ]
-        self._loops[key] = _loaded(tree, header, namespace, self._source.line)
+        self._loops[key] = _loaded(tree, header, namespace, self.fun, self._source.line)
         return self._loops[key]
 
     def _part(self, k: int, name: str) -> Callable:
@@ -403,21 +403,31 @@ class Batched(Rewritten):
             method=self._derivative_method(),
         )
         callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
-        return _loaded(tree, header, {callee: batched}, of=self.__numbax_function__())
+        return _loaded(tree, header, {callee: batched}, self.fun, of=self.__numbax_function__())
 
 
 def _loaded(
     tree: gast.FunctionDef,
     header: list[str],
     namespace: dict[str, Any],
+    user: Callable,
     describe_line: Callable[[int], str] | None = None,
     of: Any = None,
 ) -> Generated:
     """A generated function's tree written, loaded and read back (see
-    :func:`load_generated`); ``describe_line``: the user's text of a line, for the
-    ``# line`` comments of statements that carry one."""
-    body = emit_function(tree, describe_line).text.splitlines()
-    return load_generated(tree.name, header, body, namespace, of=of)
+    :func:`load_generated`), standing for the user's function ``user``;
+    ``describe_line``: the user's text of a line, for the ``# line`` comments of
+    statements that carry one."""
+    emitted = emit_function(tree, describe_line)
+    return load_generated(
+        tree.name,
+        header,
+        emitted.text.splitlines(),
+        namespace,
+        of=of,
+        origin=user_origin(user),
+        line_origins=emitted.origins,
+    )
 
 
 def _has_dict(axes: Any) -> bool:

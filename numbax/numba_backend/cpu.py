@@ -206,6 +206,7 @@ def _helper_options(options: dict[str, Any]) -> dict[str, Any]:
 
 
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)')
+_OWN_MESSAGE = re.compile(r"^\s*(?:\w+Error: )?(numbax: .*)$", re.MULTILINE)
 _UNTYPEABLE_ARGUMENT = re.compile(r"argument (\d+): Cannot determine Numba type of (<[^>]+>)")
 
 
@@ -235,7 +236,8 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
     bad_argument = _UNTYPEABLE_ARGUMENT.search(message)
     if bad_argument:
         return _untypeable_argument_error(compiled, int(bad_argument[1]), bad_argument[2])
-    construct = _first_meaningful_line(message)
+    own = _OWN_MESSAGE.search(message)  # a refusal of numbax's own overloads says why
+    construct = own[1] if own else _first_meaningful_line(message)
     detail = f"Numba cannot compile it: {construct}"
     if user_line is not None:
         detail += f"\n  in: {source.line(user_line)}"

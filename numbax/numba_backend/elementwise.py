@@ -26,6 +26,7 @@ from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.numba_backend.disk_cache import cache_for
+from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.weak import weak_target
 
@@ -161,5 +162,4 @@ def _flat_loop(
     lines.append(f"    return _ufunc({params})")
     namespace = {"_allocate": _allocate, "_dtype": dtype, "_scalar": scalar, "_ufunc": ufunc}
     namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
-    exec("\n".join(lines), namespace)
-    return namespace["impl"]
+    return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")

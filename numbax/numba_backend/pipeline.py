@@ -26,8 +26,9 @@ from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
+from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.source import FunctionSource, display_name
+from numbax.transform.source import FunctionSource, describe_file, display_name
 from numbax.transform.specialize import bake_static_arguments
 
 HelperCompiler = Callable[[Any], Any]
@@ -104,7 +105,8 @@ def _header(
     statics: dict[str, Any] | None,
     weak_params: frozenset[str] | None,
 ) -> str:
-    where = f"{portable_path(source.location)}, line {source.firstlineno}"
+    user = resolve(source.filename, source.firstlineno)  # through compositions
+    where = f"{portable_path(describe_file(user.filename))}, line {user.line}"
     text = f"{transformation} of {display_name(source.func)} ({where})"
     if statics:
         text += "\nstatic arguments: " + ", ".join(

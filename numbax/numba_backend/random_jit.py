@@ -27,6 +27,7 @@ from numba import literal_unroll, types
 from numba.core import errors
 from numba.extending import overload
 
+from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_kernels import (
     bits32_flat,
     bits64_flat,
@@ -192,9 +193,7 @@ def _dims_of_impl(shape):
         return lambda shape: ()
     # one homogeneous tuple, also from a tuple of integer literals
     items = ", ".join(f"np.int64(shape[{j}])" for j in range(len(shape)))
-    namespace = {"np": np}
-    exec(f"def impl(shape):\n    return ({items},)\n", namespace)  # noqa: S102 (our own source)
-    return namespace["impl"]
+    return define(f"def impl(shape):\n    return ({items},)\n", {"np": np}, "random shape")
 
 
 def finish(flat: np.ndarray, dims: tuple[int, ...]) -> Any:

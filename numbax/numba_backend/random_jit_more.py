@@ -18,6 +18,7 @@ import numpy as np
 from numba import types
 from numba.core import errors
 
+from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_jit import (
     JitImplementation,
     check_key,
@@ -85,16 +86,11 @@ def _gather(x: np.ndarray, axis: int, index: np.ndarray) -> np.ndarray:
     return out
 
 
-def _exec(source: str, name: str) -> Any:
-    namespace: dict[str, Any] = {"np": np}
-    exec(source, namespace)  # noqa: S102 (our own source, constants written in)
-    return namespace[name]
-
-
 def _replace_axis(axis: int) -> Any:
     """``f(shape, dims)``: ``shape`` with its ``axis`` replaced by the dims ``dims``; the
     axis is written into the source so that Numba slices the tuples statically."""
-    return helper_jit(_exec(f"def f(s, d):\n    return s[:{axis}] + d + s[{axis + 1}:]\n", "f"))
+    source = f"def f(s, d):\n    return s[:{axis}] + d + s[{axis + 1}:]\n"
+    return helper_jit(define(source, {}, "random replace_axis", "f"))
 
 
 # -- the implementations ------------------------------------------------------------------
@@ -210,9 +206,8 @@ def _dims(name: str, shape: Any, *params: Any) -> Any:
             if len(shapes) == 1
             else f"np.broadcast_shapes({', '.join(shapes)})"
         )
-    namespace = {"np": np, "dims_of": dims_of}
-    exec(f"def f({signature}):\n    return {body}\n", namespace)  # noqa: S102 (our own source)
-    return helper_jit(namespace["f"])
+    source = f"def f({signature}):\n    return {body}\n"
+    return helper_jit(define(source, {"np": np, "dims_of": dims_of}, "random shape", "f"))
 
 
 def _float_param(name: str, value: Any) -> np.dtype:
@@ -322,7 +317,9 @@ def _categorical_impl(key, logits, axis=-1, shape=None, replace=True):
             "draw it outside the jitted function and pass the indices in"
         )
     zero = np.dtype(str(logits.dtype)).type(0.0)
-    batch = helper_jit(_exec(f"def f(s):\n    return s[:{ax}] + s[{ax + 1}:]\n", "f"))
+    batch = helper_jit(
+        define(f"def f(s):\n    return s[:{ax}] + s[{ax + 1}:]\n", {}, "random categorical", "f")
+    )
     if _omitted(shape):
         dims_fn = helper_jit(lambda shape, logits: batch(logits.shape))
     else:

@@ -32,6 +32,7 @@ from numba.extending import overload
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
+from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
     ERFINV_F64,
@@ -267,9 +268,9 @@ def _horner(coefficients: Sequence[float], dtype: type) -> Any:
     names = [f"c{j}" for j in range(len(coefficients))]
     lines = [f"def horner(t):\n    p = {names[0]}"]
     lines += [f"    p = p * t + {name}" for name in names[1:]]
-    namespace = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
-    exec("\n".join(lines) + "\n    return p\n", namespace)  # noqa: S102 (our own source)
-    return helper_jit(namespace["horner"])
+    constants = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
+    source = "\n".join(lines) + "\n    return p\n"
+    return helper_jit(define(source, constants, "random horner", "horner"))
 
 
 def _branches(table: tuple, dtype: type) -> list[Any]:

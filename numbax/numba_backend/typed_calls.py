@@ -18,6 +18,7 @@ from numba.extending import overload
 
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, typed_per_process
+from numbax.numba_backend.generated import define
 
 PRANGE = numba.prange
 """The parallel range a generated loop names ``prange`` (a ``range`` in Python)."""
@@ -40,28 +41,31 @@ def typed_per_call(name: str, params: list[str], target: Callable[[tuple], Calla
     """A function ``name(<params>)`` that compiled code can call: for each new tuple of
     argument types, ``target(types)`` gives the compiled function the call runs."""
     signature = ", ".join(params)
-    namespace: dict[str, Any] = {"forwarding": lambda types: _forwarding(params, target(types))}
-    exec(  # noqa: S102 - a stub and its typing function with the parameters' names
-        f"def {name}({signature}):\n"
-        "    raise RuntimeError('called by compiled code only')\n"
-        f"def typing({signature}):\n"
-        f"    return forwarding(({signature},))\n",
-        namespace,
+    # a stub and its typing function with the parameters' names
+    stub = define(
+        f"def {name}({signature}):\n    raise RuntimeError('called by compiled code only')\n",
+        {},
+        f"typed call {name}",
+        name,
     )
-    overload(namespace[name])(namespace["typing"])
-    namespace[name].__numbax_typed_per_process__ = True  # see cpu.typed_per_process
-    return namespace[name]
+    forwarding = {"forwarding": lambda types: _forwarding(params, target(types))}
+    typing = define(
+        f"def typing({signature}):\n    return forwarding(({signature},))\n",
+        forwarding,
+        f"typed call {name} typing",
+        "typing",
+    )
+    overload(stub)(typing)
+    stub.__numbax_typed_per_process__ = True  # see cpu.typed_per_process
+    return stub
 
 
 def _forwarding(params: list[str], target: Callable) -> Callable:
     """``def implementation(<params>): return target(<params>)``, which Numba compiles
     as the overload's implementation."""
     signature = ", ".join(params)
-    namespace: dict[str, Any] = {"target": target}
-    exec(  # noqa: S102
-        f"def implementation({signature}):\n    return target({signature})\n", namespace
-    )
-    return namespace["implementation"]
+    source = f"def implementation({signature}):\n    return target({signature})\n"
+    return define(source, {"target": target}, "typed call forwarding", "implementation")
 
 
 def compiled_calling(function: Callable, options: dict[str, Any], callees: list[Any]) -> Any:

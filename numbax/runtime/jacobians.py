@@ -88,13 +88,54 @@ def jac_unravel(flat: np.ndarray, like: Any) -> Any:
     return tree_util.tree_unflatten(treedef, parts)
 
 
+COMPLEX_INPUT = (
+    "jacfwd requires real-valued inputs (input dtype that is a sub-dtype of np.floating), "
+    "but got {}. For holomorphic differentiation, pass holomorphic=True. For "
+    "differentiating non-holomorphic functions involving complex inputs, use nx.jvp directly."
+)
+COMPLEX_OUTPUT = (
+    "jacrev requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+    "but got {}. For holomorphic differentiation, pass holomorphic=True. For "
+    "differentiating non-holomorphic functions involving complex outputs, use nx.vjp directly."
+)
+NOT_COMPLEX = "{} with holomorphic=True requires {}s with complex dtype, but got {}."
+
+
+def jacobian_dtype_error(
+    transformation: str, holomorphic: bool, outs: list[np.dtype], xs: list[np.dtype]
+) -> str | None:
+    """JAX's TypeError message for a Jacobian of these output and input dtypes, if any:
+    with ``holomorphic``, both must be complex; without, ``jacfwd``'s inputs and
+    ``jacrev``'s outputs must be real (a basis of real vectors does not span them, so
+    the result would silently be the real part's Jacobian)."""
+    for kind, dtypes in (("input", xs), ("output", outs)):
+        for dtype in dtypes:
+            if holomorphic and dtype.kind != "c":
+                return NOT_COMPLEX.format(transformation, kind, dtype.name)
+    if holomorphic:
+        return None
+    checked, message = (xs, COMPLEX_INPUT) if transformation == "jacfwd" else (outs, COMPLEX_OUTPUT)
+    for dtype in checked:
+        if dtype.kind == "c":
+            return message.format(dtype.name)
+    return None
+
+
 @helper
-def jac_buffer(out: Any, x: Any) -> np.ndarray:
+def jac_buffer(
+    out: Any, x: Any, transformation: str | None = None, holomorphic: bool = False
+) -> np.ndarray:
     """An uninitialised ``(jac_size(out), jac_size(x))`` Jacobian buffer. The dtype
     promotes every leaf's, at least to floating: float32 only when no leaf is float64,
-    as in JAX. Python scalars count as float64 / int64, as Numba sees them."""
-    leaves = tree_util.tree_leaves(out) + tree_util.tree_leaves(x)
-    return np.empty((jac_size(out), jac_size(x)), jacobian_dtype(_dtypes(leaves)))
+    as in JAX. Python scalars count as float64 / int64, as Numba sees them. Complex
+    values where ``transformation`` (``"jacfwd"``, ``"jacrev"``) and ``holomorphic``
+    do not allow them raise JAX's TypeError (:func:`jacobian_dtype_error`; None: no
+    check)."""
+    outs, xs = _dtypes(tree_util.tree_leaves(out)), _dtypes(tree_util.tree_leaves(x))
+    message = transformation and jacobian_dtype_error(transformation, holomorphic, outs, xs)
+    if message:
+        raise TypeError(message)
+    return np.empty((jac_size(out), jac_size(x)), jacobian_dtype(outs + xs))
 
 
 @helper

@@ -192,6 +192,11 @@ def norm_weights(
     the gradient (``x / norm`` for the 2-norm, ``sign(x)`` for the 1-norm, the sign at
     the tied maxima for the max norm); its derivatives are ``k=1, 2, ...``."""
     x = np.asarray(x)
+    if k and x.dtype.kind == "c":
+        raise TypeError(
+            "numbax: second derivatives of np.linalg.norm of complex values are not "
+            "supported; write the norm as np.sqrt(np.sum(np.abs(z) ** 2)) instead"
+        )
     dtype = inexact_dtype(x.dtype)
     p = _vector_power(ord, x.ndim, axis)
     big = broadcast_reduced(np.asarray(norm, dtype), x, axis, keepdims)

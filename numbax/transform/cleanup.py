@@ -9,8 +9,10 @@ changes:
   :mod:`~numbax.transform.analysis.dataflow`), when computing it has no effect — a
   store into an array, a tape's ``append``/``pop``, a call of a user's function or of a
   runtime helper that checks or writes is always kept;
-* save/restore pairs that cancel: ``_x_old = x`` ... ``x = _x_old`` with neither
-  reassigned in between on any path (the restore is removed, then the save is dead);
+* save/restore pairs that cancel (:mod:`~numbax.transform.restores`): ``_x_old = x``
+  ... ``x = _x_old`` with neither reassigned in between on any path, or with ``x``
+  rebound only in the straight-line region between them, whose values are renamed
+  instead (the restore is removed, then the save is dead);
 
 and once, before: folds arithmetic on numeric literals (``2 - 1``), drops keyword
 arguments of NumPy reductions that spell out their defaults (``axis=None``,
@@ -29,9 +31,10 @@ import gast
 import numpy as np
 
 from numbax.transform import rules
-from numbax.transform.analysis.dataflow import Copies, Liveness, definitions, statements
+from numbax.transform.analysis.dataflow import Liveness, definitions
 from numbax.transform.provenance import ORIGIN, annotate, origin_of
 from numbax.transform.resolve import LOCAL, local_names
+from numbax.transform.restores import cancel_restores, rename_restored
 from numbax.transform.source import FunctionSource
 
 RUNTIME = "nxrt"
@@ -83,7 +86,10 @@ def cleanup(fn: gast.FunctionDef, source: FunctionSource | None = None) -> gast.
     _Constants(names).visit(fn)
     changed = True
     while changed:
-        changed = _cancel_restores(fn)
+        changed = cancel_restores(fn)
+        if rename_restored(fn):
+            names.locals = local_names(fn)  # and the names given to renamed values
+            changed = True
         changed |= _sweep(fn.body, Liveness(fn.body), names, top=True)
     return fn
 
@@ -260,37 +266,3 @@ def _dead(stmt: gast.stmt, liveness: Liveness, names: _Names) -> bool:
 
 def _empty(stmts: list[gast.stmt]) -> bool:
     return all(isinstance(s, gast.Pass) for s in stmts)
-
-
-def _cancel_restores(fn: gast.FunctionDef) -> bool:
-    """Remove each ``b = a`` where ``b`` holds the same object as ``a`` already, on
-    every path (``_x_old = x`` ... ``x = _x_old``, with neither reassigned between),
-    and ``x = x``; whether any was removed."""
-    copies = Copies(fn.body)
-    redundant = set()
-    for stmt in statements(fn.body):
-        pair = _copy(stmt)
-        if pair is not None and (pair[0] == pair[1] or frozenset(pair) in copies.before(stmt)):
-            redundant.add(id(stmt))
-    if redundant:
-        _drop(fn.body, redundant)
-    return bool(redundant)
-
-
-def _drop(stmts: list[gast.stmt], ids: set[int]) -> None:
-    stmts[:] = [s for s in stmts if id(s) not in ids] or [gast.Pass()]
-    for stmt in stmts:
-        for block in ("body", "orelse"):
-            if getattr(stmt, block, None):
-                _drop(getattr(stmt, block), ids)
-
-
-def _copy(stmt: gast.stmt) -> tuple[str, str] | None:
-    """``(a, b)`` for ``a = b`` between two names."""
-    if (
-        isinstance(stmt, gast.Assign)
-        and isinstance(stmt.targets[0], gast.Name)
-        and isinstance(stmt.value, gast.Name)
-    ):
-        return stmt.targets[0].id, stmt.value.id
-    return None

@@ -7,7 +7,7 @@ jittable, and readable::
 
     def jacrev_f(x):
         _out = f(x)
-        _jac = nxrt.jac_buffer(_out, x)
+        _jac = nxrt.jac_buffer(_out, x, 'jacrev')
         for _row in range(nxrt.jac_size(_out)):
             _ct_out = nxrt.jac_basis(_out, _row)
             _ct_x, = _vjp_f(x, _ct_out)
@@ -45,13 +45,15 @@ def jacobian_function(
     has_aux: bool = False,
     callee_name: str = "_fun",
     as_tuple: bool = False,
+    holomorphic: bool = False,
 ) -> tuple[gast.FunctionDef, str]:
     """A function with ``fn``'s parameters returning the Jacobian of ``callee`` w.r.t.
     the arguments at ``positions``. ``callee`` is bound under the returned name.
 
     With ``as_tuple`` (JAX's tuple ``argnums``) the arguments are differentiated as one
     pytree, the tuple of them, in one loop: as in JAX, the result is the output's
-    structure holding that tuple at each output leaf."""
+    structure holding that tuple at each output leaf. ``holomorphic``: complex inputs
+    and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes)."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args]
     stored = stored_into(fn)  # the primal call gets a copy of what it writes into
@@ -72,7 +74,10 @@ def jacobian_function(
     else:
         x = wrt[0]
     loop = _Loop(namer, derive, callee, params, positions, wrt, x, out, namer.fresh("jac"))
-    body.append(assign(loop.jac, runtime_call("jac_buffer", load(out), load(x))))
+    checks = [gast.Constant("jacfwd" if forward else "jacrev", None)]
+    if holomorphic:
+        checks.append(gast.Constant(True, None))
+    body.append(assign(loop.jac, runtime_call("jac_buffer", load(out), load(x), *checks)))
     body += (
         loop.forward_columns(has_aux, as_tuple) if forward else loop.reverse_rows(has_aux, as_tuple)
     )

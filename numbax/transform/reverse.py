@@ -567,8 +567,13 @@ class _Reverse:
     @staticmethod
     def _may_broadcast(op: Operation) -> bool:
         """Whether the output may be larger than an operand: two variables meet (a
-        constant is a scalar; ``np.where``'s condition counts too)."""
-        return sum(isinstance(a, gast.Name) for a in op.bound.values()) > 1
+        constant is a scalar; ``np.where``'s condition counts too); or complex where
+        an operand may be real (``1j * x``: a real x's cotangent is the real part)."""
+        values = op.bound.values()
+        complex_constant = any(
+            isinstance(a, gast.Constant) and isinstance(a.value, complex) for a in values
+        )
+        return complex_constant or sum(isinstance(a, gast.Name) for a in values) > 1
 
     def _call_contributions(self, op: Operation, g: gast.expr, line: int | None) -> list:
         call = op.node

@@ -185,13 +185,13 @@ def test_argnums_out_of_range():
 
 
 def test_numpy_function_without_rule():
-    def uses_fft(x):
-        return np.sum(np.real(np.fft.fft(x)))
+    def uses_unwrap(x):
+        return np.sum(np.unwrap(x))
 
-    with pytest.raises(nx.TransformError, match=r"numpy.fft.fft has no derivative rule") as info:
-        nx.grad(uses_fft)(X)
+    with pytest.raises(nx.TransformError, match=r"numpy.unwrap has no derivative rule") as info:
+        nx.grad(uses_unwrap)(X)
     message = str(info.value)
-    assert "custom_jvp" in message and "uses_fft" in message and "test_api.py" in message
+    assert "custom_jvp" in message and "uses_unwrap" in message and "test_api.py" in message
 
 
 def test_constant_parts_are_not_differentiated():

@@ -9,9 +9,11 @@ pipeline does so (``numba_backend/runtime.py``) before compiling anything.
 """
 
 from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers them)
+    arrays,
     batching,
     broadcasting,
     elementwise,
+    fft,
     fusion,
     jacobians,
     linalg,

@@ -11,10 +11,12 @@ from typing import Any
 
 import numpy as np
 from numba import types
+from numba.core import errors
 from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import (
+    _always,
     _define,
     _fail,
     _is_none,
@@ -29,6 +31,7 @@ from numbax.runtime.jacobians import (
     jac_unflatten,
     jac_unravel,
     jacobian_dtype,
+    jacobian_dtype_error,
 )
 
 
@@ -145,12 +148,41 @@ def _jac_unravel_jit(flat, like):
     return _define("\n".join(lines) + "\n", "impl", namespace)
 
 
-@overload(jac_buffer)
-def _jac_buffer_jit(out, x):
-    leaves = _paths("jac_buffer", out) + _paths("jac_buffer", x)
-    dtype = jacobian_dtype([_dtype(t) for _, t in leaves])
+def _literal(name: str, ty: Any, default: Any) -> Any:
+    """The value of an argument that must be a constant (omitted: ``default``)."""
+    if _is_none(ty) or ty is default:
+        return default
+    if isinstance(ty, types.Omitted):
+        return ty.value
+    if isinstance(ty, types.Literal):
+        return ty.literal_value
+    if isinstance(ty, types.Boolean | types.UnicodeType):
+        raise errors.RequireLiteralValue(f"{name}: a constant")
+    raise _fail(name, f"expected a constant, got {ty}")
+
+
+@overload(jac_buffer, prefer_literal=True)
+def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
+    outs = [_dtype(t) for _, t in _paths("jac_buffer", out)]
+    xs = [_dtype(t) for _, t in _paths("jac_buffer", x)]
+    which = _literal("jac_buffer", transformation, None)
+    holomorphic = _literal("jac_buffer", holomorphic, False)
+    message = which and jacobian_dtype_error(which, holomorphic, outs, xs)
+    dtype = jacobian_dtype(outs + xs)
+    if message:
+        dt = dtype.type
+
+        def raising(out, x, transformation=None, holomorphic=False):
+            if _always():
+                raise TypeError(message)
+            return np.empty((1, 1), dt)
+
+        return raising
     rows, columns = _total("jac_buffer", "out", out), _total("jac_buffer", "x", x)
-    source = f"def impl(out, x):\n    return np.empty(({rows}, {columns}), dt)\n"
+    source = (
+        "def impl(out, x, transformation=None, holomorphic=False):\n"
+        f"    return np.empty(({rows}, {columns}), dt)\n"
+    )
     return _define(source, "impl", {"dt": dtype.type})
 
 

@@ -35,6 +35,7 @@ from numbax.errors import TransformError
 from numbax.transform.batch.axes import Leaf, batch_size
 from numbax.transform.batch.loop import INDEX, SIZE, examples_loop
 from numbax.transform.batch.nodes import function, item, names, template
+from numbax.transform.cleanup import cleanup
 from numbax.transform.normalize_nodes import assign, at, load
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
@@ -141,8 +142,8 @@ def part_function(fn: gast.FunctionDef, part: Part, name: str, resolver: Resolve
         outputs = [load(n) for n in part.outputs]
         returned = outputs[0] if len(outputs) == 1 else gast.Tuple(outputs, gast.Load())
         body.append(gast.copy_location(gast.Return(returned), part.collective))
-    tree = function(name, params, body)
-    return gast.copy_location(tree, fn)
+    tree = gast.copy_location(function(name, params, body), fn)
+    return cleanup(tree, resolver.source)
 
 
 def _with_index(stmt: gast.stmt, resolver: Resolver) -> gast.stmt:
@@ -191,7 +192,7 @@ def split_loop_function(
     statements = examples_loop(callees[-1], arguments, "_batch", out_axes, short)
     line = getattr(last.statements[-1], "lineno", None) if last.statements else None
     body += _starting_at([*statements, gast.Return(load("_batch"))], line)
-    return function(name, params, body)
+    return cleanup(function(name, params, body))
 
 
 def _index(part: Part) -> list[Leaf]:

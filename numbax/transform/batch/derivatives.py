@@ -14,6 +14,7 @@ import gast
 
 from numbax.transform.ad_common import runtime_call
 from numbax.transform.batch.nodes import function, item
+from numbax.transform.cleanup import cleanup
 from numbax.transform.normalize_nodes import assign, load
 
 BATCHED_JVP = "_batched_jvp"
@@ -29,7 +30,7 @@ def jvp_function(name: str, params: list[str]) -> gast.FunctionDef:
     """``def <name>(<params>): return _batched_jvp(<params>)`` (the primal's parameters,
     then the tangents')."""
     call = gast.Call(load(BATCHED_JVP), [load(p) for p in params], [])
-    return function(name, params, [gast.Return(call)])
+    return cleanup(function(name, params, [gast.Return(call)]))
 
 
 def vjp_function(name: str, params: list[str], shared: list[bool]) -> gast.FunctionDef:
@@ -43,4 +44,4 @@ def vjp_function(name: str, params: list[str], shared: list[bool]) -> gast.Funct
         for k, summed in enumerate(shared)
     ]
     result = gast.Tuple(cotangents, gast.Load())
-    return function(name, params, [assign(COTANGENTS, call), gast.Return(result)])
+    return cleanup(function(name, params, [assign(COTANGENTS, call), gast.Return(result)]))

@@ -25,6 +25,7 @@ import gast
 from numbax.transform.ad_common import runtime_call
 from numbax.transform.batch.axes import Leaf, batch_size, elements, is_prefix, rebuilt
 from numbax.transform.batch.nodes import function
+from numbax.transform.cleanup import cleanup
 from numbax.transform.normalize_nodes import assign, clone, const, load, store
 
 INDEX = "index"
@@ -53,7 +54,7 @@ def loop_function(
         *examples_loop(callee, arguments, "_batch", out_axes, short, loop),
         gast.Return(load("_batch")),
     ]
-    return function(name, params, body)
+    return cleanup(function(name, params, body))
 
 
 def examples_loop(

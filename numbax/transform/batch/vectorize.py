@@ -30,6 +30,7 @@ from numbax.transform import rules
 from numbax.transform.batch.axes import batch_size
 from numbax.transform.batch.loop import SIZE
 from numbax.transform.batch.nodes import expression, literal, names, template
+from numbax.transform.cleanup import cleanup
 from numbax.transform.normalize_nodes import assign, clone, load
 from numbax.transform.operations import (
     CALL,
@@ -139,14 +140,17 @@ class _Vectorizer:
                     "np.transpose(x, order)", x=load(param), order=literal(tuple(order))
                 )
                 prologue.append(assign(param, moved))
-        body = _without_unused_tuples(self.block(fn.body))
-        if SIZE not in names(body):
-            prologue[0] = gast.Expr(prologue[0].value)  # the sizes are checked, not used
+        body = self.block(fn.body)
         for stmt in prologue:
             gast.copy_location(stmt, fn)
         fn.body = prologue + body
         fn.name = name
         fn.decorator_list = []
+        # what the batching rules left unread (a tuple spelled out element by element:
+        # np.concatenate((x, w), ...)) goes
+        cleanup(fn, self.source)
+        if SIZE not in names(fn.body[1:]):
+            fn.body[0] = gast.copy_location(gast.Expr(fn.body[0].value), fn.body[0])
         return fn
 
     # -- statements ---------------------------------------------------------------------
@@ -541,19 +545,3 @@ class _Vectorizer:
         if not batch_op.batched:
             return Value(rank), None
         return Value(rank, batched), expression(source)
-
-
-def _without_unused_tuples(body: list[gast.stmt]) -> list[gast.stmt]:
-    """``body`` without the tuples that batching rules spelled out element by element
-    (``np.concatenate((x, w), ...)``) and nothing else reads."""
-    loaded = set(names(body))
-    return [s for s in body if not _unused_tuple(s, loaded)]
-
-
-def _unused_tuple(stmt: gast.stmt, loaded: set[str]) -> bool:
-    return (
-        isinstance(stmt, gast.Assign)
-        and isinstance(stmt.value, gast.Tuple)
-        and isinstance(stmt.targets[0], gast.Name)
-        and stmt.targets[0].id not in loaded
-    )

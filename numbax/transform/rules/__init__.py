@@ -3,9 +3,11 @@ registers them all (see registry.py for what a rule is)."""
 
 from numbax.runtime import helpers as runtime_helpers
 from numbax.transform.rules import (  # noqa: F401
+    arrays,
     collectives,
     constants,
     elementwise,
+    fft,
     jacobians,
     linalg,
     operators,
@@ -72,6 +74,8 @@ LOOPED_BY_VMAP = frozenset(
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index"]
+    + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
+    + ["pad_positions", "fft_axes", "fft_shape"]
     + ["select_default", "spread_like", "unchoose", "unselect"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example

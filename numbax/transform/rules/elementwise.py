@@ -108,10 +108,12 @@ define(np.logaddexp,  "x, y",
 define(np.logaddexp2, "x, y",
        derivative={"x": "np.exp2(x - ans)",    "y": "np.exp2(y - ans)"}, elementwise=True)
 # -- absolute value: d|x| = sign(x) dx, 0 at x = 0. For complex z, d|z| = Re(conj(z) dz)
-# / |z| and the cotangent g * conj(z) / |z|, as in JAX (np.sign(z) is z / |z|);
-# real() and conj() are no-ops on real x.
-define([np.abs, abs], "x", jvp="np.real(dx * np.conj(np.sign(x)))",
-                           vjp="g * np.conj(np.sign(x))", batch=elementwise)
+# / |z| and the cotangent g * conj(z) / |z|, as in JAX; real() and conj() are no-ops on
+# real x. Written with |z| itself rather than np.sign(z) = z / |z| (a constant to the
+# transformations), so that second derivatives at complex z are right too.
+ABS_SLOPE = "np.conj(x) / np.where(ans == 0, 1, ans)"
+define([np.abs, abs], "x", jvp=f"np.real(dx * {ABS_SLOPE})",
+                           vjp=f"g * {ABS_SLOPE}", batch=elementwise)
 # fabs: |x| of real x only (NumPy refuses complex), so its slope is sign(x).
 define(np.fabs,       "x", derivative="np.sign(x)")
 # -- selections: the derivative goes to the argument the result is. Ties split it evenly
@@ -177,6 +179,8 @@ define(np.complex64,  "x", linear="np.complex64(x)",          vjp="nxrt.unbroadc
 # fmt: on
 
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite], batch=elementwise)
+# whether an array's dtype is complex: a flag, no derivative
+nondifferentiable([np.iscomplexobj, np.isrealobj])
 
 # -- the helpers of the power rules (operators.py), closed under differentiation
 # (numbax/runtime/elementwise.py): mul_pow(c, x, p) = c * x ** p and

@@ -78,9 +78,11 @@ define(np.std,  "a, axis=None, dtype=None, out=None, ddof=0, keepdims=False",
        vjp=f"nxrt.broadcast_reduced(g / ans, a, axis, keepdims) * {CENTRED} / {DOF}",
        methods=["std"], batch=reduction(nests=False),
        samples=["a[3, 4], axis=1", "a[2, 3, 4], ddof=2", "a[2, 3, 4], axis=(0, 1), keepdims=True"])
+# For complex x the weights are conj'd (|z|'s slope is conj(z) / |z|, as for np.abs) and
+# the tangent is the real part; both are no-ops on real x.
 define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
-       jvp=f"np.sum(dx * {NORM}, {KEEP})",
-       vjp=f"nxrt.broadcast_reduced(g, x, axis, keepdims) * {NORM}",
+       jvp=f"np.real(np.sum(dx * np.conj({NORM}), {KEEP}))",
+       vjp=f"nxrt.broadcast_reduced(g, x, axis, keepdims) * np.conj({NORM})",
        batch=reduction("x", nests=False),
        samples=["x[3, 4], axis=1", "x[4]", "x[2, 3, 4]", "x[2, 3, 4], 1, axis=-1, keepdims=True",
                 "x[2, 3, 4], np.inf, axis=0", "x[4], -np.inf", "x[2, 3, 4], 3, axis=1",

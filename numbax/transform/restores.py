@@ -1,0 +1,173 @@
+"""Save/restore pairs that cancel, removed: part of the cleanup pass.
+
+Reverse mode saves a value before the primal sweep overwrites it and gives it back in
+the adjoint sweep, so that each line's adjoint reads what its primal read::
+
+    _y_old = y                          _mul = y * y
+    y = _mul + x                        _y = _mul + x
+    y = np.tanh(y)              →       _y = np.tanh(_y)
+    _ct_y = ... y ...                   _ct_y = ... _y ...
+    y = _y_old                          (y was never overwritten)
+    _ct_mul = ... y ...                 _ct_mul = ... y ...
+
+Two ways a pair cancels:
+
+* :func:`cancel_restores`: the restore gives a variable the object it holds already on
+  every path (``_x_old = x`` ... ``x = _x_old`` with neither reassigned between, also
+  across branches that a second ``if`` on the same test repeats); the restore goes, and
+  the save is then dead.
+* :func:`rename_restored`: what the restore undoes is a rebinding in a straight-line
+  region (one block, between the save and the restore, without jumps out of it). The
+  values the region assigns get a name of their own, as in SSA form, so the variable is
+  never overwritten: the restore goes, and the save is then dead. Tapes (saves in a
+  loop body whose restores run in the reverse loop) are not such pairs and stay.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import gast
+
+from numbax.transform.analysis.dataflow import Copies, statements
+from numbax.transform.names import Namer
+
+_BLOCKS = ("body", "orelse")
+
+
+def cancel_restores(fn: gast.FunctionDef) -> bool:
+    """Remove each ``b = a`` where ``b`` holds the same object as ``a`` already, on
+    every path (``_x_old = x`` ... ``x = _x_old``, with neither reassigned between),
+    and ``x = x``; whether any was removed."""
+    copies = Copies(fn.body)
+    redundant = set()
+    for stmt in statements(fn.body):
+        pair = _copy(stmt)
+        if pair is not None and (pair[0] == pair[1] or frozenset(pair) in copies.before(stmt)):
+            redundant.add(id(stmt))
+    if redundant:
+        _drop(fn.body, redundant)
+    return bool(redundant)
+
+
+def rename_restored(fn: gast.FunctionDef) -> bool:
+    """Remove each restore ``v = a`` of a save ``a = v`` in the same block whose region
+    between them rebinds ``v`` only by its own statements (not in a nested block) and
+    has no ``break``, ``continue`` or ``return`` leaving it: the region's values of
+    ``v`` are renamed; whether any was removed."""
+    namer = Namer.for_function(fn)
+    changed = False
+    while True:
+        pair = next(_restored_pairs(fn), None)
+        if pair is None:
+            return changed
+        block, save, restore = pair
+        region = block[block.index(save) + 1 : block.index(restore)]
+        _rename_region(region, restore.targets[0].id, namer)
+        block.remove(restore)
+        if not block:
+            block.append(gast.Pass())
+        changed = True
+
+
+def _restored_pairs(fn: gast.FunctionDef) -> Iterator[tuple[list[gast.stmt], gast.stmt, gast.stmt]]:
+    """``(block, save, restore)`` for each pair :func:`rename_restored` removes, the
+    closest pairs first (an inner pair inside an outer one on the same variable)."""
+    assigned = Counter(
+        n.id
+        for n in gast.walk(fn)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store | gast.Param)
+    )
+    found = []
+    for block in _blocks(fn.body):
+        saves: dict[str, int] = {}  # a saved copy's name → its position in the block
+        for j, stmt in enumerate(block):
+            pair = _copy(stmt)
+            if pair is None:
+                continue
+            target, value = pair
+            i = saves.get(value) if target != value else None
+            if i is not None and _copy(block[i]) == (value, target) and assigned[value] == 1:
+                if _renamable(block[i + 1 : j], target):
+                    found.append((j - i, block, block[i], stmt))
+            saves[target] = j
+    for _, block, save, restore in sorted(found, key=lambda f: f[0]):
+        yield block, save, restore
+
+
+def _blocks(stmts: list[gast.stmt]) -> Iterator[list[gast.stmt]]:
+    yield stmts
+    for stmt in stmts:
+        for block in _BLOCKS:
+            inner = getattr(stmt, block, None)
+            if inner:
+                yield from _blocks(inner)
+
+
+def _renamable(region: list[gast.stmt], var: str) -> bool:
+    """Whether ``var`` is assigned in ``region`` by its own statements only (not in a
+    nested block, nor as a loop's target), and no jump leaves the region."""
+    for stmt in region:
+        nested = [s for block in _BLOCKS for s in getattr(stmt, block, [])]
+        if isinstance(stmt, gast.For) and var in _stored(stmt.target):
+            return False
+        if any(var in _stored(s) for s in nested):
+            return False
+    return not _jumps_out(region)
+
+
+def _jumps_out(stmts: list[gast.stmt]) -> bool:
+    """Whether a jump in ``stmts`` leaves them: a ``return``, or a ``break`` or
+    ``continue`` not of a loop among them."""
+    for stmt in stmts:
+        if isinstance(stmt, gast.Return | gast.Break | gast.Continue):
+            return True
+        if isinstance(stmt, gast.For | gast.While):
+            if any(isinstance(s, gast.Return) for s in statements(stmt.body + stmt.orelse)):
+                return True
+        elif _jumps_out([s for block in _BLOCKS for s in getattr(stmt, block, [])]):
+            return True
+    return False
+
+
+def _stored(node: gast.AST) -> set[str]:
+    return {
+        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    }
+
+
+def _rename_region(region: list[gast.stmt], var: str, namer: Namer) -> None:
+    """Give the values ``region`` assigns to ``var`` a fresh name, and each read of
+    ``var`` after one of them that name."""
+    fresh = namer.fresh(var)
+    current = var
+    for stmt in region:
+        defines = isinstance(stmt, gast.Assign) and var in _stored(stmt)
+        for node in gast.walk(stmt):
+            if isinstance(node, gast.Name) and node.id == var:
+                if isinstance(node.ctx, gast.Store):
+                    node.id = fresh
+                else:
+                    node.id = current
+        if defines:
+            current = fresh
+
+
+def _drop(stmts: list[gast.stmt], ids: set[int]) -> None:
+    stmts[:] = [s for s in stmts if id(s) not in ids] or [gast.Pass()]
+    for stmt in stmts:
+        for block in _BLOCKS:
+            if getattr(stmt, block, None):
+                _drop(getattr(stmt, block), ids)
+
+
+def _copy(stmt: gast.stmt) -> tuple[str, str] | None:
+    """``(a, b)`` for ``a = b`` between two names."""
+    if (
+        isinstance(stmt, gast.Assign)
+        and isinstance(stmt.targets[0], gast.Name)
+        and isinstance(stmt.value, gast.Name)
+    ):
+        return stmt.targets[0].id, stmt.value.id
+    return None
