@@ -19,10 +19,12 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     boundary,
     elementary,
     elementwise,
+    grids,
     numpy_extra,
     numpy_linalg,
     overloads,
     reductions,
+    selection,
     weak,
 )
 from numbax.numba_backend.redirects import replacement_for
@@ -33,7 +35,7 @@ from numbax.runtime import nxrt
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
-    + ["cumsum", "cumprod"]
+    + ["cumsum", "cumprod", "take", "choose"]
 )
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 

@@ -20,6 +20,7 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     nxrt,
     reductions,
     seeds,
+    selection,
     shapes,
     tangents,
 )

@@ -19,6 +19,7 @@ from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers
     linalg,
     reductions,
     seeds,
+    selection,
     shapes,
     tangents,
 )
