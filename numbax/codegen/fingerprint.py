@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import threading
 import types
 from typing import Any
 
@@ -65,7 +66,34 @@ def callable_identity(value: Any) -> str:
     module = getattr(value, "__module__", None) or type(value).__module__
     name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
     text = f"{module}.{name or repr(value)}"
-    code = getattr(inspect.unwrap(value), "__code__", None)  # custom_jvp(f): f's
+    function = inspect.unwrap(value)  # custom_jvp(f): f's
+    code = getattr(function, "__code__", None)
     if code is not None:
         text += f"@{portable_path(code.co_filename)}:{code.co_firstlineno}"
-    return text
+    return text + _closure_identity(function)
+
+
+_describing = threading.local()
+"""Per thread, the functions whose closure is being described (a nested function that
+calls itself holds itself in a cell)."""
+
+
+def _closure_identity(function: Any) -> str:
+    """What a closure captured: two functions made by one factory share their code, name
+    and line, and differ only here (``make(two)`` and ``make(three)``), so a module that
+    binds one of them must not be taken for a module that binds the other."""
+    cells = getattr(function, "__closure__", None)
+    seen = _describing.__dict__.setdefault("ids", set())
+    if not cells or id(function) in seen:
+        return ""
+    seen.add(id(function))
+    try:
+        captured = {}
+        for var, cell in zip(function.__code__.co_freevars, cells, strict=True):
+            try:
+                captured[var] = cell.cell_contents
+            except ValueError:  # an empty cell: not assigned yet
+                captured[var] = None
+        return "[" + ", ".join(f"{k}={v}" for k, v in fingerprint(captured)) + "]"
+    finally:
+        seen.discard(id(function))

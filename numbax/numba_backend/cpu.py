@@ -85,6 +85,11 @@ class Compiled:
             explain_failure(err, self, args)
 
 
+class Float16Error(CompileError, TypeError):
+    """An argument of dtype float16, which Numba types but cannot compile on the CPU: a
+    ``TypeError`` (the argument's type) that is also numbax's :class:`CompileError`."""
+
+
 CALL_ERRORS = (*NUMBA_ERRORS, NotImplementedError)
 """What a call of compiled code raises that :func:`explain_failure` explains."""
 
@@ -99,7 +104,7 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
     for index, arg in enumerate(args):
         if any(np.asarray(leaf).dtype == np.float16 for leaf in tree_util.tree_leaves(arg)):
             name = names[index] if index < len(names) else f"#{index}"
-            raise CompileError(
+            raise Float16Error(
                 f"argument {name!r} holds float16 values, which Numba does not compile on "
                 "the CPU. Cast it to float32 (x.astype(np.float32)) before the call, or call "
                 "the function without jit.",
@@ -109,6 +114,17 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
                 lineno=compiled.source.firstlineno,
                 construct="float16",
             ) from err
+    if isinstance(err, NotImplementedError) and str(err) == "float16":  # Numba's own
+        raise Float16Error(
+            "it computes with float16 values (np.float16 or a 'float16' dtype inside it), "
+            "which Numba does not compile on the CPU. Compute in float32 and cast the "
+            "result to float16 after the call, or call the function without jit.",
+            function=display_name(compiled.source.func),
+            transformation="jit",
+            filename=compiled.source.filename,
+            lineno=compiled.source.firstlineno,
+            construct="float16",
+        ) from err
     if isinstance(err, NUMBA_ERRORS):
         raise translate_numba_error(err, compiled) from err
     raise err
@@ -225,6 +241,8 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
     detail = f"Numba cannot compile it: {construct}"
     if user_line is not None:
         detail += f"\n  in: {source.line(user_line)}"
+    if "Cannot request literal type" in message:
+        detail += f"\n  {_NOT_LITERAL}"
     detail += (
         "\n  Rewrite that line with operations Numba supports (see the generated source "
         f"in {compiled.path}), or call the function without jit."
@@ -237,6 +255,15 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
         lineno=user_line,
         construct=construct,
     )
+
+
+_NOT_LITERAL = (
+    "An argument that decides the rank of a result (keepdims=, a tuple axis=, ord= of "
+    "a norm, einsum's subscripts, tensordot's axes) must be known when compiling: a "
+    "constant, or a parameter of the jitted function (marked static with "
+    "static_argnames), not a value chosen at run time, as by an if/else. Compute both "
+    "results in the branches instead (r = np.sum(x, 0, keepdims=True) if ... else ...)."
+)
 
 
 def _first_meaningful_line(message: str) -> str:

@@ -20,20 +20,45 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import astor
 import gast
+import numpy as np
 
 from numbax.codegen.variadic import fixed_arity, takes_star_args
+from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.runtime import nxrt
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.resolve import LOCAL, Resolver, local_names
+from numbax.transform.source import display_name
 
 RUNTIME_ALIAS = "nxrt"
 
 _ARITHMETIC = (gast.Add, gast.Sub, gast.Mult, gast.Div, gast.FloorDiv, gast.Mod, gast.Pow)
 _SCALAR_ATTRIBUTES = {"shape", "size", "ndim"}
 _SCALAR_BUILTINS = {len, int, float, complex, bool, round, abs, min, max}
+
+
+_PYTHON_TYPES = (int, float, complex, bool)
+
+
+def _numpy_random(target: Any) -> bool:
+    """Whether ``target`` is a function of ``numpy.random`` (``np.random.normal`` is a
+    method of NumPy's global RandomState) or makes a random state of its own."""
+    owner = getattr(target, "__self__", None)
+    if isinstance(owner, (np.random.RandomState, np.random.Generator)):
+        return True
+    if isinstance(target, type) and issubclass(
+        target, (np.random.RandomState, np.random.Generator, np.random.BitGenerator)
+    ):
+        return True
+    module = getattr(target, "__module__", None) or ""
+    return callable(target) and module.startswith("numpy.random")
+
+
+def _loads(node: gast.Subscript) -> bool:
+    return isinstance(node.ctx, gast.Load)
 
 
 def _runtime_attr(name: str) -> gast.Attribute:
@@ -171,6 +196,9 @@ class _Lowerer(gast.NodeTransformer):
         key = node.slice
         if isinstance(key, gast.Constant) and isinstance(key.value, str):
             return gast.Attribute(node.value, field_name(key.value), node.ctx)
+        if isinstance(key, gast.Constant) and key.value is Ellipsis and _loads(node):
+            # x[...]: the whole array, a view (Numba lowers no lone Ellipsis index)
+            return gast.Call(_runtime_attr("whole"), [node.value], [])
         return node
 
     def visit_Dict(self, node: gast.Dict) -> gast.AST:
@@ -197,9 +225,13 @@ class _Lowerer(gast.NodeTransformer):
         target = self.resolver.resolve(node.func)
         if target is LOCAL and isinstance(node.func, gast.Attribute):
             return self._method_call(node)
+        if _numpy_random(target):
+            raise self._numpy_random_error(node)
         replacement = runtime.replacement_for(target)
         if replacement is not None:
             node.func = _runtime_attr(replacement)
+            if target is np.meshgrid:  # its vectors as one tuple (see grids.py)
+                node.args = [gast.Tuple(node.args, gast.Load())]
         elif takes_star_args(target) and not any(isinstance(a, gast.Starred) for a in node.args):
             # One compiled function per number of arguments it is called with.
             fixed = fixed_arity(target, len(node.args))
@@ -221,9 +253,34 @@ class _Lowerer(gast.NodeTransformer):
     def _method_call(self, node: gast.Call) -> gast.AST:
         """``x.sum(axis=0)`` → ``nxrt.sum(x, axis=0)`` for methods Numba lacks options of."""
         name = node.func.attr
+        if name == "astype" and node.args:
+            node.args[0] = self._numpy_dtype(node.args[0])
         if name in runtime.ARRAY_METHODS:
             return gast.Call(_runtime_attr(name), [node.func.value, *node.args], node.keywords)
         return node
+
+    def _numpy_random_error(self, node: gast.Call) -> TransformError:
+        what = f"{astor.to_source(gast.gast_to_ast(node.func)).strip()}()"
+        return TransformError(
+            f"{what} draws from NumPy's global random state (or a RandomState or "
+            "Generator), which compiled code cannot share with Python. Use numbax.random "
+            "with an explicit key (key = nx.random.key(0); nx.random.normal(key, shape)), "
+            "or draw the numbers outside the jitted function and pass them in.",
+            function=display_name(self.resolver.source.func),
+            transformation="jit",
+            filename=self.resolver.source.filename,
+            lineno=getattr(node, "lineno", None),
+            construct=what,
+        )
+
+    def _numpy_dtype(self, dtype: gast.expr) -> gast.expr:
+        """A Python type as the NumPy scalar type NumPy takes it for (``x.astype(int)``
+        is ``x.astype(np.int64)`` on Linux); Numba accepts only the latter."""
+        target = self.resolver.resolve(dtype)
+        if target in _PYTHON_TYPES:
+            name = np.dtype(target).type.__name__
+            return gast.Attribute(gast.Name("np", gast.Load(), None, None), name, gast.Load())
+        return dtype
 
     def _bind_helper(self, func_node: gast.AST, target: types.FunctionType) -> gast.Name:
         """Bind the compiled ``target`` in the generated module; call it by plain name."""

@@ -64,6 +64,7 @@ from numbax.numba_backend.generated import Code
 from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.reductions import _accumulating, _dtype_arg, _is_none
 from numbax.numba_backend.weak import weak_target
+from numbax.runtime.linalg import einsum_terms
 
 __all__ = [
     "angle",
@@ -172,7 +173,7 @@ def tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
 
 @redirect(np.einsum)
 def einsum(subscripts: str, *operands: Any) -> Any:
-    """``np.einsum``; under jit ``subscripts`` must be a constant string without ``...``."""
+    """``np.einsum``; under jit ``subscripts`` must be a constant string."""
     return np.einsum(subscripts, *operands)
 
 
@@ -920,10 +921,15 @@ def _batched_matmul(a: Any, b: Any) -> Any:
 
 
 def _parse_einsum(subscripts: str, ndims: list[int]) -> tuple[list[str], str]:
-    """Operand and output subscripts of an einsum; implicit output as NumPy makes it."""
+    """Operand and output subscripts of an einsum; implicit output as NumPy makes it,
+    ``...`` spelled out with letters of its own."""
     spec = subscripts.replace(" ", "")
-    if "." in spec:
-        raise _fail("einsum", "subscripts with '...' are not supported under jit")
+    if "..." in spec:
+        try:
+            terms, output = einsum_terms(spec, tuple(ndims), None)
+        except ValueError as err:
+            raise _fail("einsum", str(err)) from None
+        spec = ",".join(terms) + "->" + output
     if "->" in spec:
         inputs, output = spec.split("->")
     else:

@@ -3,7 +3,8 @@ registered, and the table of NumPy functions compiled code calls through ``nxrt`
 
 Importing this module registers everything compiled code may call as ``nxrt.<name>``
 (the runtime's helpers' Numba versions, ``overloads/``; numbax's versions of NumPy
-functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``; the lowering's own
+functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``,
+``numpy_linalg.py``; the lowering's own
 helpers, ``weak``, ``keep_dtype``, ``elementwise``). The lowering pass (``lower.py``)
 imports it and asks it which calls and array methods to redirect, matched by identity.
 """
@@ -18,9 +19,12 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     boundary,
     elementary,
     elementwise,
+    grids,
     numpy_extra,
+    numpy_linalg,
     overloads,
     reductions,
+    selection,
     weak,
 )
 from numbax.numba_backend.redirects import replacement_for
@@ -31,7 +35,7 @@ from numbax.runtime import nxrt
 
 ARRAY_METHODS = frozenset(
     ["sum", "mean", "prod", "max", "min", "var", "std", "argmax", "argmin", "all", "any"]
-    + ["cumsum", "cumprod"]
+    + ["cumsum", "cumprod", "take", "choose"]
 )
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 

@@ -14,11 +14,13 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     elementwise,
     fft,
     fusion,
+    gathers,
     jacobians,
     linalg,
     nxrt,
     reductions,
     seeds,
+    selection,
     shapes,
     tangents,
 )

@@ -166,7 +166,7 @@ def tril_fold(x: Any) -> Any:
 _LETTERS = string.ascii_letters
 
 
-def _einsum_terms(subscripts: str, ndims: tuple[int, ...], out_ndim: int | None) -> tuple:
+def einsum_terms(subscripts: str, ndims: tuple[int, ...], out_ndim: int | None) -> tuple:
     """(input terms, output term) of ``subscripts`` for operands of ``ndims``: letters
     only, ``...`` spelled out with fresh letters, the implicit output made explicit."""
     text = subscripts.replace(" ", "")
@@ -203,7 +203,7 @@ def einsum_plan(spec: Any, ndims: tuple[int, ...], out_ndim: int | None) -> tupl
     VJP of operand ``j`` of einsum ``spec``: its output's term trades places with the
     term of operand ``j``, whose place the cotangent takes."""
     if isinstance(spec, str):
-        return _einsum_terms(spec, ndims, out_ndim)
+        return einsum_terms(spec, ndims, out_ndim)
     inner, j = spec
     inner_ndims = list(ndims)
     inner_ndims[j] = out_ndim if out_ndim is not None else ndims[j]
@@ -260,3 +260,109 @@ def einsum_general(
         out = np.zeros(shape, dtype)
         np.einsum(f"{output}->{unique}", out)[...] = result
     return out if np.ndim(like) or isinstance(like, np.ndarray) else out[()]
+
+
+# ---------------------------------------------------------------------------------------
+# Pieces of the derivatives of decompositions (svd, eigh) and matrix functions.
+# ---------------------------------------------------------------------------------------
+
+
+@helper
+def matrix_diagonal(x: Any) -> Any:
+    """The diagonal of each matrix of a stack ``x`` (..., n, n): (..., n). Linear; its
+    adjoint is :func:`diagonal_matrix`."""
+    x = np.asarray(x)
+    return np.ascontiguousarray(np.diagonal(x, axis1=-2, axis2=-1))
+
+
+@helper
+def diagonal_matrix(v: Any) -> Any:
+    """The matrices (..., n, n) with the vectors ``v`` (..., n) on their diagonals."""
+    v = np.asarray(v)
+    n = v.shape[-1]
+    return v[..., None, :] * np.eye(n, dtype=inexact_dtype(v.dtype))
+
+
+@helper
+def inverse_differences(w: Any) -> Any:
+    """``F[..., i, j] = 1 / (w[..., j] - w[..., i])`` off the diagonal, 0 on it: the
+    factor of the derivatives of eigenvectors and singular vectors. Equal values give
+    infinities: those vectors have no derivative (as in JAX)."""
+    w = np.asarray(w)
+    eye = np.eye(w.shape[-1], dtype=inexact_dtype(w.dtype))
+    return 1 / (w[..., None, :] - w[..., :, None] + eye) - eye
+
+
+@helper
+def svd_vectors_defined(u: Any, a: Any, full_matrices: bool) -> Any:
+    """``u``, the left singular vectors of ``a``, once it is checked that they have a
+    derivative: with ``full_matrices`` and ``a`` not square, the vectors beyond the
+    first ``min(m, n)`` are any orthonormal basis LAPACK picks, which has none."""
+    shape = np.shape(a)
+    if full_matrices and shape[-1] != shape[-2]:
+        raise ValueError(
+            "numbax: np.linalg.svd(a, full_matrices=True) of a non-square matrix has no "
+            "derivative (its extra singular vectors are arbitrary): pass full_matrices=False"
+        )
+    return u
+
+
+@helper
+def block_upper(a: Any, t: Any) -> Any:
+    """The block matrices ``[[a, t], [0, a]]`` of each pair of matrices of ``a`` and
+    ``t`` (of one shape, (..., n, n)): a matrix function of it has the function of
+    ``a`` on its diagonal and its derivative along ``t`` in the upper right block."""
+    a = np.asarray(a)
+    t = np.asarray(t)
+    n = a.shape[-1]
+    out = np.zeros(a.shape[:-2] + (2 * n, 2 * n), np.result_type(a, t, 1.0))
+    out[..., :n, :n] = a
+    out[..., n:, n:] = a
+    out[..., :n, n:] = t
+    return out
+
+
+@helper
+def upper_right(x: Any) -> Any:
+    """The upper right block (..., n, n) of block matrices ``x`` (..., 2n, 2n)."""
+    x = np.asarray(x)
+    n = x.shape[-1] // 2
+    return np.ascontiguousarray(x[..., :n, n:])
+
+
+@helper
+def diagonal_blocks(x: Any) -> Any:
+    """The sum of the two diagonal blocks of block matrices ``x`` (..., 2n, 2n): the
+    adjoint of :func:`block_upper` for its first argument."""
+    x = np.asarray(x)
+    n = x.shape[-1] // 2
+    return x[..., :n, :n] + x[..., n:, n:]
+
+
+def _kron_operands(g: Any, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``a`` and ``b`` with leading ones to one rank ``nd``, and ``g`` (of their
+    Kronecker product's shape) split into (a0, b0, a1, b1, ...)."""
+    a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
+    nd = max(a.ndim, b.ndim)
+    a = a.reshape((1,) * (nd - a.ndim) + a.shape)
+    b = b.reshape((1,) * (nd - b.ndim) + b.shape)
+    split = sum(((a.shape[i], b.shape[i]) for i in range(nd)), ())
+    return g.reshape(split), a, b, nd
+
+
+@helper
+def kron_vjp_a(ct: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``a`` in ``np.kron(a, b)``: each block of ``ct`` contracted
+    with ``b``. Linear in ``ct`` and in ``b``."""
+    g, _, full_b, nd = _kron_operands(ct, a, b)
+    out = np.tensordot(g, full_b, (tuple(range(1, 2 * nd, 2)), tuple(range(nd))))
+    return out.reshape(np.shape(a))
+
+
+@helper
+def kron_vjp_b(ct: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``b`` in ``np.kron(a, b)``: ``a`` contracted with the blocks of
+    ``ct``. Linear in ``ct`` and in ``a``."""
+    g, full_a, _, nd = _kron_operands(ct, a, b)
+    out = np.tensordot(full_a, g, (tuple(range(nd)), tuple(range(0, 2 * nd, 2))))
+    return out.reshape(np.shape(b))

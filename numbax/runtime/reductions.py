@@ -160,18 +160,50 @@ def cumprod_vjp(ct: Any, a: Any, axis: Any = None) -> Any:
     return reshape_like(out, a) if axis is None else np.ascontiguousarray(out)
 
 
-def _vector_power(ord: Any, ndim: int, axis: Any) -> float:
-    """The ``p`` of the vector norm ``np.linalg.norm(x, ord, axis)`` computes; 2 for the
-    Frobenius norm. Matrix norms other than Frobenius have no rule."""
+def _is_matrix_norm(ord: Any, ndim: int, axis: Any) -> bool:
+    """Whether ``np.linalg.norm(x, ord, axis)`` is a matrix norm other than Frobenius's
+    (whose derivatives are those of the vector 2-norm)."""
     matrix = (axis is None and ndim == 2) or (isinstance(axis, tuple) and len(axis) == 2)
-    if ord is None or ord == "fro":
-        return 2.0
-    if isinstance(ord, str) or matrix:
-        raise NotImplementedError(
-            f"numbax: no derivative rule for the matrix norm ord={ord!r} "
-            "(vector norms and the Frobenius norm have one)"
-        )
-    return float(ord)
+    return matrix and ord is not None and ord != "fro"
+
+
+def _shared(values: np.ndarray, largest: bool) -> np.ndarray:
+    """1/count at the ``count`` largest (or smallest) of each row's ``values``, else 0:
+    a max's derivative shared among ties, as JAX does."""
+    best = values.max(axis=-1, keepdims=True) if largest else values.min(axis=-1, keepdims=True)
+    mask = values == best
+    return mask / mask.sum(axis=-1, keepdims=True)
+
+
+def matrix_norm_gradient(m: np.ndarray, ord: Any) -> np.ndarray:
+    """The gradient of the matrix norm of order ``ord`` of each matrix of a stack ``m``
+    (..., r, c): for the column-sum norms (1, -1) ``sign(m)`` in the column(s) of the
+    largest (smallest) sum, for the row-sum norms (inf, -inf) in the row(s); for the
+    spectral norms (2, -2) ``u v^T`` of the largest (smallest) singular value, and
+    ``U V^T`` for the nuclear norm (ties share, as for ``max``)."""
+    if ord == "nuc" or ord in (2, -2):
+        u, s, vh = np.linalg.svd(m, full_matrices=False)
+        weights = np.ones_like(s) if ord == "nuc" else _shared(s, ord > 0)
+        return (u * weights[..., None, :]) @ vh
+    if ord in (1, -1):
+        return np.sign(m) * _shared(np.abs(m).sum(axis=-2), ord > 0)[..., None, :]
+    if ord in (np.inf, -np.inf):
+        return np.sign(m) * _shared(np.abs(m).sum(axis=-1), ord > 0)[..., :, None]
+    raise ValueError(f"Invalid norm order {ord!r} for matrices.")
+
+
+def _matrix_norm_weights(x: np.ndarray, ord: Any, axis: Any, k: int, dtype: Any) -> np.ndarray:
+    axes = (-2, -1) if axis is None else axis
+    if k == 0:
+        m = np.moveaxis(x, axes, (-2, -1))
+        return np.ascontiguousarray(np.moveaxis(matrix_norm_gradient(m, ord), (-2, -1), axes))
+    if ord in (1, np.inf, -np.inf):  # piecewise linear, and norm_exponent(ord) is 0
+        return np.zeros(x.shape, dtype)
+    raise ValueError(
+        f"numbax: np.linalg.norm(x, ord={ord!r}) of matrices has first derivatives only; "
+        "for more, compute it from np.linalg.svd(x, full_matrices=False) (singular values)"
+        " or from sums of np.abs(x), whose derivatives numbax has"
+    )
 
 
 @helper
@@ -190,7 +222,9 @@ def norm_weights(
     with respect to each element of ``x`` (holding ``norm`` fixed beyond the first):
     ``(p-1)...(p-k) sign(x)^(k+1) |x|^(p-1-k) norm^(1-p)``, of ``x``'s shape. ``k=0`` is
     the gradient (``x / norm`` for the 2-norm, ``sign(x)`` for the 1-norm, the sign at
-    the tied maxima for the max norm); its derivatives are ``k=1, 2, ...``."""
+    the tied maxima for the max norm); its derivatives are ``k=1, 2, ...``. Matrix norms
+    (``matrix_norm_gradient``) have their gradient, and second derivatives where they
+    are piecewise linear (1, inf, -inf); the others raise."""
     x = np.asarray(x)
     if k and x.dtype.kind == "c":
         raise TypeError(
@@ -198,7 +232,9 @@ def norm_weights(
             "supported; write the norm as np.sqrt(np.sum(np.abs(z) ** 2)) instead"
         )
     dtype = inexact_dtype(x.dtype)
-    p = _vector_power(ord, x.ndim, axis)
+    if _is_matrix_norm(ord, x.ndim, axis):
+        return _matrix_norm_weights(x, ord, axis, k, dtype).astype(dtype)
+    p = 2.0 if ord is None or ord == "fro" else float(ord)
     big = broadcast_reduced(np.asarray(norm, dtype), x, axis, keepdims)
     if math.isinf(p):
         if k:

@@ -29,9 +29,15 @@ def _normalize_axis(axis: int, ndim: int) -> int:
     return axis % ndim
 
 
-def _padded_shape(like: Any, ndim: int) -> tuple[int, ...]:
-    """like's shape with leading ones up to ``ndim`` (as np.atleast_1d/2d promote)."""
+def _padded_shape(like: Any, ndim: int, promote: str = "leading") -> tuple[int, ...]:
+    """like's shape promoted to ``ndim`` dimensions as the joining function does:
+    ``"leading"`` ones in front (np.atleast_1d/2d, np.hstack, np.vstack), ``"column"``
+    a 1-D array as a column (np.column_stack), ``"depth"`` as np.atleast_3d (np.dstack)."""
     shape = np.shape(like)
+    if promote == "column" and len(shape) == 1:
+        return (shape[0], 1)
+    if promote == "depth" and len(shape) < 3:
+        return {0: (1, 1, 1), 1: (1, *shape, 1), 2: (*shape, 1)}[len(shape)]
     return (1,) * (ndim - len(shape)) + shape
 
 
@@ -47,18 +53,19 @@ def _like_container(items: list, arrays: Any) -> Any:
 
 
 @helper
-def split_like(value: Any, arrays: Any, axis: int | None = 0) -> Any:
+def split_like(value: Any, arrays: Any, axis: int | None = 0, promote: str = "leading") -> Any:
     """The pieces of ``value`` that ``np.concatenate(arrays, axis)`` put together, each
     shaped like its array (a tuple; a list for a list): the adjoint of concatenation.
-    Arrays of fewer dimensions count with leading ones (as ``np.hstack``/``np.vstack``
-    promote them); ``axis=None`` splits the flattened ``value``."""
+    Arrays of fewer dimensions count as ``promote`` makes them (``_padded_shape``: with
+    leading ones as ``np.hstack``/``np.vstack`` promote them, as columns, or as
+    ``np.atleast_3d``); ``axis=None`` splits the flattened ``value``."""
     value = np.asarray(value)
     if axis is None:
         value, ax = np.ravel(value), 0
         sizes = [np.size(a) for a in arrays]
     else:
         ax = _normalize_axis(axis, value.ndim)
-        sizes = [_padded_shape(a, value.ndim)[ax] for a in arrays]
+        sizes = [_padded_shape(a, value.ndim, promote)[ax] for a in arrays]
     pieces = np.split(value, np.cumsum(sizes)[:-1], axis=ax)
     return _like_container(
         [_shaped_like(p, a) for p, a in zip(pieces, arrays, strict=True)], arrays
@@ -66,15 +73,17 @@ def split_like(value: Any, arrays: Any, axis: int | None = 0) -> Any:
 
 
 @helper
-def join_like(pieces: Any, value: Any, axis: int | None = 0) -> np.ndarray:
+def join_like(
+    pieces: Any, value: Any, axis: int | None = 0, promote: str = "leading"
+) -> np.ndarray:
     """The inverse of ``split_like``: ``pieces`` concatenated along ``axis`` into an
-    array of value's shape (each piece with leading ones up to value's rank)."""
+    array of value's shape (each piece promoted to value's rank as ``promote`` says)."""
     value_shape = np.shape(value)
     if axis is None:
         parts = [np.ravel(p) for p in pieces]
         return np.reshape(np.concatenate(parts), value_shape)
     ndim = len(value_shape)
-    parts = [np.reshape(p, _padded_shape(p, ndim)) for p in pieces]
+    parts = [np.reshape(p, _padded_shape(p, ndim, promote)) for p in pieces]
     return np.concatenate(parts, axis=axis)
 
 
@@ -198,3 +207,21 @@ def uncast(value: Any, x: Any, dtype: Any) -> Any:
     if _inexact(dtype):
         return unbroadcast(value, x)
     return zeros_like(x)
+
+
+@helper
+def unarray(value: Any, obj: Any) -> Any:
+    """The cotangent of ``obj`` in ``np.array(obj)``: ``value`` itself for an array
+    (in its dtype), else the pieces of ``value`` along its first axis, one per element
+    of the list or tuple ``obj``, each shaped like its element (nested lists are made
+    arrays first, row by row, by normalization)."""
+    if isinstance(obj, list | tuple):
+        return unstack_like(value, obj, 0)
+    return unbroadcast(value, obj)
+
+
+@helper
+def outer_operand(a: Any, b: Any) -> Any:
+    """``a`` with one new trailing axis per axis of ``b``: ``ufunc.outer(a, b)`` is the
+    ufunc of it and ``b`` (``np.multiply.outer(a, b)`` → ``np.multiply(it, b)``)."""
+    return np.reshape(a, np.shape(a) + (1,) * np.ndim(b))

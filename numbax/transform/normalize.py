@@ -120,6 +120,7 @@ from numbax.transform.normalize_nodes import (
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
 from numbax.transform.normalize_transformations import fold_transformations
+from numbax.transform.normalize_values import rewrite_values
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver
@@ -173,6 +174,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     """
     reject_unsupported(source, transformation)
     fn = fold_transformations(clone(source.tree), source)
+    fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)
     body = prune(_without_docstring(fn.body))
     body = lower_loop_else(body, namer)

@@ -205,6 +205,11 @@ def _ruled(rule: rules.Rule, args: list[gast.expr], call: gast.Call, callee: Any
         bound = rule.bind(args, call.keywords)
     except TypeError:
         return Operation(UNKNOWN, callee=callee, node=call)
+    chosen = rules.registry.variant(rule, bound)
+    if isinstance(chosen, str):
+        return Operation(UNKNOWN, callee=f"{_callee_name(callee)} with {chosen}", node=call)
+    if chosen is not rule:
+        return _ruled(chosen, args, call, callee)
     out = rule.signature.parameters.get("out")
     written = bound.get("out") if out is not None and out.default is None else None
     if written is not None and not (isinstance(written, gast.Constant) and written.value is None):

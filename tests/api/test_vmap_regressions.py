@@ -127,3 +127,36 @@ def test_compiled_loop_follows_an_edited_function_across_processes(tmp_path):
         out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
         assert out.returncode == 0, out.stderr[-3000:]
         np.testing.assert_allclose(eval(out.stdout), np.sin([0.5, 1.0]) * factor, rtol=1e-15)
+
+
+def _squared_sum_of(inner):
+    def loss(x):
+        return np.sum(inner(x) ** 2)
+
+    return loss
+
+
+def _twice(x):
+    return x * 2.0
+
+
+def _thrice(x):
+    return x * 3.0
+
+
+@pytest.mark.parametrize("method", [None, "loop"])
+def test_closures_of_one_factory_are_told_apart(method):
+    """Two closures of one factory share code, name and line; what each captured tells
+    their generated modules apart (the second once got the first's gradient)."""
+    x = np.ones((2, 3))
+    for inner, slope in ((_twice, 2.0), (_thrice, 3.0)):
+        loss = _squared_sum_of(inner)
+        got = nx.vmap(nx.grad(loss), method=method)(x)
+        np.testing.assert_allclose(got, np.full((2, 3), 2.0 * slope * slope))
+
+
+def test_closures_of_one_factory_are_told_apart_under_jit():
+    x = np.ones((2, 3))
+    for inner, slope in ((_twice, 2.0), (_thrice, 3.0)):
+        got = nx.jit(nx.vmap(nx.grad(_squared_sum_of(inner)), method="loop"))(x)
+        np.testing.assert_allclose(got, np.full((2, 3), 2.0 * slope * slope))

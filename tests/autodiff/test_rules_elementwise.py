@@ -429,12 +429,13 @@ def test_clip_under_jit():
     check_jacobians(clip_rows, v, name="clip", jit=True)
 
 
-def test_clip_boundary_goes_to_the_argument():
-    """At a bound the result is the argument: its derivative is 1, the bound's 0."""
+def test_clip_boundary_splits_as_jax():
+    """At a bound, a and the bound tie in JAX's minimum(maximum(a, lo), hi): each gets
+    half the derivative."""
     x = np.array([-0.5, 0.2, 0.5, 0.9])
     dx, dlo, dhi = nx.grad(summed(clip_arrays, 3), argnums=(0, 1, 2))(x, -0.5, 0.5)
-    np.testing.assert_array_equal(dx, [1.0, 1.0, 1.0, 0.0])
-    assert (dlo, dhi) == (0.0, 1.0)
+    np.testing.assert_array_equal(dx, [0.5, 1.0, 0.5, 0.0])
+    assert (dlo, dhi) == (0.5, 1.5)
 
 
 def where_same(c, x, y):

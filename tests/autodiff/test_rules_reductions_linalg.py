@@ -249,9 +249,10 @@ def test_against_jax(make, x):
 # -- the helpers -----------------------------------------------------------------------
 
 
-def test_matrix_norms_other_than_frobenius_have_no_rule():
-    with pytest.raises(NotImplementedError, match="matrix norm ord=2"):
-        nx.grad(lambda x: np.linalg.norm(x, 2))(X)
+def test_the_gradient_of_the_matrix_2_norm_is_the_top_singular_pair():
+    u, _, vh = np.linalg.svd(X)
+    got = nx.grad(lambda x: np.linalg.norm(x, 2))(X)
+    np.testing.assert_allclose(got, np.outer(u[:, 0], vh[0]), rtol=1e-12, atol=1e-12)
 
 
 def test_einsum_vjp_of_vjp_is_an_einsum():

@@ -9,6 +9,7 @@ pipeline does so (``numba_backend/runtime.py``) before compiling anything.
 """
 
 from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers them)
+    arrays,
     batching,
     broadcasting,
     elementwise,
@@ -18,6 +19,7 @@ from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers
     linalg,
     reductions,
     seeds,
+    selection,
     shapes,
     tangents,
 )

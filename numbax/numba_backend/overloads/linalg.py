@@ -30,14 +30,22 @@ from numbax.numba_backend.overloads.common import (
 )
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.linalg import (
+    block_upper,
+    diagonal_blocks,
+    diagonal_matrix,
     dot_axes,
     dot_vjp_a,
     dot_vjp_b,
     einsum_general,
     einsum_plan,
+    inverse_differences,
+    kron_vjp_a,
+    kron_vjp_b,
     matmul_vjp_x,
     matmul_vjp_y,
+    matrix_diagonal,
     matrix_transpose,
+    svd_vectors_defined,
     tensordot_plan,
     tensordot_vjp_a,
     tensordot_vjp_b,
@@ -45,6 +53,7 @@ from numbax.runtime.linalg import (
     tril_fold,
     tril_half_diag,
     tril_symmetric,
+    upper_right,
 )
 
 _SCOPE = {  # what the generated implementations call
@@ -243,6 +252,136 @@ def _tril_symmetric_jit(x):
 def _tril_fold_jit(x):
     body = ["if j < i:", "    o[i, j] = m[i, j] + m[j, i]", "elif j == i:", "    o[i, j] = m[i, j]"]
     return _matrix_loops("tril_fold", x, body)
+
+
+# -- pieces of the derivatives of decompositions ---------------------------------------
+
+
+@overload(matrix_diagonal)
+def _matrix_diagonal_jit(x):
+    x = _array("matrix_diagonal", x)
+    if x.ndim < 2:
+        raise _fail("matrix_diagonal", f"expected at least 2 dims, got {x.ndim}")
+    lead = x.ndim - 2
+    code = _code("def impl(x):", _SCOPE, T=_np(x.dtype).type)
+    code(f"s = np.ascontiguousarray(x).reshape((-1, x.shape[{lead}], x.shape[{lead + 1}]))")
+    code("k = min(s.shape[1], s.shape[2])", "out = np.empty((s.shape[0], k), T)")
+    code("for b in range(s.shape[0]):", "    for i in range(k):", "        out[b, i] = s[b, i, i]")
+    code(f"return out.reshape({_tuple([*(f'x.shape[{d}]' for d in range(lead)), 'k'])})")
+    return code.compile("matrix_diagonal")
+
+
+@overload(diagonal_matrix)
+def _diagonal_matrix_jit(v):
+    v = _array("diagonal_matrix", v)
+    lead = v.ndim - 1
+    code = _code("def impl(v):", _SCOPE, T=_inexact_np(v.dtype).type)
+    code(f"s = np.ascontiguousarray(v).reshape((-1, v.shape[{lead}]))", "k = s.shape[1]")
+    code("out = np.zeros((s.shape[0], k, k), T)")
+    code("for b in range(s.shape[0]):", "    for i in range(k):", "        out[b, i, i] = s[b, i]")
+    code(f"return out.reshape({_tuple([*(f'v.shape[{d}]' for d in range(lead)), 'k', 'k'])})")
+    return code.compile("diagonal_matrix")
+
+
+@overload(inverse_differences)
+def _inverse_differences_jit(w):
+    w = _array("inverse_differences", w)
+    lead = w.ndim - 1
+    code = _code("def impl(w):", _SCOPE, T=_inexact_np(w.dtype).type)
+    code(f"s = np.ascontiguousarray(w).reshape((-1, w.shape[{lead}]))", "k = s.shape[1]")
+    code("out = np.zeros((s.shape[0], k, k), T)")
+    code("for b in range(s.shape[0]):", "    for i in range(k):", "        for j in range(k):")
+    code("            if i != j:", "                out[b, i, j] = 1 / (s[b, j] - s[b, i])")
+    code(f"return out.reshape({_tuple([*(f'w.shape[{d}]' for d in range(lead)), 'k', 'k'])})")
+    return code.compile("inverse_differences")
+
+
+@overload(svd_vectors_defined)
+def _svd_vectors_defined_jit(u, a, full_matrices):
+    a = _array("svd_vectors_defined", a)
+    rows, cols = a.ndim - 2, a.ndim - 1
+
+    def impl(u, a, full_matrices):
+        if full_matrices and a.shape[rows] != a.shape[cols]:
+            raise ValueError(
+                "numbax: np.linalg.svd(a, full_matrices=True) of a non-square matrix has no "
+                "derivative (its extra singular vectors are arbitrary): pass full_matrices=False"
+            )
+        return u
+
+    return impl
+
+
+def _blocks(name: str, x: Any, header: str, lines: list[str], dtype: Any) -> Any:
+    x = _array(name, x)
+    if x.ndim < 2:
+        raise _fail(name, f"expected at least 2 dims, got {x.ndim}")
+    code = _code(header, _SCOPE, T=dtype.type)
+    code(*lines)
+    return code.compile(name)
+
+
+@overload(block_upper)
+def _block_upper_jit(a, t):
+    dtype = _promote(_dtype_of("block_upper", a), _dtype_of("block_upper", t), types.float64)
+    n = _array("block_upper", a).ndim
+    lead = ", ".join(f"a.shape[{d}]" for d in range(n - 2))
+    shape = f"({lead}{', ' if lead else ''}2 * k, 2 * k)"
+    lines = [
+        f"k = a.shape[{n - 1}]",
+        f"out = np.zeros({shape}, T)",
+        "out[..., :k, :k] = a",
+        "out[..., k:, k:] = a",
+        "out[..., :k, k:] = t",
+        "return out",
+    ]
+    return _blocks("block_upper", a, "def impl(a, t):", lines, dtype)
+
+
+@overload(upper_right)
+def _upper_right_jit(x):
+    n = _array("upper_right", x).ndim
+    lines = [f"k = x.shape[{n - 1}] // 2", "return np.ascontiguousarray(x[..., :k, k:])"]
+    return _blocks("upper_right", x, "def impl(x):", lines, _np(x.dtype))
+
+
+@overload(diagonal_blocks)
+def _diagonal_blocks_jit(x):
+    n = _array("diagonal_blocks", x).ndim
+    lines = [f"k = x.shape[{n - 1}] // 2", "return x[..., :k, :k] + x[..., k:, k:]"]
+    return _blocks("diagonal_blocks", x, "def impl(x):", lines, _np(x.dtype))
+
+
+def _kron_vjp(name: str, which: int, ct: Any, a: Any, b: Any) -> Any:
+    """The cotangent of ``a`` (``which`` 0) or ``b`` (1) of ``np.kron(a, b)``: ``ct``
+    split into (a0, b0, a1, b1, ...) blocks, contracted with the other operand."""
+    na, nb = _ndim(a), _ndim(b)
+    nd = max(na, nb)
+    code = _code("def impl(ct, a, b):", _SCOPE)
+    for name_, n in (("a", na), ("b", nb)):
+        dims = ["1"] * (nd - n) + [f"{name_}.shape[{d}]" for d in range(n)]
+        code(f"{name_}_full = np.ascontiguousarray({name_}).reshape({_tuple(dims)})")
+    split = [f"{x}_full.shape[{d}]" for d in range(nd) for x in ("a", "b")]
+    code(f"g = np.ascontiguousarray(ct).reshape({_tuple(split)})")
+    if which == 0:
+        axes = (tuple(range(1, 2 * nd, 2)), tuple(range(nd)))
+        code(f"out = numpy_extra.tensordot(g, b_full, {axes!r})")
+        code("return out.reshape(a.shape)" if na else "return out.reshape(())[()]")
+    else:
+        axes = (tuple(range(nd)), tuple(range(0, 2 * nd, 2)))
+        code(f"out = numpy_extra.tensordot(a_full, g, {axes!r})")
+        code("return out.reshape(b.shape)" if nb else "return out.reshape(())[()]")
+    return code.compile(name)
+
+
+@overload(kron_vjp_a)
+def _kron_vjp_a_jit(ct, a, b):
+    return _kron_vjp("kron_vjp_a", 0, ct, a, b)
+
+
+@overload(kron_vjp_b)
+def _kron_vjp_b_jit(ct, a, b):
+    return _kron_vjp("kron_vjp_b", 1, ct, a, b)
 
 
 # -- einsum ----------------------------------------------------------------------------

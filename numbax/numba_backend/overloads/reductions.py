@@ -301,12 +301,15 @@ def _cumprod_vjp_jit(ct, a, axis=None):
 
 
 def _norm_power(ord: Any) -> float | None:
-    """``p`` of an ``ord`` known when compiling (None and 'fro': 2); None if a number."""
+    """``p`` of an ``ord`` known when compiling (None and 'fro': 2; 'nuc': -2, which no
+    vector norm has); None if a number."""
     if _is_none(ord):
         return 2.0
     if isinstance(ord, types.StringLiteral):
         if ord.literal_value == "fro":
             return 2.0
+        if ord.literal_value == "nuc":
+            return -2.0
         raise _fail(
             "norm_weights", f"no derivative rule for the matrix norm ord={ord.literal_value!r}"
         )
@@ -340,9 +343,11 @@ def _norm_weights_jit(x, norm, ord=None, axis=None, keepdims=False, k=0):
     code = _code(
         "def impl(x, norm, ord=None, axis=None, keepdims=False, k=0):", _SCOPE, T=dtype.type
     )
-    if p is None and matrix:
-        code("if _always():")
-        code("    raise NotImplementedError('numbax: no derivative rule for this matrix norm')")
+    if matrix and (p is None or p == -2.0):
+        nuc = p == -2.0
+        _matrix_norm_weights_code(code, x.ndim, axis, nuc)
+        if nuc:
+            return code.compile("norm_weights")
     code("big = broadcast_reduced(np.asarray(norm).astype(T), x, axis, keepdims)")
     code("p = 2.0" if p is not None else "p = float(ord)")
     code("if p == 2.0:")
@@ -363,5 +368,72 @@ def _norm_weights_jit(x, norm, ord=None, axis=None, keepdims=False, k=0):
     return code.compile("norm_weights")
 
 
+_NO_SECOND = (
+    "numbax: np.linalg.norm(x, ord) of matrices has first derivatives only for ord in "
+    "(2, -2, -1, 'nuc'); for more, compute it from np.linalg.svd(x, full_matrices=False)"
+)
+
+
+def _matrix_norm_weights_code(code: Any, ndim: int, axis: Any, nuc: bool) -> None:
+    """Code returning ``norm_weights`` of a matrix norm of order ``ord`` (``nuc``: the
+    nuclear norm): each matrix's gradient (``_matrix_norm_gradient``), its axes moved
+    last and back; the second derivatives of the piecewise linear norms (zero)."""
+    p = "0.0" if nuc else "float(ord)"
+    code(f"p = {p}", "if k != 0:")
+    if not nuc:
+        code("    if p == 1.0 or np.isinf(p):", "        return np.zeros(x.shape, T)")
+    code(f"    raise ValueError({_NO_SECOND!r})")
+    if _is_none(axis):
+        code("stack = np.ascontiguousarray(x).reshape((1, x.shape[0], x.shape[1]))")
+        code("out = np.empty(stack.shape, T)")
+        code(f"out[0] = _matrix_norm_gradient(stack[0], p, {nuc})")
+        code("return out.reshape(x.shape)")
+        return
+    code(f"row = _axis_index(axis[0], {ndim})", f"col = _axis_index(axis[1], {ndim})")
+    code(f"perm = np.empty({ndim}, np.intp)", "j = 0", f"for d in range({ndim}):")
+    code("    if d != row and d != col:", "        perm[j] = d", "        j += 1")
+    code(f"perm[{ndim - 2}] = row", f"perm[{ndim - 1}] = col")
+    code(f"m = np.ascontiguousarray(x.transpose(to_fixed_tuple(perm, {ndim})))")
+    code(f"stack = m.reshape((-1, m.shape[{ndim - 2}], m.shape[{ndim - 1}]))")
+    code("out = np.empty(stack.shape, T)")
+    code("for t in range(stack.shape[0]):")
+    code(f"    out[t] = _matrix_norm_gradient(stack[t], p, {nuc})")
+    code(f"back = to_fixed_tuple(np.argsort(perm), {ndim})")
+    code("return np.ascontiguousarray(out.reshape(m.shape).transpose(back))")
+
+
+@register_jitable
+def _shared_rows(values, largest):
+    """1/count at the largest (smallest) of ``values``, 0 elsewhere."""
+    best = values.max() if largest else values.min()
+    mask = (values == best).astype(np.float64)
+    return mask / mask.sum()
+
+
+@register_jitable
+def _matrix_norm_gradient(m, p, nuc):
+    """The gradient of the matrix norm of order ``p`` (or the nuclear norm) of ``m``."""
+    if nuc or p == 2.0 or p == -2.0:
+        u, s, vh = np.linalg.svd(np.ascontiguousarray(m), full_matrices=False)
+        w = np.ones(s.shape[0]) if nuc else _shared_rows(s, p > 0)
+        return (u * w.astype(u.dtype)) @ vh
+    rows, cols = m.shape
+    out = np.sign(m)
+    if p == 1.0 or p == -1.0:
+        w = _shared_rows(np.abs(m).sum(axis=0), p > 0)
+        for i in range(rows):
+            for j in range(cols):
+                out[i, j] *= w[j]
+    elif np.isinf(p):
+        w = _shared_rows(np.abs(m).sum(axis=1), p > 0)
+        for i in range(rows):
+            for j in range(cols):
+                out[i, j] *= w[i]
+    else:
+        raise ValueError("Invalid norm order for matrices.")
+    return out
+
+
+_SCOPE["_matrix_norm_gradient"] = _matrix_norm_gradient
 _SCOPE["broadcast_reduced"] = broadcast_reduced
 _SCOPE["tie_weights"] = tie_weights

@@ -91,14 +91,20 @@ def _tuple_result(n: int) -> str:
     return f"    return ({', '.join(items)}{',' if n == 1 else ''})"
 
 
-def _split_length(item: str, like: types.Type, ndim: int, axis: Any) -> str:
-    """Source of the length along the split axis that array ``item`` takes up."""
+def _split_length(
+    item: str, like: types.Type, ndim: int, axis: Any, promote: str = "leading"
+) -> str:
+    """Source of the length along the split axis that array ``item`` takes up, promoted
+    as ``promote`` says (runtime/shapes.py: a 1-D array as a column, or to 3-D as
+    ``np.atleast_3d``, takes up one place along the axis joined)."""
     if _is_scalar(like) or (isinstance(like, types.Array) and like.ndim == 0):
         return "1"
     if not isinstance(like, types.Array):
         raise _fail("split_like", f"expected arrays or numbers, got {like}")
     if _is_none(axis):
         return f"{item}.size"
+    if (promote == "column" and like.ndim == 1) or (promote == "depth" and like.ndim < 3):
+        return "1"
     off = ndim - like.ndim
     if off == 0:
         return f"{item}.shape[ax]"
@@ -114,15 +120,27 @@ def _three_view(var: str, value: types.Array, axis: Any, name: str) -> list[str]
     return [*lines, "    v3 = v.reshape((pre, n, post))"]
 
 
-@overload(split_like)
-def _split_like_jit(value, arrays, axis=0):
+def _promotion(promote: Any) -> str:
+    """The value of a ``promote`` argument (a string constant)."""
+    value = getattr(promote, "literal_value", getattr(promote, "value", promote))
+    if value not in ("leading", "column", "depth"):
+        raise _fail("split_like", f"promote must be a string constant, got {promote}")
+    return value
+
+
+@overload(split_like, prefer_literal=True)
+def _split_like_jit(value, arrays, axis=0, promote="leading"):
     if not isinstance(value, types.Array) or not isinstance(arrays, types.BaseTuple | types.List):
         raise _fail("split_like", f"expected an array and a tuple, got {value}, {arrays}")
-    lines = ["def impl(value, arrays, axis=0):", *_three_view("value", value, axis, "split_like")]
+    kind = _promotion(promote)
+    lines = [
+        "def impl(value, arrays, axis=0, promote='leading'):",
+        *_three_view("value", value, axis, "split_like"),
+    ]
     lines.append("    s = 0")
     scope = _scope()
     if isinstance(arrays, types.List):  # of one type: a list of pieces
-        length = _split_length("arrays[k]", arrays.dtype, value.ndim, axis)
+        length = _split_length("arrays[k]", arrays.dtype, value.ndim, axis, kind)
         shaped, names = _shaped_source(
             "v3[:, s:s + n0, :]", "arrays[k]", arrays.dtype, value.dtype, 0
         )
@@ -131,7 +149,8 @@ def _split_like_jit(value, arrays, axis=0):
         lines += ["        out.append(r0)", "        s += n0", "    return out"]
         return _define("\n".join(lines) + "\n", "impl", {**scope, **names})
     for k, like in enumerate(arrays.types):
-        lines.append(f"    n{k} = {_split_length(f'arrays[{k}]', like, value.ndim, axis)}")
+        length = _split_length(f"arrays[{k}]", like, value.ndim, axis, kind)
+        lines.append(f"    n{k} = {length}")
         shaped, names = _shaped_source(
             f"v3[:, s:s + n{k}, :]", f"arrays[{k}]", like, value.dtype, k
         )
@@ -158,12 +177,16 @@ def _join_piece(item: str, piece: types.Type, axis: Any, indent: str) -> list[st
 
 
 @overload(join_like)
-def _join_like_jit(pieces, value, axis=0):
+def _join_like_jit(pieces, value, axis=0, promote="leading"):
+    # a piece goes into its place by its size, whichever way it was promoted
     if not isinstance(pieces, types.BaseTuple | types.List) or not isinstance(value, types.Array):
         raise _fail("join_like", f"expected a tuple and an array, got {pieces}, {value}")
     kinds = [pieces.dtype] if isinstance(pieces, types.List) else list(pieces.types)
     dtype = np.result_type(*[as_dtype(_dtype_of("join_like", p)) for p in kinds])
-    lines = ["def impl(pieces, value, axis=0):", "    out = np.empty(value.shape, cast)"]
+    lines = [
+        "def impl(pieces, value, axis=0, promote='leading'):",
+        "    out = np.empty(value.shape, cast)",
+    ]
     if _is_none(axis):
         lines.append("    o3 = out.reshape((1, out.size, 1))")
     else:

@@ -3,15 +3,18 @@ registers them all (see registry.py for what a rule is)."""
 
 from numbax.runtime import helpers as runtime_helpers
 from numbax.transform.rules import (  # noqa: F401
+    arrays,
     collectives,
     constants,
     elementwise,
     fft,
     jacobians,
     linalg,
+    linalg_decompositions,
     operators,
     reductions,
     runtime,
+    selection,
     shapes,
 )
 from numbax.transform.rules.registry import (
@@ -71,8 +74,10 @@ LOOPED_BY_VMAP = frozenset(
     + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
     + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
-    + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index"]
-    + ["fft_axes", "fft_shape"]
+    + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
+    + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
+    + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
+    + ["select_default", "spread_like", "unchoose", "unselect"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule

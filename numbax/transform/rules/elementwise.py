@@ -17,7 +17,7 @@ import math
 
 import numpy as np
 
-from numbax.runtime.elementwise import mul_pow, xlogy
+from numbax.runtime.elementwise import clip_share, mul_pow, sinc_derivative, xlogy
 from numbax.transform.rules.batch_kinds import BatchOp, Decline, elementwise
 from numbax.transform.rules.registry import (
     SELF_ADJOINT,
@@ -38,6 +38,19 @@ def _where(op: BatchOp) -> tuple[str, int | None]:
     if op.is_none("x") and op.is_none("y"):
         raise Decline("np.where(condition) alone gives indices, as many as it finds")
     return elementwise(op)
+
+
+def _clip_share(op: BatchOp) -> tuple[str, int | None]:
+    """``nxrt.clip_share`` is elementwise in the array and its bounds; the share it
+    gives (``part``) is a constant string."""
+    values = [p for p in ("a", "a_min", "a_max", "min", "max") if not op.is_none(p)]
+    ranks = [op.value(p).rank for p in values]
+    rank = None if None in ranks else max(ranks, default=0)
+    if not op.batched:
+        return "", rank
+    if rank is None:
+        raise Decline(f"{op.name} of arguments whose ranks are not known")
+    return op.replaced({p: op.lifted(p, rank) for p in values if op.is_batched(p)}), rank
 
 
 # Each rule is checked on inputs drawn from its domain (default (-2, 2), away from 0;
@@ -75,14 +88,11 @@ define(np.arctan2,    "y, x",  # the angle of the point (x, y)
        jvp={"y": "dy * x / (x * x + y * y)",   "x": "-dx * y / (x * x + y * y)"},
        vjp=SELF_ADJOINT, elementwise=True)
 define(np.hypot,      "x, y", derivative={"x": "x / ans",      "y": "y / ans"}, elementwise=True)
-define(np.deg2rad,    "x", derivative=RAD_PER_DEG)
-define(np.rad2deg,    "x", derivative=DEG_PER_RAD)
-define(np.degrees,    "x", derivative=DEG_PER_RAD)
-# sinc(x) = sin(pi x) / (pi x). Its slope's numerator vanishes at x = 0, where the slope
-# is 0; the slope's own slope there (-pi**2 / 3) is not right: second derivatives at
-# exactly 0 are.
-define(np.sinc,       "x", derivative=f"(np.cos({PI} * x) - ans) / np.where(x == 0, 1, x)",
-       domain=(-1.5, 1.5))
+define([np.deg2rad, np.radians], "x", derivative=RAD_PER_DEG)
+define([np.rad2deg, np.degrees], "x", derivative=DEG_PER_RAD)
+# sinc(x) = sin(pi x) / (pi x): its k-th derivative is nxrt.sinc_derivative(x, k), right
+# at x = 0 too (Maclaurin series there, as JAX), and that one's is the (k + 1)-th.
+define(np.sinc,       "x", derivative="nxrt.sinc_derivative(x, 1)", domain=(-1.5, 1.5))
 # -- hyperbolic
 define(np.sinh,       "x", derivative="np.cosh(x)",            domain=(-1, 1))
 define(np.cosh,       "x", derivative="np.sinh(x)",            domain=(-1, 1))
@@ -104,6 +114,8 @@ define(np.logaddexp2, "x, y",
 ABS_SLOPE = "np.conj(x) / np.where(ans == 0, 1, ans)"
 define([np.abs, abs], "x", jvp=f"np.real(dx * {ABS_SLOPE})",
                            vjp=f"g * {ABS_SLOPE}", batch=elementwise)
+# fabs: |x| of real x only (NumPy refuses complex), so its slope is sign(x).
+define(np.fabs,       "x", derivative="np.sign(x)")
 # -- selections: the derivative goes to the argument the result is. Ties split it evenly
 # between both, as JAX's maximum and minimum do (so d max(x, x) = dx; JAX's fmax and
 # fmin give ties to y). fmax and fmin differ only where one argument is nan: the result,
@@ -113,14 +125,19 @@ define([np.maximum, np.minimum, np.fmax, np.fmin, max, min], "x, y",
        jvp={"x": "np.where(x == y, 0.5 * dx, np.where(x == ans, dx, 0))",
             "y": "np.where(x == y, 0.5 * dy, np.where(y == ans, dy, 0))"},
        vjp=SELF_ADJOINT, elementwise=True)
-# clip: inside [a_min, a_max], bounds included, the result is a; below it a_min, above
-# it a_max. None bounds are constants: their terms never appear. NumPy 2's min=/max=
-# keywords are the same bounds.
+# clip(a, lo, hi) is minimum(maximum(a, lo), hi), as in JAX, with the derivative split
+# evenly at ties like maximum's and minimum's: at a == lo, half goes to a and half to lo.
+# nxrt.clip_share (runtime/elementwise.py) gives the share of a and of the upper bound;
+# the lower bound has the rest. None bounds are constants: their terms never appear.
+# NumPy 2's min=/max= keywords are the same bounds.
+CLIP_BOUNDS = "a, a_min, a_max, min, max"
+CLIP_A = f"nxrt.clip_share({CLIP_BOUNDS}, 'a')"
+CLIP_HIGH = f"nxrt.clip_share({CLIP_BOUNDS}, 'high')"
+CLIP_LOW = f"(1 - {CLIP_A} - {CLIP_HIGH})"
 define(np.clip,       "a, a_min=None, a_max=None, out=None, *, min=None, max=None",
-       jvp={"a": "np.where(ans == a, da, 0)",
-            "a_min": "np.where(a < a_min, da_min, 0)", "a_max": "np.where(a > a_max, da_max, 0)",
-            "min": "np.where(a < min, dmin, 0)",       "max": "np.where(a > max, dmax, 0)"},
-       vjp=SELF_ADJOINT, elementwise=True, methods=["clip"],
+       derivative={"a": CLIP_A, "a_min": CLIP_LOW, "a_max": CLIP_HIGH,
+                   "min": CLIP_LOW, "max": CLIP_HIGH},
+       elementwise=True, methods=["clip"],
        samples=["a[3, 2], a_min[2], a_max[3, 1]", "a[3, 2], min=a_min[], max=a_max[]"],
        domain={"a": (-1, 1), "a_min": (-0.7, -0.3), "a_max": (0.3, 0.7)})
 # where: the condition selects and has no derivative (np.where(c) alone gives indices).
@@ -177,3 +194,8 @@ define(xlogy,         "x, y",
        derivative={"x": "np.log(y)",           "y": "nxrt.mul_pow(x, y, -1)"},
        elementwise=True, domain={"x": (-2, 2), "y": (0.5, 2)})
 # fmt: on
+
+# the shares of clip's derivative: piecewise constant, without a derivative of their own
+define(clip_share, "a, a_min, a_max, min, max, part", batch=_clip_share)
+define(sinc_derivative, "x, k", derivative={"x": "nxrt.sinc_derivative(x, k + 1)"},
+       samples=["x[3, 2], 1", "x[3, 2], 2"], domain=(-1.5, 1.5))  # fmt: skip

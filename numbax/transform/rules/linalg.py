@@ -22,10 +22,42 @@ Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below be
   ``tril_fold(L^-T Phi(L^T G) L^-1)``.
 """
 
+import ast
+from typing import Any
+
 import numpy as np
 
+from numbax.transform.rules import registry
 from numbax.transform.rules.batch_kinds import product
-from numbax.transform.rules.registry import checked_elsewhere, define
+from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, nondifferentiable
+
+
+class _Matmul(ast.NodeTransformer):
+    def visit_BinOp(self, node: ast.BinOp) -> ast.expr:
+        self.generic_visit(node)
+        if not isinstance(node.op, ast.MatMult):
+            return node
+        func = ast.Attribute(ast.Name("np", ast.Load()), "matmul", ast.Load())
+        return ast.Call(func, [node.left, node.right], [])
+
+
+def stack_products(templates: Any) -> Any:
+    """Templates with each ``x @ y`` written ``np.matmul(x, y)``: matrix products of
+    stacks of matrices compile under jit as calls (numbax's own ``matmul``), not as the
+    operator."""
+    if isinstance(templates, str):
+        return ast.unparse(_Matmul().visit(ast.parse(templates, mode="eval")))
+    if isinstance(templates, dict):
+        return {param: stack_products(text) for param, text in templates.items()}
+    return templates
+
+
+def define(targets: Any, signature: str, **spec: Any) -> registry.Rule:
+    """``registry.define``, its templates' matrix products as ``np.matmul`` calls."""
+    for key in ("jvp", "vjp", "linear"):
+        if key in spec:
+            spec[key] = stack_products(spec[key])
+    return registry.define(targets, signature, **spec)
 
 # fmt: off
 #      operation, signature
@@ -143,3 +175,46 @@ define(
         "'i,i,j,j', x0[3], x1[3], x2[4], x3[4]",
     ],
 )
+
+
+# -- NumPy 2's numpy.linalg spellings of the above ----------------------------------------
+# Checked in one compiled program (compiling each under jit on its own costs minutes).
+TABLE = "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"
+# fmt: off
+define(np.linalg.outer, "a, b",
+       jvp={"a": "np.outer(da, b)", "b": "np.outer(a, db)"},
+       vjp={"a": "np.dot(g, b)", "b": "np.dot(a, g)"},
+       samples=checked_elsewhere(TABLE))
+define(np.linalg.tensordot, "a, b, *, axes=2",
+       jvp={"a": "np.tensordot(da, b, axes)", "b": "np.tensordot(a, db, axes)"},
+       vjp={"a": "nxrt.tensordot_vjp_a(g, a, b, axes)",
+            "b": "nxrt.tensordot_vjp_b(g, a, b, axes)"},
+       samples=checked_elsewhere(TABLE))
+define(np.linalg.trace, "x, *, offset=0, dtype=None",
+       linear="np.trace(x, offset, -2, -1)",
+       vjp="nxrt.trace_vjp(g, x, offset, -2, -1)",
+       samples=checked_elsewhere(TABLE))
+define(np.linalg.matrix_transpose, "x",
+       linear="nxrt.matrix_transpose(x)", vjp=SELF_ADJOINT,
+       samples=checked_elsewhere(TABLE))
+define(np.linalg.matmul, "x, y",
+       jvp={"x": "dx @ y", "y": "x @ dy"},
+       vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"},
+       batch=product(), samples=checked_elsewhere(TABLE))
+nondifferentiable([np.linalg.matrix_rank])
+
+# -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:
+# dQ = Q (O - C) + X, dR = (C - O) R. The VJP: M = Q^T gQ - gR R^T,
+# B = gQ + Q (tril(M - M^T, -1) - M), A_bar = B R^-T.
+_Q, _R = "ans[0]", "ans[1]"
+_X = f"{MT}(np.linalg.solve({MT}({_R}), {MT}(da)))"
+_C = f"({MT}({_Q}) @ {_X})"
+_O = f"(np.tril({_C}, -1) - {MT}(np.tril({_C}, -1)))"
+_M = f"({MT}({_Q}) @ g[0] - g[1] @ {MT}({_R}))"
+_B = f"(g[0] + {_Q} @ (np.tril({_M} - {MT}({_M}), -1) - {_M}))"
+define(np.linalg.qr, "a, mode='reduced'",
+       jvp=f"({_Q} @ ({_O} - {_C}) + {_X}, ({_C} - {_O}) @ {_R})",
+       vjp=f"{MT}(np.linalg.solve({_R}, {MT}({_B})))",
+       combine="nxrt.tree_add", by_constant={"mode": {"reduced": None}},
+       samples=checked_elsewhere("tests/autodiff/test_linalg_more.py: both outputs, stacks"))
+# fmt: on

@@ -1,6 +1,6 @@
 """Python's operators: ``+ - * / // % ** @``, unary ``-``/``+``, comparisons, and the
-NumPy functions that are the same operations (``np.add``...). ``abs`` is with
-``np.abs`` in elementwise.py.
+NumPy functions that are the same operations (``np.add``...), and ``divmod``. ``abs`` is
+with ``np.abs`` in elementwise.py.
 
 ``normalize`` leaves one operator per statement; the transformations look each up by
 the function of the ``operator`` module it stands for (``x * y`` is ``operator.mul``).
@@ -12,7 +12,12 @@ import gast
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import elementwise, product
-from numbax.transform.rules.registry import SELF_ADJOINT, define, nondifferentiable
+from numbax.transform.rules.registry import (
+    SELF_ADJOINT,
+    checked_elsewhere,
+    define,
+    nondifferentiable,
+)
 
 BINARY: dict[type, object] = {
     gast.Add: operator.add,
@@ -66,6 +71,13 @@ define([operator.truediv, np.divide, np.true_divide], "x, y",
 define([operator.mod, np.mod, np.remainder], "x, y",
        jvp={"x": "dx",                   "y": "-dy * np.floor_divide(x, y)"}, vjp=SELF_ADJOINT,
        elementwise=True, domain={"x": (-2.5, 2.5), "y": (0.7, 0.9)})
+# divmod(x, y) = (x // y, x % y): the quotient is piecewise constant, the remainder as %.
+define([divmod, np.divmod], "x, y",
+       jvp={"x": "(nxrt.zeros_like(ans[0]), nxrt.broadcast_like(dx, ans[1]))",
+            "y": "(nxrt.zeros_like(ans[0]), -dy * ans[0])"},
+       vjp={"x": "nxrt.unbroadcast(g[1], x)", "y": "nxrt.unbroadcast(-g[1] * ans[0], y)"},
+       combine="nxrt.tree_add", samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: a (quotient, remainder) pair"))
 define(np.fmod, "x, y",
        jvp={"x": "dx",                   "y": "-dy * np.trunc(x / y)"}, vjp=SELF_ADJOINT,
        elementwise=True, domain={"x": (-2.5, 2.5), "y": (0.7, 0.9)})

@@ -12,8 +12,12 @@ over the reduced axes (``nxrt.broadcast_reduced``) and multiplies it by the same
   of zeros; second derivatives are exact away from zeros);
 * ``norm``: ``nxrt.norm_weights``, ``x / norm`` for the 2-norm and the Frobenius norm,
   ``sign(x)`` for the 1-norm, the sign at the tied maxima for the max norm, and
-  ``sign(x) |x|^(p-1) / norm^(p-1)`` for other p (matrix norms other than Frobenius have
-  no rule).
+  ``sign(x) |x|^(p-1) / norm^(p-1)`` for other p; for matrix norms, ``sign(x)`` in the
+  column (row) of the largest or smallest sum for 1, -1 (inf, -inf), ``u v^T`` of the
+  largest or smallest singular value for 2, -2, and ``U V^T`` for ``'nuc'``
+  (``nxrt.norm_weights`` works out which when it runs, from the rank). Matrix norms have
+  first derivatives; second ones only where they are piecewise linear (1, inf, -inf):
+  the others raise, naming the way around (the singular values of ``np.linalg.svd``).
 
 ``cumprod``'s derivatives are scans themselves (``nxrt.cumprod_jvp``/``cumprod_vjp``),
 exact with zeros.
@@ -22,7 +26,7 @@ exact with zeros.
 import numpy as np
 
 from numbax.transform.rules.batch_kinds import reduction, scan
-from numbax.transform.rules.registry import define
+from numbax.transform.rules.registry import checked_elsewhere, define
 
 # Fragments the templates share: the cotangent spread back over the reduced axes, and
 # for var/std the centred input and the number of degrees of freedom (a scalar of a's
@@ -34,6 +38,7 @@ DOF = "nxrt.reduced_count(a, ans, ddof)"
 TIES = "nxrt.tie_weights(a, ans, axis, keepdims)"
 OTHERS = "nxrt.prod_others(a, axis)"
 NORM = "nxrt.norm_weights(x, ans, ord, axis, keepdims)"
+MATRIX_NORM = "nxrt.norm_weights(x, ans, ord, (-2, -1), keepdims)"
 
 # fmt: off
 #      operation, signature
@@ -87,7 +92,14 @@ define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
        samples=["x[3, 4], axis=1", "x[4]", "x[2, 3, 4]", "x[2, 3, 4], 1, axis=-1, keepdims=True",
                 "x[2, 3, 4], np.inf, axis=0", "x[4], -np.inf", "x[2, 3, 4], 3, axis=1",
                 "x[3, 4], 0.5, axis=0", "x[4], 2", "x[3, 4], 'fro'",
-                "x[2, 3, 4], axis=(1, 2), keepdims=True"])
+                "x[2, 3, 4], axis=(1, 2), keepdims=True", "x[3, 4], 2", "x[3, 4], 'nuc'",
+                "x[2, 3, 4], -2, axis=(2, 1)", "x[3, 4], 1", "x[4, 3], -np.inf",
+                "x[3, 4], -1, keepdims=True", "x[2, 3, 4], np.inf, axis=(0, 2)"])
+define(np.linalg.matrix_norm, "x, *, keepdims=False, ord='fro'",
+       jvp=f"np.sum(dx * {MATRIX_NORM}, axis=(-2, -1), keepdims=keepdims)",
+       vjp=f"nxrt.broadcast_reduced(g, x, (-2, -1), keepdims) * {MATRIX_NORM}",
+       samples=checked_elsewhere(
+           "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"))
 define(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",
        linear="np.trace(a, offset, axis1, axis2)",
        vjp="nxrt.trace_vjp(g, a, offset, axis1, axis2)",

@@ -107,6 +107,8 @@ class Rule:
     batch: Any = field(default=None, compare=False, repr=False)
     samples: tuple[str, ...] | CheckedElsewhere | None = field(default=None, compare=False)
     domain: Any = field(default=None, compare=False)
+    # parameter → {constant value: the rule of the call with that value (None: this one)}
+    by_constant: Mapping[str, Mapping[Any, Any]] = field(default_factory=dict, compare=False)
 
     @property
     def differentiable(self) -> tuple[str, ...]:
@@ -231,12 +233,19 @@ def define(
     methods: Iterable[str] = (),
     attributes: Iterable[str] = (),
     name: str | None = None,
+    by_constant: Mapping[str, Mapping[Any, Rule | None]] | None = None,
 ) -> Rule:
     """Register one rule for ``targets`` (one object or several aliases, e.g. ``np.abs``
     and ``abs``), and for array methods/attributes of the same meaning, whose object
     binds to the first parameter. A ``str`` template belongs to the first parameter.
     ``derivative``, ``linear`` and ``vjp=SELF_ADJOINT`` write templates from one
     expression; ``batch``, ``samples`` and ``domain``: see the module docstring.
+
+    ``by_constant``: for operations whose derivative depends on an argument that changes
+    what they compute (``np.linalg.svd(a, compute_uv=False)`` returns only the singular
+    values), each value the argument may take, written as a constant, and the rule of
+    the call with it (None: this rule). Any other value, or a variable, is refused when
+    the call carries a derivative (:func:`variant`).
     """
     targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
     sig = _parse_signature(signature)
@@ -267,6 +276,7 @@ def define(
         if samples is None or isinstance(samples, CheckedElsewhere)
         else tuple(samples),
         domain=domain,
+        by_constant=dict(by_constant or {}),
     )
     unknown = (set(rule.jvp) | set(rule.vjp)) - set(sig.parameters)
     if unknown:
@@ -292,6 +302,29 @@ def nondifferentiable(
         _METHODS[method] = define([], "*args, **kwargs", name=f".{method}()", batch=batch)
     for attribute in attributes:
         _ATTRIBUTES[attribute] = define([], "x", name=f".{attribute}", batch=batch)
+
+
+def variant(rule: Rule, bound: Mapping[str, gast.expr]) -> Rule | str:
+    """The rule of a call whose arguments are ``bound``, following the rule's
+    ``by_constant``; or, for an argument it does not cover, the form refused
+    (``"compute_uv=x"``) for the error message."""
+    for param, choices in rule.by_constant.items():
+        node = bound.get(param)
+        if (  # -1
+            isinstance(node, gast.UnaryOp)
+            and isinstance(node.op, gast.USub)
+            and isinstance(node.operand, gast.Constant)
+            and isinstance(node.operand.value, int | float)
+        ):
+            node = gast.Constant(-node.operand.value, None)
+        if not isinstance(node, gast.Constant):
+            return f"{param} not a constant"
+        if not any(node.value == value and type(node.value) is type(value) for value in choices):
+            return f"{param}={node.value!r}"
+        chosen = next(r for v, r in choices.items() if node.value == v)
+        if chosen is not None:
+            return chosen
+    return rule
 
 
 def batching_rule(rule: Rule) -> Any:

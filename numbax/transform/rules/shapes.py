@@ -170,7 +170,7 @@ define(np.hstack, "tup, dtype=None, casting='same_kind'",
        linear="np.hstack(tup)",
        vjp="nxrt.split_like(g, tup, 1 if ans.ndim > 1 else 0)",
        samples=["(a[2, 3], b[2, 1])", "(a[3], b[2])"])
-define(np.vstack, "tup, dtype=None, casting='same_kind'",
+define([np.vstack, np.row_stack], "tup, dtype=None, casting='same_kind'",
        linear="np.vstack(tup)",
        vjp="nxrt.split_like(g, tup, 0)",
        samples=["(a[2, 3], b[1, 3])"])
@@ -232,14 +232,14 @@ define([], "x, dtype, order='K', casting='unsafe', subok=True, copy=True",
        samples=["x[3, 2], np.float64"])
 
 # -- the adjoints' own rules (runtime/shapes.py): each is linear in its first argument --
-define(nxrt.split_like, "value, arrays, axis=0",
-       linear="nxrt.split_like(value, arrays, axis)",
-       vjp="nxrt.join_like(g, value, axis)",
+define(nxrt.split_like, "value, arrays, axis=0, promote='leading'",
+       linear="nxrt.split_like(value, arrays, axis, promote)",
+       vjp="nxrt.join_like(g, value, axis, promote)",
        batch=_split, samples=checked_elsewhere(
            "tests/autodiff/test_rules_shapes_indexing.py: a tuple of pieces"))
-define(nxrt.join_like, "pieces, value, axis=0",
-       linear="nxrt.join_like(pieces, value, axis)",
-       vjp="nxrt.split_like(g, pieces, axis)",
+define(nxrt.join_like, "pieces, value, axis=0, promote='leading'",
+       linear="nxrt.join_like(pieces, value, axis, promote)",
+       vjp="nxrt.split_like(g, pieces, axis, promote)",
        samples=["(a[2, 3], b[1, 3]), np.zeros((3, 3)), 0"])
 define(nxrt.unstack_like, "value, arrays, axis=0",
        linear="nxrt.unstack_like(value, arrays, axis)",

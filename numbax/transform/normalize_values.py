@@ -1,0 +1,341 @@
+"""Values NumPy users build in forms the rules do not read directly, rewritten into
+calls that have rules, before the function is flattened:
+
+* ``np.array([[a, b], [c, d]])``: each nested literal list becomes an array of its own,
+  row by row (``np.array([np.array([a, b]), np.array([c, d])])``), so ``np.array``
+  always takes a flat list of scalars or of arrays of one shape (its rule's input);
+* ``np.block`` of literal lists one or two deep: concatenations of the blocks made
+  at least 1-D or 2-D (deeper nesting, or a list built elsewhere, keeps the call, which
+  has no rule);
+* ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
+  1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and for
+  ``np.c_`` made columns (``np.column_stack`` of each) and joined along the last axis;
+  directive strings (``np.r_['0,2', ...]``) are refused;
+* ufunc methods as the functions they equal: ``np.add.reduce(x, axis)`` →
+  ``np.sum(x, axis)`` (``multiply``: ``np.prod``, ``maximum``/``minimum``: ``np.max``/
+  ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
+  ``maximum``/``minimum``: ``nxrt.cummax``/``nxrt.cummin``), and ``ufunc.outer(a, b)`` →
+  ``ufunc(nxrt.outer_operand(a, b), b)``;
+* ``functools.partial``: a partial object from the globals or closure, or one built in
+  the function from known arguments (``normalize_transformations`` builds those once),
+  is called as the function it wraps with its stored arguments in front
+  (``_cat(xs)`` → ``np.concatenate(xs, axis=0)``).
+
+Objects the rewritten code names (``np.sum``, the function a partial wraps, a stored
+argument that is no literal) are found under a global name of the user's when there is
+one (``np.sum`` where ``np`` is numpy), else bound to a fresh name in the function's
+closure, as ``normalize_transformations`` binds what it builds.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import inspect
+from typing import Any
+
+import gast
+import numpy as np
+
+from numbax.errors import TransformError
+from numbax.runtime import nxrt
+from numbax.transform.normalize_reject import unsupported
+from numbax.transform.normalize_transformations import register_transformations
+from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
+from numbax.transform.source import FunctionSource
+
+# A partial built in the function from known arguments is built once beforehand.
+register_transformations(functools.partial)
+
+_REDUCE = {np.add: np.sum, np.multiply: np.prod, np.maximum: np.max, np.minimum: np.min}
+_ACCUMULATE = {
+    np.add: np.cumsum,
+    np.multiply: np.cumprod,
+    np.maximum: nxrt.cummax,
+    np.minimum: nxrt.cummin,
+}
+_NO_VALUE = object()  # ufunc.reduce's initial has no default value
+_REDUCE_SIGNATURE = inspect.Signature(
+    [
+        inspect.Parameter("array", inspect.Parameter.POSITIONAL_OR_KEYWORD),
+        *(
+            inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default)
+            for name, default in [
+                ("axis", 0),
+                ("dtype", None),
+                ("out", None),
+                ("keepdims", False),
+                ("initial", _NO_VALUE),
+                ("where", True),
+            ]
+        ),
+    ]
+)
+_LITERALS = (bool, int, float, complex, str, type(None))
+_NAMESPACES = (("", np), ("linalg.", np.linalg), ("fft.", np.fft))
+
+
+def rewrite_values(
+    fn: gast.FunctionDef, source: FunctionSource, transformation: str
+) -> gast.FunctionDef:
+    """``fn`` with the forms of the module docstring rewritten (in place)."""
+    return _Rewriter(source, transformation, Resolver(source, local_names(fn))).visit(fn)
+
+
+def _call(func: gast.expr, args: list[gast.expr], keywords: list[gast.keyword] = ()):
+    return gast.Call(func, list(args), list(keywords))
+
+
+def _literal(value: Any) -> bool:
+    if isinstance(value, tuple):
+        return all(map(_literal, value))
+    return type(value) in _LITERALS
+
+
+def _constant(value: Any) -> gast.expr:
+    if isinstance(value, tuple):
+        return gast.Tuple([_constant(v) for v in value], gast.Load())
+    return gast.Constant(value, None)
+
+
+def _computed(value: gast.expr) -> bool:
+    """Whether a literal list nests lists and holds a computed value (a table of
+    constants is left as written: NumPy and Numba build it as it is)."""
+    nests = any(isinstance(e, (gast.List, gast.Tuple)) for e in getattr(value, "elts", ()))
+    leaves = [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Call))]
+    return nests and bool(leaves)
+
+
+def _depth(value: gast.expr) -> int | None:
+    """How deep literal lists nest, the same in each branch (None if not)."""
+    if not isinstance(value, gast.List):
+        return 0
+    depths = {_depth(e) for e in value.elts}
+    if len(depths) != 1 or None in depths:
+        return None
+    return depths.pop() + 1
+
+
+class _Rewriter(gast.NodeTransformer):
+    def __init__(self, source: FunctionSource, transformation: str, resolver: Resolver) -> None:
+        self.source = source
+        self.transformation = transformation
+        self.resolver = resolver
+        self.line: int | None = None
+
+    # -- plumbing ------------------------------------------------------------------
+    def visit(self, node: gast.AST) -> Any:
+        saved = self.line
+        self.line = getattr(node, "lineno", None) or self.line
+        try:
+            return super().visit(node)
+        finally:
+            self.line = saved
+
+    def refuse(self, construct: str, advice: str) -> TransformError:
+        return unsupported(self.source, self.transformation, self.line, construct, advice)
+
+    def target(self, node: gast.expr) -> Any:
+        """The object a global name or chain denotes (None for anything else)."""
+        if not self.resolver.is_global_chain(node):
+            return None
+        found = self.resolver.resolve(node)
+        return None if found is LOCAL or found is UNRESOLVED else found
+
+    def reference(self, obj: Any, hint: str) -> gast.expr:
+        """An expression that denotes ``obj`` in the function: ``np.sum`` under the
+        user's own name for numpy (or ``nxrt``), else a fresh closure name."""
+        namespace = {**self.source.globals, **self.source.closure}
+        own = getattr(obj, "__name__", None)
+        if own and namespace.get(own) is obj and own not in self.locals:
+            return gast.Name(own, gast.Load(), None, None)  # the user's own function
+        helper = getattr(nxrt, getattr(obj, "__name__", ""), None) is obj
+        if helper and "nxrt" not in namespace and "nxrt" not in self.locals:
+            self.source.closure["nxrt"] = nxrt  # as generated code names the helpers
+            namespace["nxrt"] = nxrt
+        for module, prefix_items in ((np, _NAMESPACES), (nxrt, (("", nxrt),))):
+            names = [k for k, v in namespace.items() if v is module and k not in self.locals]
+            for prefix, space in prefix_items:
+                attr = getattr(obj, "__name__", None)
+                if names and attr and getattr(space, attr, None) is obj:
+                    chain: gast.expr = gast.Name(names[0], gast.Load(), None, None)
+                    for part in (*prefix.split(".")[:-1], attr):
+                        chain = gast.Attribute(chain, part, gast.Load())
+                    return chain
+        return gast.Name(self.bind(obj, hint), gast.Load(), None, None)
+
+    @property
+    def locals(self) -> set[str]:
+        return self.resolver.locals
+
+    def bind(self, value: Any, hint: str) -> str:
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in f"_{hint}")
+        name, count = base, 1
+        while True:
+            bound = self.source.closure.get(name, self.source.globals.get(name))
+            if bound is value or (bound is None and name not in self.locals):
+                break
+            count += 1
+            name = f"{base}_{count}"
+        self.source.closure[name] = value
+        return name
+
+    # -- calls ---------------------------------------------------------------------
+    def visit_Call(self, node: gast.Call) -> gast.expr:
+        node = self.generic_visit(node)
+        target = self.target(node.func)
+        if isinstance(target, functools.partial):
+            return self.partial(node, target)
+        if target is np.block and len(node.args) == 1 and not node.keywords:
+            depth = _depth(node.args[0])
+            if depth in (1, 2):
+                return self.block(node.args[0], depth, depth)
+        if (target is np.array or target is np.asarray) and node.args and _computed(node.args[0]):
+            dtypes = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "dtype")]
+            if not any(isinstance(d, (gast.List, gast.Dict)) for d in dtypes):  # not records
+                node.args[0] = self.rows(node.func, node.args[0])
+            return node
+        if isinstance(node.func, gast.Attribute):
+            ufunc = self.target(node.func.value)
+            if isinstance(ufunc, np.ufunc) and node.func.attr in ("reduce", "accumulate"):
+                return self.scan(node, ufunc, node.func.attr)
+            if isinstance(ufunc, np.ufunc) and node.func.attr == "outer":
+                return self.outer(node, ufunc)
+        return node
+
+    def rows(self, func: gast.expr, value: gast.expr) -> gast.expr:
+        """A literal list's nested literal lists as arrays of their own (inside out)."""
+        if not isinstance(value, (gast.List, gast.Tuple)):
+            return value
+        elts = [
+            _call(func, [self.rows(func, e)]) if isinstance(e, (gast.List, gast.Tuple)) else e
+            for e in value.elts
+        ]
+        return type(value)(elts, gast.Load())
+
+    def block(self, value: gast.expr, depth: int, level: int) -> gast.expr:
+        """``np.block`` of literal lists ``depth`` deep as concatenations: the innermost
+        along the last axis, the next along the one before; each block promoted to at
+        least ``depth`` dimensions with leading ones (np.atleast_1d/2d), as NumPy does."""
+        if level == 0:
+            promote = np.atleast_1d if depth == 1 else np.atleast_2d
+            return _call(self.reference(promote, promote.__name__), [value])
+        parts = [self.block(e, depth, level - 1) for e in value.elts]
+        join = self.reference(np.concatenate, "concatenate")
+        axis = gast.keyword("axis", gast.Constant(-level, None))
+        return _call(join, [gast.List(parts, gast.Load())], [axis])
+
+    def partial(self, node: gast.Call, wrapped: functools.partial) -> gast.Call:
+        hint = getattr(wrapped.func, "__name__", "partial")
+        func = self.reference(wrapped.func, hint)
+        stored = [
+            _constant(v)
+            if _literal(v)
+            else gast.Name(self.bind(v, f"{hint}_arg"), gast.Load(), None, None)
+            for v in wrapped.args
+        ]
+        given = {k.arg for k in node.keywords}
+        keywords = [
+            gast.keyword(
+                k,
+                _constant(v)
+                if _literal(v)
+                else gast.Name(self.bind(v, f"{hint}_{k}"), gast.Load(), None, None),
+            )
+            for k, v in wrapped.keywords.items()
+            if k not in given
+        ]
+        return self.visit_Call(_call(func, [*stored, *node.args], [*keywords, *node.keywords]))
+
+    def scan(self, node: gast.Call, ufunc: np.ufunc, method: str) -> gast.expr:
+        """``ufunc.reduce``/``ufunc.accumulate`` as the NumPy function it equals."""
+        table = _REDUCE if method == "reduce" else _ACCUMULATE
+        replacement = table.get(ufunc)
+        what = f"np.{ufunc.__name__}.{method}"
+        if replacement is None:
+            known = ", ".join(f"np.{u.__name__}.{method}" for u in table)
+            raise self.refuse(what, f"numbax reads {known}")
+        try:
+            bound = _REDUCE_SIGNATURE.bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as err:
+            raise self.refuse(f"{what} called so ({err})", "pass the array and axis") from None
+        extra = set(bound.arguments) - {"array", "axis", "dtype", "keepdims"}
+        if method == "accumulate":
+            extra |= set(bound.arguments) & {"keepdims"}
+        if replacement in (nxrt.cummax, nxrt.cummin, np.max, np.min):
+            extra |= set(bound.arguments) & {"dtype"}
+        if extra:
+            raise self.refuse(
+                f"{what} with {', '.join(sorted(extra))}=",
+                f"call {getattr(replacement, '__name__', '')} with the array and axis",
+            )
+        axis = bound.arguments.get("axis", gast.Constant(0, None))
+        keywords = [gast.keyword("axis", axis)] + [
+            gast.keyword(k, bound.arguments[k])
+            for k in ("dtype", "keepdims")
+            if k in bound.arguments
+        ]
+        array = bound.arguments["array"]
+        if replacement in (nxrt.cummax, nxrt.cummin):
+            return _call(self.reference(replacement, replacement.__name__), [array, axis])
+        return _call(self.reference(replacement, replacement.__name__), [array], keywords)
+
+    def outer(self, node: gast.Call, ufunc: np.ufunc) -> gast.expr:
+        """``ufunc.outer(a, b)`` as ``ufunc(nxrt.outer_operand(a, b), b)``: ``b`` is read
+        twice, so it may be no call (whose effects would happen twice)."""
+        if ufunc.nin != 2 or len(node.args) != 2 or node.keywords:
+            raise self.refuse(
+                f"np.{ufunc.__name__}.outer called so", "pass the two arrays, and no keywords"
+            )
+        a, b = node.args
+        if any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(b)):
+            raise self.refuse(
+                f"np.{ufunc.__name__}.outer of a call's result",
+                "assign the second array to a name first (numbax reads it twice)",
+            )
+        operand = _call(self.reference(nxrt.outer_operand, "outer_operand"), [a, b])
+        return _call(node.func.value, [operand, copy.deepcopy(b)])
+
+    # -- np.r_[...], np.c_[...] -------------------------------------------------------
+    def visit_Subscript(self, node: gast.Subscript) -> gast.expr:
+        node = self.generic_visit(node)
+        if not isinstance(node.ctx, gast.Load):
+            return node
+        base = self.target(node.value)
+        if base is not np.r_ and base is not np.c_:
+            return node
+        name = "np.r_" if base is np.r_ else "np.c_"
+        index = node.slice
+        items = index.elts if isinstance(index, gast.Tuple) else [index]
+        parts = [self.concatenated_item(item, name, base is np.r_) for item in items]
+        concatenate = self.reference(np.concatenate, "concatenate")
+        if base is np.r_:
+            return _call(concatenate, [gast.Tuple(parts, gast.Load())])
+        # np.c_ joins along the last axis, a 0-D or 1-D item made a column first (as
+        # np.column_stack makes it; arrays of more dimensions are joined as they are).
+        columns = [
+            _call(self.reference(np.column_stack, "column_stack"), [gast.Tuple([p], gast.Load())])
+            for p in parts
+        ]
+        last_axis = gast.keyword("axis", gast.Constant(-1, None))
+        return _call(concatenate, [gast.Tuple(columns, gast.Load())], [last_axis])
+
+    def concatenated_item(self, item: gast.expr, name: str, flat: bool) -> gast.expr:
+        if isinstance(item, gast.Constant) and isinstance(item.value, str):
+            raise self.refuse(
+                f"a directive string in {name}[...]",
+                "call np.concatenate, np.stack or np.column_stack with the axis you want",
+            )
+        if isinstance(item, gast.Slice):
+            if item.upper is None:
+                raise self.refuse(f"a slice without an end in {name}[...]", "give its end")
+            start = item.lower or gast.Constant(0, None)
+            step = item.step
+            if isinstance(step, gast.Constant) and isinstance(step.value, complex):
+                count = gast.Constant(int(abs(step.value)), None)
+                return _call(self.reference(np.linspace, "linspace"), [start, item.upper, count])
+            rest = [item.upper] if step is None else [item.upper, step]
+            return _call(self.reference(np.arange, "arange"), [start, *rest])
+        if flat:
+            return _call(self.reference(np.atleast_1d, "atleast_1d"), [item])
+        return item
