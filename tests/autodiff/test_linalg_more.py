@@ -223,25 +223,33 @@ def test_table_against_finite_differences(f, shapes):
     check_jacobians(f, *args, argnums=list(range(len(args))), name=f.__name__, jit=False)
 
 
-def everything(a, b, c, v, w):
-    """Each operation of this file once, on stacks (a, c: two 3x3) or a matrix (b: 4x3)."""
+def decompositions(a, b, c):
+    """The decompositions and the norms made of them, on stacks (a, c: two 3x3) or a
+    matrix (b: 4x3): their derivative code is what is costly to compile."""
     u, s, vh = np.linalg.svd(a, full_matrices=False)
     e, vectors = np.linalg.eigh(c)
     q, r = np.linalg.qr(b)
     return (
         np.sum(s * u[..., 0, :]) * np.sum(vh[..., 0])
-        + np.sum(np.linalg.svd(a, compute_uv=False))
         + np.sum(e) * np.sum(vectors[..., 0] ** 2)
         + np.sum(q * q[0])
         + np.sum(r[0] ** 3)
         + np.sum(np.linalg.norm(a, 2, axis=(1, 2)))
-        + np.sum(np.linalg.norm(b, 1))
         + np.linalg.norm(b, "nuc")
+        + np.sum(pinv(b) ** 2)
+        + np.sum(cube(c))
+    )
+
+
+def everything(a, b, c, v, w):
+    """Each operation of this file once (its value: what Numba runs for it)."""
+    return (
+        decompositions(a, b, c)
+        + np.sum(np.linalg.svd(a, compute_uv=False))
+        + np.sum(np.linalg.norm(b, 1))
         + np.sum(svdvals(b))
         + np.sum(cond(c))
         + np.sum(eigvalsh(c) ** 2)
-        + np.sum(pinv(b) ** 2)
-        + np.sum(cube(c))
         + np.sum(inverse_square(c[0]))
         + np.sum(cross(v, w) ** 2)
         + np.sum(linalg_cross(w, v))
@@ -258,19 +266,30 @@ def everything(a, b, c, v, w):
     )
 
 
-@pytest.fixture(scope="module")
-def compiled_gradient():
-    return nx.jit(nx.grad(everything, argnums=(0, 1, 2, 3, 4)))
-
-
-def test_one_jitted_program_matches_numpy_and_finite_differences(compiled_gradient):
-    """All of the above compiled once: its gradient equals the interpreted one, which
-    matches central differences."""
+def _arguments():
     a, c = _drawn([(2, 3, 3), (2, 3, 3)], 1)
     b, v, w = _drawn([(4, 3), (3,), (3,)], 2)
-    args = (a, b, c, v, w)
-    want = nx.grad(everything, argnums=(0, 1, 2, 3, 4))(*args)
-    got = compiled_gradient(*args)
-    for name, x, y in zip("abcvw", want, got, strict=True):
+    return a, b, c, v, w
+
+
+def test_every_operation_compiles_to_numpys_value():
+    """Every operation of this file under jit (values only: each helper their
+    derivatives call is compiled by the rule table)."""
+    args = _arguments()
+    np.testing.assert_allclose(nx.jit(everything)(*args), everything(*args), rtol=1e-10)
+
+
+def test_the_derivatives_of_the_decompositions_compile():
+    """jit(grad) of the decompositions equals the interpreted gradient, which matches
+    central differences. (One program: each compile of a decomposition's derivative
+    costs seconds.)"""
+    a, b, c, _, _ = _arguments()
+    want = nx.grad(decompositions, argnums=(0, 1, 2))(a, b, c)
+    got = nx.jit(nx.grad(decompositions, argnums=(0, 1, 2)))(a, b, c)
+    for name, x, y in zip("abc", want, got, strict=True):
         np.testing.assert_allclose(y, x, rtol=1e-9, atol=1e-9, err_msg=name)
-    check_jacobians(everything, *args, argnums=[0, 1, 2, 3, 4], name="everything", jit=False)
+    check_jacobians(decompositions, a, b, c, argnums=[0, 1, 2], name="decompositions", jit=False)
+
+
+def test_the_gradient_of_everything_matches_finite_differences():
+    check_jacobians(everything, *_arguments(), argnums=[0, 1, 2, 3, 4], name="all", jit=False)
