@@ -5,6 +5,7 @@ derivatives never meet an operation without one."""
 
 import ast
 
+import gast
 import numpy as np
 import pytest
 
@@ -33,7 +34,8 @@ EMITTED_BY_TRANSFORMATIONS = [
 def _called_in(template) -> list[tuple[str, str]]:
     """(namespace, name) of each call in a template: ("np", "sum"), ("nxrt", "owned")."""
     found = []
-    for node in ast.walk(ast.parse(ast.unparse(template), mode="eval")):
+    tree = gast.gast_to_ast(template) if isinstance(template, gast.AST) else template
+    for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
             chain = []
