@@ -59,6 +59,7 @@ def define(targets: Any, signature: str, **spec: Any) -> registry.Rule:
             spec[key] = stack_products(spec[key])
     return registry.define(targets, signature, **spec)
 
+
 # fmt: off
 #      operation, signature
 #      jvp (tangent out)
