@@ -104,30 +104,34 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
     for index, arg in enumerate(args):
         if any(np.asarray(leaf).dtype == np.float16 for leaf in tree_util.tree_leaves(arg)):
             name = names[index] if index < len(names) else f"#{index}"
-            raise Float16Error(
+            raise _float16_error(
+                compiled,
                 f"argument {name!r} holds float16 values, which Numba does not compile on "
                 "the CPU. Cast it to float32 (x.astype(np.float32)) before the call, or call "
                 "the function without jit.",
-                function=display_name(compiled.source.func),
-                transformation="jit",
-                filename=compiled.source.filename,
-                lineno=compiled.source.firstlineno,
-                construct="float16",
             ) from err
     if isinstance(err, NotImplementedError) and str(err) == "float16":  # Numba's own
-        raise Float16Error(
+        raise _float16_error(
+            compiled,
             "it computes with float16 values (np.float16 or a 'float16' dtype inside it), "
             "which Numba does not compile on the CPU. Compute in float32 and cast the "
             "result to float16 after the call, or call the function without jit.",
-            function=display_name(compiled.source.func),
-            transformation="jit",
-            filename=compiled.source.filename,
-            lineno=compiled.source.firstlineno,
-            construct="float16",
         ) from err
     if isinstance(err, NUMBA_ERRORS):
         raise translate_numba_error(err, compiled) from err
     raise err
+
+
+def _float16_error(compiled: Compiled, message: str) -> Float16Error:
+    """The error for float16 in a compiled call, at the user's function."""
+    return Float16Error(
+        message,
+        function=display_name(compiled.source.func),
+        transformation="jit",
+        filename=compiled.source.filename,
+        lineno=compiled.source.firstlineno,
+        construct="float16",
+    )
 
 
 def compile_function(
