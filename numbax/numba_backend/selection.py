@@ -35,7 +35,7 @@ from numbax.numba_backend.overloads.selection import (
 )
 from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.reductions import _is_none
-from numbax.runtime.selection import sort_order
+from numbax.runtime.selection import sort_order, sorted_in_place
 
 __all__ = [
     "builtin_abs",
@@ -216,6 +216,18 @@ def _sort_jit(a, axis=-1, kind=None, order=None):
         return np.ascontiguousarray(back)
 
     return impl
+
+
+@overload(sorted_in_place)
+def _sorted_in_place_jit(a, axis=-1, kind=None, order=None):
+    if isinstance(a, types.List):
+
+        def lists(a, axis=-1, kind=None, order=None):
+            a.sort()
+            return a
+
+        return lists
+    return lambda a, axis=-1, kind=None, order=None: sort(a, axis, kind, order)
 
 
 @overload(argsort)

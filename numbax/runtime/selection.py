@@ -4,7 +4,8 @@ more than once (``untake``, ``untake_along_axis``); ``np.sort`` is a gather alon
 order ``sort_order`` finds; ``np.choose`` and ``np.select`` send each element's
 cotangent to the choice it came from (``unchoose``, ``unselect``; ``select_default``
 says where ``np.select`` took its default); Python's ``sum`` of a sequence sends its
-cotangent to every item (``spread_like``).
+cotangent to every item (``spread_like``); ``as_sequence`` gives Python's ``max`` and
+``min`` of one iterable something to index.
 
 Each adjoint is linear in its cotangent and has its own rules
 (``transform/rules/selection.py``): the adjoint of a scatter is the gather again.
@@ -121,3 +122,24 @@ def spread_like(value: Any, items: Any) -> Any:
     if isinstance(items, np.ndarray):  # sum over the first axis: each row gets it
         return unbroadcast(value, items)
     return tuple(unbroadcast(value, item) for item in items)
+
+
+@helper
+def as_sequence(items: Any) -> Any:
+    """``items`` as Python's ``max(items)`` reads it: a list, tuple or array as it is
+    (by index), any other iterable (a dict, a set) as the list of what it yields."""
+    if isinstance(items, (list, tuple, np.ndarray)):
+        return items
+    return list(items)
+
+
+@helper
+def sorted_in_place(a: Any, axis: Any = -1, kind: Any = None, order: Any = None) -> Any:
+    """What ``a.sort(axis, kind, order)`` leaves in ``a``, as a value: normalization
+    writes the call ``a = nxrt.sorted_in_place(a, ...)``, a rebinding, as it writes
+    ``a += v`` (so another name for the same array does not see the order). A list is
+    sorted in place, as ``list.sort()`` does, and returned."""
+    if isinstance(a, list):
+        a.sort()
+        return a
+    return np.sort(a, axis=axis, kind=kind, order=order)

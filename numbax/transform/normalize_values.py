@@ -1,6 +1,8 @@
 """Values NumPy users build in forms the rules do not read directly, rewritten into
 calls that have rules, before the function is flattened:
 
+* ``a.sort(axis)`` on a local name: ``a = nxrt.sorted_in_place(a, axis)``, a rebinding
+  (as ``a += v`` is), so that the sorted value carries its derivative;
 * ``np.array([[a, b], [c, d]])``: each nested literal list becomes an array of its own,
   row by row (``np.array([np.array([a, b]), np.array([c, d])])``), so ``np.array``
   always takes a flat list of scalars or of arrays of one shape (its rule's input);
@@ -16,6 +18,11 @@ calls that have rules, before the function is flattened:
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
   ``maximum``/``minimum``: ``nxrt.cummax``/``nxrt.cummin``), and ``ufunc.outer(a, b)`` →
   ``ufunc(nxrt.outer_operand(a, b), b)``;
+* Python's ``max``/``min`` of several numbers as pairs (``max(max(a, b), c)``), and of
+  one sequence as the loop ``compositions.maximum_of`` (its rule is of two numbers);
+* ``np.linalg.multi_dot`` of a literal list: the products from the left; the other
+  functions that ``compositions.py`` writes as programs (``cond`` with ``p``, ``lstsq``,
+  ``vector_norm``...) as calls of those programs;
 * ``functools.partial``: a partial object from the globals or closure, or one built in
   the function from known arguments (``normalize_transformations`` builds those once),
   is called as the function it wraps with its stored arguments in front
@@ -39,6 +46,8 @@ import numpy as np
 
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
+from numbax.transform.compositions import composition_for, maximum_of, minimum_of
+from numbax.transform.normalize_nodes import assign
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
@@ -181,11 +190,41 @@ class _Rewriter(gast.NodeTransformer):
         return name
 
     # -- calls ---------------------------------------------------------------------
+    def visit_Expr(self, node: gast.Expr) -> gast.stmt:
+        """``a.sort(...)`` on a local name as ``a = nxrt.sorted_in_place(a, ...)``: the
+        sorted value, which has a derivative (the call, made for its effect, has none)."""
+        node = self.generic_visit(node)
+        call = node.value
+        if not (
+            isinstance(call, gast.Call)
+            and isinstance(call.func, gast.Attribute)
+            and call.func.attr == "sort"
+            and isinstance(call.func.value, gast.Name)
+            and call.func.value.id in self.locals
+            and len(call.args) <= 3
+            and all(k.arg in ("axis", "kind", "order") for k in call.keywords)
+        ):
+            return node  # lst.sort(key=...), reverse=: Python's own, for its effect
+        name = call.func.value.id
+        helper = self.reference(nxrt.sorted_in_place, "sorted_in_place")
+        value = _call(helper, [gast.Name(name, gast.Load(), None, None), *call.args], call.keywords)
+        return gast.copy_location(assign(name, value), node)
+
     def visit_Call(self, node: gast.Call) -> gast.expr:
         node = self.generic_visit(node)
         target = self.target(node.func)
         if isinstance(target, functools.partial):
             return self.partial(node, target)
+        if (target is max or target is min) and not node.keywords and node.args:
+            if not any(isinstance(a, gast.Starred) for a in node.args):
+                return self.extremum(node, target)
+        if target is np.linalg.multi_dot and len(node.args) == 1 and not node.keywords:
+            if isinstance(node.args[0], (gast.List, gast.Tuple)) and node.args[0].elts:
+                return self.products(node.args[0].elts)
+        composed = composition_for(target, len(node.args) + len(node.keywords))
+        if composed is not None:
+            node.func = self.reference(composed, composed.__name__)
+            return node
         if target is np.block and len(node.args) == 1 and not node.keywords:
             depth = _depth(node.args[0])
             if depth in (1, 2):
@@ -212,6 +251,27 @@ class _Rewriter(gast.NodeTransformer):
             for e in value.elts
         ]
         return type(value)(elts, gast.Load())
+
+    def extremum(self, node: gast.Call, builtin: Any) -> gast.expr:
+        """Python's ``max(a, b, c)`` as ``max(max(a, b), c)`` (the rule is of two
+        numbers); ``max(items)`` of one sequence as :func:`compositions.maximum_of`."""
+        if len(node.args) == 1:
+            if not isinstance(node.args[0], (gast.Name, gast.List, gast.Tuple)):
+                return node  # a generator, a call's result: read by Python as written
+            of = maximum_of if builtin is max else minimum_of
+            return _call(self.reference(of, of.__name__), node.args)
+        result = node.args[0]
+        for item in node.args[1:]:
+            result = _call(copy.deepcopy(node.func), [result, item])
+        return result
+
+    def products(self, factors: list[gast.expr]) -> gast.expr:
+        """``np.linalg.multi_dot`` of a literal list as the products from the left."""
+        dot = self.reference(np.dot, "dot")
+        product = factors[0]
+        for factor in factors[1:]:
+            product = _call(copy.deepcopy(dot), [product, factor])
+        return product
 
     def block(self, value: gast.expr, depth: int, level: int) -> gast.expr:
         """``np.block`` of literal lists ``depth`` deep as concatenations: the innermost

@@ -23,7 +23,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.transform import rules
+from numbax.transform import compositions, rules
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
 from numbax.transform.rules.operators import BINARY, UNARY
 
@@ -127,13 +127,16 @@ _DATA = (np.ndarray, np.generic, list, tuple, dict, str, bytes, int, float, comp
 
 def is_transformable_function(target: Any) -> bool:
     """A function numbax differentiates by reading its source: user code, jitted or
-    transformed functions (not NumPy, Numba or numbax's runtime)."""
+    transformed functions, and the compositions numbax writes NumPy functions as
+    (``compositions.py``); not NumPy, Numba or numbax's runtime."""
     if hasattr(target, "__numbax_function__") or hasattr(target, "nested_dispatcher"):
         return True
     if not isinstance(target, types.FunctionType):
         return False
     module = getattr(target, "__module__", "") or ""
     if module.startswith("numbax_generated_"):  # derivative code calling its own parts
+        return True
+    if module == compositions.__name__:
         return True
     return not module.startswith(("numpy", "numba", "numbax", "math"))
 

@@ -18,6 +18,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 from numbax.numba_backend.reductions import _is_none
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.selection import (
+    as_sequence,
     select_default,
     sort_order,
     spread_like,
@@ -254,3 +255,9 @@ def _spread_like_numba(value, items):
     n = _items(items, "sum")
     parts = "".join(f"unbroadcast(value, items[{k}]), " for k in range(n))
     return _compiled(["def impl(value, items):", f"    return ({parts})"])
+
+
+@overload(as_sequence)
+def _as_sequence_numba(items):
+    # compiled code holds lists, tuples and arrays only: each as it is
+    return lambda items: items

@@ -368,3 +368,52 @@ def product(x: str = "x", y: str = "y") -> Rule:
         return matrix_product(op.text(x), op.text(y), xv, yv, op.name)
 
     return rule
+
+
+# -- linear algebra on stacks -------------------------------------------------------------
+def on_matrices(params: dict[str, int], out: int | tuple[int, ...]) -> Rule:
+    """A function of ``numpy.linalg`` that works on the last axes of its arguments and
+    takes stacks of them (``np.linalg.svd`` of a ``(..., m, n)`` array): ``params`` gives
+    the rank of one operand of each parameter (2 for a matrix), ``out`` that of the
+    result (a tuple for a tuple of results). On the batch, the call is the same, the
+    batch one more axis of the stack; a shared operand is repeated over the batch when
+    another is batched (NumPy would broadcast it; compiled code wants one stack)."""
+
+    def rule(op: BatchOp) -> tuple[str, Any]:
+        present = [p for p in params if not op.is_none(p)]
+        ranks = [op.value(p).rank for p in present]
+        leading = {r - params[p] for p, r in zip(present, ranks, strict=True) if r is not None}
+        stack = leading.pop() if len(leading) == 1 and None not in ranks else None
+        if stack is None or stack < 0:
+            if op.batched:
+                raise Decline(f"{op.name} of operands whose stacks are not known or differ")
+            return "", None
+        if isinstance(out, tuple):
+            ranks: Any = Value(None, op.batched, tuple(Value(stack + r, op.batched) for r in out))
+        else:
+            ranks = stack + out
+        if not op.batched:
+            return "", ranks
+        sources = {p: repeated(op.text(p)) for p in present if not op.is_batched(p)}
+        return op.replaced(sources), ranks
+
+    return rule
+
+
+def solve(op: BatchOp) -> tuple[str, int | None]:
+    """``np.linalg.solve(a, b)``: ``b`` is a vector only when it is 1-d (NumPy 2), so a
+    batch of vectors is solved as a batch of one-column matrices."""
+    a, b = op.value("a").rank, op.value("b").rank
+    if a is None or b is None:
+        if op.batched:
+            raise Decline(f"{op.name} of operands whose ranks are not known")
+        return "", None
+    if not op.batched:
+        return "", a - 1 if b == 1 else max(a, b)
+    if a != 2 or b not in (1, 2):
+        raise Decline(f"{op.name} of stacks within each example")
+    left = op.text("a") if op.is_batched("a") else repeated(op.text("a"))
+    right = op.text("b") if op.is_batched("b") else repeated(op.text("b"))
+    if b == 1:
+        return f"np.linalg.solve({left}, {right}[:, :, None])[:, :, 0]", 1
+    return f"np.linalg.solve({left}, {right})", 2

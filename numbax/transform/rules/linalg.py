@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from numbax.transform.rules import registry
-from numbax.transform.rules.batch_kinds import product
+from numbax.transform.rules.batch_kinds import on_matrices, product, solve
 from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, nondifferentiable
 
 
@@ -99,22 +99,22 @@ INV_T = f"{MT}(np.linalg.inv(a))"  # its adjoint
 define(np.linalg.inv, "a",
        jvp="-ans @ da @ ans",
        vjp=f"-{MT}(ans) @ g @ {MT}(ans)",
-       samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
+       batch=on_matrices({"a": 2}, 2), samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
 define(np.linalg.det, "a",
        jvp=f"ans * {TRACE_INV}",
        vjp=f"nxrt.broadcast_reduced(g * ans, a, (-2, -1)) * {INV_T}",
-       samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
+       batch=on_matrices({"a": 2}, 0), samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
 define(np.linalg.slogdet, "a",  # (sign, logabsdet): the sign is constant
        jvp=f"(nxrt.zeros_like(ans[0]), {TRACE_INV})",
        vjp=f"nxrt.broadcast_reduced(g[1], a, (-2, -1)) * {INV_T}",
-       combine="nxrt.tree_add", samples=checked_elsewhere(
+       combine="nxrt.tree_add", batch=on_matrices({"a": 2}, (0, 0)), samples=checked_elsewhere(
            "tests/autodiff/test_rules_reductions_linalg.py: a (sign, logdet) pair"))
 define(np.linalg.solve, "a, b",
        jvp={"a": "-np.linalg.solve(a, da @ ans)",
             "b": "np.linalg.solve(a, db)"},
        vjp={"a": f"-nxrt.matmul_vjp_x(np.linalg.solve({MT}(a), g), a, ans)",
             "b": f"np.linalg.solve({MT}(a), g)"},
-       samples=["a[3, 3], b[3]", "a[3, 3], b[3, 2]", "a[2, 3, 3], b[2, 3, 2]"],
+       batch=solve, samples=["a[3, 3], b[3]", "a[3, 3], b[3, 2]", "a[2, 3, 3], b[2, 3, 2]"],
        domain={"a": "invertible", "b": (-2, 2)})
 # dL = L Phi(L^-1 S L^-T), S = tril_symmetric(dA); the VJP: tril_fold(L^-T Phi(L^T G) L^-1).
 define(np.linalg.cholesky, "a",
@@ -122,7 +122,7 @@ define(np.linalg.cholesky, "a",
            "np.linalg.solve(ans, nxrt.tril_symmetric(da)))))",
        vjp=f"nxrt.tril_fold(np.linalg.solve({MT}(ans), {MT}(np.linalg.solve({MT}(ans), {MT}("
            f"nxrt.tril_half_diag({MT}(ans) @ g))))))",
-       samples=["a[3, 3]", "a[2, 3, 3]"], domain="spd")
+       batch=on_matrices({"a": 2}, 2), samples=["a[3, 3]", "a[2, 3, 3]"], domain="spd")
 # fmt: on
 
 
@@ -217,5 +217,6 @@ define(np.linalg.qr, "a, mode='reduced'",
        jvp=f"({_Q} @ ({_O} - {_C}) + {_X}, ({_C} - {_O}) @ {_R})",
        vjp=f"{MT}(np.linalg.solve({_R}, {MT}({_B})))",
        combine="nxrt.tree_add", by_constant={"mode": {"reduced": None}},
+       batch=on_matrices({"a": 2}, (2, 2)),
        samples=checked_elsewhere("tests/autodiff/test_linalg_more.py: both outputs, stacks"))
 # fmt: on

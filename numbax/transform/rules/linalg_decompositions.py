@@ -19,6 +19,8 @@ derivatives of derivatives come from the same table. ``a`` may be a stack of mat
 * ``eigh``: numpy reads the lower triangle, so the tangent seen is
   ``S = tril_symmetric(da)``; ``dw = diag(V^T S V)``, ``dV = V (F(w) * (V^T S V))``;
   the VJP ``tril_fold(V (diag(gw) + F(w) * (V^T gV)) V^T)``.
+* ``eigvals`` (distinct eigenvalues): ``dw = diag(V^-1 dA V)``, as JAX's; the VJP
+  ``V^-T diag(g) V^T``.
 * ``pinv`` (full rank): ``-A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+``.
 * ``matrix_power(a, n)``: the derivative of a matrix function along ``t`` is the upper
   right block of the function of ``[[a, t], [0, a]]`` (``nxrt.block_upper``); the VJP
@@ -31,7 +33,7 @@ from typing import Any
 from numpy import cross, kron, linalg
 
 from numbax.runtime import nxrt
-from numbax.transform.rules.batch_kinds import BatchOp
+from numbax.transform.rules.batch_kinds import BatchOp, on_matrices
 from numbax.transform.rules.linalg import define
 from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere
 
@@ -66,6 +68,7 @@ svdvals = define(
     "a, full_matrices=True, compute_uv=False, hermitian=False",
     jvp=f"{DIAG}({MT}({REDUCED}[0]) @ da @ {MT}({REDUCED}[2]))",
     vjp=f"({REDUCED}[0] * np.expand_dims(g, -2)) @ {REDUCED}[2]",
+    batch=on_matrices({"a": 2}, 1),
     samples=checked_elsewhere(TABLE),
 )
 define(
@@ -75,6 +78,7 @@ define(
     vjp=SVD_VJP,
     combine="nxrt.tree_add",
     by_constant={"hermitian": {False: None}, "compute_uv": {True: None, False: svdvals}},
+    batch=on_matrices({"a": 2}, (2, 1, 2)),
     samples=checked_elsewhere(ALL_OUTPUTS),
 )
 
@@ -113,6 +117,7 @@ define(
     f" @ {MT}({VEC}))",
     combine="nxrt.tree_add",
     by_constant={"UPLO": {"L": None}},
+    batch=on_matrices({"a": 2}, (1, 2)),
     samples=checked_elsewhere(ALL_OUTPUTS),
 )
 EIGENVECTORS = "np.linalg.eigh(a)[1]"
@@ -122,7 +127,23 @@ define(
     jvp=f"{DIAG}({MT}({EIGENVECTORS}) @ nxrt.tril_symmetric(da) @ {EIGENVECTORS})",
     vjp=f"nxrt.tril_fold(({EIGENVECTORS} * np.expand_dims(g, -2)) @ {MT}({EIGENVECTORS}))",
     by_constant={"UPLO": {"L": None}},
+    batch=on_matrices({"a": 2}, 1),
     samples=checked_elsewhere(TABLE),
+)
+
+# -- eigvals (of a general matrix, distinct eigenvalues): with A = V diag(w) V^-1,
+# dw = diag(V^-1 dA V), as JAX's; the VJP is its transpose, V^-T diag(g) V^T (without
+# conjugates, JAX's convention; unbroadcast keeps the real part for a real matrix). The
+# eigenvectors' derivative is not defined here, as JAX defines none: np.linalg.eig has
+# no rule.
+EIGENBASIS = "np.linalg.eig(a)[1]"
+define(
+    linalg.eigvals,
+    "a",
+    jvp=f"{DIAG}(np.linalg.solve({EIGENBASIS}, da @ {EIGENBASIS}))",
+    vjp=f"nxrt.unbroadcast(np.linalg.solve({MT}({EIGENBASIS}), "
+    f"{MT}({EIGENBASIS} * np.expand_dims(g, -2))), a)",
+    samples=checked_elsewhere("tests/autodiff/test_linalg_more.py: complex eigenvalues"),
 )
 
 # -- pinv ------------------------------------------------------------------------------
@@ -137,6 +158,7 @@ define(
     jvp=f"-{P} @ da @ {P} + {LEFT} - {LEFT} @ a @ {P} + {RIGHT} - {P} @ a @ {RIGHT}",
     vjp=f"-{PT} @ g @ {PT} + {G_LEFT} - a @ {P} @ {G_LEFT} + {G_RIGHT} - {G_RIGHT} @ {P} @ a",
     by_constant={"hermitian": {False: None}},
+    batch=on_matrices({"a": 2}, 2),
     samples=checked_elsewhere(TABLE),
 )
 
@@ -146,6 +168,7 @@ define(
     "a, n",
     jvp="nxrt.upper_right(np.linalg.matrix_power(nxrt.block_upper(a, da), n))",
     vjp=f"nxrt.upper_right(np.linalg.matrix_power(nxrt.block_upper({MT}(a), g), n))",
+    batch=on_matrices({"a": 2}, 2),
     samples=checked_elsewhere(TABLE),
 )
 

@@ -19,7 +19,14 @@ from __future__ import annotations
 import numpy as np
 
 from numbax.runtime import selection
-from numbax.transform.rules.batch_kinds import BatchOp, Decline, repeated, scan, shifted_axis
+from numbax.transform.rules.batch_kinds import (
+    BatchOp,
+    Decline,
+    repeated,
+    same_shape,
+    scan,
+    shifted_axis,
+)
 from numbax.transform.rules.registry import checked_elsewhere, define
 
 
@@ -132,6 +139,12 @@ define(np.sort, "a, axis=-1, kind=None, order=None",
        vjp="nxrt.untake_along_axis(g, a, nxrt.sort_order(a, axis), axis)",
        batch=scan(),
        samples=["a[3, 4]", "a[3, 4], axis=0", "a[2, 3], None", "a[5]"])
+# a.sort() in place, as normalization writes it (a = nxrt.sorted_in_place(a, ...)): sort's
+define(selection.sorted_in_place, "a, axis=-1, kind=None, order=None",
+       jvp="np.take_along_axis(da, nxrt.sort_order(a, axis), axis)",
+       vjp="nxrt.untake_along_axis(g, a, nxrt.sort_order(a, axis), axis)",
+       batch=scan(),
+       samples=["a[3, 4]", "a[3, 4], axis=0", "a[5]"])
 define(np.choose, "a, choices, out=None, mode='raise'", methods=["choose"],
        jvp={"choices": "np.choose(a, dchoices, mode=mode)"},
        vjp={"choices": "nxrt.unchoose(g, a, choices, mode)"},
@@ -146,6 +159,12 @@ define(np.select, "condlist, choicelist, default=0",
                        "default)"},
        samples=checked_elsewhere(
            "tests/autodiff/test_selection_and_order.py: tuples of conditions and choices"))
+# what Python's max(items) indexes: the items themselves (of a dict or set, its keys,
+# which carry no derivative)
+define(selection.as_sequence, "items",
+       linear="nxrt.as_sequence(items)", vjp="g", batch=same_shape("items"),
+       samples=checked_elsewhere(
+           "tests/autodiff/test_selection_and_order.py: max of a sequence"))
 # Python's sum(items, start) of a tuple or list (of an array: over its first axis).
 define(sum, "iterable, start=0",
        jvp={"iterable": "sum(diterable)", "start": "dstart"},
