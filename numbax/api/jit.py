@@ -21,11 +21,13 @@ from numbax.numba_backend.cpu import (
     compile_function,
     explain_failure,
 )
+from numbax.transform.analysis.ranks import rank_parameters
 from numbax.transform.source import read_function
 from numbax.tree_util import is_flat
 
 _GPU_BACKENDS = ("gpu", "cuda")
 _PYTHON_SCALARS = frozenset([bool, int, float, complex])
+_RANK_DECIDING_VALUES = frozenset([bool, int, str, type(None)])
 
 
 def jit(
@@ -124,6 +126,7 @@ class Jitted(NumbaxFunction):
         # whose types alone determine it (no statics, no keywords, no pytrees).
         self._fast: dict[tuple[type, ...], Compiled] = {}
         self._source = None
+        self._rank_parameters: tuple[str, ...] | None = None
 
     # -- construction helpers ------------------------------------------------------
     @staticmethod
@@ -179,12 +182,17 @@ class Jitted(NumbaxFunction):
             raise TypeError(f"{self.fun.__name__}(): {err}") from None
         bound.apply_defaults()
         statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
+        deciding = self._deciding_ranks()
+        for name in deciding:  # a Python constant that decides a rank: static
+            if type(bound.arguments.get(name, ())) in _RANK_DECIDING_VALUES:
+                statics[name] = bound.arguments.pop(name)
         weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
         compiled = self.specialize(statics, weak)
         dynamic = tuple(bound.arguments.values())
         if not is_flat(dynamic):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
-        if not kwargs and not self.static_argnames and self._positional_only_signature():
+        static = self.static_argnames or deciding
+        if not kwargs and not static and self._positional_only_signature():
             # Omitted arguments take their defaults inside Numba: the types of the given
             # ones decide the specialization.
             self._fast[tuple(map(type, args))] = compiled
@@ -207,6 +215,17 @@ class Jitted(NumbaxFunction):
         key = (self._static_key(statics), weak)
         self._latest = self._cached(key, lambda: self._compile(statics, weak))
         return self._latest
+
+    def _deciding_ranks(self) -> tuple[str, ...]:
+        """Parameters, not marked static, whose value decides the rank of a result
+        (``keepdims=keep``, ``keep`` chosen from a parameter): when a call passes a
+        Python constant there, it is compiled as a static value (``analysis/ranks.py``)."""
+        if self._rank_parameters is None:
+            if self._source is None:
+                self._source = read_function(self.fun, "jit")
+            found = rank_parameters(self._source.tree)
+            self._rank_parameters = tuple(p for p in found if p not in self.static_argnames)
+        return self._rank_parameters
 
     def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
         if self._source is None:

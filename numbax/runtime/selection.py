@@ -143,3 +143,14 @@ def sorted_in_place(a: Any, axis: Any = -1, kind: Any = None, order: Any = None)
         a.sort()
         return a
     return np.sort(a, axis=axis, kind=kind, order=order)
+
+
+@helper
+def put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> Any:
+    """``np.put_along_axis(arr, indices, values, axis)`` as a value: a copy of ``arr``
+    with ``values`` put at ``indices`` (normalization writes the call, which changes
+    ``arr`` in place, as ``arr = nxrt.put_along_axis(arr, ...)``). Where an index
+    repeats, the last value put there stays, as in NumPy."""
+    out = np.array(arr, copy=True)
+    np.put_along_axis(out, indices, values, axis)
+    return out

@@ -3,12 +3,15 @@ calls that have rules, before the function is flattened:
 
 * ``a.sort(axis)`` on a local name: ``a = nxrt.sorted_in_place(a, axis)``, a rebinding
   (as ``a += v`` is), so that the sorted value carries its derivative;
+* ``np.put_along_axis(a, indices, values, axis)`` on a local ``a``: ``a =
+  nxrt.put_along_axis(a, indices, values, axis)``, the same rebinding;
 * ``np.array([[a, b], [c, d]])``: each nested literal list becomes an array of its own,
   row by row (``np.array([np.array([a, b]), np.array([c, d])])``), so ``np.array``
   always takes a flat list of scalars or of arrays of one shape (its rule's input);
-* ``np.block`` of literal lists one or two deep: concatenations of the blocks made
-  at least 1-D or 2-D (deeper nesting, or a list built elsewhere, keeps the call, which
-  has no rule);
+* ``np.block`` of literal lists one or two deep, written in the call or assigned once
+  to a name (``rows = [[a, b], [c, d]]``): concatenations of the blocks made at least
+  1-D or 2-D (deeper nesting, or a list built step by step, keeps the call, which has
+  no rule);
 * ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
   1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and for
   ``np.c_`` made columns (``np.column_stack`` of each) and joined along the last axis;
@@ -88,7 +91,45 @@ def rewrite_values(
     fn: gast.FunctionDef, source: FunctionSource, transformation: str
 ) -> gast.FunctionDef:
     """``fn`` with the forms of the module docstring rewritten (in place)."""
-    return _Rewriter(source, transformation, Resolver(source, local_names(fn))).visit(fn)
+    rewriter = _Rewriter(source, transformation, Resolver(source, local_names(fn)))
+    rewriter.fixed_lists = _fixed_lists(fn)
+    return rewriter.visit(fn)
+
+
+def _fixed_lists(fn: gast.FunctionDef) -> dict[str, gast.expr]:
+    """Locals that hold one literal list of lists for the whole call: assigned once,
+    never changed in place (``rows.append``, ``rows[0] = ``), made of names that are
+    themselves assigned at most once, and constants. Reading the literal in place of
+    the name computes the same (``np.block(rows)``)."""
+    stores: dict[str, int] = {}
+    changed: set[str] = set()
+    values: dict[str, gast.expr] = {}
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
+            stores[node.id] = stores.get(node.id, 0) + 1
+        elif isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            changed |= {n.id for n in gast.walk(node.value) if isinstance(n, gast.Name)}
+        elif isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name):
+            changed.add(node.value.id)  # rows.append(...), and any other method
+        if isinstance(node, gast.Assign) and len(node.targets) == 1:
+            target, value = node.targets[0], node.value
+            if isinstance(target, gast.Name) and isinstance(value, gast.List):
+                values[target.id] = value
+    for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs:
+        stores[a.id] = stores.get(a.id, 0) + 1
+
+    def fixed(value: gast.expr) -> bool:
+        if isinstance(value, gast.List):
+            return all(fixed(e) for e in value.elts)
+        if isinstance(value, gast.Name):
+            return stores.get(value.id, 0) <= 1
+        return isinstance(value, gast.Constant)
+
+    return {
+        name: value
+        for name, value in values.items()
+        if stores.get(name) == 1 and name not in changed and fixed(value)
+    }
 
 
 def _call(func: gast.expr, args: list[gast.expr], keywords: list[gast.keyword] = ()):
@@ -131,6 +172,7 @@ class _Rewriter(gast.NodeTransformer):
         self.transformation = transformation
         self.resolver = resolver
         self.line: int | None = None
+        self.fixed_lists: dict[str, gast.expr] = {}
 
     # -- plumbing ------------------------------------------------------------------
     def visit(self, node: gast.AST) -> Any:
@@ -191,10 +233,22 @@ class _Rewriter(gast.NodeTransformer):
 
     # -- calls ---------------------------------------------------------------------
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:
-        """``a.sort(...)`` on a local name as ``a = nxrt.sorted_in_place(a, ...)``: the
-        sorted value, which has a derivative (the call, made for its effect, has none)."""
+        """``a.sort(...)`` on a local name as ``a = nxrt.sorted_in_place(a, ...)``, and
+        ``np.put_along_axis(a, ...)`` as ``a = nxrt.put_along_axis(a, ...)``: the values
+        they leave in ``a``, which have derivatives (calls made for their effect have
+        none)."""
         node = self.generic_visit(node)
         call = node.value
+        if (
+            isinstance(call, gast.Call)
+            and self.target(call.func) is np.put_along_axis
+            and call.args
+            and isinstance(call.args[0], gast.Name)
+            and call.args[0].id in self.locals
+        ):
+            helper = self.reference(nxrt.put_along_axis, "put_along_axis")
+            value = _call(helper, call.args, call.keywords)
+            return gast.copy_location(assign(call.args[0].id, value), node)
         if not (
             isinstance(call, gast.Call)
             and isinstance(call.func, gast.Attribute)
@@ -226,9 +280,12 @@ class _Rewriter(gast.NodeTransformer):
             node.func = self.reference(composed, composed.__name__)
             return node
         if target is np.block and len(node.args) == 1 and not node.keywords:
-            depth = _depth(node.args[0])
+            blocks = node.args[0]
+            if isinstance(blocks, gast.Name) and blocks.id in self.fixed_lists:
+                blocks = copy.deepcopy(self.fixed_lists[blocks.id])
+            depth = _depth(blocks)
             if depth in (1, 2):
-                return self.block(node.args[0], depth, depth)
+                return self.block(blocks, depth, depth)
         if (target is np.array or target is np.asarray) and node.args and _computed(node.args[0]):
             dtypes = [*node.args[1:2], *(k.value for k in node.keywords if k.arg == "dtype")]
             if not any(isinstance(d, (gast.List, gast.Dict)) for d in dtypes):  # not records

@@ -19,6 +19,7 @@ from numbax.numba_backend.reductions import _is_none
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.selection import (
     as_sequence,
+    put_along_axis,
     select_default,
     sort_order,
     spread_like,
@@ -261,3 +262,41 @@ def _spread_like_numba(value, items):
 def _as_sequence_numba(items):
     # compiled code holds lists, tuples and arrays only: each as it is
     return lambda items: items
+
+
+@overload(put_along_axis)
+def _put_along_axis_numba(arr, indices, values, axis):
+    if _is_none(axis):
+
+        def flat(arr, indices, values, axis):
+            out = np.ascontiguousarray(arr).copy()
+            rows = out.reshape(-1)
+            where = np.asarray(indices).ravel()
+            v = np.broadcast_to(np.asarray(values), where.shape)
+            for k in range(where.size):
+                rows[wrapped_index(where[k], rows.size, "raise")] = v[k]
+            return out
+
+        return flat
+    ndim = arr.ndim
+
+    def impl(arr, indices, values, axis):
+        a = normalized_axis(axis, ndim)
+        order, inverse = axis_permutation(ndim, a)
+        forward = to_fixed_tuple(order, ndim)
+        target = np.empty(ndim, np.intp)  # arr's shape, the indices' along the axis
+        for d in range(ndim):
+            target[d] = indices.shape[d] if d == a else arr.shape[d]
+        shape = to_fixed_tuple(target, ndim)
+        out = np.ascontiguousarray(arr.transpose(forward)).copy()
+        where = np.ascontiguousarray(np.broadcast_to(indices, shape).transpose(forward))
+        v = np.ascontiguousarray(np.broadcast_to(np.asarray(values), shape).transpose(forward))
+        n, k = arr.shape[a], target[a]
+        rows_out = out.reshape(-1, n)
+        rows_v, rows_where = v.reshape(-1, k), where.reshape(-1, k)
+        for i in range(rows_out.shape[0]):
+            for j in range(k):
+                rows_out[i, wrapped_index(rows_where[i, j], n, "raise")] = rows_v[i, j]
+        return np.ascontiguousarray(out.transpose(to_fixed_tuple(inverse, ndim)))
+
+    return impl
