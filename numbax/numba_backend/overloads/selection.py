@@ -260,8 +260,9 @@ def _spread_like_numba(value, items):
 
 @overload(as_sequence)
 def _as_sequence_numba(items):
-    # compiled code holds lists, tuples and arrays only: each as it is
-    return lambda items: items
+    if isinstance(items, (types.Array, types.List, types.BaseTuple)):
+        return lambda items: items
+    return lambda items: [k for k in items]  # a dict's keys, a set's items
 
 
 @overload(put_along_axis)

@@ -1,0 +1,131 @@
+"""Calls NumPy users make for their effect, and builtins over sequences, read as the
+values they leave (``normalize_values.py``): ``a.sort()``, ``np.put_along_axis``,
+Python's ``max``/``min`` of several numbers or of one sequence, ``np.block`` of a list
+assigned to a name, and ``keepdims`` chosen by a parameter under jit. Against central
+differences interpreted, and one compiled program for all."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from tests.autodiff.fd import check_jacobians
+
+X = np.array([0.3, -0.6, 1.1])
+
+
+def sort_in_place(x):
+    m = np.outer(x, x[::-1]) + x
+    m.sort(axis=0)
+    v = x * 2.0
+    v.sort()
+    order = [3, 1, 2]
+    order.sort()  # a list: sorted in place, as Python does
+    names = ["b", "a", "c"]
+    names.sort(reverse=True)  # list.sort's own arguments: Python's call
+    return m * v + order[0] + len(names[0])
+
+
+def put_along(x):
+    y = np.zeros((2, 3)) + x[2]
+    np.put_along_axis(y, np.array([[0], [2]]), np.stack([x[:1], x[1:2]]), axis=1)
+    np.put_along_axis(y, np.array([[1, 1, 0]]), 2.0 * x[0], 0)
+    return y * x
+
+
+def put_flat(x):
+    y = np.ones(4) * x[0]
+    np.put_along_axis(y, np.array([3, 0]), x[1:], None)
+    return y * x[2]
+
+
+def extremes(x):
+    held = [x[0], x[1] * 2.0, x[2]]
+    pair = (x[1], x[0])
+    keys = {3: 1.0, 1: 2.0}
+    return (
+        max(x[0], x[1], x[2])
+        + min(x[0], x[2], x[1]) * 2.0
+        + max(held) * 3.0
+        + min(pair)
+        + max(x) * min(x)
+        + min([x[0], x[2]])
+        + max(keys) * x[0]
+    )
+
+
+def blocks(x):
+    a = np.outer(x, x)
+    b = np.eye(3) * x[0]
+    rows = [[a, b], [b, a]]
+    return np.block(rows) * 2.0
+
+
+@pytest.mark.parametrize("f", [sort_in_place, put_along, put_flat, extremes, blocks])
+def test_against_finite_differences(f):
+    check_jacobians(f, X, name=f.__name__, jit=False)
+
+
+def test_ties_of_max_are_shared_as_np_maximum():
+    def top(x):
+        return max(x[0], x[1], x[2]) + max([x[0], x[1]])
+
+    # max(max(a, b), c) at a == b == c: half to c, a quarter to a and to b; max of a list
+    # of two equal values shares as np.maximum does
+    np.testing.assert_allclose(nx.grad(top)(np.ones(3)), [0.75, 0.75, 0.5])
+
+
+def test_put_along_axis_at_a_repeated_index():
+    def repeated(x):
+        y = np.zeros(2)
+        np.put_along_axis(y, np.array([1, 1]), x, 0)
+        return y[1]
+
+    # NumPy keeps the last value put at an index; the tangent is the last one's, and the
+    # cotangent goes to each value put there, as JAX's .at[].set transposes
+    x = np.array([2.0, 5.0])
+    assert repeated(x) == 5.0
+    np.testing.assert_allclose(nx.jacfwd(repeated)(x), [0.0, 1.0])
+    np.testing.assert_allclose(nx.grad(repeated)(x), [1.0, 1.0])
+
+
+def test_the_caller_array_is_not_sorted():
+    # a.sort() is a rebinding, as a += v is (README, Limitations)
+    def sort_argument(x):
+        x.sort()
+        return x * 1.0
+
+    x = np.array([3.0, 1.0, 2.0])
+    np.testing.assert_allclose(nx.jacfwd(sort_argument)(x), np.eye(3)[[1, 2, 0]])
+    np.testing.assert_allclose(x, [3.0, 1.0, 2.0])
+
+
+def keep_or_not(x, flag):
+    if flag:
+        keep = True
+    else:
+        keep = False
+    return np.sum(np.outer(x, x), axis=0, keepdims=keep) * 2.0
+
+
+def together(x, flag):
+    return (
+        np.sum(sort_in_place(x))
+        + np.sum(put_along(x))
+        + np.sum(put_flat(x))
+        + extremes(x)
+        + np.sum(blocks(x))
+        + np.sum(keep_or_not(x, flag))
+    )
+
+
+def test_one_compiled_program():
+    """Values and the gradient under jit; keepdims decided by a parameter: compiled per
+    value of it (analysis/ranks.py)."""
+    assert nx.jit(keep_or_not)(X, True).shape == (1, 3)
+    assert nx.jit(keep_or_not)(X, False).shape == (3,)
+    np.testing.assert_allclose(nx.jit(together)(X, True), together(X, True), rtol=1e-12)
+    want = nx.grad(together)(X, True)
+    np.testing.assert_allclose(nx.jit(nx.grad(together))(X, True), want, rtol=1e-10)
+    check_jacobians(together, X, True, argnums=[0], name="together", jit=False)
