@@ -4,6 +4,7 @@ registers them all (see registry.py for what a rule is)."""
 from numbax.runtime import helpers as runtime_helpers
 from numbax.transform.rules import (  # noqa: F401
     arrays,
+    callbacks,
     collectives,
     constants,
     elementwise,
