@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from numbax import tree_util
+from numbax.runtime.registry import helper
 
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all")
 """``vmap_method``\\ s that batch a ``pure_callback`` (JAX's names; the legacy
@@ -176,6 +177,20 @@ def debug_print(fmt: str, *args: Any, ordered: bool = False, **kwargs: Any) -> N
     line per example)."""
     del ordered
     print(fmt.format(*args, **kwargs))
+
+
+@helper
+def batch_spec(result_shape_dtypes: Any, size: int) -> Any:
+    """What a callback returns for a batch of ``size`` examples, from what it returns
+    for one: each declared shape with a leading batch axis (``vmap`` calling a
+    ``pure_callback`` once on the whole batch)."""
+
+    def batched(spec: Any) -> ShapeDtypeStruct:
+        if is_spec(spec):
+            return ShapeDtypeStruct((size, *spec.shape), spec.dtype)
+        return ShapeDtypeStruct((size,), np.result_type(spec))  # a number
+
+    return tree_util.tree_map(batched, result_shape_dtypes, is_leaf=is_spec)
 
 
 def host_call(kind: str, fun: Any, spec: Any, args: tuple, names: tuple, values: tuple) -> Any:

@@ -125,7 +125,11 @@ def test_debug_print_in_a_loop_prints_once_under_grad(capsys):
 
 
 # -- vmap --------------------------------------------------------------------------------
+shapes_seen = []
+
+
 def _cos(x):
+    shapes_seen.append(np.shape(x))
     return np.cos(x)
 
 
@@ -143,6 +147,18 @@ def _cos_expand(x):
     )
 
 
+def _shifted_cos(x, shift):
+    return _cos(x) + shift
+
+
+def _cos_broadcast(x, shift):
+    return nx.pure_callback(_shifted_cos, x, x, shift, vmap_method="broadcast_all")
+
+
+def _cos_sequential(x):
+    return nx.pure_callback(_cos, x, x, vmap_method="sequential")
+
+
 def _ordered(x):
     return nx.experimental.io_callback(_cos, x, x, ordered=True)
 
@@ -154,7 +170,14 @@ def test_vmap_of_a_callback_follows_its_vmap_method(capsys):
             nx.vmap(f)(xs)
     with pytest.raises(ValueError, match="ordered io_callback"):
         nx.vmap(_ordered)(xs)
+    shapes_seen.clear()  # one call on the whole batch
     np.testing.assert_allclose(nx.vmap(_cos_expand)(xs), np.cos(xs))
+    shift = np.array([1.0, 2.0])  # shared: repeated over the batch
+    np.testing.assert_allclose(nx.vmap(_cos_broadcast, (0, None))(xs, shift), np.cos(xs) + shift)
+    assert shapes_seen == [(3, 2), (3, 2)]
+    shapes_seen.clear()  # one call per example
+    np.testing.assert_allclose(nx.vmap(_cos_sequential)(xs), np.cos(xs))
+    assert shapes_seen == [(2,)] * 3
     np.testing.assert_allclose(nx.vmap(lambda x: jv(1.0, x))(xs), scipy.special.jv(1.0, xs))
 
     def show(x):
