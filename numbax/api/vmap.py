@@ -321,7 +321,7 @@ class Batched(Rewritten):
         """Whether the callbacks the function makes may be batched (raises if not)."""
         try:
             source = self._source
-        except TransformError:  # a function numbax cannot read calls none of its own
+        except TransformError:  # what numbax cannot read, it batches by calling it
             return True
         refuse_unbatchable_callbacks(source)
         return True

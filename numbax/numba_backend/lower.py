@@ -33,7 +33,7 @@ from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.numba_backend.host_calls import host_stub
 from numbax.runtime import nxrt
-from numbax.runtime.callbacks import CALLBACKS
+from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
 from numbax.transform.operations import held_globals, is_transformable_function
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import display_name
@@ -280,6 +280,11 @@ class _Lowerer(gast.NodeTransformer):
         except TypeError as error:
             raise self._host_error(node, kind, f"{kind}: {error}") from None
         arguments = bound.arguments
+        method = arguments.get("vmap_method")
+        if isinstance(method, gast.Constant) and method.value not in (None, *VMAP_METHODS):
+            raise self._host_error(
+                node, kind, f"pure_callback: vmap_method must be one of {VMAP_METHODS}"
+            )
         if kind == "debug_print":
             fmt = arguments["fmt"]
             if not (isinstance(fmt, gast.Constant) and isinstance(fmt.value, str)):

@@ -31,7 +31,10 @@ def refuse_unbatchable_callbacks(source: FunctionSource) -> None:
 
 def _search(source: FunctionSource, seen: set[int]) -> None:
     seen.add(id(source.func))
-    fn = normalize(source, "vmap")
+    try:
+        fn = normalize(source, "vmap")
+    except TransformError:  # the loop calls what numbax cannot read: nothing to search
+        return
     resolver = Resolver(source, local_names(fn))
     for node in gast.walk(fn):
         if not isinstance(node, gast.Call):
