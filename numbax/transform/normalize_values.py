@@ -1,9 +1,9 @@
 """Values NumPy users build in forms the rules do not read directly, rewritten into
 calls that have rules, before the function is flattened:
 
-* ``a.sort(axis)`` on a local name: ``a = nxrt.sorted_in_place(a, axis)``, a rebinding
-  (as ``a += v`` is), so that the sorted value carries its derivative;
-* ``np.put_along_axis(a, indices, values, axis)`` on a local ``a``: ``a =
+* ``a.sort(axis)`` on an array the function made: ``a = nxrt.sorted_in_place(a, axis)``,
+  a rebinding (as ``a += v`` is), so that the sorted value carries its derivative;
+* ``np.put_along_axis(a, indices, values, axis)`` on an array the function made: ``a =
   nxrt.put_along_axis(a, indices, values, axis)``, the same rebinding;
 * ``np.array([[a, b], [c, d]])``: each nested literal list becomes an array of its own,
   row by row (``np.array([np.array([a, b]), np.array([c, d])])``), so ``np.array``
@@ -93,7 +93,35 @@ def rewrite_values(
     """``fn`` with the forms of the module docstring rewritten (in place)."""
     rewriter = _Rewriter(source, transformation, Resolver(source, local_names(fn)))
     rewriter.fixed_lists = _fixed_lists(fn)
+    rewriter.own_arrays = _own_arrays(fn)
     return rewriter.visit(fn)
+
+
+def _own_arrays(fn: gast.FunctionDef) -> set[str]:
+    """Locals that only ever hold values the function made (``y = x * 2.0``,
+    ``y = x.copy()``): no parameter, and never assigned a bare name or a piece of one
+    (``y = x``, ``y = x[1:]``: another name for an array, maybe the caller's). Changing
+    one in place changes nothing the caller sees, so it may be read as a rebinding."""
+    params = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
+    assigned: dict[str, bool] = {}
+    for node in gast.walk(fn):
+        targets = []
+        if isinstance(node, gast.Assign):
+            targets = [(t, node.value) for t in node.targets]
+        elif isinstance(node, (gast.AugAssign, gast.AnnAssign)) and node.value is not None:
+            targets = [(node.target, node.value)]
+        elif isinstance(node, (gast.For, gast.With, gast.NamedExpr)):
+            stored = getattr(node, "target", None)
+            for n in gast.walk(stored) if stored is not None else ():
+                if isinstance(n, gast.Name):
+                    assigned[n.id] = False
+        for target, value in targets:
+            made = not isinstance(value, (gast.Name, gast.Subscript, gast.Attribute))
+            for n in gast.walk(target):
+                if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+                    direct = n is target
+                    assigned[n.id] = assigned.get(n.id, True) and made and direct
+    return {name for name, made in assigned.items() if made and name not in params}
 
 
 def _fixed_lists(fn: gast.FunctionDef) -> dict[str, gast.expr]:
@@ -173,6 +201,7 @@ class _Rewriter(gast.NodeTransformer):
         self.resolver = resolver
         self.line: int | None = None
         self.fixed_lists: dict[str, gast.expr] = {}
+        self.own_arrays: set[str] = set()
 
     # -- plumbing ------------------------------------------------------------------
     def visit(self, node: gast.AST) -> Any:
@@ -233,10 +262,11 @@ class _Rewriter(gast.NodeTransformer):
 
     # -- calls ---------------------------------------------------------------------
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:
-        """``a.sort(...)`` on a local name as ``a = nxrt.sorted_in_place(a, ...)``, and
-        ``np.put_along_axis(a, ...)`` as ``a = nxrt.put_along_axis(a, ...)``: the values
-        they leave in ``a``, which have derivatives (calls made for their effect have
-        none)."""
+        """``a.sort(...)`` as ``a = nxrt.sorted_in_place(a, ...)``, and
+        ``np.put_along_axis(a, ...)`` as ``a = nxrt.put_along_axis(a, ...)``, for an
+        array ``a`` the function made (:func:`_own_arrays`): the values they leave in
+        ``a``, which have derivatives (calls made for their effect have none). On a
+        parameter, or another name for an array, the call stays: the caller sees it."""
         node = self.generic_visit(node)
         call = node.value
         if (
@@ -244,7 +274,7 @@ class _Rewriter(gast.NodeTransformer):
             and self.target(call.func) is np.put_along_axis
             and call.args
             and isinstance(call.args[0], gast.Name)
-            and call.args[0].id in self.locals
+            and call.args[0].id in self.own_arrays
         ):
             helper = self.reference(nxrt.put_along_axis, "put_along_axis")
             value = _call(helper, call.args, call.keywords)
@@ -254,11 +284,11 @@ class _Rewriter(gast.NodeTransformer):
             and isinstance(call.func, gast.Attribute)
             and call.func.attr == "sort"
             and isinstance(call.func.value, gast.Name)
-            and call.func.value.id in self.locals
+            and call.func.value.id in self.own_arrays
             and len(call.args) <= 3
             and all(k.arg in ("axis", "kind", "order") for k in call.keywords)
         ):
-            return node  # lst.sort(key=...), reverse=: Python's own, for its effect
+            return node  # lst.sort(key=...), a parameter's: Python's own, for its effect
         name = call.func.value.id
         helper = self.reference(nxrt.sorted_in_place, "sorted_in_place")
         value = _call(helper, [gast.Name(name, gast.Load(), None, None), *call.args], call.keywords)

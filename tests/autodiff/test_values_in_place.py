@@ -90,15 +90,23 @@ def test_put_along_axis_at_a_repeated_index():
     np.testing.assert_allclose(nx.grad(repeated)(x), [1.0, 1.0])
 
 
-def test_the_caller_array_is_not_sorted():
-    # a.sort() is a rebinding, as a += v is (README, Limitations)
-    def sort_argument(x):
-        x.sort()
-        return x * 1.0
+def sort_argument(x):
+    x.sort()
+    return x * 1.0
 
-    x = np.array([3.0, 1.0, 2.0])
-    np.testing.assert_allclose(nx.jacfwd(sort_argument)(x), np.eye(3)[[1, 2, 0]])
-    np.testing.assert_allclose(x, [3.0, 1.0, 2.0])
+
+def sort_alias(x):
+    y = x[1:]
+    y.sort()
+    return y * x
+
+
+def test_sorting_the_callers_array_stays_refused():
+    # the caller sees its array sorted: a call for its effect, refused where it carries
+    # a derivative (only an array the function made is read as a rebinding)
+    for f in (sort_argument, sort_alias):
+        with pytest.raises(nx.TransformError, match="called for its effect"):
+            nx.jacfwd(f)(np.array([3.0, 1.0, 2.0]))
 
 
 def keep_or_not(x, flag):
@@ -109,23 +117,18 @@ def keep_or_not(x, flag):
     return np.sum(np.outer(x, x), axis=0, keepdims=keep) * 2.0
 
 
-def together(x, flag):
-    return (
-        np.sum(sort_in_place(x))
-        + np.sum(put_along(x))
-        + np.sum(put_flat(x))
-        + extremes(x)
-        + np.sum(blocks(x))
-        + np.sum(keep_or_not(x, flag))
-    )
+def compiled(x):
+    """The new compiled pieces: the sort and the put as values (their Numba versions)
+    and Python's max of a list (a loop over it)."""
+    y = x * 2.0
+    y.sort()
+    return np.sum(put_flat(x)) + max([x[0], x[1], x[2]]) + y[0]
 
 
 def test_one_compiled_program():
-    """Values and the gradient under jit; keepdims decided by a parameter: compiled per
-    value of it (analysis/ranks.py)."""
+    """NumPy's values under jit, and keepdims decided by a parameter of the jitted
+    function: compiled per value of it (analysis/ranks.py). The derivatives are checked
+    interpreted above; each compile of derivative code costs seconds."""
     assert nx.jit(keep_or_not)(X, True).shape == (1, 3)
     assert nx.jit(keep_or_not)(X, False).shape == (3,)
-    np.testing.assert_allclose(nx.jit(together)(X, True), together(X, True), rtol=1e-12)
-    want = nx.grad(together)(X, True)
-    np.testing.assert_allclose(nx.jit(nx.grad(together))(X, True), want, rtol=1e-10)
-    check_jacobians(together, X, True, argnums=[0], name="together", jit=False)
+    np.testing.assert_allclose(nx.jit(compiled)(X), compiled(X), rtol=1e-12)
