@@ -470,7 +470,7 @@ class _Rewriter(gast.NodeTransformer):
     def concatenated_item(self, item: gast.expr, name: str, flat: bool) -> gast.expr:
         if isinstance(item, gast.Constant) and isinstance(item.value, str):
             raise self.refuse(
-                f"a directive string in {name}[...]",
+                f"a directive string in {name}[...] ({item.value!r})",
                 "call np.concatenate, np.stack or np.column_stack with the axis you want",
             )
         if isinstance(item, gast.Slice):
