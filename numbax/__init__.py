@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
         vjp,
     )
     from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
+    from numbax.api.export import export
     from numbax.api.jit import Jitted, jit
     from numbax.api.show import block_until_ready, show, source
     from numbax.api.vmap import vmap
@@ -45,6 +46,7 @@ _LAZY: dict[str, str] = {
         "numbax.api.autodiff",
     ),
     **dict.fromkeys(["checkpoint", "custom_jvp", "custom_vjp", "remat"], "numbax.api.custom"),
+    "export": "numbax.api.export",
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
     **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
     "vmap": "numbax.api.vmap",
@@ -59,6 +61,7 @@ __all__ = [
     "checkpoint",
     "custom_jvp",
     "custom_vjp",
+    "export",
     "grad",
     "hessian",
     "jacfwd",

@@ -1,0 +1,71 @@
+"""The Numba versions of a runtime helper, for ``nx.export`` of jitted code.
+
+numbax's vectorizable elementary functions (``elementary.py``: ``nxrt.exp``, ``nxrt.sin``...)
+are built from LLVM intrinsics made per dtype, which have no source to copy: an
+exported file calls the NumPy function each replaces (``np.exp``), which Numba compiles
+itself (the same values within 2.5 ulp, without numbax's SIMD speed).
+
+Compiled code calls a runtime helper (``nxrt.unbroadcast``) through the Numba
+implementation numbax registered on the helper's function object (``overloads/``:
+``numba.extending.overload``). An exported file that compiles the same code must
+register the same implementation: this module finds it in Numba's typing registry, so
+that the file copies its source after the helper's.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from numba.core import errors
+from numba.core.registry import cpu_target
+
+from numbax.codegen.standalone import Companion
+from numbax.numba_backend import (
+    elementary,
+    runtime,  # noqa: F401  (registers the Numba versions)
+)
+from numbax.numba_backend.redirects import replaced_by
+
+_OPTIONS = {"_jit_options": "jit_options", "_strict": "strict", "_inline": "inline"}
+_OPTIONS["_prefer_literal"] = "prefer_literal"
+
+
+def numba_versions(value: Any) -> list[Companion]:
+    """The functions that register how Numba compiles a call of ``value`` (numbax's
+    ``@overload`` definitions for it); none for a function Numba compiles as written
+    (``register_jitable``, whose decorator the copied source keeps)."""
+    if not isinstance(value, types.FunctionType):
+        return []
+    context = cpu_target.typing_context
+    context.refresh()
+    try:
+        typed = context.resolve_value_type(value)
+    except (errors.TypingError, ValueError, KeyError):
+        return []
+    found = []
+    for template in getattr(typed, "templates", ()):
+        definition = getattr(template, "_overload_func", None)
+        module = getattr(definition, "__module__", "") or ""
+        if isinstance(definition, types.FunctionType) and module.startswith("numbax."):
+            options = "".join(
+                f", {keyword}={_option(getattr(template, attribute))!r}"
+                for attribute, keyword in _OPTIONS.items()
+                if hasattr(template, attribute)
+            )
+            register = f"overload({{target}}{options})({{function}})"
+            found.append(Companion(definition, register, "from numba.extending import overload"))
+    return found
+
+
+def _option(value: Any) -> Any:
+    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions)."""
+    return getattr(value, "_inline", value)
+
+
+def portable(value: Any) -> Any:
+    """What an exported file calls in place of ``value``: NumPy's own function for one
+    of numbax's elementary functions; None for any other value."""
+    if getattr(value, "__module__", None) == elementary.__name__:
+        return replaced_by(value)
+    return None
