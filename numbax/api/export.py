@@ -135,7 +135,9 @@ def _what_runs(value: Any) -> Any:
     of a transformation); None for any other value."""
     if isinstance(value, Jitted):
         return value.fun
-    if isinstance(value, Rewritten) and not isinstance(value, Batched):
+    if isinstance(value, Batched):  # called with arguments of any rank: the loop
+        return value.loop(value._axes(len(value.parameters("vmap")), ())).function
+    if isinstance(value, Rewritten):
         return value.fun
     if isinstance(value, NumbaxFunction) and hasattr(value, "__numbax_function__"):
         target = value.__numbax_function__()

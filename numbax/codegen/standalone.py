@@ -93,7 +93,9 @@ class Standalone:
     def text(self, header: str, public: list[str]) -> str:
         """The module: ``header`` (comment lines), imports, definitions, ``__all__``."""
         parts = [header.rstrip("\n"), "from __future__ import annotations", ""]
-        parts += sorted(self.imports, key=lambda line: line.split()[1])
+        guarded = [line for line in self.imports if line.startswith("try:")]
+        plain = [line for line in self.imports if not line.startswith("try:")]
+        parts += sorted(plain, key=lambda line: line.split()[1]) + guarded
         for chunk in self.chunks:
             parts += ["", "", chunk.rstrip("\n")]
         parts += ["", "", f"__all__ = {public!r}", ""]
@@ -112,15 +114,8 @@ class Standalone:
         tree = ast.parse(text)
         defined = _module_definitions(tree)
         renames: dict[str, str] = {}
-        for name in sorted(_free_names(tree) - set(defined)):
-            value = _lookup(namespace, name, where)
-            if value is _BUILTIN:
-                continue
-            flat = self.add(value, name, f"{name!r} in {where}", _attributes(tree, name))
-            if flat != name:
-                renames[name] = flat
         own: dict[str, str] = {}
-        for name, node in defined.items():
+        for name, node in defined.items():  # first: generated modules may call each other
             flat = self._claim(name, ("defined", original, name))
             own[name] = flat
             if flat != name:
@@ -129,6 +124,13 @@ class Standalone:
             if isinstance(value, types.FunctionType):
                 self.named[_key(value)] = flat
         self._texts[original] = own
+        for name in sorted(_free_names(tree) - set(defined)):
+            value = _lookup(namespace, name, where)
+            if value is _BUILTIN:
+                continue
+            flat = self.add(value, name, f"{name!r} in {where}", _attributes(tree, name))
+            if flat != name:
+                renames[name] = flat
         self.chunks.append(_rename(text, tree, renames))
         return own
 
@@ -217,7 +219,8 @@ class Standalone:
             return f"{self.named[_key(np)]}.{value.__name__}"
         if type(value) in (tuple, list, dict):
             return self._container(value, name, where)
-        return self.add(value, name, where)
+        own = getattr(value, "__name__", None)  # a function is best called by its name
+        return self.add(value, own if isinstance(own, str) and own.isidentifier() else name, where)
 
     def _container(self, value: tuple | list | dict, name: str, where: str) -> str:
         if type(value) is dict:
@@ -264,7 +267,14 @@ class Standalone:
         if _importable_module(module):
             flat = self._claim(name, _key(module), module)
             line = f"import {module.__name__}"
-            self._import(line if flat == module.__name__ else f"{line} as {flat}")
+            line = line if flat == module.__name__ else f"{line} as {flat}"
+            if module.__name__.split(".")[0] not in _REQUIRED:
+                # what a copied helper needs for some arguments only (optree: pytrees)
+                line = (
+                    f"try:\n    {line}\n"
+                    f"except ImportError:  # only some arguments need it\n    {flat} = None"
+                )
+            self._import(line)
             return flat
         # numbax's own modules (the runtime namespace): an object holding what is read
         python_types = self.add(types, "types", "the module object")
@@ -711,6 +721,9 @@ def _library(module: str) -> bool:
     path = getattr(found, "__file__", None) or ""
     return "site-packages" in path or "dist-packages" in path
 
+
+_REQUIRED = frozenset(["numpy", "numba", "llvmlite", *sys.stdlib_module_names])
+"""Libraries an exported file imports unconditionally (any other only if installed)."""
 
 _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 
