@@ -24,6 +24,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from numbax.api.callable import NumbaxFunction
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
@@ -32,7 +34,6 @@ from numbax.api.transformed import Transformed
 from numbax.api.vmap import Batched
 from numbax.codegen.standalone import ExportError, Standalone
 from numbax.numba_backend.exported import numba_versions, portable
-from numbax.tree_util import is_flat
 from numbax.version import __version__
 
 __all__ = ["ExportError", "export"]
@@ -49,10 +50,11 @@ def export(fun: Any, path: str | os.PathLike, *example_args: Any, **example_kwar
 
     ``example_args``/``example_kwargs``: arguments to specialize for, as a call of
     ``fun`` takes them. ``jit`` needs them when it has static arguments or Python
-    scalar parameters (the exported function takes the dynamic arguments only), and
-    ``vmap`` to choose its method for the arguments' ranks; without them a jitted
+    scalar parameters (their values are baked in: the exported function takes the
+    dynamic arguments only; nothing is compiled here), and ``vmap`` to choose its
+    method for the arguments' ranks (it is called once on them); without them a jitted
     function is exported as it compiles for array arguments and a batched one as its
-    loop. ``fun`` is called once on them.
+    loop. The derivative transformations generate the same code for any arguments.
 
     The exported function returns what the generated code returns: a jitted one takes
     and returns arrays, scalars and tuples (not dicts), and ``grad``'s result is not
@@ -87,14 +89,18 @@ def _root(fun: Any, args: tuple, kwargs: dict) -> tuple[Any, bool]:
         return _root(fun.for_arity(len(args)), args, kwargs)
     if isinstance(fun, Jitted):
         if args or kwargs:
-            if not is_flat((*args, *kwargs.values())):
+            if not all(map(_plain, (*args, *kwargs.values()))):
                 raise ExportError(
                     f"nx.export of jit({where(fun.fun)}): the exported function takes "
                     "arrays, scalars and tuples; pass pytrees of arrays as separate "
                     "arguments, or export it without jit"
                 )
-            fun(*args, **kwargs)
-            compiled = fun._latest
+            compiled, _ = fun.specialization_for(args, kwargs)
+        elif fun.static_argnames:
+            raise ExportError(
+                f"jit({where(fun.fun)}) has static arguments {fun.static_argnames}: pass "
+                "example arguments to nx.export, which bakes their values into the file"
+            )
         else:
             compiled = fun.specialize({}, frozenset())
         return compiled.dispatcher, True
@@ -103,23 +109,25 @@ def _root(fun: Any, args: tuple, kwargs: dict) -> tuple[Any, bool]:
             fun(*args, **kwargs)
         program = fun._last or fun.loop(fun._axes(len(fun.parameters("vmap")), ()))
         return _unwrap_jit(program.function)
-    if isinstance(fun, Transformed):
-        if args or kwargs:
-            fun(*args, **kwargs)
+    if isinstance(fun, Transformed):  # the same code for any arguments
         return fun.generated().function, False
     if isinstance(fun, Rewritten):  # custom rules, checkpoint: a call runs the function
-        return (
-            _root(fun.fun, args, kwargs)
-            if isinstance(fun.fun, NumbaxFunction)
-            else (
-                fun.fun,
-                False,
-            )
-        )
+        if isinstance(fun.fun, NumbaxFunction):
+            return _root(fun.fun, args, kwargs)
+        return fun.fun, False
     raise ExportError(
         f"nx.export takes a function numbax made (nx.jit, nx.grad, nx.vmap...), not "
         f"{type(fun).__name__} {fun!r}"
     )
+
+
+def _plain(value: Any) -> bool:
+    """Whether compiled code takes ``value`` as it is: an array, a scalar, or a tuple of
+    those (``jit`` turns dicts and registered classes into records at its boundary,
+    which the file does not have)."""
+    if type(value) is tuple:
+        return all(map(_plain, value))
+    return isinstance(value, np.ndarray | np.generic | bool | int | float | complex)
 
 
 def _unwrap_jit(function: Any) -> tuple[Any, bool]:

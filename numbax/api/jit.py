@@ -173,15 +173,7 @@ class Jitted(NumbaxFunction):
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"{self.fun.__name__}(): {err}") from None
-        bound.apply_defaults()
-        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
-        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
-        compiled = self.specialize(statics, weak)
-        dynamic = tuple(bound.arguments.values())
+        compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
         if not kwargs and not self.static_argnames and self._positional_only_signature():
@@ -189,6 +181,19 @@ class Jitted(NumbaxFunction):
             # ones decide the specialization.
             self._fast[tuple(map(type, args))] = compiled
         return compiled(*dynamic)
+
+    def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
+        """The specialization a call with these arguments runs (its source generated,
+        compiled by Numba at its first call), and the arguments it is passed: the
+        dynamic ones, defaults filled in."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.fun.__name__}(): {err}") from None
+        bound.apply_defaults()
+        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
+        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
+        return self.specialize(statics, weak), tuple(bound.arguments.values())
 
     def specialize(
         self, statics: dict[str, Any] | None = None, weak: frozenset[str] | None = None

@@ -161,7 +161,7 @@ class Standalone:
             module, qualname = imported
             flat = self._claim(name, key, value)
             line = f"from {module} import {qualname}"
-            self.imports.append(line if flat == qualname else f"{line} as {flat}")
+            self._import(line if flat == qualname else f"{line} as {flat}")
             return flat
         if _is_namedtuple_class(value):
             fields = ", ".join(map(repr, value._fields))
@@ -276,14 +276,15 @@ class Standalone:
                 )
             self._import(line)
             return flat
-        # numbax's own modules (the runtime namespace): an object holding what is read
+        # numbax's modules (the runtime namespace ``nxrt``) and the user's: an object
+        # holding what the code reads of it
         python_types = self.add(types, "types", "the module object")
         flat = self._claim(name, _key(module), module)
         record = _Module(flat)
         self.modules[_key(module)] = record
         short = module.__name__.rsplit(".", 1)[-1]
         self.chunks.append(
-            f"{flat} = {python_types}.ModuleType({short!r})  # numbax's, as used here"
+            f"{flat} = {python_types}.ModuleType({short!r})  # {module.__name__}, as used here"
         )
         self._module_attributes(record, module, attributes, where)
         return flat
@@ -637,11 +638,12 @@ def _locally_bound(tree: ast.Module) -> set[int]:
 
 
 def _key(value: Any) -> Any:
-    """What identifies a value: a function by its code (a generated function and the
-    copy numbax runs over live globals are one), anything else by its identity."""
-    if isinstance(value, types.FunctionType):
+    """What identifies a value: a function without closure by its code (a generated
+    function and the copy numbax runs over live globals are one), anything else by its
+    identity."""
+    if isinstance(value, types.FunctionType) and not value.__closure__:
         return ("code", id(value.__code__))
-    return ("object", id(value))
+    return ("object", id(value))  # closures of one code differ by their cells
 
 
 def _literal(value: Any) -> str | None:

@@ -25,6 +25,10 @@ def squashed(x):
     return np.tanh(x) * SCALE
 
 
+def squashed_sum(x):
+    return np.sum(squashed(x) * x)
+
+
 def branchy(x, n):
     """A loop with a branch, calling a helper that reads a global."""
     acc = 0.0
@@ -55,6 +59,10 @@ def row_norm(v):
     return np.sqrt(np.sum(v * v)) + SCALE
 
 
+def tree_loss(params):
+    return np.sum(np.cos(params["w"]) ** 2) * params["b"]
+
+
 X = np.array([0.5, -1.0, 2.0, -0.25])
 W = np.array([0.3, -0.2, 0.1])
 M = np.arange(12.0).reshape(4, 3) / 10.0
@@ -82,6 +90,9 @@ out = {{
     "custom": load("grad_loss").grad_loss(w, m).tolist(),
     "vmap": load("vmap_row_norm").vmap_row_norm(m).tolist(),
     "jit": float(load("jit_branchy").branchy(x)),
+    "hessian": load("hessian_squashed").jacfwd_jacrev_squashed_sum(x).tolist(),
+    "pytree": {{k: np.asarray(v).tolist() for k, v in
+               load("grad_tree").grad_tree_loss({{"w": x, "b": 1.5}}).items()}},
 }}
 print(json.dumps(out))
 """
@@ -96,6 +107,8 @@ def exported(tmp_path_factory):
         "custom": nx.export(nx.grad(loss), where / "grad_loss.py"),
         "vmap": nx.export(nx.vmap(row_norm), where / "vmap_row_norm.py", M),
         "jit": nx.export(nx.jit(branchy, static_argnums=1), where / "jit_branchy.py", X, 4),
+        "hessian": nx.export(nx.hessian(squashed_sum), where / "hessian_squashed.py"),
+        "pytree": nx.export(nx.grad(tree_loss), where / "grad_tree.py"),
     }
     script = _RUN.format(x=X.tolist(), w=W.tolist(), m=M.tolist())
     result = subprocess.run(
@@ -132,10 +145,19 @@ def test_vmap_exports_the_program_its_example_ran(exported):
 
 def test_jit_export_compiles_with_numba_alone(exported):
     files, out = exported
-    np.testing.assert_allclose(out["jit"], nx.jit(branchy, static_argnums=1)(X, 4), rtol=1e-12)
+    np.testing.assert_allclose(out["jit"], branchy(X, 4), rtol=1e-12)
     text = files["jit"].read_text()
     assert "import numba" in text
     assert "n = 4" in text  # the static argument, baked in: the file takes x only
+
+
+def test_compositions_and_pytrees_are_exported(exported):
+    _, out = exported
+    np.testing.assert_allclose(out["hessian"], nx.hessian(squashed_sum)(X), rtol=1e-13)
+    expected = nx.grad(tree_loss)({"w": X, "b": 1.5})
+    assert out["pytree"].keys() == expected.keys()
+    for key in expected:
+        np.testing.assert_allclose(out["pytree"][key], expected[key], rtol=1e-13)
 
 
 def test_header_names_the_function_its_file_and_line(exported):
