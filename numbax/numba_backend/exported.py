@@ -3,7 +3,8 @@
 numbax's vectorizable elementary functions (``elementary.py``: ``nxrt.exp``, ``nxrt.sin``...)
 are built from LLVM intrinsics made per dtype, which have no source to copy: an
 exported file calls the NumPy function each replaces (``np.exp``), which Numba compiles
-itself (the same values within 2.5 ulp, without numbax's SIMD speed).
+itself (the same values within 2.5 ulp, without numbax's SIMD speed). And the file keeps
+no disk cache of numbax's: what it compiles, it compiles in its own process.
 
 Compiled code calls a runtime helper (``nxrt.unbroadcast``) through the Numba
 implementation numbax registered on the helper's function object (``overloads/``:
@@ -18,17 +19,25 @@ import types
 from typing import Any
 
 from numba.core import errors
+from numba.core.caching import NullCache
 from numba.core.registry import cpu_target
+from numba.extending import overload
 
 from numbax.codegen.standalone import Companion
 from numbax.numba_backend import (
+    disk_cache,
     elementary,
     runtime,  # noqa: F401  (registers the Numba versions)
 )
 from numbax.numba_backend.redirects import replaced_by
 
-_OPTIONS = {"_jit_options": "jit_options", "_strict": "strict", "_inline": "inline"}
-_OPTIONS["_prefer_literal"] = "prefer_literal"
+_OPTIONS = {
+    "_jit_options": "jit_options",
+    "_strict": "strict",
+    "_inline": "inline",
+    "_prefer_literal": "prefer_literal",
+}
+"""Where an ``overload`` template keeps each option of its registration."""
 
 
 def numba_versions(value: Any) -> list[Companion]:
@@ -48,13 +57,12 @@ def numba_versions(value: Any) -> list[Companion]:
         definition = getattr(template, "_overload_func", None)
         module = getattr(definition, "__module__", "") or ""
         if isinstance(definition, types.FunctionType) and module.startswith("numbax."):
-            options = "".join(
-                f", {keyword}={_option(getattr(template, attribute))!r}"
+            options = {
+                keyword: _option(getattr(template, attribute))
                 for attribute, keyword in _OPTIONS.items()
                 if hasattr(template, attribute)
-            )
-            register = f"overload({{target}}{options})({{function}})"
-            found.append(Companion(definition, register, "from numba.extending import overload"))
+            }
+            found.append(Companion(definition, overload, options))
     return found
 
 
@@ -65,7 +73,16 @@ def _option(value: Any) -> Any:
 
 def portable(value: Any) -> Any:
     """What an exported file calls in place of ``value``: NumPy's own function for one
-    of numbax's elementary functions; None for any other value."""
+    of numbax's elementary functions, no disk cache for numbax's; None for any other
+    value."""
     if getattr(value, "__module__", None) == elementary.__name__:
         return replaced_by(value)
+    if value is disk_cache.cache_for:
+        return no_disk_cache
     return None
+
+
+def no_disk_cache(py_func: Any) -> NullCache:
+    """No disk cache for ``py_func`` (what an exported file's kernels get in place of
+    numbax's trusted one, whose directory the file does not have)."""
+    return NullCache()

@@ -98,71 +98,50 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    """Each export's file, and what a fresh process without numbax computes with them."""
-    where = tmp_path_factory.mktemp("exported")
+def test_exports_run_in_a_fresh_process_without_numbax(tmp_path):
+    """One test, one subprocess: pytest-xdist would run a shared fixture once per worker.
+
+    The eager grad of a loop with a branch (calling a helper that reads a global), a
+    custom rule, a vmap, a jitted function with a static argument (the one Numba
+    compile), a Hessian and a pytree gradient."""
     files = {
-        "grad": nx.export(nx.grad(branchy), where / "grad_branchy.py"),
-        "custom": nx.export(nx.grad(loss), where / "grad_loss.py"),
-        "vmap": nx.export(nx.vmap(row_norm), where / "vmap_row_norm.py", M),
-        "jit": nx.export(nx.jit(branchy, static_argnums=1), where / "jit_branchy.py", X, 4),
-        "hessian": nx.export(nx.hessian(squashed_sum), where / "hessian_squashed.py"),
-        "pytree": nx.export(nx.grad(tree_loss), where / "grad_tree.py"),
+        "grad": nx.export(nx.grad(branchy), tmp_path / "grad_branchy.py"),
+        "custom": nx.export(nx.grad(loss), tmp_path / "grad_loss.py"),
+        "vmap": nx.export(nx.vmap(row_norm), tmp_path / "vmap_row_norm.py", M),
+        "jit": nx.export(nx.jit(branchy, static_argnums=1), tmp_path / "jit_branchy.py", X, 4),
+        "hessian": nx.export(nx.hessian(squashed_sum), tmp_path / "hessian_squashed.py"),
+        "pytree": nx.export(nx.grad(tree_loss), tmp_path / "grad_tree.py"),
     }
     script = _RUN.format(x=X.tolist(), w=W.tolist(), m=M.tolist())
     result = subprocess.run(
         [sys.executable, "-I", "-c", textwrap.dedent(script)],
-        cwd=where,
+        cwd=tmp_path,
         capture_output=True,
         text=True,
         timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-6000:]
-    return files, json.loads(result.stdout.strip().splitlines()[-1])
+    out = json.loads(result.stdout.strip().splitlines()[-1])
 
-
-def test_eager_grad_of_a_loop_with_a_branch_runs_without_numbax(exported):
-    files, out = exported
     np.testing.assert_allclose(out["grad"], nx.grad(branchy)(X, 4), rtol=1e-13)
-    text = files["grad"].read_text()
-    assert not re.search(r"^\s*(import|from) numbax", text, re.MULTILINE)
-    assert "def squashed(" in text and "SCALE = 2.0" in text  # the user's code, copied
-    assert "__all__ = ['grad_branchy']" in text
-
-
-def test_a_custom_rule_is_exported_with_its_rule(exported):
-    files, out = exported
     np.testing.assert_allclose(out["custom"], nx.grad(loss)(W, M), rtol=1e-13)
-    assert "def softplus_jvp(" in files["custom"].read_text()
-
-
-def test_vmap_exports_the_program_its_example_ran(exported):
-    files, out = exported
     np.testing.assert_allclose(out["vmap"], nx.vmap(row_norm)(M), rtol=1e-13)
-    assert "def vmap_row_norm(" in files["vmap"].read_text()
-
-
-def test_jit_export_compiles_with_numba_alone(exported):
-    files, out = exported
     np.testing.assert_allclose(out["jit"], branchy(X, 4), rtol=1e-12)
-    text = files["jit"].read_text()
-    assert "import numba" in text
-    assert "n = 4" in text  # the static argument, baked in: the file takes x only
-
-
-def test_compositions_and_pytrees_are_exported(exported):
-    _, out = exported
     np.testing.assert_allclose(out["hessian"], nx.hessian(squashed_sum)(X), rtol=1e-13)
     expected = nx.grad(tree_loss)({"w": X, "b": 1.5})
     assert out["pytree"].keys() == expected.keys()
     for key in expected:
         np.testing.assert_allclose(out["pytree"][key], expected[key], rtol=1e-13)
 
-
-def test_header_names_the_function_its_file_and_line(exported):
-    files, _ = exported
-    head = files["grad"].read_text().splitlines()[:3]
+    text = {kind: path.read_text() for kind, path in files.items()}
+    for kind, source in text.items():
+        assert not re.search(r"^\s*(import|from) numbax", source, re.MULTILINE), kind
+        assert ("import numba" in source) == (kind == "jit"), kind
+    assert "def squashed(" in text["grad"] and "SCALE = 2.0" in text["grad"]  # user code
+    assert "def softplus_jvp(" in text["custom"]  # the rule, copied
+    assert "n = 4" in text["jit"]  # the static argument, baked in: the file takes x only
+    assert "__all__ = ['grad_branchy']" in text["grad"]
+    head = text["grad"].splitlines()[:3]
     assert head[0].startswith("# grad_branchy: grad of branchy (")
     assert "test_export.py, line" in head[0]
     assert f"numbax {nx.__version__}" in head[1]
