@@ -11,9 +11,9 @@ of each kind of transformed function is.
 What a generated function is can depend on its arguments: ``jit`` bakes static
 arguments and the Python-scalar flags of its parameters into its source, ``vmap``
 chooses the vectorized body or the loop for the ranks of the arguments. For those,
-``export`` takes example arguments, calls ``g`` on them once, and writes what that call
-ran: the exported function is specialized for them (a jitted one takes the dynamic
-arguments only; its static ones are constants of the file).
+``export`` takes example arguments and writes what a call on them runs: the exported
+function is specialized for them (a jitted one takes the dynamic arguments only; its
+static ones are constants of the file).
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def export(fun: Any, path: str | os.PathLike, *example_args: Any, **example_kwar
     """
     root, jitted = _root(fun, example_args, example_kwargs)
     file = Standalone(
-        companions=numba_versions if jitted else _none,
+        companions=numba_versions if jitted else _no_companions,
         substitute=_compiled_substitute if jitted else _what_runs,
     )
     name = file.add(root, getattr(root, "__name__", "exported"), "the exported function")
@@ -73,7 +73,8 @@ def export(fun: Any, path: str | os.PathLike, *example_args: Any, **example_kwar
     return target
 
 
-def _none(value: Any) -> list[Any]:
+def _no_companions(value: Any) -> list[Any]:
+    """Interpreted code needs nothing beside the functions it calls."""
     return []
 
 
@@ -164,8 +165,8 @@ def _header(fun: Any, name: str, jitted: bool) -> str:
     described = f"{getattr(fun, 'transformation', 'transform')} of {where(_user_function(fun))}"
     lines = [
         f"{name}: {described}",
-        f"exported by numbax {__version__} (nx.export): a standalone module that imports "
-        f"{needs} only;",
+        f"exported by numbax {__version__} (nx.export): a standalone module that needs "
+        f"{needs}, not numbax;",
         f"{kind}. Public function: {name}.",
         "Everything below is generated or copied from numbax and the user's code; the",
         "runtime helpers the code calls are copied from numbax (numbax/runtime).",

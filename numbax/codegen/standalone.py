@@ -169,16 +169,23 @@ class Standalone:
             return self._define(
                 key, name, value, f"collections.namedtuple({value.__name__!r}, [{fields}])"
             )
+        rebuild = getattr(value, "__numbax_rebuild__", None)
+        if rebuild is not None:  # made by a call, which it names: the call again
+            factory, args, kwargs = rebuild
+            call = [self._expression(a, name + "_arg", where) for a in args]
+            call += [f"{k}={self._expression(v, k, where)}" for k, v in kwargs.items()]
+            made_by = self.add(factory, factory.__name__, where)
+            return self._define(key, name, value, f"{made_by}({', '.join(call)})")
+        if hasattr(value, "py_func") and isinstance(value.py_func, types.FunctionType):
+            return self._add_dispatcher(value, name, where)
         # a decorated function (@functools.lru_cache, Numba's @intrinsic): its source,
         # decorators included, makes it again
         definition = getattr(value, "_defn", None) or getattr(value, "__wrapped__", None)
-        if isinstance(definition, types.FunctionType):
+        if isinstance(definition, types.FunctionType) and _decorated(definition, value):
             flat = self._add_function(definition, name, where)
             self.named[key] = flat
             self.keep.append(value)
             return flat
-        if hasattr(value, "py_func") and isinstance(value.py_func, types.FunctionType):
-            return self._add_dispatcher(value, name, where)
         if isinstance(value, _LOCKS):  # state of a copied function: a fresh one
             self._import("import threading")
             kind = "RLock" if isinstance(value, type(threading.RLock())) else "Lock"
@@ -236,9 +243,12 @@ class Standalone:
         return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
 
     def _claim(self, name: str, key: Any, value: Any = None) -> str:
-        """A name in the file for ``key``: ``name``, or ``name_2``... when taken."""
+        """A name in the file for ``key``: ``name``, or ``name_2``... when taken (a
+        builtin's name is taken: other copies may call ``max`` meaning the builtin)."""
         flat, count = name, 1
-        while flat in self.taken and self.taken[flat] != key:
+        while (flat in self.taken and self.taken[flat] != key) or (
+            flat not in self.taken and hasattr(builtins, flat)
+        ):
             count += 1
             flat = f"{name}_{count}"
         self.taken[flat] = key
@@ -334,7 +344,7 @@ class Standalone:
         definition = tree.body[0]
         if not isinstance(definition, ast.FunctionDef) or definition.name != fun.__name__:
             raise ExportError(f"{where}: the source of {fun.__qualname__!r} is not one def")
-        flat = self._claim(fun.__name__ if name == fun.__name__ else name, _key(fun), fun)
+        flat = self._claim(name, _key(fun), fun)
         namespace = _function_namespace(fun)
         kept = _kept_decorators(definition, namespace) if decorated else []
         renames: dict[str, str] = {}
@@ -365,12 +375,14 @@ class Standalone:
     def _add_dispatcher(self, dispatcher: Any, name: str, where: str) -> str:
         """A Numba dispatcher: its Python function, compiled again with its options."""
         flat = self.add(dispatcher.py_func, name, where)
-        self._import("import numba")
+        numba = self.add(sys.modules["numba"], "numba", where)  # loaded: it made dispatcher
         options = dict(getattr(dispatcher, "targetoptions", {}))
         options.pop("nopython", None)
         options.pop("cache", None)
-        written = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items()))
-        self.chunks.append(f"{flat} = numba.njit({written})({flat})")
+        written = ", ".join(
+            f"{k}={self._expression(v, k, where)}" for k, v in sorted(options.items())
+        )
+        self.chunks.append(f"{flat} = {numba}.njit({written})({flat})")
         self.named[_key(dispatcher)] = flat
         self.keep.append(dispatcher)
         return flat
@@ -427,6 +439,13 @@ def _function_namespace(fun: types.FunctionType) -> dict[str, Any]:
         except ValueError:  # an empty cell: the function itself, not yet bound
             pass
     return namespace
+
+
+def _decorated(definition: types.FunctionType, value: Any) -> bool:
+    """Whether ``value`` is ``definition`` as its decorators left it: what its module
+    binds to its name (not a wrapper some call made of it)."""
+    module = sys.modules.get(definition.__module__ or "")
+    return module is not None and getattr(module, definition.__name__, None) is value
 
 
 def _kept_decorators(node: ast.AST, namespace: Mapping[str, Any]) -> list[ast.expr]:

@@ -85,11 +85,13 @@ def load(name):
     return module
 
 x = np.array({x}); w = np.array({w}); m = np.array({m})
+jitted = load("jit_branchy")
 out = {{
     "grad": load("grad_branchy").grad_branchy(x, 4).tolist(),
     "custom": load("grad_loss").grad_loss(w, m).tolist(),
     "vmap": load("vmap_row_norm").vmap_row_norm(m).tolist(),
-    "jit": float(load("jit_branchy").branchy(x)),
+    "jit": float(jitted.branchy(x)),
+    "jit_signatures": len(jitted.branchy.signatures),  # Numba's: it was compiled
     "hessian": load("hessian_squashed").jacfwd_jacrev_squashed_sum(x).tolist(),
     "pytree": {{k: np.asarray(v).tolist() for k, v in
                load("grad_tree").grad_tree_loss({{"w": x, "b": 1.5}}).items()}},
@@ -127,6 +129,7 @@ def test_exports_run_in_a_fresh_process_without_numbax(tmp_path):
     np.testing.assert_allclose(out["custom"], nx.grad(loss)(W, M), rtol=1e-13)
     np.testing.assert_allclose(out["vmap"], nx.vmap(row_norm)(M), rtol=1e-13)
     np.testing.assert_allclose(out["jit"], branchy(X, 4), rtol=1e-12)
+    assert out["jit_signatures"] == 1
     np.testing.assert_allclose(out["hessian"], nx.hessian(squashed_sum)(X), rtol=1e-13)
     expected = nx.grad(tree_loss)({"w": X, "b": 1.5})
     assert out["pytree"].keys() == expected.keys()
