@@ -25,6 +25,17 @@ def squashed(x):
     return np.tanh(x) * SCALE
 
 
+def horner(c, x, n):
+    """A loop with a branch and a helper, for jit (cheap to compile: scalars only)."""
+    acc = 0.0
+    for i in range(n):
+        if c[i] > 0:
+            acc = acc * x + squashed(c[i])
+        else:
+            acc = acc * x - c[i]
+    return acc
+
+
 def squashed_sum(x):
     return np.sum(squashed(x) * x)
 
@@ -85,13 +96,13 @@ def load(name):
     return module
 
 x = np.array({x}); w = np.array({w}); m = np.array({m})
-jitted = load("jit_branchy")
+jitted = load("jit_horner")
 out = {{
     "grad": load("grad_branchy").grad_branchy(x, 4).tolist(),
     "custom": load("grad_loss").grad_loss(w, m).tolist(),
     "vmap": load("vmap_row_norm").vmap_row_norm(m).tolist(),
-    "jit": float(jitted.branchy(x)),
-    "jit_signatures": len(jitted.branchy.signatures),  # Numba's: it was compiled
+    "jit": float(jitted.horner(x, 0.3)),
+    "jit_signatures": len(jitted.horner.signatures),  # Numba's: it was compiled
     "hessian": load("hessian_squashed").jacfwd_jacrev_squashed_sum(x).tolist(),
     "pytree": {{k: np.asarray(v).tolist() for k, v in
                load("grad_tree").grad_tree_loss({{"w": x, "b": 1.5}}).items()}},
@@ -104,13 +115,13 @@ def test_exports_run_in_a_fresh_process_without_numbax(tmp_path):
     """One test, one subprocess: pytest-xdist would run a shared fixture once per worker.
 
     The eager grad of a loop with a branch (calling a helper that reads a global), a
-    custom rule, a vmap, a jitted function with a static argument (the one Numba
-    compile), a Hessian and a pytree gradient."""
+    custom rule, a vmap, a jitted loop with a branch, a helper and a static argument
+    (the one Numba compile), a Hessian and a pytree gradient."""
     files = {
         "grad": nx.export(nx.grad(branchy), tmp_path / "grad_branchy.py"),
         "custom": nx.export(nx.grad(loss), tmp_path / "grad_loss.py"),
         "vmap": nx.export(nx.vmap(row_norm), tmp_path / "vmap_row_norm.py", M),
-        "jit": nx.export(nx.jit(branchy, static_argnums=1), tmp_path / "jit_branchy.py", X, 4),
+        "jit": nx.export(nx.jit(horner, static_argnums=2), tmp_path / "jit_horner.py", X, 0.3, 4),
         "hessian": nx.export(nx.hessian(squashed_sum), tmp_path / "hessian_squashed.py"),
         "pytree": nx.export(nx.grad(tree_loss), tmp_path / "grad_tree.py"),
     }
@@ -128,7 +139,7 @@ def test_exports_run_in_a_fresh_process_without_numbax(tmp_path):
     np.testing.assert_allclose(out["grad"], nx.grad(branchy)(X, 4), rtol=1e-13)
     np.testing.assert_allclose(out["custom"], nx.grad(loss)(W, M), rtol=1e-13)
     np.testing.assert_allclose(out["vmap"], nx.vmap(row_norm)(M), rtol=1e-13)
-    np.testing.assert_allclose(out["jit"], branchy(X, 4), rtol=1e-12)
+    np.testing.assert_allclose(out["jit"], horner(X, 0.3, 4), rtol=1e-12)
     assert out["jit_signatures"] == 1
     np.testing.assert_allclose(out["hessian"], nx.hessian(squashed_sum)(X), rtol=1e-13)
     expected = nx.grad(tree_loss)({"w": X, "b": 1.5})
@@ -142,7 +153,8 @@ def test_exports_run_in_a_fresh_process_without_numbax(tmp_path):
         assert ("import numba" in source) == (kind == "jit"), kind
     assert "def squashed(" in text["grad"] and "SCALE = 2.0" in text["grad"]  # user code
     assert "def softplus_jvp(" in text["custom"]  # the rule, copied
-    assert "n = 4" in text["jit"]  # the static argument, baked in: the file takes x only
+    assert "n = 4" in text["jit"]  # the static argument, baked in: the file takes c, x
+    assert "def squashed(" in text["jit"] and "squashed = numba.njit(" in text["jit"]
     assert "__all__ = ['grad_branchy']" in text["grad"]
     head = text["grad"].splitlines()[:3]
     assert head[0].startswith("# grad_branchy: grad of branchy (")
