@@ -178,3 +178,15 @@ def test_a_value_with_no_source_is_refused_by_name(tmp_path):
             nx.export(nx.grad(reads_a_file), tmp_path / "g.py")
     finally:
         handle.close()
+
+
+double = lambda x: 2.0 * x  # noqa: E731 (a lambda, which has no def to copy)
+
+
+def calls_a_lambda(x):
+    return np.sum(double(x))
+
+
+def test_a_lambda_is_refused_with_what_to_do(tmp_path):
+    with pytest.raises(ExportError, match="lambda; define it with def"):
+        nx.export(nx.grad(calls_a_lambda), tmp_path / "h.py")
