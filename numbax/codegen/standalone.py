@@ -86,7 +86,8 @@ class Standalone:
         self.named: dict[Any, str] = {}  # key of a value -> its name in the file
         self.modules: dict[Any, _Module] = {}
         self.keep: list[Any] = []  # keys are ids: the objects stay alive
-        self._texts: dict[str, dict[str, str]] = {}  # a generated module's defined names
+        # a generated module's defined names, per text and namespace it reads
+        self._texts: dict[tuple[str, int], dict[str, str]] = {}
         self.add(np, "np", "NumPy")  # literals of arrays and NumPy scalars spell np.
 
     # -- the file ------------------------------------------------------------------
@@ -105,9 +106,10 @@ class Standalone:
     def add_text(self, text: str, namespace: Mapping[str, Any], where: str) -> dict[str, str]:
         """Write module ``text`` (generated code) reading its free names in ``namespace``;
         return the names it defines with their names in the file."""
-        if text in self._texts:
-            return self._texts[text]
-        original = text
+        unit = (text, id(namespace))  # one text may read different values (closures)
+        if unit in self._texts:
+            return self._texts[unit]
+        self.keep.append(namespace)
         text = "".join(
             line for line in text.splitlines(keepends=True) if line.strip() != f"# {GENERATED_NOTE}"
         )
@@ -116,14 +118,14 @@ class Standalone:
         renames: dict[str, str] = {}
         own: dict[str, str] = {}
         for name, node in defined.items():  # first: generated modules may call each other
-            flat = self._claim(name, ("defined", original, name))
+            flat = self._claim(name, ("defined", unit, name))
             own[name] = flat
             if flat != name:
                 renames[name] = flat
             value = namespace.get(name) if isinstance(node, ast.FunctionDef) else None
             if isinstance(value, types.FunctionType):
                 self.named[_key(value)] = flat
-        self._texts[original] = own
+        self._texts[unit] = own
         for name in sorted(_free_names(tree) - set(defined)):
             value = _lookup(namespace, name, where)
             if value is _BUILTIN:
@@ -656,11 +658,11 @@ def _locally_bound(tree: ast.Module) -> set[int]:
 
 
 def _key(value: Any) -> Any:
-    """What identifies a value: a function without closure by its code (a generated
-    function and the copy numbax runs over live globals are one), anything else by its
-    identity."""
+    """What identifies a value: a function without closure by its code and globals (the
+    copies numbax makes of a generated function, each reading its user function's
+    names, are one function per namespace), anything else by its identity."""
     if isinstance(value, types.FunctionType) and not value.__closure__:
-        return ("code", id(value.__code__))
+        return ("code", id(value.__code__), id(value.__globals__))
     return ("object", id(value))  # closures of one code differ by their cells
 
 

@@ -6,6 +6,7 @@ results (one Python start, one Numba compile for the jitted file)."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -190,3 +191,36 @@ def calls_a_lambda(x):
 def test_a_lambda_is_refused_with_what_to_do(tmp_path):
     with pytest.raises(ExportError, match="lambda; define it with def"):
         nx.export(nx.grad(calls_a_lambda), tmp_path / "h.py")
+
+
+def _scaler(k):
+    def scale(x):
+        return x * k
+
+    return scale
+
+
+triple, halve = _scaler(3.0), _scaler(0.5)
+
+
+def two_scales(x):
+    return np.sum(triple(x) * halve(x))
+
+
+def test_two_values_of_one_name_are_both_kept(tmp_path):
+    """Two closures of one ``scale`` (over different ``k``): each is copied with its own
+    ``k``, renamed in the second copy where it is defined and where it is read, and so
+    is the derivative numbax generated once for both."""
+    path = nx.export(nx.grad(two_scales), tmp_path / "two_scales.py")
+    spec = importlib.util.spec_from_file_location("two_scales", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    np.testing.assert_allclose(module.grad_two_scales(X), nx.grad(two_scales)(X), rtol=1e-14)
+    text = path.read_text()
+    # one generated text (vjp of scale) reading two closures: copied twice
+    assert "def vjp_scale(" in text and "def vjp_scale_2(" in text
+    assert "def triple(" in text and "def halve(" in text  # the closures, by their names
+    assert {"k = 0.5", "k_2 = 3.0"} <= set(text.splitlines()) or {
+        "k = 3.0",
+        "k_2 = 0.5",
+    } <= set(text.splitlines())
