@@ -313,7 +313,9 @@ class Standalone:
         for attribute in sorted(attributes - set(record.attributes)):
             if not hasattr(module, attribute):
                 raise ExportError(f"{where}: {module.__name__} has no {attribute!r}")
-            flat = self.add(getattr(module, attribute), attribute, f"{record.name}.{attribute}")
+            value = getattr(module, attribute)
+            inner = None if isinstance(value, types.ModuleType) else frozenset()  # nx.debug.print
+            flat = self.add(value, attribute, f"{record.name}.{attribute}", inner)
             record.attributes[attribute] = flat
             self.chunks.append(f"{record.name}.{attribute} = {flat}")
 
@@ -751,7 +753,11 @@ _LOCKS = (type(threading.Lock()), type(threading.RLock()))
 
 
 def _own_attributes(module: types.ModuleType) -> list[str]:
-    """The public functions and constants a module defines itself."""
+    """The public names of a module (its ``__all__``), or the functions and constants it
+    defines itself."""
+    public = getattr(module, "__all__", None)
+    if public is not None:
+        return list(public)
     found = []
     for attribute, value in vars(module).items():
         if attribute.startswith("__"):
