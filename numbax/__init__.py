@@ -15,11 +15,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from numbax.configuration import config
 from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below are, for readers and type checkers
-    from numbax import lax, random, tree_util
+    from numbax import example_libraries, flatten_util, lax, misc, nn, random, tree_util
     from numbax.api.autodiff import (
         grad,
         hessian,
@@ -33,12 +34,15 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
     )
     from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
     from numbax.api.jit import Jitted, jit
+    from numbax.api.pmap import pmap
     from numbax.api.show import block_until_ready, show, source
     from numbax.api.vmap import vmap
 
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["lax", "random", "tree_util"], ""),
+    **dict.fromkeys(
+        ["example_libraries", "flatten_util", "lax", "misc", "nn", "random", "tree_util"], ""
+    ),
     **dict.fromkeys(
         ["grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linearize"]
         + ["value_and_grad", "vjp"],
@@ -47,6 +51,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["checkpoint", "custom_jvp", "custom_vjp", "remat"], "numbax.api.custom"),
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
     **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
+    "pmap": "numbax.api.pmap",
     "vmap": "numbax.api.vmap",
 }
 
@@ -57,8 +62,11 @@ __all__ = [
     "__version__",
     "block_until_ready",
     "checkpoint",
+    "config",
     "custom_jvp",
     "custom_vjp",
+    "example_libraries",
+    "flatten_util",
     "grad",
     "hessian",
     "jacfwd",
@@ -68,6 +76,9 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "misc",
+    "nn",
+    "pmap",
     "random",
     "remat",
     "show",

@@ -24,6 +24,7 @@ from numbax.codegen.emit import EmittedSource
 from numbax.errors import CompileError
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.boundary import python_result
+from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
@@ -161,6 +162,7 @@ def compile_function(
     cached = njit_options.pop("cache", True) and not typed_per_call
     dispatcher = numba.njit(**njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
+    describe(dispatcher, generated.text.split("\n", 1)[0].lstrip("# "))  # "jit of f (...)"
     if typed_per_call:
         dispatcher.__numbax_typed_per_process__ = True
     if generated.calls_itself:  # by its module-level name: the compiled version

@@ -1,0 +1,1 @@
+"""Small libraries with the names of ``jax.example_libraries``: ``optimizers``."""
