@@ -111,7 +111,8 @@ def leaky_relu(x: Any, negative_slope: Any = 1e-2) -> Any:
 
 
 def hard_tanh(x: Any) -> Any:
-    """``x`` clipped to ``[-1, 1]``; its derivative is 0 outside ``(-1, 1)``."""
+    """``x`` clipped to ``[-1, 1]``; its derivative is 1 on ``[-1, 1]`` (bounds included,
+    as JAX's) and 0 outside."""
     return np.where(x > 1, 1.0 + 0.0 * x, np.where(x < -1, -1.0 + 0.0 * x, x))
 
 
@@ -181,10 +182,10 @@ def logsumexp(a: Any, axis: Any = None, keepdims: bool = False) -> Any:
     """``log(sum(exp(a), axis))``, shifted by the maximum so that nothing overflows
     (``jax.nn.logsumexp``; an all ``-inf`` slice gives ``-inf``)."""
     peak = np.max(a, axis=axis, keepdims=True)
-    shift = np.where(np.isfinite(peak), peak, 0.0 * peak)
+    shift = np.where(np.isfinite(peak), peak, 0.0)
     total = np.sum(np.exp(a - shift), axis=axis, keepdims=keepdims)
     kept = np.max(a, axis=axis, keepdims=keepdims)  # the shift in the result's shape
-    return np.log(total) + np.where(np.isfinite(kept), kept, 0.0 * kept)
+    return np.log(total) + np.where(np.isfinite(kept), kept, 0.0)
 
 
 def softmax(x: Any, axis: Any = -1) -> Any:
