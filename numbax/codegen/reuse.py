@@ -23,7 +23,7 @@ import types
 from collections.abc import Hashable
 from typing import Any
 
-__all__ = ["Same", "reuse_key"]
+__all__ = ["Same", "live_key", "reuse_key"]
 
 
 class Same:
@@ -118,3 +118,25 @@ def _names(code: types.CodeType) -> tuple[str, ...]:
                 found.update(dict.fromkeys(_names(const)))
         names = _read_names[code] = tuple(found)
     return names
+
+
+def live_key(function: Any) -> Hashable:
+    """When code generated for ``function`` that reads its free names as it runs (an
+    un-jitted ``grad(f)``: Python's eager semantics) may serve another function object:
+    the same code reading the very same closure cells and globals, with the same
+    defaults. A lambda made anew in each call of an objective (``grad(lambda w: loss(w,
+    data))``) with ``data`` a global shares its derivative; one closing over a local of
+    the objective has new cells each call, and gets its own. Other callables are
+    themselves (by equality and hash)."""
+    if type(function) is not types.FunctionType or function.__module__.startswith(
+        "numbax_generated_"
+    ):
+        return function
+    return (
+        "live",
+        function.__code__,
+        tuple(map(Same, function.__closure__ or ())),
+        Same(function.__globals__),
+        tuple(map(Same, function.__defaults__ or ())),
+        tuple((k, Same(v)) for k, v in (function.__kwdefaults__ or {}).items()),
+    )

@@ -21,6 +21,7 @@ from numba.core import errors as numba_errors
 
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
+from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.boundary import python_result
@@ -195,7 +196,9 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
         func = func.__numbax_primal__()
     if hasattr(func, "__numbax_dispatcher__"):
         return func.__numbax_dispatcher__(options)
-    key = (func, tuple(sorted(options.items())))
+    # by what its code freezes (numbax.codegen.reuse): a helper whose global was rebound
+    # since it was compiled compiles again
+    key = (reuse_key(func), tuple(sorted(options.items())))
     if key in _compiling:
         return RECURSIVE
     if key not in _helpers:

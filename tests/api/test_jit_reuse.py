@@ -140,3 +140,19 @@ def test_pmap_maps_on_the_host_like_vmap() -> None:
     np.testing.assert_allclose(nx.pmap(np.sin)(xs), np.sin(xs))
     with pytest.raises(TypeError, match="static_broadcasted_argnums"):
         nx.pmap(centered, static_broadcasted_argnums=1)
+
+
+def lambda_over_global():
+    return lambda x: scaled(x) * SCALE
+
+
+def test_eager_derivatives_of_lambdas_made_anew_share_generated_code() -> None:
+    """A lambda made in each call of an objective, reading globals only, shares its
+    derivative; lambdas closing over different cells (which eager code reads as it
+    runs) do not."""
+    first, second = lambda_over_global(), lambda_over_global()
+    assert first is not second
+    assert nx.grad(first).generated() is nx.grad(second).generated()
+    a, b = make(2.0), make(2.0)
+    assert nx.grad(a).generated() is not nx.grad(b).generated()
+    assert nx.grad(a)(1.0) == nx.grad(b)(1.0) == 2.0
