@@ -198,7 +198,9 @@ class Jitted(NumbaxFunction):
         if key != self._compilations.key:
             compilations = _shared(key) or _Compilations(key, self._signature, self.static_argnames)
             self._adopt(compilations)
-        _share(self._compilations)
+        published = _share(self._compilations)
+        if published is not self._compilations:  # another object made them first
+            self._adopt(published)
 
     # -- construction helpers ------------------------------------------------------
     @staticmethod
