@@ -20,7 +20,17 @@ from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below are, for readers and type checkers
-    from numbax import example_libraries, flatten_util, lax, misc, nn, random, tree_util
+    from numbax import (
+        debug,
+        example_libraries,
+        experimental,
+        flatten_util,
+        lax,
+        misc,
+        nn,
+        random,
+        tree_util,
+    )
     from numbax.api.autodiff import (
         grad,
         hessian,
@@ -37,11 +47,14 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
     from numbax.api.pmap import pmap
     from numbax.api.show import block_until_ready, show, source
     from numbax.api.vmap import vmap
+    from numbax.runtime.callbacks import ShapeDtypeStruct, pure_callback
 
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ["example_libraries", "flatten_util", "lax", "misc", "nn", "random", "tree_util"], ""
+        ["debug", "example_libraries", "experimental", "flatten_util", "lax", "misc", "nn"]
+        + ["random", "tree_util"],
+        "",
     ),
     **dict.fromkeys(
         ["grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linearize"]
@@ -53,11 +66,13 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
     "pmap": "numbax.api.pmap",
     "vmap": "numbax.api.vmap",
+    **dict.fromkeys(["ShapeDtypeStruct", "pure_callback"], "numbax.runtime.callbacks"),
 }
 
 __all__ = [
     "CompileError",
     "Jitted",
+    "ShapeDtypeStruct",
     "TransformError",
     "__version__",
     "block_until_ready",
@@ -65,7 +80,9 @@ __all__ = [
     "config",
     "custom_jvp",
     "custom_vjp",
+    "debug",
     "example_libraries",
+    "experimental",
     "flatten_util",
     "grad",
     "hessian",
@@ -79,6 +96,7 @@ __all__ = [
     "misc",
     "nn",
     "pmap",
+    "pure_callback",
     "random",
     "remat",
     "show",
