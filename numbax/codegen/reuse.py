@@ -128,7 +128,7 @@ def live_key(function: Any) -> Hashable:
     data))``) with ``data`` a global shares its derivative; one closing over a local of
     the objective has new cells each call, and gets its own. Other callables are
     themselves (by equality and hash)."""
-    if type(function) is not types.FunctionType or function.__module__.startswith(
+    if type(function) is not types.FunctionType or (function.__module__ or "").startswith(
         "numbax_generated_"
     ):
         return function
