@@ -120,8 +120,21 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
             "result to float16 after the call, or call the function without jit.",
         ) from err
     if isinstance(err, NUMBA_ERRORS):
+        for index, arg in enumerate(args):
+            if not _numba_can_type(arg):
+                raise _untypeable_argument_error(compiled, index, type(arg).__name__) from err
         raise translate_numba_error(err, compiled) from err
     raise err
+
+
+def _numba_can_type(value: Any) -> bool:
+    """Whether Numba types ``value`` as an argument. Its dispatcher falls back to the
+    imprecise ``pyobject`` for anything else and then fails far from the cause ("non-precise
+    type pyobject"), so the argument is named here instead."""
+    try:
+        return not isinstance(numba.typeof(value), numba.types.PyObject)
+    except ValueError:
+        return False
 
 
 def _float16_error(compiled: Compiled, message: str) -> Float16Error:
