@@ -140,11 +140,14 @@ def compile_function(
     options: dict[str, Any] | None = None,
     transformation: str = "jit",
     weak_params: frozenset[str] | None = None,
+    inline: bool = False,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
     ``weak_params``: the parameters given Python scalars, which NumPy 2 promotion treats
-    as weakly typed (None: any parameter may be one).
+    as weakly typed (None: any parameter may be one). ``inline``: compiled code that
+    calls the function takes its body in (Numba's ``inline="always"``) instead of
+    calling a separately compiled function, unless it calls itself.
     """
     options = dict(options or {})
     helper_options = _helper_options(options)
@@ -159,6 +162,8 @@ def compile_function(
     typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
     cached = njit_options.pop("cache", True) and not typed_per_call
+    if inline and not generated.calls_itself:
+        njit_options["inline"] = "always"
     dispatcher = numba.njit(**njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
     if typed_per_call:
@@ -186,6 +191,11 @@ _compiling: set[tuple[Any, ...]] = set()
 def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached).
 
+    The function is inlined into its callers: each compiled function costs Numba a
+    pipeline run and LLVM a module of its own to optimize, link into every caller and
+    optimize again there, which for derivatives (a chain of generated functions, each
+    calling the next: ``grad(grad(f))``) cost more than compiling their bodies once.
+
     An object numbax made says what compiled code calls for it: ``__numbax_dispatcher__``
     gives its dispatcher (``jit(f)``, ``vmap(f)``'s loop), ``__numbax_primal__`` the
     function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``)."""
@@ -199,7 +209,9 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     if key not in _helpers:
         _compiling.add(key)
         try:
-            _helpers[key] = compile_function(read_function(func), options=options).dispatcher
+            _helpers[key] = compile_function(
+                read_function(func), options=options, inline=True
+            ).dispatcher
         finally:
             _compiling.discard(key)
     return _helpers[key]
