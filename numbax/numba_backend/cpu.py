@@ -13,6 +13,7 @@ import inspect
 import re
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import numba
@@ -21,12 +22,14 @@ from numba.core import errors as numba_errors
 
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
+from numbax.codegen.load import GENERATED_PREFIX
 from numbax.errors import CompileError
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
+from numbax.transform.provenance import Origin, resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 preload_blas_bindings()
@@ -244,19 +247,27 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
     """A :class:`CompileError` naming the user's function, line and the rejected construct."""
     message = str(err)
     user_line = None
-    for path, line in _LOCATION.findall(message):
+    locations = _LOCATION.findall(message)
+    for path, line in locations:
         if path.endswith(compiled.path.rsplit("/", 1)[-1]):
             user_line = compiled.emitted.user_line(int(line))
             break
     source = compiled.source
+    filename, quoted = source.filename, None
+    if user_line is not None:
+        quoted = source.line(user_line)
+    else:  # in a function inlined into this one: its module maps the line back
+        origin = _inlined_origin(locations)
+        if origin is not None:
+            filename, user_line, quoted = origin.filename, origin.line, origin.text
     bad_argument = _UNTYPEABLE_ARGUMENT.search(message)
     if bad_argument:
         return _untypeable_argument_error(compiled, int(bad_argument[1]), bad_argument[2])
     own = _OWN_MESSAGE.search(message)  # a refusal of numbax's own overloads says why
     construct = own[1] if own else _first_meaningful_line(message)
     detail = f"Numba cannot compile it: {construct}"
-    if user_line is not None:
-        detail += f"\n  in: {source.line(user_line)}"
+    if quoted:
+        detail += f"\n  in: {quoted}"
     if "Cannot request literal type" in message:
         detail += f"\n  {_NOT_LITERAL}"
     detail += (
@@ -267,10 +278,21 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
         detail,
         function=display_name(source.func),
         transformation="jit",
-        filename=source.filename,
+        filename=filename,
         lineno=user_line,
         construct=construct,
     )
+
+
+def _inlined_origin(locations: list[tuple[str, str]]) -> Origin | None:
+    """The user's line behind the first of Numba's ``locations`` in a generated module
+    (one inlined into the failing function), if any."""
+    for path, line in locations:
+        if Path(path).name.startswith(GENERATED_PREFIX):
+            origin = resolve(path, int(line))
+            if origin.filename != path:
+                return origin
+    return None
 
 
 _NOT_LITERAL = (
