@@ -12,6 +12,7 @@ import numpy as np
 
 from numbax.api.callable import NumbaxFunction
 from numbax.api.per_arity import PerArity
+from numbax.api.stages import Lowered
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import (
@@ -48,6 +49,10 @@ def jit(
     (NumPy buffers are never donated; Numba ignores unused arguments). ``inline=True``
     inlines this function into compiled callers. Other keyword arguments are Numba's:
     ``fastmath``, ``parallel``, ``boundscheck``, ``error_model``, ``nogil``, ``cache``.
+    ``cache=True`` (the default) keeps the machine code in numbax's disk cache, so a new
+    process loads it instead of compiling; ``cache=False`` compiles in every process
+    (the generated source is cached either way). ``jit(f).lower(*args).compile()``
+    compiles ahead of the first call (JAX's ahead-of-time API).
     Usable as ``@jit``, ``@jit(static_argnames="n")`` and ``partial(jit, ...)``.
     """
     options = dict(
@@ -172,7 +177,9 @@ class Jitted(NumbaxFunction):
                 return from_numba(out)  # a pytree result of any nesting, rebuilt
         return self._call_general(args, kwargs)
 
-    def _call_general(self, args: tuple, kwargs: dict) -> Any:
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], frozenset[str], tuple]:
+        """A call's static values, the parameters given Python scalars, and the dynamic
+        arguments in order (defaults filled in)."""
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as err:
@@ -180,8 +187,11 @@ class Jitted(NumbaxFunction):
         bound.apply_defaults()
         statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
         weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
+        return statics, weak, tuple(bound.arguments.values())
+
+    def _call_general(self, args: tuple, kwargs: dict) -> Any:
+        statics, weak, dynamic = self._bind(args, kwargs)
         compiled = self.specialize(statics, weak)
-        dynamic = tuple(bound.arguments.values())
         if not is_flat(dynamic):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
         if not kwargs and not self.static_argnames and self._positional_only_signature():
@@ -207,6 +217,13 @@ class Jitted(NumbaxFunction):
         key = (self._static_key(statics), weak)
         self._latest = self._cached(key, lambda: self._compile(statics, weak))
         return self._latest
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The generated source for arguments like these (JAX's ``jit(f).lower``): its
+        ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
+        pytree structures (shapes do not matter); ``.as_text()`` is the source."""
+        statics, weak, _ = self._bind(args, kwargs)
+        return Lowered(self.fun.__name__, self.specialize(statics, weak), self._bind, args, kwargs)
 
     def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
         if self._source is None:
