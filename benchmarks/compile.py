@@ -24,6 +24,7 @@ the disk cache does not serve.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -153,7 +154,7 @@ class NumbaClock:
         from numba.core import event
 
         for kind in ("numba:compile", "numba:run_pass", "numba:llvm_lock"):
-            event.register(kind, _Listener(self, kind))
+            event.register(kind, _listener(self, kind))
 
     def start(self, kind: str, data: Any) -> None:
         data = data or {}
@@ -175,7 +176,9 @@ class NumbaClock:
             self.total_s += elapsed
 
 
-def _Listener(clock: NumbaClock, kind: str) -> Any:  # noqa: N802 (a class made on demand)
+def _listener(clock: NumbaClock, kind: str) -> Any:
+    """A Numba event listener reporting ``kind`` to ``clock`` (Numba is imported in the
+    child only, after its clock starts)."""
     from numba.core import event
 
     class Listener(event.Listener):
@@ -367,8 +370,6 @@ def format_table(results: Sequence[Result]) -> str:
 
 
 def jax_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("jax") is not None
 
 
@@ -402,6 +403,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name in names:
         print(f"{name}: {WORKLOADS[name].description}", file=sys.stderr, flush=True)
         results.append(measure(name, options.quick, with_jax, options.timeout))
+        print(format_table(results[-1:]).splitlines()[-1], file=sys.stderr, flush=True)
     print(format_table(results))
     if options.show_compiled:
         for r in results:
