@@ -9,13 +9,14 @@ restart; ideally only loading). ``NUMBAX_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` bot
 into the fresh directory, so nothing cached earlier helps the cold run. For each run the
 child reports its import time and its first call's time (the table's warm column is
 import + first call, the import also shown apart), the number of functions Numba
-compiled (``numba:compile`` events), and where Numba's time went: type inference
-(compiler passes named ``*TypeInference``) and LLVM (time holding LLVM's lock), each
-counted once however the compiles nest. The size of the generated source is the number
-of lines of the modules numbax wrote to the cache. Where a workload has a JAX twin (the
-same program with ``jax.numpy``, see ``compile_programs.jax_twin``) and JAX is installed,
-JAX's first call in a fresh process is timed too and the ratio cold numbax / cold JAX
-printed; without JAX the column shows "–".
+compiled (``numba:compile`` events), and where Numba's time went: type inference (the
+compiler passes ``nopython_type_inference`` and ``partial_type_inference``) and LLVM
+(time holding LLVM's lock), each counted once however the compiles nest. The size of
+the generated source is the number of lines of the modules numbax wrote to the cache.
+Where a workload has a JAX twin (the same program with ``jax.numpy``, see
+``compile_programs.jax_twin``) and JAX is installed, JAX's first call in a fresh process
+is timed too and the ratio cold numbax / cold JAX printed; without JAX the column shows
+"–".
 
 ``--show-compiled`` lists what the warm process still compiled: every entry is something
 the disk cache does not serve.
@@ -163,7 +164,7 @@ class NumbaClock:
             self.compiled.append(getattr(function, "__qualname__", repr(function)))
         category = {"numba:llvm_lock": "llvm", "numba:compile": "other"}.get(kind)
         if category is None:
-            category = "typing" if "TypeInference" in data.get("name", "") else "other"
+            category = "typing" if "type_inference" in data.get("name", "") else "other"
         self._stack.append([category, time.perf_counter(), 0.0])
 
     def end(self) -> None:
