@@ -7,11 +7,13 @@ directory (**cold**: numbax generates source and Numba compiles everything), the
 a new process with the directory the cold run filled (**warm**: what a user pays after a
 restart; ideally only loading). ``NUMBAX_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` both point
 into the fresh directory, so nothing cached earlier helps the cold run. For each run the
-child reports its import time and its first call's time (the table's warm column is
-import + first call, the import also shown apart), the number of functions Numba
-compiled (``numba:compile`` events), and where Numba's time went: type inference (the
-compiler passes ``nopython_type_inference`` and ``partial_type_inference``) and LLVM
-(time holding LLVM's lock), each counted once however the compiles nest. The size of
+child reports its import time and its first call's time (the table's columns are
+import + first call, the warm import also shown apart) and its CPU time (on a shared
+machine, wall time waits for others; CPU time is what the process itself spent), the
+number of functions Numba compiled (``numba:compile`` events), and where Numba's time
+went: type inference (the compiler passes ``nopython_type_inference`` and
+``partial_type_inference``) and LLVM (time holding LLVM's lock), each counted once
+however the compiles nest. The size of
 the generated source is the number of lines of the modules numbax wrote to the cache.
 Where a workload has a JAX twin (the same program with ``jax.numpy``, see
 ``compile_programs.jax_twin``) and JAX is installed, JAX's first call in a fresh process
@@ -194,7 +196,7 @@ def _listener(clock: NumbaClock, kind: str) -> Any:
 
 def child(name: str, peer: str, quick: bool) -> dict[str, Any]:
     """Import, build and call workload ``name`` once; the measurements as a dict."""
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.process_time()
     clock = NumbaClock()
     if peer == "numbax":
         clock.install()
@@ -216,6 +218,7 @@ def child(name: str, peer: str, quick: bool) -> dict[str, Any]:
     return dict(
         import_s=imported - start,
         call_s=done - imported,
+        cpu_s=time.process_time() - start_cpu,
         checksum=_checksum(out),
         compiles=len(clock.compiled),
         compiled=clock.compiled,
@@ -248,6 +251,8 @@ class Result:
     cold_s: float | None = None  # import + first call, empty cache
     warm_s: float | None = None  # import + first call, new process, the cold run's cache
     warm_import_s: float | None = None
+    cold_cpu_s: float | None = None  # the cold process's CPU time (import + first call)
+    warm_cpu_s: float | None = None
     cold_compiles: int | None = None
     warm_compiles: int | None = None
     cold_typing_s: float | None = None
@@ -300,6 +305,7 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
         try:
             cold = launch(name, "numbax", quick, env, timeout)
             result.cold_s = cold["import_s"] + cold["call_s"]
+            result.cold_cpu_s = cold["cpu_s"]
             result.cold_compiles = cold["compiles"]
             result.cold_typing_s, result.cold_llvm_s = cold["typing_s"], cold["llvm_s"]
             result.cold_numba_s = cold["numba_s"]
@@ -307,6 +313,7 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
             warm = launch(name, "numbax", quick, env, timeout)
             result.warm_s = warm["import_s"] + warm["call_s"]
             result.warm_import_s = warm["import_s"]
+            result.warm_cpu_s = warm["cpu_s"]
             result.warm_compiles = warm["compiles"]
             result.warm_compiled = warm["compiled"]
             if not np.isclose(cold["checksum"], warm["checksum"]):
@@ -331,8 +338,8 @@ def _seconds(value: float | None) -> str:
 def format_table(results: Sequence[Result]) -> str:
     header = (
         "workload",
-        "cold s",
-        "warm s (import)",
+        "cold s (CPU)",
+        "warm s (import; CPU)",
         "compiles cold/warm",
         "typing s",
         "LLVM s",
@@ -345,8 +352,8 @@ def format_table(results: Sequence[Result]) -> str:
     rows = [
         (
             r.workload,
-            _seconds(r.cold_s),
-            f"{_seconds(r.warm_s)} ({_seconds(r.warm_import_s)})",
+            f"{_seconds(r.cold_s)} ({_seconds(r.cold_cpu_s)})",
+            f"{_seconds(r.warm_s)} ({_seconds(r.warm_import_s)}; {_seconds(r.warm_cpu_s)})",
             f"{'–' if r.cold_compiles is None else r.cold_compiles}/"
             f"{'–' if r.warm_compiles is None else r.warm_compiles}",
             _seconds(r.cold_typing_s),
