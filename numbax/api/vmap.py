@@ -39,7 +39,7 @@ from numbax.codegen.emit import emit_function
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.variadic import takes_star_args
 from numbax.errors import TransformError
-from numbax.numba_backend.cpu import compile_helper
+from numbax.numba_backend.cpu import compile_helper, typed_per_process
 from numbax.numba_backend.typed_calls import (
     PRANGE,
     compiled_calling,
@@ -245,14 +245,15 @@ class Batched(Rewritten):
         that function's source and everything it calls; the vectorized and the loop
         programs are made from them and the argument types (in the signature's key).
         None when the function is not compiled from a generated module (a ``vmap`` of a
-        ``vmap``): its callers are then compiled in every process."""
+        ``vmap``) or is itself compiled per process (it makes host callbacks): its callers
+        are then compiled in every process."""
         try:
             compiled = compile_helper(self.fun, options)
         except Exception:  # noqa: BLE001 - compiling fails at the call, with its own error
             return None
         module = getattr(getattr(compiled, "py_func", None), "__module__", "") or ""
-        if not module.startswith(GENERATED_PREFIX):
-            return None
+        if not module.startswith(GENERATED_PREFIX) or typed_per_process([compiled]):
+            return None  # what it runs is not named by content (a host callback in it)
         return f"{self.__numbax_identity__()} of {module} with {sorted(options.items())}"
 
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
