@@ -129,16 +129,14 @@ def test_values_are_numpys():
     )
 
 
-def compiled(a, t, s):
-    """The compositions and eigvals in one jitted program (eigvals of a matrix whose
-    eigenvalues are real: Numba's keeps a real matrix's eigenvalues real)."""
+def compiled(a, t):
+    """The compositions in one jitted program (eigvals under jit is Numba's own)."""
     x, residuals, rank, sv = np.linalg.lstsq(t, t[:, 0] + 1.0)
     return (
         np.sum(x) * rank
         + np.sum(residuals)
         + np.sum(np.linalg.multi_dot([a[0], a, a]))
         + np.linalg.vector_norm(t, ord=3)
-        + np.sum(np.linalg.eigvals(s))
     )
 
 
@@ -146,7 +144,7 @@ def test_one_compiled_program():
     """NumPy's values under jit (the derivatives are checked interpreted above: the
     compositions' derivative code compiles as the helpers of a user's function do, and
     each compile of it costs seconds)."""
-    args = (SQUARE, TALL, SYMMETRIC)
+    args = (SQUARE, TALL)
     np.testing.assert_allclose(nx.jit(compiled)(*args), compiled(*args), rtol=1e-10)
 
 
