@@ -102,6 +102,7 @@ import gast
 from numbax.errors import TransformError
 from numbax.transform.analysis.dataflow import names as mentioned
 from numbax.transform.names import Namer
+from numbax.transform.nested import lift_nested
 from numbax.transform.normalize_calls import positional_arguments
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
@@ -172,14 +173,15 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
 
     ``transformation`` names the transformation being applied, for error messages.
     """
-    reject_unsupported(source, transformation)
-    fn = fold_transformations(clone(source.tree), source)
+    fn = lift_nested(clone(source.tree), source, transformation)
+    reject_unsupported(source, transformation, fn)
+    fn = fold_transformations(fn, source)
     fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)
     body = prune(_without_docstring(fn.body))
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
-    fn.body = _Flattener(source, transformation, namer).block(body)
+    fn.body = _Flattener(source, transformation, namer, fn).block(body)
     annotate(fn, source.filename)
     return fn
 
@@ -229,11 +231,13 @@ class _Scopes:
 class _Flattener(LoopLowering):
     """Emits core statements for user statements, one user statement at a time."""
 
-    def __init__(self, source: FunctionSource, transformation: str, namer: Namer) -> None:
+    def __init__(
+        self, source: FunctionSource, transformation: str, namer: Namer, fn: gast.FunctionDef
+    ) -> None:
         self.source = source
         self.transformation = transformation
         self.namer = namer
-        scopes = _Scopes(source.tree)
+        scopes = _Scopes(fn)
         self.params = scopes.params
         self.locals = scopes.locals
         self.free = scopes.free
@@ -246,7 +250,7 @@ class _Flattener(LoopLowering):
         }
         self.comprehension_scopes: list[dict[str, str]] = []
         self.out: list[gast.stmt] = []
-        self.line = source.tree.lineno
+        self.line = fn.lineno
 
     # -- plumbing ------------------------------------------------------------------
     def emit(self, stmt: gast.stmt) -> None:

@@ -43,6 +43,11 @@ def register_transformations(*constructors: Callable[..., Any]) -> None:
             _constructors.append(constructor)
 
 
+def builds_transformation(obj: Any) -> bool:
+    """Whether ``obj`` is one of the registered constructors (``nx.grad``, ``nx.vmap``...)."""
+    return any(obj is constructor for constructor in _constructors)
+
+
 def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.FunctionDef:
     """``fn`` with each transformation built from known arguments replaced by a name
     bound (in ``source.closure``) to the built object."""
@@ -94,7 +99,7 @@ class _Folder(gast.NodeTransformer):
         if not isinstance(node, gast.Call):
             return None
         constructor = self.resolver.resolve(node.func)
-        if not any(constructor is c for c in _constructors):
+        if not builds_transformation(constructor):
             return None
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if any(k.arg is None for k in node.keywords) or not all(map(self._known, arguments)):

@@ -79,6 +79,39 @@ class FunctionSource:
             return builtin
 
 
+class LiveNamespace(dict):
+    """The globals of a generated function that runs eagerly: its own bindings (NumPy,
+    numbax's runtime, derivative functions) are held, and every other name is read
+    through ``read`` when the code runs — the user's globals and closure cells as they
+    are at that moment, as the user's own function would read them.
+
+    CPython looks globals up through ``__getitem__`` (hence ``__missing__``) when they are
+    not an exact dict; ``__contains__`` and ``get`` agree with it, so that a later
+    transformation reading this function resolves the same names."""
+
+    def __init__(self, bindings: dict[str, Any], read: Callable[[str], Any]) -> None:
+        super().__init__(bindings)
+        self._read = read
+
+    def __missing__(self, name: str) -> Any:
+        return self._read(name)
+
+    def __contains__(self, name: object) -> bool:
+        if dict.__contains__(self, name):
+            return True
+        try:
+            self._read(name)
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
 def display_name(func: Any) -> str:
     """``Model.apply`` for a method, ``inner`` for a nested function (no ``<locals>``)."""
     qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
