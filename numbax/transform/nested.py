@@ -49,7 +49,7 @@ import gast
 from numbax.errors import TransformError
 from numbax.transform.normalize_transformations import builds_transformation
 from numbax.transform.resolve import Resolver
-from numbax.transform.source import FunctionSource, LiveNamespace, register_source
+from numbax.transform.source import FunctionSource, LiveNamespace, function_from_tree
 
 _FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
 
@@ -151,8 +151,7 @@ class _Lifter:
                 rebinding.lineno,
                 "a nonlocal statement (a nested function rebinding the enclosing "
                 "function's variables)",
-                "return the new value from the nested function and assign it in the "
-                "enclosing one",
+                "return the new value from the nested function and assign it in the enclosing one",
             )
         if name in self.nested:
             raise self.refuse(
@@ -210,35 +209,20 @@ class _Lifter:
 
     def _function(self, lifted: gast.FunctionDef) -> types.FunctionType:
         """A Python function of ``lifted``, reading its free names through the enclosing
-        function, whose source transformations read as ``lifted``."""
-        bare = copy.deepcopy(lifted)  # defaults are values of the function, not its code
-        bare.args.defaults = []
-        bare.args.kw_defaults = [None] * len(bare.args.kwonlyargs)
-        module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module([bare], [])))
-        code = compile(module, self.source.filename, "exec", dont_inherit=True)
-        body = next(c for c in code.co_consts if isinstance(c, types.CodeType))
-        namespace = LiveNamespace({"__builtins__": builtins}, self._read)
-        defaults = tuple(self._value(d) for d in lifted.args.defaults)
-        function = types.FunctionType(body, namespace, lifted.name, defaults or None)
-        function.__kwdefaults__ = {
-            a.id: self._value(d)
-            for a, d in zip(lifted.args.kwonlyargs, lifted.args.kw_defaults, strict=True)
-            if d is not None
-        } or None
+        function."""
         outer = getattr(self.source.func, "__qualname__", self.source.name)
-        function.__qualname__ = f"{outer}.<locals>.{lifted.name}"
-        function.__module__ = getattr(self.source.func, "__module__", None)
-        register_source(
-            function,
-            FunctionSource(
-                func=function,
-                tree=lifted,
-                filename=self.source.filename,
-                firstlineno=lifted.lineno,
-                globals=namespace,
-            ),
+        return function_from_tree(
+            lifted,
+            self.source,
+            LiveNamespace({"__builtins__": builtins}, self._read),
+            f"{outer}.<locals>.{lifted.name}",
+            tuple(self._value(d) for d in lifted.args.defaults),
+            {
+                a.id: self._value(d)
+                for a, d in zip(lifted.args.kwonlyargs, lifted.args.kw_defaults, strict=True)
+                if d is not None
+            },
         )
-        return function
 
     def _read(self, name: str) -> Any:
         """A free name of a lifted function: another lifted one, else what the

@@ -101,6 +101,7 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform.analysis.dataflow import names as mentioned
+from numbax.transform.methods import bind_methods
 from numbax.transform.names import Namer
 from numbax.transform.nested import lift_nested
 from numbax.transform.normalize_calls import positional_arguments
@@ -174,6 +175,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     ``transformation`` names the transformation being applied, for error messages.
     """
     fn = lift_nested(clone(source.tree), source, transformation)
+    bind_methods(fn, source, transformation)
     reject_unsupported(source, transformation, fn)
     fn = fold_transformations(fn, source)
     fn = rewrite_values(fn, source, transformation)

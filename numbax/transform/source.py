@@ -166,6 +166,41 @@ def register_source(func: types.FunctionType, source: FunctionSource) -> None:
     _expanded[func] = source
 
 
+def function_from_tree(
+    tree: gast.FunctionDef,
+    like: FunctionSource,
+    namespace: LiveNamespace,
+    qualname: str,
+    defaults: tuple | None = None,
+    kwdefaults: dict[str, Any] | None = None,
+) -> types.FunctionType:
+    """A Python function compiled from ``tree`` (whose lines are those of ``like``'s
+    file), with ``namespace`` for globals, registered so that transformations read
+    ``tree`` as its source: a function numbax derived from the user's (a nested def
+    lifted out, a method with its object bound)."""
+    bare = copy.deepcopy(tree)  # defaults are values of the function, not of its code
+    bare.args.defaults = []
+    bare.args.kw_defaults = [None] * len(bare.args.kwonlyargs)
+    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module([bare], [])))
+    code = compile(module, like.filename, "exec", dont_inherit=True)
+    body = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    function = types.FunctionType(body, namespace, tree.name, defaults or None)
+    function.__kwdefaults__ = kwdefaults or None
+    function.__qualname__ = qualname
+    function.__module__ = getattr(like.func, "__module__", None)
+    register_source(
+        function,
+        FunctionSource(
+            func=function,
+            tree=tree,
+            filename=like.filename,
+            firstlineno=tree.lineno,
+            globals=namespace,
+        ),
+    )
+    return function
+
+
 _stand_ins: list[Callable[[Any], types.FunctionType | None]] = []
 
 
