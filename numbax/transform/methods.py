@@ -47,6 +47,7 @@ def bind_methods(fn: gast.FunctionDef, source: FunctionSource, transformation: s
     globals or closure (``layer.forward(x)``, ``layer(x)``) by a call of that method's
     bound-method function, named in ``source.closure``."""
     resolver = Resolver(source, local_names(fn))
+    fn.body = _unroll_object_loops(fn.body, fn, source, resolver)
     for node in gast.walk(fn):
         if not isinstance(node, gast.Call) or not resolver.is_global_chain(node.func):
             continue
@@ -57,6 +58,83 @@ def bind_methods(fn: gast.FunctionDef, source: FunctionSource, transformation: s
         name = _free_name(source, resolver, f"_{display_name(method.__func__)}", function)
         source.closure[name] = function
         node.func = gast.Name(name, gast.Load(), None, None)
+
+
+def _unroll_object_loops(
+    body: list[gast.stmt], fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver
+) -> list[gast.stmt]:
+    """``for layer in layers: x = layer(x)`` over a global list of objects whose methods
+    the body calls: one copy of the body per object, which is then a global of its own
+    (``_layers_0``), so that its methods are read as the object's."""
+    out = []
+    for stmt in body:
+        for block in ("body", "orelse"):
+            inner = getattr(stmt, block, None)
+            if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                setattr(stmt, block, _unroll_object_loops(inner, fn, source, resolver))
+        items = _objects_looped_over(stmt, fn, resolver)
+        if items is None:
+            out.append(stmt)
+            continue
+        base = "_" + "_".join(_chain(stmt.iter))
+        for i, item in enumerate(items):
+            name = _free_name(source, resolver, f"{base}_{i}", item)
+            source.closure[name] = item
+            for copied in copy.deepcopy(stmt.body):
+                out.append(_Renamer(stmt.target.id, name).visit(copied))
+    return out
+
+
+def _objects_looped_over(stmt: gast.stmt, fn: gast.FunctionDef, resolver: Resolver) -> list | None:
+    """The objects a ``for`` loop walks, when it can be unrolled over them: a global
+    list or tuple of objects with methods of the user's, whose method the body calls on
+    the loop variable, which nothing else assigns nor reads after the loop."""
+    if not isinstance(stmt, gast.For) or stmt.orelse or not isinstance(stmt.target, gast.Name):
+        return None
+    if not resolver.is_global_chain(stmt.iter):
+        return None
+    items = resolver.resolve(stmt.iter)
+    if not isinstance(items, (list, tuple)) or not items:
+        return None
+    var = stmt.target.id
+    called = False
+    for node in gast.walk(gast.Module(stmt.body, [])):
+        if isinstance(node, (gast.Break, gast.Continue)):
+            return None
+        if isinstance(node, gast.Name) and node.id == var and not isinstance(node.ctx, gast.Load):
+            return None
+        if isinstance(node, gast.Call):
+            func = node.func
+            receiver = func.value if isinstance(func, gast.Attribute) else func
+            called = called or (isinstance(receiver, gast.Name) and receiver.id == var)
+    if not called:
+        return None
+    for item in items:
+        if _user_method(item) is None and not any(
+            _user_method(getattr(item, a, None)) for a in dir(type(item)) if not a.startswith("__")
+        ):
+            return None
+    uses = [n for n in gast.walk(fn) if isinstance(n, gast.Name) and n.id == var]
+    inside = {id(n) for n in gast.walk(gast.Module(stmt.body, [])) if isinstance(n, gast.Name)}
+    if any(id(n) not in inside and n is not stmt.target for n in uses):
+        return None  # the name is used outside the loop too
+    return list(items)
+
+
+def _chain(node: gast.expr) -> list[str]:
+    if isinstance(node, gast.Attribute):
+        return [*_chain(node.value), node.attr]
+    return [node.id]
+
+
+class _Renamer(gast.NodeTransformer):
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def visit_Name(self, node: gast.Name) -> gast.AST:
+        if node.id == self.old:
+            return gast.copy_location(gast.Name(self.new, node.ctx, None, None), node)
+        return node
 
 
 def _user_method(target: Any) -> types.MethodType | None:
