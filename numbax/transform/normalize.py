@@ -121,11 +121,12 @@ from numbax.transform.normalize_nodes import (
     store,
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
+from numbax.transform.normalize_starred import expand_starred_arguments
 from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.normalize_values import rewrite_values
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
-from numbax.transform.resolve import Resolver
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource
 
 __all__ = ["normalize", "check_core", "CoreGrammarError"]
@@ -176,6 +177,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     """
     fn = lift_nested(clone(source.tree), source, transformation)
     bind_methods(fn, source, transformation)
+    expand_starred_arguments(fn, Resolver(source, local_names(fn)))
     reject_unsupported(source, transformation, fn)
     fn = fold_transformations(fn, source)
     fn = rewrite_values(fn, source, transformation)
