@@ -49,9 +49,9 @@ def bind_methods(fn: gast.FunctionDef, source: FunctionSource, transformation: s
     resolver = Resolver(source, local_names(fn))
     fn.body = _unroll_object_loops(fn.body, fn, source, resolver)
     for node in gast.walk(fn):
-        if not isinstance(node, gast.Call) or not resolver.is_global_chain(node.func):
+        if not isinstance(node, gast.Call):
             continue
-        method = _user_method(resolver.resolve(node.func))
+        method = _user_method(_static_value(node.func, resolver))
         if method is None:
             continue
         function = bound_method_function(method, transformation)
@@ -135,6 +135,27 @@ class _Renamer(gast.NodeTransformer):
         if node.id == self.old:
             return gast.copy_location(gast.Name(self.new, node.ctx, None, None), node)
         return node
+
+
+def _static_value(node: gast.expr, resolver: Resolver) -> Any:
+    """What ``node`` denotes before the function runs: a global chain, indexed by
+    constants and followed by attributes (``LAYERS[0].forward``); else LOCAL."""
+    if isinstance(node, gast.Subscript) and isinstance(node.slice, gast.Constant):
+        base = _static_value(node.value, resolver)
+        if isinstance(base, (list, tuple, dict)):
+            try:
+                return base[node.slice.value]
+            except (IndexError, KeyError, TypeError):
+                return UNRESOLVED
+        return LOCAL
+    if isinstance(node, gast.Attribute) and isinstance(node.value, gast.Subscript):
+        base = _static_value(node.value, resolver)
+        if base is LOCAL or base is UNRESOLVED:
+            return base
+        return getattr(base, node.attr, UNRESOLVED)
+    if resolver.is_global_chain(node):
+        return resolver.resolve(node)
+    return LOCAL
 
 
 def _user_method(target: Any) -> types.MethodType | None:

@@ -104,7 +104,11 @@ class _Folder(gast.NodeTransformer):
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if any(k.arg is None for k in node.keywords) or not all(map(self._known, arguments)):
             return None
-        namespace = {**self.source.globals, **self.source.closure}
+        namespace = {  # what the names read denote (a lifted function's globals are live)
+            n.id: self.resolver.lookup(n.id)
+            for n in gast.walk(node)
+            if isinstance(n, gast.Name) and self.resolver.lookup(n.id) not in (LOCAL, UNRESOLVED)
+        }
         expression = ast.Expression(gast.gast_to_ast(gast.Expression(node)).body)
         referenced = tuple(
             id(namespace.get(n.id))
