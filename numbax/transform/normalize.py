@@ -68,6 +68,9 @@ Lowerings
   evaluated once. ``x := v`` is an assignment. Comprehensions (list and dict) become
   loops that append/store into a fresh container; their loop variables stay private
   (renamed when they would clash with a name of the function).
+* Functions defined inside the function are lifted out of it first (nested.py),
+  methods of objects it reads from its globals bound to them (methods.py), and starred
+  arguments whose length the source says spelled out (normalize_starred.py).
 * ``assert c, msg`` is ``_not = not c; if _not: raise AssertionError(msg)``.
 * Loops: see normalize_loops.py (every ``for`` becomes a ``range`` loop) and, for
   ``for/while ... else`` and early returns, normalize_exits.py.

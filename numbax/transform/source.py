@@ -80,7 +80,8 @@ class FunctionSource:
 
 
 class LiveNamespace(dict):
-    """The globals of a generated function that runs eagerly: its own bindings (NumPy,
+    """The globals of a generated function that runs eagerly (or of a function numbax
+    derived from the user's: see :func:`function_from_tree`): its own bindings (NumPy,
     numbax's runtime, derivative functions) are held, and every other name is read
     through ``read`` when the code runs — the user's globals and closure cells as they
     are at that moment, as the user's own function would read them.
