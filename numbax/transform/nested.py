@@ -100,7 +100,13 @@ class _Lifter:
     # -- finding the definitions ---------------------------------------------------
     def lift(self) -> gast.FunctionDef:
         self.fn.body = self._collect(self.fn.body)
-        enclosing = _scope_locals(self.fn) - set(self.nested)
+        enclosing = _scope_locals(self.fn)
+        for name in enclosing & set(self.nested):
+            raise self.refuse(
+                self.nested[name].node.lineno,
+                f"the nested function {name!r} also assigned as a variable",
+                "give the function and the variable different names",
+            )
         for nested in self.nested.values():
             nested.captured = sorted(nested.free & enclosing)
         self._close_over_callees()
@@ -186,12 +192,9 @@ class _Lifter:
     # -- making the lifted functions -----------------------------------------------
     def _made(self, nested: _Nested) -> types.FunctionType:
         node = nested.node
-        enclosing = set().union(*(self.nested[n].captured for n in self.nested)) | set(
-            nested.captured
-        )
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
             read = {n.id for n in gast.walk(default) if isinstance(n, gast.Name)}
-            if read & (_scope_locals(self.fn) - set(self.nested)) or read & enclosing:
+            if read & _scope_locals(self.fn):
                 raise self.refuse(
                     node.lineno,
                     "a default value that reads the enclosing function's variables",
