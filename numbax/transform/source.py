@@ -202,6 +202,14 @@ def function_from_tree(
     return function
 
 
+def derived_tree(func: Any) -> gast.FunctionDef | None:
+    """The source tree numbax registered for a function it derived from the user's (a
+    nested def lifted out, a method with its object bound: :func:`function_from_tree`),
+    whose text is not the user's definition; None for any other function."""
+    expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
+    return None if expanded is None else copy.deepcopy(expanded.tree)
+
+
 _stand_ins: list[Callable[[Any], types.FunctionType | None]] = []
 
 

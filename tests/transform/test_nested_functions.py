@@ -10,6 +10,8 @@ network of layer objects) covers them compiled.
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -311,3 +313,20 @@ def test_molecular_dynamics_conserves_energy_interpreted():
     start, _ = simulate(x0, np.zeros_like(x0), 1.0, 1e-3, 0)
     end, _ = simulate(x0, np.zeros_like(x0), 1.0, 1e-3, 200)
     assert abs(end - start) < 1e-5 * abs(start)
+
+
+def summed_waves(x, a):
+    def wave(y):
+        return np.sum(np.sin(y) * a)
+
+    return wave(x) + wave(2.0 * x)
+
+
+def test_export_writes_lifted_functions_with_their_captured_parameters(tmp_path):
+    path = tmp_path / "exported.py"
+    nx.export(nx.grad(summed_waves), path)
+    spec = importlib.util.spec_from_file_location("exported_nested", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    want = numeric_jacobian(summed_waves, (X, 1.3), 0)
+    np.testing.assert_allclose(module.grad_summed_waves(X, 1.3), want, rtol=1e-6)
