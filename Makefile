@@ -44,8 +44,13 @@ $(COMPARE): $(STAMP)
 	$(PY) -m pip install --quiet -e '.[compare]'
 	touch $(COMPARE)
 
+# Then compile latency (benchmarks/compile.py): first calls cold and warm, in new
+# processes, e.g. make bench COMPILE_ARGS="--quick --only hessian,mlp_dict"
+COMPILE_ARGS ?=
+
 bench: $(COMPARE)
 	$(PY) -m benchmarks $(BENCH_ARGS)
+	$(PY) -m benchmarks.compile $(COMPILE_ARGS)
 
 # Generated programs through every transformation (tests/fuzz): FUZZ_N programs (10,000
 # by default), e.g. make fuzz FUZZ_N=500 FUZZ_ARGS="--modes eager,vmap --shrink 5"

@@ -15,6 +15,7 @@ import numpy as np
 
 from numbax.api.callable import NumbaxFunction
 from numbax.api.per_arity import PerArity
+from numbax.api.stages import Lowered
 from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
@@ -52,6 +53,10 @@ def jit(
     (NumPy buffers are never donated; Numba ignores unused arguments). ``inline=True``
     inlines this function into compiled callers. Other keyword arguments are Numba's:
     ``fastmath``, ``parallel``, ``boundscheck``, ``error_model``, ``nogil``, ``cache``.
+    ``cache=True`` (the default) keeps the machine code in numbax's disk cache, so a new
+    process loads it instead of compiling; ``cache=False`` compiles in every process
+    (the generated source is cached either way). ``jit(f).lower(*args).compile()``
+    compiles ahead of the first call (JAX's ahead-of-time API).
     Usable as ``@jit``, ``@jit(static_argnames="n")`` and ``partial(jit, ...)``.
     """
     options = dict(
@@ -249,6 +254,18 @@ class Jitted(NumbaxFunction):
                 return from_numba(out)  # a pytree result of any nesting, rebuilt
         return self._call_general(args, kwargs)
 
+    def _bind(self, args: tuple, kwargs: dict) -> tuple[dict[str, Any], frozenset[str], tuple]:
+        """A call's static values, the parameters given Python scalars, and the dynamic
+        arguments in order (defaults filled in)."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.fun.__name__}(): {err}") from None
+        bound.apply_defaults()
+        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
+        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
+        return statics, weak, tuple(bound.arguments.values())
+
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
         compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
@@ -263,14 +280,8 @@ class Jitted(NumbaxFunction):
         """The specialization a call with these arguments runs (its source generated,
         compiled by Numba at its first call), and the arguments it is passed: the
         dynamic ones, defaults filled in."""
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"{self.fun.__name__}(): {err}") from None
-        bound.apply_defaults()
-        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
-        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
-        return self.specialize(statics, weak), tuple(bound.arguments.values())
+        statics, weak, dynamic = self._bind(args, kwargs)
+        return self.specialize(statics, weak), dynamic
 
     def specialize(
         self, statics: dict[str, Any] | None = None, weak: frozenset[str] | None = None
@@ -293,6 +304,13 @@ class Jitted(NumbaxFunction):
             found = self._cached(key, lambda: self._compile(statics, weak))
         self._latest = found
         return found
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The generated source for arguments like these (JAX's ``jit(f).lower``): its
+        ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
+        pytree structures (shapes do not matter); ``.as_text()`` is the source."""
+        statics, weak, _ = self._bind(args, kwargs)
+        return Lowered(self.fun.__name__, self.specialize(statics, weak), self._bind, args, kwargs)
 
     def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
         compilations = self._compilations

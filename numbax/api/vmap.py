@@ -36,9 +36,10 @@ from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, user_origin, where
 from numbax.api.transformed import Generated, callee_derivative, generate
 from numbax.codegen.emit import emit_function
+from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.variadic import takes_star_args
 from numbax.errors import TransformError
-from numbax.numba_backend.cpu import compile_helper
+from numbax.numba_backend.cpu import compile_helper, typed_per_process
 from numbax.numba_backend.typed_calls import (
     PRANGE,
     compiled_calling,
@@ -231,9 +232,29 @@ class Batched(Rewritten):
         key = tuple(sorted(options.items()))
         if key not in self._dispatchers:
             self._dispatchers[key] = typed_per_call(
-                self.name, self.parameters("vmap"), lambda types: self._compiled(types, options)
+                self.name,
+                self.parameters("vmap"),
+                lambda types: self._compiled(types, options),
+                self._content_identity(options),
             )
         return self._dispatchers[key]
+
+    def _content_identity(self, options: dict[str, Any]) -> str | None:
+        """What the code compiled for a call depends on, by content: this ``vmap`` (axes,
+        method) and the generated module of the function it batches, whose key covers
+        that function's source and everything it calls; the vectorized and the loop
+        programs are made from them and the argument types (in the signature's key).
+        None when the function is not compiled from a generated module (a ``vmap`` of a
+        ``vmap``) or is itself compiled per process (it makes host callbacks): its callers
+        are then compiled in every process."""
+        try:
+            compiled = compile_helper(self.fun, options)
+        except Exception:  # noqa: BLE001 - compiling fails at the call, with its own error
+            return None
+        module = getattr(getattr(compiled, "py_func", None), "__module__", "") or ""
+        if not module.startswith(GENERATED_PREFIX) or typed_per_process([compiled]):
+            return None  # what it runs is not named by content (a host callback in it)
+        return f"{self.__numbax_identity__()} of {module} with {sorted(options.items())}"
 
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
         """The compiled function a call with these argument types runs."""

@@ -12,10 +12,13 @@ NamedTuple that stood for a dict is a dict again, a registered class is rebuilt.
 
 from __future__ import annotations
 
+import hashlib
 import keyword
+import re
 from collections import namedtuple
 from typing import Any
 
+import numba
 import numpy as np
 from numba import types
 from numba.extending import overload
@@ -28,7 +31,7 @@ _LEAF_TYPES = (np.ndarray, np.generic, bool, int, float, complex, type(None))
 
 # NamedTuple classes standing for dicts (by sorted fields) or registered classes (by
 # treedef), and what each stands for.
-_dict_records: dict[tuple[str, ...], type] = {}
+_records: dict[str, type] = {}
 _registered_records: dict[Any, type] = {}
 _record_origin: dict[type, tuple[str, Any]] = {}
 
@@ -41,14 +44,61 @@ def field_name(key: Any) -> str:
     return "k_" + "".join(c if c.isalnum() else "_" for c in repr(key))
 
 
+# The record classes are attributes of this module, named after what they hold, so that
+# Numba's disk cache pickles them by reference: a signature naming ``Dict_2b1_2w1`` in a
+# cache index then means the same class in the next process, which rebuilds it from its
+# name (see ``__getattr__``). A class pickled by value would be a new class there, and
+# every signature holding a pytree would miss the cache.
+
+
+def _record_name(prefix: str, fields: tuple[str, ...]) -> str:
+    """``prefix`` and each field preceded by ``_`` and its length: names are identifiers
+    and fields never start with a digit, so the fields can be read back."""
+    return prefix + "".join(f"_{len(f)}{f}" for f in fields)
+
+
+def _fields_of(name: str) -> tuple[str, ...] | None:
+    """The fields a record name spells (None: not a record name)."""
+    match = _RECORD_NAME.fullmatch(name)
+    if match is None:
+        return None
+    fields, rest = [], match[2]
+    while rest:
+        length = _LENGTH.match(rest)
+        if length is None:
+            return None
+        start = length.end()
+        fields.append(rest[start : start + int(length[1])])
+        rest = rest[start + int(length[1]) :]
+    return tuple(fields) if all(f.isidentifier() for f in fields) else None
+
+
+_RECORD_NAME = re.compile(r"(Dict|Node_[0-9a-f]{16})((?:_\d+\w+)*)")
+_LENGTH = re.compile(r"_(\d+)")
+
+
+def _record(name: str, fields: tuple[str, ...]) -> type:
+    record = _records.get(name)
+    if record is None:
+        record = namedtuple(name, fields, module=__name__)
+        _records[name] = record
+        globals()[name] = record
+    return record
+
+
+def __getattr__(name: str) -> type:
+    """A record class another process named in Numba's cache, made again."""
+    fields = _fields_of(name)
+    if fields is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _record(name, fields)
+
+
 def dict_record(keys: tuple[Any, ...]) -> type:
     """The NamedTuple class for dicts with these keys (one class per key set)."""
     fields = tuple(sorted(field_name(k) for k in keys))
-    record = _dict_records.get(fields)
-    if record is None:
-        record = namedtuple("Dict_" + "_".join(fields), fields)
-        _dict_records[fields] = record
-        _record_origin[record] = ("dict", {field_name(k): k for k in keys})
+    record = _record(_record_name("Dict", fields), fields)
+    _record_origin.setdefault(record, ("dict", {field_name(k): k for k in keys}))
     return record
 
 
@@ -66,6 +116,12 @@ def to_numba(value: Any) -> Any:
     return _registered_to_numba(value)
 
 
+def numba_types(values: tuple) -> tuple:
+    """The Numba types compiled code sees for ``values`` (already through :func:`to_numba`):
+    what a compiled signature is made of."""
+    return tuple(numba.typeof(v) for v in values)
+
+
 def _registered_to_numba(value: Any) -> Any:
     one_level = lambda x: x is not value  # noqa: E731 - children are leaves of this walk
     keyed, treedef = tree_util.tree_flatten_with_path(value, is_leaf=one_level)
@@ -78,7 +134,10 @@ def _registered_to_numba(value: Any) -> Any:
             _path_field(path[-1], attributes.get(id(child)), i)
             for i, (path, child) in enumerate(keyed)
         )
-        record = namedtuple(f"{type(value).__name__}_fields", fields)
+        # named by the treedef's text: a treedef that prints differently in another
+        # process (an object's address in it) only misses the cache there
+        tag = hashlib.sha256(repr(treedef).encode()).hexdigest()[:16]
+        record = _record(_record_name(f"Node_{tag}", fields), fields)
         _registered_records[treedef] = record
         _record_origin[record] = ("registered", treedef)
     return record(*(to_numba(child) for _, child in keyed))

@@ -13,6 +13,7 @@ import inspect
 import re
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import numba
@@ -21,6 +22,7 @@ from numba.core import errors as numba_errors
 
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
+from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import disk_cache
@@ -29,6 +31,7 @@ from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
+from numbax.transform.provenance import Origin, resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 preload_blas_bindings()
@@ -120,8 +123,21 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
             "result to float16 after the call, or call the function without jit.",
         ) from err
     if isinstance(err, NUMBA_ERRORS):
+        for index, arg in enumerate(args):
+            if not _numba_can_type(arg):
+                raise _untypeable_argument_error(compiled, index, type(arg).__name__) from err
         raise translate_numba_error(err, compiled) from err
     raise err
+
+
+def _numba_can_type(value: Any) -> bool:
+    """Whether Numba types ``value`` as an argument. Its dispatcher falls back to the
+    imprecise ``pyobject`` for anything else and then fails far from the cause ("non-precise
+    type pyobject"), so the argument is named here instead."""
+    try:
+        return not isinstance(numba.typeof(value), numba.types.PyObject)
+    except ValueError:
+        return False
 
 
 def _float16_error(compiled: Compiled, message: str) -> Float16Error:
@@ -142,11 +158,14 @@ def compile_function(
     options: dict[str, Any] | None = None,
     transformation: str = "jit",
     weak_params: frozenset[str] | None = None,
+    inline: bool = False,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
     ``weak_params``: the parameters given Python scalars, which NumPy 2 promotion treats
-    as weakly typed (None: any parameter may be one).
+    as weakly typed (None: any parameter may be one). ``inline``: compiled code that
+    calls the function takes its body in (Numba's ``inline="always"``) instead of
+    calling a separately compiled function, unless it calls itself.
     """
     options = dict(options or {})
     helper_options = _helper_options(options)
@@ -161,6 +180,8 @@ def compile_function(
     typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
     cached = njit_options.pop("cache", True) and not typed_per_call
+    if inline and not generated.calls_itself:
+        njit_options["inline"] = "always"
     dispatcher = numba.njit(**njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
     describe(dispatcher, generated.text.split("\n", 1)[0].lstrip("# "))  # "jit of f (...)"
@@ -189,6 +210,11 @@ _compiling: set[tuple[Any, ...]] = set()
 def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached).
 
+    The function is inlined into its callers: each compiled function costs Numba a
+    pipeline run and LLVM a module of its own to optimize, link into every caller and
+    optimize again there, which for derivatives (a chain of generated functions, each
+    calling the next: ``grad(grad(f))``) cost more than compiling their bodies once.
+
     An object numbax made says what compiled code calls for it: ``__numbax_dispatcher__``
     gives its dispatcher (``jit(f)``, ``vmap(f)``'s loop), ``__numbax_primal__`` the
     function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``)."""
@@ -204,7 +230,9 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
     if key not in _helpers:
         _compiling.add(key)
         try:
-            _helpers[key] = compile_function(read_function(func), options=options).dispatcher
+            _helpers[key] = compile_function(
+                read_function(func), options=options, inline=True
+            ).dispatcher
         finally:
             _compiling.discard(key)
     return _helpers[key]
@@ -237,19 +265,27 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
     """A :class:`CompileError` naming the user's function, line and the rejected construct."""
     message = str(err)
     user_line = None
-    for path, line in _LOCATION.findall(message):
+    locations = _LOCATION.findall(message)
+    for path, line in locations:
         if path.endswith(compiled.path.rsplit("/", 1)[-1]):
             user_line = compiled.emitted.user_line(int(line))
             break
     source = compiled.source
+    filename, quoted = source.filename, None
+    if user_line is not None:
+        quoted = source.line(user_line)
+    else:  # in a function inlined into this one: its module maps the line back
+        origin = _inlined_origin(locations)
+        if origin is not None:
+            filename, user_line, quoted = origin.filename, origin.line, origin.text
     bad_argument = _UNTYPEABLE_ARGUMENT.search(message)
     if bad_argument:
         return _untypeable_argument_error(compiled, int(bad_argument[1]), bad_argument[2])
     own = _OWN_MESSAGE.search(message)  # a refusal of numbax's own overloads says why
     construct = own[1] if own else _first_meaningful_line(message)
     detail = f"Numba cannot compile it: {construct}"
-    if user_line is not None:
-        detail += f"\n  in: {source.line(user_line)}"
+    if quoted:
+        detail += f"\n  in: {quoted}"
     if "Cannot request literal type" in message:
         detail += f"\n  {_NOT_LITERAL}"
     detail += (
@@ -260,10 +296,21 @@ def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
         detail,
         function=display_name(source.func),
         transformation="jit",
-        filename=source.filename,
+        filename=filename,
         lineno=user_line,
         construct=construct,
     )
+
+
+def _inlined_origin(locations: list[tuple[str, str]]) -> Origin | None:
+    """The user's line behind the first of Numba's ``locations`` in a generated module
+    (one inlined into the failing function), if any."""
+    for path, line in locations:
+        if Path(path).name.startswith(GENERATED_PREFIX):
+            origin = resolve(path, int(line))
+            if origin.filename != path:
+                return origin
+    return None
 
 
 _NOT_LITERAL = (

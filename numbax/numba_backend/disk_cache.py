@@ -16,10 +16,16 @@ then load it from here.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import importlib.abc
+import importlib.util
 import itertools
 import os
 import pickle
+import sys
+import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -140,9 +146,48 @@ class _CheckedFiles(IndexDataCacheFile):
     @staticmethod
     def _unpickle(path: Path, payload: bytes) -> Any:
         try:
-            return pickle.loads(payload)
+            with _generated_modules_by_name():
+                return pickle.loads(payload)
         except Exception as err:  # a checksum that matches a payload Numba cannot read
             raise DamagedEntry(path, f"it cannot be read: {err!r}") from err
+
+
+class _GeneratedModuleStandIn(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """An empty module for a generated module this process has not made yet.
+
+    Machine code compiled in another process names the generated modules of the
+    functions it calls: Numba rebuilds each one's environment by importing its module,
+    for the module's globals, which nopython code never reads. A module made while
+    Numba typed a call (``vmap``'s, for the argument types) does not exist in a process
+    that loads its caller instead of typing it, so the import gets this stand-in."""
+
+    def find_spec(self, name: str, path: Any, target: Any = None) -> Any:
+        if not name.startswith(GENERATED_PREFIX):
+            return None
+        return importlib.util.spec_from_loader(name, self)
+
+    def create_module(self, spec: Any) -> types.ModuleType:
+        return types.ModuleType(spec.name, "stands in while compiled code is loaded")
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        _stand_ins.add(module.__name__)
+
+
+_STAND_IN = _GeneratedModuleStandIn()
+_stand_ins: set[str] = set()
+
+
+@contextlib.contextmanager
+def _generated_modules_by_name() -> Iterator[None]:
+    """While Numba's pickles load: generated modules not made yet import as stand-ins,
+    taken out of ``sys.modules`` again afterwards (the real one is made when needed)."""
+    sys.meta_path.append(_STAND_IN)
+    try:
+        yield
+    finally:
+        sys.meta_path.remove(_STAND_IN)
+        while _stand_ins:
+            sys.modules.pop(_stand_ins.pop(), None)
 
 
 def _no_follow(path: str, flags: int) -> int:

@@ -109,7 +109,10 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
         flat = len({args[i].ndim for i in arrays}) == 1 and all(
             args[i].layout == "C" for i in arrays
         )
-        loop = _flat_loop(len(args), arrays, flat, scalar, ufunc, np.dtype(str(result)), casts)
+        ndim = max(args[i].ndim for i in arrays)
+        loop = _flat_loop(
+            len(args), ndim, arrays, flat, scalar, ufunc, np.dtype(str(result)), casts
+        )
         return loop
 
     return apply
@@ -134,6 +137,7 @@ def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, typ
 
 def _flat_loop(
     n: int,
+    ndim: int,
     arrays: list[int],
     flat: bool,
     scalar: Any,
@@ -141,26 +145,79 @@ def _flat_loop(
     dtype: np.dtype,
     casts: dict[int, types.Type],
 ) -> Callable:
-    """The implementation for ``n`` arguments of which ``arrays`` are arrays and
-    ``casts`` are scalars to cast first; ``flat``: all arrays are C-contiguous with one
-    ndim, so equal shapes (checked at run time) allow one flat loop."""
+    """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
+    dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
+    C-contiguous with one ndim, so equal shapes (checked at run time) allow one flat
+    loop, and other shapes broadcast in a loop nest written for that ndim (Numba's ufunc
+    machinery, which the other cases fall back to, costs up to a second of compiling per
+    kernel)."""
     params = ", ".join(f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
     lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
     if flat:
         first = arrays[0]
-        checks = [f"a{i}.shape == a{first}.shape" for i in arrays[1:]] or ["True"]
         element = ", ".join(f"f{i}[k]" if i in arrays else f"a{i}" for i in range(n))
-        lines += [
-            f"    if {' and '.join(checks)}:",
-            f"        out = _allocate(a{first}.shape, _dtype)",
-            "        flat = out.reshape(-1)",
-            *[f"        f{i} = a{i}.reshape(-1)" for i in arrays],
-            "        for k in range(flat.size):",
-            f"            flat[k] = _scalar({element})",
-            "        return out",
+        loop = [
+            f"out = _allocate(a{first}.shape, _dtype)",
+            "flat = out.reshape(-1)",
+            *[f"f{i} = a{i}.reshape(-1)" for i in arrays],
+            "for k in range(flat.size):",
+            f"    flat[k] = _scalar({element})",
+            "return out",
         ]
-    lines.append(f"    return _ufunc({params})")
-    namespace = {"_allocate": _allocate, "_dtype": dtype, "_scalar": scalar, "_ufunc": ufunc}
+        if len(arrays) == 1 or ndim == 0:  # the shapes are equal
+            lines += [f"    {line}" for line in loop]
+        else:
+            checks = " and ".join(f"a{i}.shape == a{first}.shape" for i in arrays[1:])
+            lines += [f"    if {checks}:", *[f"        {line}" for line in loop]]
+            lines += _broadcast_loop(n, arrays, ndim)
+    else:
+        lines.append(f"    return _ufunc({params})")
+    namespace = {
+        "_allocate": _allocate,
+        "_dtype": dtype,
+        "_scalar": scalar,
+        "_ufunc": ufunc,
+        "_dim": _broadcast_dim,
+    }
     namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
     return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
+
+
+def _broadcast_loop(n: int, arrays: list[int], ndim: int) -> list[str]:
+    """Source lines: the broadcast of same-ndim arrays ``a<i>`` (``arrays``) and scalars
+    through ``_scalar``, one loop per dimension; a dimension of length 1 is read at 0."""
+    lines = []
+    for d in range(ndim):
+        lengths = [f"a{i}.shape[{d}]" for i in arrays]
+        shape = lengths[0]
+        for length in lengths[1:]:
+            shape = f"_dim({shape}, {length})"
+        lines.append(f"    n{d} = {shape}")
+        lines += [f"    s{i}_{d} = int(a{i}.shape[{d}] != 1)" for i in arrays]
+    dims = ", ".join(f"n{d}" for d in range(ndim))
+    lines.append(f"    out = _allocate(({dims}{',' if ndim == 1 else ''}), _dtype)")
+    for d in range(ndim):
+        lines.append("    " * (d + 1) + f"for i{d} in range(n{d}):")
+    inner = "    " * (ndim + 1)
+    where = ", ".join(f"i{d}" for d in range(ndim))
+    elements = []
+    for i in range(n):
+        if i in arrays:
+            index = ", ".join(f"i{d} * s{i}_{d}" for d in range(ndim))
+            elements.append(f"a{i}[{index}]")
+        else:
+            elements.append(f"a{i}")
+    lines.append(f"{inner}out[{where}] = _scalar({', '.join(elements)})")
+    lines.append("    return out")
+    return lines
+
+
+@register_jitable
+def _broadcast_dim(a, b):
+    """The broadcast of two dimension lengths, or NumPy's ValueError."""
+    if a == b or b == 1:
+        return a
+    if a == 1:
+        return b
+    raise ValueError("operands could not be broadcast together")

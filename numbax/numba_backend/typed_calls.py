@@ -37,9 +37,19 @@ def rank_of_type(numba_type: Any) -> Any:
     return None
 
 
-def typed_per_call(name: str, params: list[str], target: Callable[[tuple], Callable]) -> Callable:
+def typed_per_call(
+    name: str,
+    params: list[str],
+    target: Callable[[tuple], Callable],
+    identity: str | None = None,
+) -> Callable:
     """A function ``name(<params>)`` that compiled code can call: for each new tuple of
-    argument types, ``target(types)`` gives the compiled function the call runs."""
+    argument types, ``target(types)`` gives the compiled function the call runs.
+
+    ``identity`` names, stably across processes and by content, everything ``target``
+    may give (for every argument types): callers of the function are then kept in the
+    disk cache under keys that include it. Without one, its callers are compiled in
+    every process (see :func:`numbax.numba_backend.cpu.typed_per_process`)."""
     signature = ", ".join(params)
     # a stub and its typing function with the parameters' names
     stub = define(
@@ -56,7 +66,10 @@ def typed_per_call(name: str, params: list[str], target: Callable[[tuple], Calla
         "typing",
     )
     overload(stub)(typing)
-    stub.__numbax_typed_per_process__ = True  # see cpu.typed_per_process
+    if identity is None:
+        stub.__numbax_typed_per_process__ = True  # see cpu.typed_per_process
+    else:
+        stub.__numbax_identity__ = lambda: identity  # its callers' cache key
     return stub
 
 

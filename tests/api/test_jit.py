@@ -222,9 +222,25 @@ _COLD_START = textwrap.dedent(
     def standardize(x):
         return (x - np.mean(x, axis=0)) / np.sum(x) + x.std()
 
-    for fun in (selu, standardize):
-        f = nx.jit(fun)
-        f(np.arange(4.0, dtype=np.float32))
+    def weighted(params):  # a dict pytree: a record type in the compiled signature
+        return params["w"] * params["x"]
+
+    def clipped_sum(x):  # the branch on a mapped value makes vmap batch it by its loop
+        total = 0.0
+        for i in range(x.shape[0]):
+            if x[i] > 0.5:
+                total = total + x[i]
+        return total
+
+    x = np.arange(4.0, dtype=np.float32)
+    calls = [
+        (nx.jit(selu), (x,)),
+        (nx.jit(standardize), (x,)),
+        (nx.jit(weighted), ({"w": x, "x": x},)),
+        (nx.jit(nx.vmap(clipped_sum)), (np.linspace(0.0, 1.0, 6).reshape(2, 3),)),
+    ]
+    for f, args in calls:
+        f(*args)
         stats = f._latest.dispatcher.stats
         print(stats.cache_hits.total(), stats.cache_misses.total())
     """
@@ -241,8 +257,8 @@ def test_second_process_loads_compiled_code_from_disk(tmp_path):
         assert out.returncode == 0, out.stderr[-3000:]
         return [int(v) for v in out.stdout.split()]
 
-    assert run() == [0, 1, 0, 1]  # cold: both functions compiled
-    assert run() == [1, 0, 1, 0]  # warm: both loaded from disk
+    assert run() == [0, 1] * 4  # cold: every function compiled
+    assert run() == [1, 0] * 4  # warm: every one loaded from disk, pytree and vmap too
 
 
 @nx.jit

@@ -88,6 +88,15 @@ def test_values_needed_later_end_their_group(y):
     _check("interrupted", X, y)
 
 
+def test_arrays_of_one_rank_broadcast_unequal_shapes():
+    # the compiled signature of the same-shape case: the shapes differ only at run time
+    for y in (X[:1] * 0.5, X[:, :1] * 0.5, X[:1, :1] * 0.5):
+        _check("reuse", X, y)
+        _check("reuse", y, X)
+    with pytest.raises(ValueError, match="broadcast"):
+        FUNCTIONS["reuse"][1](X, X[:2, :2].copy())
+
+
 @pytest.mark.parametrize("flag", [True, False])
 def test_fusion_inside_branches(flag):
     _check("branchy", X, flag)
