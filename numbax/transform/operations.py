@@ -127,15 +127,18 @@ _DATA = (np.ndarray, np.generic, list, tuple, dict, str, bytes, int, float, comp
 
 def is_transformable_function(target: Any) -> bool:
     """A function numbax differentiates by reading its source: user code, jitted or
-    transformed functions (not NumPy, Numba or numbax's runtime)."""
+    transformed functions, and numbax's own compositions of a library's functions
+    (``rules/stats.py``); not NumPy, SciPy, Numba or numbax's runtime."""
     if hasattr(target, "__numbax_function__") or hasattr(target, "nested_dispatcher"):
+        return True
+    if getattr(target, "__numbax_composition__", False):
         return True
     if not isinstance(target, types.FunctionType):
         return False
     module = getattr(target, "__module__", "") or ""
     if module.startswith("numbax_generated_"):  # derivative code calling its own parts
         return True
-    return not module.startswith(("numpy", "numba", "numbax", "math"))
+    return not module.startswith(("numpy", "numba", "numbax", "math", "scipy"))
 
 
 def classify(value: gast.expr, resolver: Resolver) -> Operation:

@@ -14,6 +14,7 @@ from numbax.transform.rules import (  # noqa: F401
     operators,
     reductions,
     runtime,
+    scalar_math,
     selection,
     shapes,
 )
