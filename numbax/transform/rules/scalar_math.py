@@ -50,9 +50,9 @@ SAME_AS_NUMPY = {
 for _function, _numpy in SAME_AS_NUMPY.items():
     alias(_function, _numpy, batch=elementwise_as(f"np.{_numpy.__name__}"), samples=TESTED)
 
-# copysign(x, y) is |x| with y's sign: its slope in x is sign(x) times that sign (a sign
-# bit: -0.0 counts as negative); y only chooses the sign, piecewise constant.
-define(math.copysign, "x, y", derivative={"x": "np.sign(x) * np.copysign(1.0, ans)"},
+# copysign(x, y) is |x| with y's sign, which is the result's: its slope in x is sign(x)
+# times that sign (0 at x = 0, as |x|'s); y only chooses the sign, piecewise constant.
+define(math.copysign, "x, y", derivative={"x": "np.sign(x) * np.sign(ans)"},
        batch=elementwise_as("np.copysign"), samples=TESTED)  # fmt: skip
 
 # Integer and boolean results, and rounding.

@@ -101,20 +101,21 @@ def norm_isf(q, loc=0.0, scale=1.0):
 
 @composition("multivariate_normal", "logpdf")
 def multivariate_normal_logpdf(x, mean, cov):
-    diff = x - mean
-    solved = np.linalg.solve(cov, diff.T)
-    mahalanobis = np.sum(diff.T * solved, axis=0)
-    logdet = np.linalg.slogdet(cov)[1]
-    return -0.5 * (diff.shape[-1] * LOG_2PI + logdet + mahalanobis)
+    # cov's Cholesky factor: like SciPy, only its lower triangle is read
+    factor = np.linalg.cholesky(cov)
+    whitened = np.linalg.solve(factor, (x - mean).T)
+    mahalanobis = np.sum(whitened * whitened, axis=0)
+    logdet = 2 * np.sum(np.log(np.diag(factor)))
+    return -0.5 * (whitened.shape[0] * LOG_2PI + logdet + mahalanobis)
 
 
 @composition("multivariate_normal", "pdf")
 def multivariate_normal_pdf(x, mean, cov):
-    diff = x - mean
-    solved = np.linalg.solve(cov, diff.T)
-    mahalanobis = np.sum(diff.T * solved, axis=0)
-    logdet = np.linalg.slogdet(cov)[1]
-    return np.exp(-0.5 * (diff.shape[-1] * LOG_2PI + logdet + mahalanobis))
+    factor = np.linalg.cholesky(cov)
+    whitened = np.linalg.solve(factor, (x - mean).T)
+    mahalanobis = np.sum(whitened * whitened, axis=0)
+    logdet = 2 * np.sum(np.log(np.diag(factor)))
+    return np.exp(-0.5 * (whitened.shape[0] * LOG_2PI + logdet + mahalanobis))
 
 
 # -- Student's t ----------------------------------------------------------------------
