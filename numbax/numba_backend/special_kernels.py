@@ -364,6 +364,8 @@ def zeta(s, q):
             return math.inf
         if s != math.floor(s):
             return math.nan
+    if q > 1e15:  # the integral's term alone, q^(1 - s) / (s - 1), as the sum underflows
+        return q ** (1.0 - s) / (s - 1.0)
     total = q**-s
     a = q
     i = 0

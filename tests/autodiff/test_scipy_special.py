@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 import scipy.special as sp
+from scipy import stats
 from scipy.special import erf, gammaln  # spelled as users import them
 
 import numbax as nx
@@ -249,7 +250,7 @@ def special_values(x, p, y):
 
 
 def special_loss(x, w):
-    """A scalar of all of them, and of math's functions and a distribution."""
+    """A scalar of all of them, of math's functions and of two distributions."""
     total = np.sum(sp.erf(x) * sp.erfc(w) + sp.erfinv(x / 3) + sp.ndtr(x) * sp.ndtri(w))
     total = total + np.sum(sp.log_ndtr(x) + sp.expit(x) * sp.logit(w) + gammaln(x + 2))
     total = total + np.sum(sp.gamma(w) + sp.psi(x + 2) + sp.polygamma(1, x + 2))
@@ -258,36 +259,38 @@ def special_loss(x, w):
     total = total + np.sum(sp.i0e(x) * sp.i1e(x)) + sp.logsumexp(x * w)
     first = x[0]
     total = total + math.exp(first) * math.lgamma(first + 2) + math.erf(first) * math.sqrt(w[0])
-    return total + math.atan2(first, w[1]) + math.log1p(w[0]) * math.gamma(w[1])
+    total = total + math.atan2(first, w[1]) + math.log1p(w[0]) * math.gamma(w[1])
+    total = total + np.sum(stats.norm.logpdf(x, w[0], w[1] + 1) + stats.t.logpdf(x, 3.5, w[2]))
+    return total + stats.multivariate_normal.logpdf(x, w, np.diag(w + 1))
 
 
-@pytest.fixture(scope="module")
-def compiled():
-    return nx.jit(special_values), nx.jit(nx.value_and_grad(special_loss, argnums=(0, 1)))
-
-
-@pytest.mark.jit
-def test_values_under_jit(compiled):
-    values, _ = compiled
-    rng = np.random.default_rng(3)
-    x = np.concatenate([EDGES, rng.uniform(-5, 5, 20)])
-    p = np.concatenate([[0.0, 1.0, 0.5, np.nan], rng.uniform(0, 1, x.size - 4)])
-    y = np.concatenate([[-1.0, 1.0, 0.0, -0.5], rng.uniform(-1, 1, x.size - 4)])
-    with np.errstate(all="ignore"):
-        want = special_values(x, p, y)
-    for k, (got, expected) in enumerate(zip(values(x, p, y), want, strict=True)):
-        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-300, err_msg=f"#{k}")
-        assert np.result_type(got) == np.result_type(expected)
+def program(x, w, edges, p, y):
+    """One program for jit: the loss, and every function's values on edge cases."""
+    return special_loss(x, w), special_values(edges, p, y)
 
 
 @pytest.mark.jit
-def test_derivatives_under_jit(compiled):
-    _, value_and_grad = compiled
+def test_one_program_under_jit():
+    """Values (every function, on arrays with edge values) and derivatives (of them all,
+    of math's functions and of distributions), in one compiled program: compiling is
+    most of this check's time."""
+    compiled = nx.jit(nx.value_and_grad(program, argnums=(0, 1), has_aux=True))
     x = np.array([0.3, -0.4, 0.9])
     w = np.array([0.2, 0.6, 0.45])
-    value, (dx, dw) = value_and_grad(x, w)
-    want_value, (want_dx, want_dw) = nx.value_and_grad(special_loss, argnums=(0, 1))(x, w)
+    rng = np.random.default_rng(3)
+    edges = np.concatenate([EDGES, rng.uniform(-5, 5, 20)])
+    p = np.concatenate([[0.0, 1.0, 0.5, np.nan], rng.uniform(0, 1, edges.size - 4)])
+    y = np.concatenate([[-1.0, 1.0, 0.0, -0.5], rng.uniform(-1, 1, edges.size - 4)])
+    (value, values), (dx, dw) = compiled(x, w, edges, p, y)
+    (want_value, _), (want_dx, want_dw) = nx.value_and_grad(program, argnums=(0, 1), has_aux=True)(
+        x, w, edges, p, y
+    )
     assert value == pytest.approx(want_value, rel=1e-13)
     np.testing.assert_allclose(dx, want_dx, rtol=1e-12)
     np.testing.assert_allclose(dw, want_dw, rtol=1e-12)
-    check_jacobians(special_loss, x, w, jit=False, atol=1e-5)  # interpreted, against differences
+    with np.errstate(all="ignore"):
+        want = special_values(edges, p, y)
+    for k, (got, expected) in enumerate(zip(values, want, strict=True)):
+        np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-300, err_msg=f"#{k}")
+        assert np.result_type(got) == np.result_type(expected)
+    check_jacobians(special_loss, x, w, jit=False, atol=1e-5)  # against differences

@@ -1,7 +1,8 @@
 """SciPy's distributions (``scipy.stats.norm.logpdf``...), which numbax reads as
 compositions of ruled operations: values against SciPy, derivatives in every argument
 against central differences (forward and reverse mode, interpreted; second derivatives
-for a few), and one compiled program for all under ``jit``."""
+for a few). Under ``jit`` they are compiled in the one program of
+``test_scipy_special.py`` (compiling is most of a jit check's time)."""
 
 from __future__ import annotations
 
@@ -102,22 +103,3 @@ def test_forms_not_written_are_refused():
         nx.grad(lambda m: multivariate_normal.logpdf(XS, m, COV, allow_singular=True))(MEAN)
     with pytest.raises(nx.TransformError, match="entropy"):
         nx.grad(lambda s: norm.entropy(0.0, s))(1.0)
-
-
-def stats_loss(x, loc, scale):
-    total = np.sum(norm.logpdf(x, loc, scale) + norm.cdf(x, loc, scale) + norm.logcdf(x))
-    total = total + np.sum(stats.t.logpdf(x, 3.5, loc, scale) + stats.gamma.logpdf(x, 2.5))
-    total = total + np.sum(stats.beta.logpdf(x / 3, 2.0, scale) + norm.ppf(x / 3, loc, scale))
-    total = total + np.sum(stats.poisson.logpmf(np.array([1, 3]), scale))
-    return total + np.sum(multivariate_normal.logpdf(XS, MEAN, COV * scale))
-
-
-@pytest.mark.jit
-def test_one_program_under_jit():
-    value_and_grad = nx.jit(nx.value_and_grad(stats_loss, argnums=(0, 1, 2)))
-    value, grads = value_and_grad(X, 0.2, 1.3)
-    want_value, want = nx.value_and_grad(stats_loss, argnums=(0, 1, 2))(X, 0.2, 1.3)
-    assert value == pytest.approx(want_value, rel=1e-13)
-    for got, expected in zip(grads, want, strict=True):
-        np.testing.assert_allclose(got, expected, rtol=1e-12)
-    check_jacobians(stats_loss, X, 0.2, 1.3, jit=False, atol=1e-6)
