@@ -19,7 +19,7 @@ from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below are, for readers and type checkers
-    from numbax import lax, random, tree_util
+    from numbax import debug, experimental, lax, random, tree_util
     from numbax.api.autodiff import (
         grad,
         hessian,
@@ -35,10 +35,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
     from numbax.api.jit import Jitted, jit
     from numbax.api.show import block_until_ready, show, source
     from numbax.api.vmap import vmap
+    from numbax.runtime.callbacks import ShapeDtypeStruct, pure_callback
 
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["lax", "random", "tree_util"], ""),
+    **dict.fromkeys(["debug", "experimental", "lax", "random", "tree_util"], ""),
     **dict.fromkeys(
         ["grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linearize"]
         + ["value_and_grad", "vjp"],
@@ -48,17 +49,21 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
     **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
     "vmap": "numbax.api.vmap",
+    **dict.fromkeys(["ShapeDtypeStruct", "pure_callback"], "numbax.runtime.callbacks"),
 }
 
 __all__ = [
     "CompileError",
     "Jitted",
+    "ShapeDtypeStruct",
     "TransformError",
     "__version__",
     "block_until_ready",
     "checkpoint",
     "custom_jvp",
     "custom_vjp",
+    "debug",
+    "experimental",
     "grad",
     "hessian",
     "jacfwd",
@@ -68,6 +73,7 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "pure_callback",
     "random",
     "remat",
     "show",

@@ -46,6 +46,7 @@ from numbax.numba_backend.typed_calls import (
     typed_per_call,
 )
 from numbax.transform.ad_common import RUNTIME
+from numbax.transform.batch.callbacks import refuse_unbatchable_callbacks
 from numbax.transform.batch.collectives import (
     Part,
     has_collectives,
@@ -165,6 +166,7 @@ class Batched(Rewritten):
     def program(self, axes: tuple, ranks: tuple) -> Generated:
         """What a call runs for these axes and per-example ranks: the vectorized
         function where it can be, else the loop (``method`` may force either)."""
+        self._callbacks_checked  # noqa: B018 (raises for a callback JAX does not batch)
         if self.method != "loop":
             vectorized = self.vectorized(axes, ranks)
             if not isinstance(vectorized, Decline):
@@ -313,6 +315,16 @@ class Batched(Rewritten):
         """The function's body split at its collectives over ``axis_name`` (None when
         there are none)."""
         return None if self.axis_name is None else self._parts
+
+    @functools.cached_property
+    def _callbacks_checked(self) -> bool:
+        """Whether the callbacks the function makes may be batched (raises if not)."""
+        try:
+            source = self._source
+        except TransformError:  # what numbax cannot read, it batches by calling it
+            return True
+        refuse_unbatchable_callbacks(source)
+        return True
 
     @functools.cached_property
     def _source(self) -> FunctionSource:

@@ -11,11 +11,14 @@ same as NumPy*:
   they meet another operand, so NumPy 2's promotion (float32 array * 1.5 is float32)
   holds under Numba too (see ``weak.py``);
 * plain Python functions the code calls are compiled too (Numba can only call compiled
-  functions) and bound under their own names.
+  functions) and bound under their own names;
+* host callbacks (``nx.pure_callback``, ``nx.debug.print``...) become calls into Python
+  through Numba's object mode, one stub per callback site (``host_calls.py``).
 """
 
 from __future__ import annotations
 
+import inspect
 import types
 from collections.abc import Callable
 from typing import Any
@@ -28,9 +31,11 @@ from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
+from numbax.numba_backend.host_calls import host_stub
 from numbax.runtime import nxrt
-from numbax.transform.operations import is_transformable_function
-from numbax.transform.resolve import LOCAL, Resolver, local_names
+from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
+from numbax.transform.operations import held_globals, is_transformable_function
+from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import display_name
 
 RUNTIME_ALIAS = "nxrt"
@@ -149,6 +154,7 @@ class _Lowerer(gast.NodeTransformer):
         self.kernels = kernels
         self.kernel_weak: dict[str, list[str]] = {}
         self.bindings: dict[str, Any] = {}
+        self.host_holders: set[str] = set()  # locals naming a callback's function
 
     # -- weak scalars ------------------------------------------------------------
     def _wrap(self, value: gast.AST, like: gast.AST) -> gast.AST:
@@ -227,6 +233,9 @@ class _Lowerer(gast.NodeTransformer):
             return self._method_call(node)
         if _numpy_random(target):
             raise self._numpy_random_error(node)
+        kind = next((k for f, k in CALLBACKS.items() if f is target), None)
+        if kind is not None:
+            return self._host_call(node, target, kind)
         replacement = runtime.replacement_for(target)
         if replacement is not None:
             node.func = _runtime_attr(replacement)
@@ -258,6 +267,71 @@ class _Lowerer(gast.NodeTransformer):
         if name in runtime.ARRAY_METHODS:
             return gast.Call(_runtime_attr(name), [node.func.value, *node.args], node.keywords)
         return node
+
+    def _host_call(self, node: gast.Call, target: Any, kind: str) -> gast.Call:
+        """``nx.pure_callback(fun, spec, x, vmap_method=...)`` →
+        ``_pure_callback_fun(spec, (x,), ())``: a stub that calls ``fun`` in Python
+        (``host_calls.py``); the callback's own options (``vmap_method``, ``ordered``,
+        ``sharding``) are dropped, its other keywords passed on to ``fun``."""
+        try:
+            bound = inspect.signature(target).bind(
+                *node.args, **{k.arg: k.value for k in node.keywords}
+            )
+        except TypeError as error:
+            raise self._host_error(node, kind, f"{kind}: {error}") from None
+        arguments = bound.arguments
+        method = arguments.get("vmap_method")
+        if isinstance(method, gast.Constant) and method.value not in (None, *VMAP_METHODS):
+            raise self._host_error(
+                node, kind, f"pure_callback: vmap_method must be one of {VMAP_METHODS}"
+            )
+        if kind == "debug_print":
+            fmt = arguments["fmt"]
+            if not (isinstance(fmt, gast.Constant) and isinstance(fmt.value, str)):
+                raise self._host_error(
+                    node, kind, "debug.print under nx.jit needs its format as a string literal"
+                )
+            fun, label = fmt.value, "_debug_print"
+        else:
+            fun = self.resolver.resolve(arguments["callback"])
+            if fun is LOCAL and isinstance(arguments["callback"], gast.Name):
+                # normalize names an attribute chain first: _special_j0 = scipy.special.j0
+                fun = held_globals(self.fn, self.resolver).get(arguments["callback"].id, LOCAL)
+                self.host_holders.add(arguments["callback"].id)
+            if fun is LOCAL or fun is UNRESOLVED:
+                raise self._host_error(
+                    node,
+                    kind,
+                    f"{kind} under nx.jit calls a function known before the function runs "
+                    "(a module-level function, or a value of its closure), not one made "
+                    "while it runs",
+                )
+            name = getattr(fun, "__name__", type(fun).__name__)
+            label = "".join(c if c.isalnum() else "_" for c in f"_{kind}_{name}")
+        keywords = arguments.get("kwargs", {})
+        names = tuple(keywords)
+        stub = host_stub(kind, fun, names, label)
+        base, count = label, 1
+        while self.bindings.get(label, stub) is not stub:  # two sites, two stubs
+            count += 1
+            label = f"{base}_{count}"
+        self.bindings[label] = stub
+        spec = arguments.get("result_shape_dtypes", gast.Constant(None, None))
+        if kind == "debug_print":  # shown where it is printed (the stub holds it too)
+            spec = arguments["fmt"]
+        args = gast.Tuple(list(arguments.get("args", ())), gast.Load())
+        values = gast.Tuple([keywords[n] for n in names], gast.Load())
+        return gast.Call(gast.Name(label, gast.Load(), None, None), [spec, args, values], [])
+
+    def _host_error(self, node: gast.Call, kind: str, message: str) -> TransformError:
+        return TransformError(
+            message,
+            function=display_name(self.resolver.source.func),
+            transformation="jit",
+            filename=self.resolver.source.filename,
+            lineno=getattr(node, "lineno", None),
+            construct=kind,
+        )
 
     def _numpy_random_error(self, node: gast.Call) -> TransformError:
         what = f"{astor.to_source(gast.gast_to_ast(node.func)).strip()}()"
@@ -346,5 +420,33 @@ def lower_for_numba(
         weak = lowerer.kernel_weak.get(kernel.name) if len(kernel.args.args) > 1 else None
         kernel.decorator_list = [_elementwise_decorator(weak)]
     _keep_result_dtype(fn)
+    _drop_unread(fn, lowerer.host_holders)
     bindings.update(lowerer.bindings)
     return fn, bindings
+
+
+def _drop_unread(fn: gast.FunctionDef, candidates: set[str]) -> None:
+    """Remove the assignments to ``candidates`` that nothing reads any more (a local
+    that named a callback's function, ``_special_j0 = scipy.special.j0``, which Numba
+    could not type)."""
+    read = {
+        n.id for n in gast.walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+    }
+    unread = candidates - read
+    if not unread:
+        return
+
+    def kept(stmts: list[gast.stmt]) -> list[gast.stmt]:
+        out = []
+        for stmt in stmts:
+            targets = stmt.targets if isinstance(stmt, gast.Assign) else []
+            if len(targets) == 1 and isinstance(targets[0], gast.Name) and targets[0].id in unread:
+                continue
+            for name in ("body", "orelse"):
+                block = getattr(stmt, name, None)
+                if isinstance(block, list) and block:
+                    setattr(stmt, name, kept(block) or [gast.Pass()])
+            out.append(stmt)
+        return out
+
+    fn.body = kept(fn.body)

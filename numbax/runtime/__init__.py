@@ -10,6 +10,7 @@ generated code is given; importing this package registers them all.
 from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     batching,
     broadcasting,
+    callbacks,
     collectives,
     elementwise,
     fft,

@@ -91,7 +91,7 @@ def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -
         )
     else:
         what = callee if isinstance(callee, str) else rules.qualified_name(callee)
-        advice = (
+        advice = getattr(callee, "__numbax_advice__", None) or (
             f"{what} has no derivative rule, and one of its arguments carries a derivative. "
             "Wrap the computation in a function decorated with nx.custom_jvp or "
             "nx.custom_vjp that supplies its derivative, or register a rule with "

@@ -16,6 +16,7 @@ instead of taking its result for a constant.
 
 from __future__ import annotations
 
+import copy
 import types
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.runtime.callbacks import debug_callback, debug_print, io_callback
 from numbax.transform import rules
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
 from numbax.transform.rules.operators import BINARY, UNARY
@@ -238,3 +240,32 @@ def appended(stmt: gast.stmt) -> tuple[str, gast.expr] | None:
     ):
         return func.value.id, call.args[0]
     return None
+
+
+_HOST_EFFECTS = (print, debug_print, debug_callback, io_callback)
+
+
+def without_host_effects(stmts: list[gast.stmt], resolver: Resolver) -> list[gast.stmt]:
+    """``stmts`` (and their blocks) without the calls made only for what they show or
+    do outside (``print``, ``nx.debug.print``, a discarded ``io_callback``): for code
+    that runs the user's lines a second time (reverse mode recomputing a loop body or a
+    helper), which JAX runs once."""
+    kept = []
+    for stmt in stmts:
+        if (
+            isinstance(stmt, gast.Expr)
+            and isinstance(stmt.value, gast.Call)
+            and any(resolver.resolve(stmt.value.func) is e for e in _HOST_EFFECTS)
+        ):
+            continue
+        blocks = {
+            name: getattr(stmt, name)
+            for name in ("body", "orelse")
+            if isinstance(getattr(stmt, name, None), list) and getattr(stmt, name)
+        }
+        if blocks:  # a copy: the statements may be shared with the primal
+            stmt = copy.copy(stmt)
+            for name, block in blocks.items():
+                setattr(stmt, name, without_host_effects(block, resolver) or [gast.Pass()])
+        kept.append(stmt)
+    return kept

@@ -60,6 +60,7 @@ from numbax.transform.operations import (
     Operation,
     appended,
     classify,
+    without_host_effects,
 )
 from numbax.transform.recompute import live_in_variables
 from numbax.transform.reread import freeze_reread
@@ -750,7 +751,8 @@ class _Reverse:
             scope = _Scope(
                 None, set(record.definite_before) | target, set(record.defined_before) | target
             )
-            again, records = self.primal([clone(s) for s in record.original_body], scope)
+            again = without_host_effects([clone(s) for s in record.original_body], self.resolver)
+            again, records = self.primal(again, scope)
             adjoint = self.adjoint(records)
         else:
             restore = [r for n, save in reversed(record.snapshot) for r in save.give_back(n)]
@@ -1079,6 +1081,8 @@ def vjp_function(
     """
     namer = Namer.for_function(fn)
     body = freeze_reread(list(fn.body[:-1]), namer)
+    if seed not in _SEEDS:  # the primal ran before (a helper's forward, nx.vjp's value)
+        body = without_host_effects(body, Resolver(source, local_names(fn)))
     ret = fn.body[-1]
     line = getattr(ret, "lineno", None)
     out = ret.value

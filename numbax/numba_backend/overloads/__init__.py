@@ -12,6 +12,7 @@ from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers
     arrays,
     batching,
     broadcasting,
+    callbacks,
     elementwise,
     fft,
     fusion,

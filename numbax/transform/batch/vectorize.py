@@ -20,12 +20,14 @@ naming it, and ``vmap`` loops over the batch instead (always correct).
 from __future__ import annotations
 
 import copy
+import inspect
 from typing import Any
 
 import gast
 import numpy as np
 
 from numbax import lax
+from numbax.runtime.callbacks import pure_callback
 from numbax.transform import rules
 from numbax.transform.batch.axes import batch_size
 from numbax.transform.batch.loop import SIZE
@@ -395,6 +397,8 @@ class _Vectorizer:
             callee = self.resolver.resolve(node.func)
             if callee is lax.axis_index or callee in lax.COLLECTIVES:
                 return self._collective(node, callee)
+            if callee is pure_callback:
+                return self._pure_callback(node)
         op = classify(node, self.resolver)
         if op.kind == COPY:
             if node.id in self.packed:
@@ -429,6 +433,43 @@ class _Vectorizer:
             what = {CALL: "a call to another function", FIELD: "a field of a batched value"}
             raise Decline(what.get(op.kind, f"{text(node)}, which has no batching rule"))
         raise Decline(f"{text(node)}, which has no batching rule")
+
+    def _pure_callback(self, call: gast.Call) -> tuple[Value, gast.expr | None]:
+        """``pure_callback(fun, spec, *args, vmap_method=...)`` on batched arguments:
+        one call on the whole batch for ``"expand_dims"`` (the shared arguments get a
+        leading axis of size 1) and ``"broadcast_all"`` (repeated over the batch), the
+        declared result given the batch axis; any other method calls it per example."""
+        keywords = {k.arg: k.value for k in call.keywords}
+        try:
+            bound = inspect.signature(pure_callback).bind(*call.args, **keywords).arguments
+        except TypeError as error:  # the loop's call says so again, for the user
+            raise Decline(f"pure_callback: {error}") from None
+        spec, args = bound["result_shape_dtypes"], list(bound.get("args", ()))
+        declared = self._value(spec)
+        if not any(self._value(a).batched for a in args + list(bound.get("kwargs", {}).values())):
+            if declared.batched:
+                raise Decline("a pure_callback of shared values declared by a batched one")
+            return Value(declared.rank), None
+        method = self._constant(keywords["vmap_method"]) if "vmap_method" in keywords else None
+        if method not in ("expand_dims", "broadcast_all"):
+            raise Decline(f"a pure_callback with vmap_method={method!r} (one call per example)")
+        if any(self._value(v).batched for v in bound.get("kwargs", {}).values()):
+            raise Decline("a pure_callback with a batched keyword argument")
+        if declared.rank is None or declared.elements is not None:
+            raise Decline("a pure_callback whose result's rank is not known")
+        shared = (
+            "np.expand_dims(np.asarray(a), 0)"
+            if method == "expand_dims"
+            else "np.broadcast_to(a, (_size,) + np.shape(a))"
+        )
+        batched_args = [a if self._value(a).batched else template(shared, a=a) for a in args]
+        batched_spec = spec if declared.batched else template("nxrt.batch_spec(s, _size)", s=spec)
+        batched = gast.Call(
+            clone(call.func),
+            [clone(bound["callback"]), batched_spec, *batched_args],
+            [clone(k) for k in call.keywords if k.arg not in ("callback", "result_shape_dtypes")],
+        )
+        return Value(declared.rank, True), batched
 
     def _collective(self, call: gast.Call, target: Any) -> tuple[Value, gast.expr]:
         """``psum(x, name)``: a reduction over the batch axis, the same for every

@@ -4,6 +4,7 @@ registers them all (see registry.py for what a rule is)."""
 from numbax.runtime import helpers as runtime_helpers
 from numbax.transform.rules import (  # noqa: F401
     arrays,
+    callbacks,
     collectives,
     constants,
     elementwise,
@@ -78,7 +79,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
-    + ["select_default", "spread_like", "unchoose", "unselect"]
+    + ["select_default", "spread_like", "unchoose", "unselect", "batch_spec"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule

@@ -29,9 +29,11 @@ nondifferentiable(
     methods=["argmax", "argmin", "argsort", "argpartition", "nonzero", "searchsorted"]
     + ["all", "any", "round"],
     # an array's layout and where it lives: integers, flags, a device
-    attributes=["shape", "ndim", "size", "dtype", "itemsize", "nbytes", "strides"]
+    attributes=["shape", "ndim", "size", "itemsize", "nbytes", "strides"]
     + ["flags", "ctypes", "device"],
 )
+# the dtype: the same for the batch as for each example
+nondifferentiable([], attributes=["dtype"], batch=lambda op: (op.replaced({}), None, False))
 # elementwise: rounding (floor, ceil, round, sign: elementwise.py), piecewise constant,
 # and tests and comparisons, boolean
 nondifferentiable(
