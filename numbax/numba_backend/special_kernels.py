@@ -442,6 +442,10 @@ def betaln(a, b):
     two largest terms cancel, so their difference is taken by Stirling's series."""
     if a > b:
         a, b = b, a
+    if b == math.inf and a > 0.0:  # B(a, b) tends to 0
+        return -math.inf
+    if a == -math.inf:
+        return math.inf if not math.isnan(b) else b
     if a > 0.0 and b >= 10.0:
         difference = (
             -(a + b - 0.5) * math.log1p(a / b)
