@@ -88,14 +88,14 @@ def test_multivariate_normal():
 
 
 def test_second_derivatives():
+    """In a shape parameter and the scale of t, and in the shape of beta."""
     f, args = CASES["t.logpdf"]
-    for argnum in range(4):
+    for argnum in (1, 3):
         grad = nx.grad(lambda x, df, loc, scale: np.sum(f(x, df, loc, scale)), argnums=argnum)
-        check_jacobians(grad, *args, name=f"grad t.logpdf {argnum}", jit=False, atol=1e-6)
+        check_jacobians(grad, *args, argnums=[argnum], name=f"grad t.logpdf {argnum}", jit=False)
     beta = CASES["beta.logpdf"][0]
-    for argnum in (1, 2):
-        grad = nx.grad(lambda x, a, b: np.sum(beta(x, a, b)), argnums=argnum)
-        check_jacobians(grad, P, 2.0, 3.5, name=f"grad beta.logpdf {argnum}", jit=False, atol=1e-6)
+    grad = nx.grad(lambda x, a, b: np.sum(beta(x, a, b)), argnums=1)
+    check_jacobians(grad, P, 2.0, 3.5, argnums=[1], name="grad beta.logpdf", jit=False)
 
 
 def test_forms_not_written_are_refused():

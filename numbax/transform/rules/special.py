@@ -33,7 +33,6 @@ from numbax.transform.rules.registry import (
     checked_elsewhere,
     define,
     nondifferentiable,
-    rule_for,
 )
 
 TWO_OVER_SQRT_PI = repr(2 / math.sqrt(math.pi))
@@ -124,6 +123,3 @@ for _function, _like in [(math.erf, sp.erf), (math.erfc, sp.erfc), (math.lgamma,
 
 # Functions of scipy.special that take or give integers, or are piecewise constant.
 nondifferentiable([sp.round, sp.factorial, sp.comb, sp.perm])
-
-# psi and digamma are one object; the runtime's names are the same objects as SciPy's.
-assert rule_for(sp.digamma) is rule_for(sp.psi)
