@@ -239,19 +239,18 @@ EDGES = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, -2.0, 1e-300, 1e300,
 
 
 def special_values(x, p, y):
-    """Every function on arrays: x anywhere, p in [0, 1], y in [-1, 1]."""
+    """On arrays with edge values (x anywhere, p in [0, 1], y in [-1, 1]), the functions
+    whose Numba versions are more than a call of the C library (the others' kernels are
+    checked on grids above, and all of them compile in the loss below)."""
     return (
-        sp.erf(x), sp.erfc(x), sp.erfinv(y), sp.ndtr(x), sp.ndtri(p), sp.log_ndtr(x),
-        sp.expit(x), sp.logit(p), sp.gammaln(x), sp.gamma(x), sp.psi(x),
-        sp.polygamma(1, x), sp.betaln(x, 2.5), sp.xlogy(x, p), sp.xlog1py(x, y),
-        sp.entr(x), sp.rel_entr(p, x), sp.i0(x), sp.i1(x), sp.i0e(x), sp.i1e(x),
-        sp.logsumexp(y), sp.logsumexp(y, b=p),
-        sp.erf(x.astype(np.float32)), sp.gammaln(p.astype(np.float32)),  # float32 stays
+        sp.erfinv(y), sp.ndtri(p), sp.log_ndtr(x), sp.gamma(x), sp.psi(x),
+        sp.polygamma(1, x), sp.betaln(x, 2.5), sp.i0e(x), sp.i1e(x), sp.logsumexp(y),
+        sp.erf(p.astype(np.float32)),  # float32 stays float32
     )  # fmt: skip
 
 
 def special_loss(x, w):
-    """A scalar of all of them, of math's functions and of two distributions."""
+    """A scalar of all of them, of math's functions and of a distribution."""
     total = np.sum(sp.erf(x) * sp.erfc(w) + sp.erfinv(x / 3) + sp.ndtr(x) * sp.ndtri(w))
     total = total + np.sum(sp.log_ndtr(x) + sp.expit(x) * sp.logit(w) + gammaln(x + 2))
     total = total + np.sum(sp.gamma(w) + sp.psi(x + 2) + sp.polygamma(1, x + 2))
@@ -261,8 +260,7 @@ def special_loss(x, w):
     first = x[0]
     total = total + math.exp(first) * math.lgamma(first + 2) + math.erf(first) * math.sqrt(w[0])
     total = total + math.atan2(first, w[1]) + math.log1p(w[0]) * math.gamma(w[1])
-    total = total + np.sum(stats.norm.logpdf(x, w[0], w[1] + 1) + stats.t.logpdf(x, 3.5, w[2]))
-    return total + stats.multivariate_normal.logpdf(x, w, np.diag(w + 1))
+    return total + np.sum(stats.norm.logpdf(x, w[0], w[1] + 1))
 
 
 def program(x, w, edges, p, y):
@@ -272,9 +270,9 @@ def program(x, w, edges, p, y):
 
 @pytest.mark.jit
 def test_one_program_under_jit():
-    """Values (every function, on arrays with edge values) and derivatives (of them all,
-    of math's functions and of distributions), in one compiled program: compiling is
-    most of this check's time."""
+    """Values (on arrays with edge values) and derivatives (of every function, of math's
+    and of a distribution), in one compiled program: compiling is most of this check's
+    time."""
     compiled = nx.jit(nx.value_and_grad(program, argnums=(0, 1), has_aux=True))
     x = np.array([0.3, -0.4, 0.9])
     w = np.array([0.2, 0.6, 0.45])

@@ -1,8 +1,9 @@
 """SciPy's distributions (``scipy.stats.norm.logpdf``...), which numbax reads as
 compositions of ruled operations: values against SciPy, derivatives in every argument
 against central differences (forward and reverse mode, interpreted; second derivatives
-for a few). Under ``jit`` they are compiled in the one program of
-``test_scipy_special.py`` (compiling is most of a jit check's time)."""
+for a few). Under ``jit``, ``norm.logpdf`` is compiled in the one program of
+``test_scipy_special.py`` (the others are compiled the same way, as helpers made of
+ruled operations; compiling each would cost the suite more than it checks)."""
 
 from __future__ import annotations
 

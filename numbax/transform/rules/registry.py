@@ -415,12 +415,6 @@ def composition_for(target: Any) -> Any:
     return None
 
 
-def load_families() -> None:
-    """Load every rule family whose library the program has imported (for the tests
-    and tools that walk the whole table)."""
-    _load_family_of(None)
-
-
 def method_rule(name: str) -> Rule | None:
     """The rule of array method ``name`` (``x.sum(...)``), the array as first argument."""
     return _METHODS.get(name)
