@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
-.PHONY: demo test test-fast jit-marks bench fuzz lint format clean
+.PHONY: demo test test-fast jit-marks bench fuzz lint format docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,17 @@ FUZZ_ARGS ?=
 fuzz: $(STAMP)
 	FUZZ_N=$(FUZZ_N) $(PY) -m tests.fuzz $(FUZZ_ARGS)
 
+# The documentation site (mkdocs.yml, docs/): the API reference from the docstrings,
+# README's sections; warnings are errors. The `docs` extra is installed once (stamp).
+DOCS := $(VENV)/.docs-installed
+
+$(DOCS): $(STAMP)
+	$(PY) -m pip install --quiet -e '.[docs]'
+	touch $(DOCS)
+
+docs: $(DOCS)
+	$(VENV)/bin/mkdocs build --strict --quiet
+
 lint: $(STAMP)
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check numbax tests benchmarks examples
@@ -64,4 +75,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format numbax tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build site *.egg-info

@@ -15,11 +15,22 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from numbax.configuration import config
 from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
 
 if TYPE_CHECKING:  # what the lazy names below are, for readers and type checkers
-    from numbax import debug, experimental, lax, random, tree_util
+    from numbax import (
+        debug,
+        example_libraries,
+        experimental,
+        flatten_util,
+        lax,
+        misc,
+        nn,
+        random,
+        tree_util,
+    )
     from numbax.api.autodiff import (
         grad,
         hessian,
@@ -32,22 +43,30 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
         vjp,
     )
     from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
+    from numbax.api.export import export
     from numbax.api.jit import Jitted, jit
+    from numbax.api.pmap import pmap
     from numbax.api.show import block_until_ready, show, source
     from numbax.api.vmap import vmap
     from numbax.runtime.callbacks import ShapeDtypeStruct, pure_callback
 
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
-    **dict.fromkeys(["debug", "experimental", "lax", "random", "tree_util"], ""),
+    **dict.fromkeys(
+        ["debug", "example_libraries", "experimental", "flatten_util", "lax", "misc", "nn"]
+        + ["random", "tree_util"],
+        "",
+    ),
     **dict.fromkeys(
         ["grad", "hessian", "jacfwd", "jacobian", "jacrev", "jvp", "linearize"]
         + ["value_and_grad", "vjp"],
         "numbax.api.autodiff",
     ),
     **dict.fromkeys(["checkpoint", "custom_jvp", "custom_vjp", "remat"], "numbax.api.custom"),
+    "export": "numbax.api.export",
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
     **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
+    "pmap": "numbax.api.pmap",
     "vmap": "numbax.api.vmap",
     **dict.fromkeys(["ShapeDtypeStruct", "pure_callback"], "numbax.runtime.callbacks"),
 }
@@ -60,10 +79,14 @@ __all__ = [
     "__version__",
     "block_until_ready",
     "checkpoint",
+    "config",
     "custom_jvp",
     "custom_vjp",
     "debug",
+    "example_libraries",
     "experimental",
+    "export",
+    "flatten_util",
     "grad",
     "hessian",
     "jacfwd",
@@ -73,6 +96,9 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "misc",
+    "nn",
+    "pmap",
     "pure_callback",
     "random",
     "remat",

@@ -9,6 +9,7 @@ derivative (readable with ``nx.show``, compiled by ``nx.jit``, differentiable ag
 from __future__ import annotations
 
 import inspect
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -19,6 +20,7 @@ from numbax import tree_util
 from numbax.api.callable import callable_target
 from numbax.api.per_arity import PerArity
 from numbax.api.transformed import Derivatives, Generated, Transformed, callee_derivative, params
+from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.jacobians import jacobian_function
@@ -43,8 +45,27 @@ def _positional(fun: Callable) -> list[str]:
     ]
 
 
+_validated: dict[tuple, tuple[tuple[int, ...], bool]] = {}
+""":func:`_argnums`' answers for plain functions, by code object (what they depend on):
+``grad(f)`` made anew in a loop skips reading the signature again."""
+
+
 def _argnums(fun: Callable, argnums: Argnums, transformation: str) -> tuple[tuple[int, ...], bool]:
     """(positions, whether the user gave a tuple), validated like JAX."""
+    key = None
+    if type(fun) is types.FunctionType and not hasattr(fun, "__wrapped__"):
+        key = (fun.__code__, part(argnums), transformation)
+    found = _validated.get(key) if key is not None else None
+    if found is None:
+        found = _validate_argnums(fun, argnums, transformation)
+        if key is not None:
+            _validated[key] = found
+    return found
+
+
+def _validate_argnums(
+    fun: Callable, argnums: Argnums, transformation: str
+) -> tuple[tuple[int, ...], bool]:
     refuse_variadic(callable_target(fun), transformation)
     is_tuple = not isinstance(argnums, int)
     numbers = tuple(argnums) if is_tuple else (argnums,)

@@ -14,7 +14,8 @@ How other layers recognise them without importing this one (protocols, by attrib
 ``__numbax_function__()`` is the function the transformations read in their place,
 ``__numbax_dispatcher__(options)`` what compiled code calls, ``__numbax_primal__()``
 the function compiled in their place, ``__numbax_identity__()`` their name in a cache
-key.
+key, ``__numbax_reuse_key__()`` when compiled code made for another object serves them
+(:mod:`numbax.codegen.reuse`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any, TypeVar
 from numbax.codegen.fingerprint import callable_identity
 from numbax.codegen.locks import generation_lock
 from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
+from numbax.codegen.reuse import part, reuse_key
 from numbax.transform.source import display_name
 
 T = TypeVar("T")
@@ -71,6 +73,12 @@ class NumbaxFunction(ABC):
         """What generated code that calls this object depends on (the cache key's part)."""
         parts = ", ".join(callable_identity(p) if callable(p) else repr(p) for p in self._key())
         return f"{self.transformation}({callable_identity(self.fun)}; {parts})"
+
+    def __numbax_reuse_key__(self) -> Hashable:
+        """What code compiled for this object depends on (:func:`reuse_key`): its kind,
+        its function's and its own parameters (argnums, options, custom rules...)."""
+        parts = tuple(reuse_key(p) if callable(p) else part(p) for p in self._key())
+        return (type(self), reuse_key(self.fun), parts)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)

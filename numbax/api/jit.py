@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable, Iterable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
 from numbax.api.per_arity import PerArity
+from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
 from numbax.numba_backend.cpu import (
@@ -21,7 +25,7 @@ from numbax.numba_backend.cpu import (
     compile_function,
     explain_failure,
 )
-from numbax.transform.source import read_function
+from numbax.transform.source import FunctionSource, read_function
 from numbax.tree_util import is_flat
 
 _GPU_BACKENDS = ("gpu", "cuda")
@@ -75,6 +79,45 @@ def _as_tuple(value: Any, kind: type) -> tuple:
     return tuple(value)
 
 
+@dataclass
+class _Compilations:
+    """What every ``jit`` object of one function (by :func:`reuse_key`) with the same
+    options shares: its specializations, generated and compiled once."""
+
+    key: Hashable
+    signature: inspect.Signature
+    static_argnames: tuple[str, ...]
+    specializations: dict = field(default_factory=dict)
+    fast: dict = field(default_factory=dict)
+    source: FunctionSource | None = None
+
+
+_KEPT = 512
+"""How many functions' compilations stay reachable for new ``jit`` objects (the least
+recently wrapped go first; ``jit`` objects that hold theirs keep them)."""
+_compilations: OrderedDict[Hashable, _Compilations] = OrderedDict()
+_compilations_lock = threading.Lock()
+
+
+def _shared(key: Hashable) -> _Compilations | None:
+    with _compilations_lock:
+        found = _compilations.get(key)
+        if found is not None:
+            _compilations.move_to_end(key)
+        return found
+
+
+def _share(compilations: _Compilations) -> _Compilations:
+    """Publish ``compilations`` for new ``jit`` objects (or what another published under
+    its key first)."""
+    with _compilations_lock:
+        found = _compilations.setdefault(compilations.key, compilations)
+        _compilations.move_to_end(compilations.key)
+        while len(_compilations) > _KEPT:
+            _compilations.popitem(last=False)
+        return found
+
+
 class Jitted(NumbaxFunction):
     """A function compiled by numbax. Call it like the original; read ``.source``."""
 
@@ -110,20 +153,54 @@ class Jitted(NumbaxFunction):
             self.options["inline"] = "always"
         self.donate_argnums = _as_tuple(donate_argnums, int)
         self.keep_unused = keep_unused
-        self._signature = inspect.signature(self.fun)
-        self._positional = [
+        self._static_spec = (_as_tuple(static_argnums, int), _as_tuple(static_argnames, str))
+        self._latest: Compiled | None = None
+        # Another jit object of the same function and options compiled already: its
+        # specializations serve this one (a jit made anew in a loop costs a lookup).
+        key = self._reuse_key()
+        compilations = _shared(key)
+        if compilations is None:
+            signature = inspect.signature(self.fun)
+            self._signature = signature
+            self._positional = self._positional_names()
+            statics = self._static_names(*self._static_spec)
+            compilations = _Compilations(key, signature, statics)
+        self._adopt(compilations)
+
+    def _reuse_key(self) -> Hashable:
+        options = tuple(sorted((k, part(v)) for k, v in self.options.items()))
+        return (reuse_key(self.fun), self._static_spec, options)
+
+    def _adopt(self, compilations: _Compilations) -> None:
+        """Use (and add to) these compilations."""
+        self._compilations = compilations
+        self._signature = compilations.signature
+        self._positional = self._positional_names()
+        self.static_argnames = compilations.static_argnames
+        self._specializations = compilations.specializations
+        # Specializations by the exact types of a call's positional arguments, for calls
+        # whose types alone determine it (no statics, no keywords, no pytrees).
+        self._fast: dict[tuple[type, ...], Compiled] = compilations.fast
+
+    def _positional_names(self) -> list[str]:
+        return [
             p.name
             for p in self._signature.parameters.values()
             if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
         ]
-        self.static_argnames = self._static_names(
-            _as_tuple(static_argnums, int), _as_tuple(static_argnames, str)
-        )
-        self._latest: Compiled | None = None
-        # Specializations by the exact types of a call's positional arguments, for calls
-        # whose types alone determine it (no statics, no keywords, no pytrees).
-        self._fast: dict[tuple[type, ...], Compiled] = {}
-        self._source = None
+
+    def _current_compilations(self) -> None:
+        """Before compiling: make sure the compilations this object adds to are those of
+        what its function reads now. A global or captured value rebound since the object
+        was made (or since the compilations it adopted were made) compiles into another
+        entry, under the key of the values the new code freezes."""
+        key = self._reuse_key()
+        if key != self._compilations.key:
+            compilations = _shared(key) or _Compilations(key, self._signature, self.static_argnames)
+            self._adopt(compilations)
+        published = _share(self._compilations)
+        if published is not self._compilations:  # another object made them first
+            self._adopt(published)
 
     # -- construction helpers ------------------------------------------------------
     @staticmethod
@@ -173,15 +250,7 @@ class Jitted(NumbaxFunction):
         return self._call_general(args, kwargs)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
-        try:
-            bound = self._signature.bind(*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"{self.fun.__name__}(): {err}") from None
-        bound.apply_defaults()
-        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
-        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
-        compiled = self.specialize(statics, weak)
-        dynamic = tuple(bound.arguments.values())
+        compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
         if not kwargs and not self.static_argnames and self._positional_only_signature():
@@ -189,6 +258,19 @@ class Jitted(NumbaxFunction):
             # ones decide the specialization.
             self._fast[tuple(map(type, args))] = compiled
         return compiled(*dynamic)
+
+    def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
+        """The specialization a call with these arguments runs (its source generated,
+        compiled by Numba at its first call), and the arguments it is passed: the
+        dynamic ones, defaults filled in."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as err:
+            raise TypeError(f"{self.fun.__name__}(): {err}") from None
+        bound.apply_defaults()
+        statics = {name: bound.arguments.pop(name) for name in self.static_argnames}
+        weak = frozenset(n for n, v in bound.arguments.items() if type(v) in _PYTHON_SCALARS)
+        return self.specialize(statics, weak), tuple(bound.arguments.values())
 
     def specialize(
         self, statics: dict[str, Any] | None = None, weak: frozenset[str] | None = None
@@ -205,13 +287,18 @@ class Jitted(NumbaxFunction):
         if weak is None:
             weak = self._weak_by_default()
         key = (self._static_key(statics), weak)
-        self._latest = self._cached(key, lambda: self._compile(statics, weak))
-        return self._latest
+        found = self._specializations.get(key)
+        if found is None:
+            self._current_compilations()
+            found = self._cached(key, lambda: self._compile(statics, weak))
+        self._latest = found
+        return found
 
     def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
-        if self._source is None:
-            self._source = read_function(self.fun, "jit")
-        return compile_function(self._source, statics, self.options, weak_params=weak)
+        compilations = self._compilations
+        if compilations.source is None:
+            compilations.source = read_function(self.fun, "jit")
+        return compile_function(compilations.source, statics, self.options, weak_params=weak)
 
     def _weak_by_default(self) -> frozenset[str]:
         return frozenset(

@@ -27,6 +27,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
+from numbax.codegen.reuse import live_key
 from numbax.codegen.variadic import fixed_arity
 from numbax.errors import TransformError
 from numbax.runtime import nxrt as runtime
@@ -258,11 +259,14 @@ def params(fn: gast.FunctionDef) -> list[str]:
 
 
 def _identity(fun: Any) -> Any:
+    """``fun`` in the cache of generated functions: by :func:`live_key` (a lambda made
+    anew with the same code and cells shares its derivative), else by itself."""
+    key = live_key(fun)
     try:
-        hash(fun)
-        return fun
+        hash(key)
     except TypeError:
         return id(fun)
+    return key
 
 
 def _made_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:

@@ -21,9 +21,11 @@ from numba.core import errors as numba_errors
 
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
+from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.boundary import python_result
+from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
@@ -161,6 +163,7 @@ def compile_function(
     cached = njit_options.pop("cache", True) and not typed_per_call
     dispatcher = numba.njit(**njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
+    describe(dispatcher, generated.text.split("\n", 1)[0].lstrip("# "))  # "jit of f (...)"
     if typed_per_call:
         dispatcher.__numbax_typed_per_process__ = True
     if generated.calls_itself:  # by its module-level name: the compiled version
@@ -193,7 +196,9 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
         func = func.__numbax_primal__()
     if hasattr(func, "__numbax_dispatcher__"):
         return func.__numbax_dispatcher__(options)
-    key = (func, tuple(sorted(options.items())))
+    # by what its code freezes (numbax.codegen.reuse): a helper whose global was rebound
+    # since it was compiled compiles again
+    key = (reuse_key(func), tuple(sorted(options.items())))
     if key in _compiling:
         return RECURSIVE
     if key not in _helpers:

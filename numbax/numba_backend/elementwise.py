@@ -91,6 +91,7 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     apply.__name__ = apply.__qualname__ = kernel.__name__
     apply.__doc__ = kernel.__doc__
     apply.__wrapped__ = kernel
+    apply.__numbax_rebuild__ = (elementwise, (kernel,), {"weak": weak})  # for nx.export
 
     @overload(apply)
     def _apply_numba(*args):

@@ -22,6 +22,7 @@ REDIRECTS: dict[int, str] = {}
 """``id`` of a redirected function → the name compiled code calls it by in ``nxrt``."""
 _KEEP_ALIVE: list[Any] = []  # the ids stay valid while the objects live
 _REPLACEMENTS: dict[str, Callable[..., Any]] = {}
+_REPLACED: dict[int, Any] = {}  # id of a replacement -> the NumPy function it replaces
 
 
 def redirect(replaced: Any, *, name: str | None = None) -> Callable[[F], F]:
@@ -33,6 +34,7 @@ def redirect(replaced: Any, *, name: str | None = None) -> Callable[[F], F]:
         publish(target, fn)
         REDIRECTS[id(replaced)] = target
         _REPLACEMENTS[target] = fn
+        _REPLACED[id(fn)] = replaced
         _KEEP_ALIVE.append(replaced)
         return fn
 
@@ -55,3 +57,8 @@ def replacements() -> dict[str, Callable[..., Any]]:
     """Each ``nxrt`` name a ``@redirect`` declared, and its function (a copy), for the
     tests that walk them."""
     return dict(_REPLACEMENTS)
+
+
+def replaced_by(fn: Any) -> Any:
+    """The NumPy function ``fn`` replaces under jit (None if it replaces none)."""
+    return _REPLACED.get(id(fn))

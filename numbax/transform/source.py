@@ -269,7 +269,18 @@ def _parse_definition(func: types.FunctionType, text: str, transformation: str) 
     if isinstance(node, ast.Lambda):
         node = _lambda_to_def(node)
     node.decorator_list = []
+    _drop_signature_annotations(node)
     return gast.ast_to_gast(ast.Module(body=[node], type_ignores=[])).body[0]
+
+
+def _drop_signature_annotations(node: ast.FunctionDef) -> None:
+    """Remove the parameters' and the result's annotations: the generated module binds
+    only what the body reads, so ``x: Any`` would name a type it cannot see."""
+    args = node.args
+    for arg in [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]:
+        if arg is not None:
+            arg.annotation = None
+    node.returns = None
 
 
 @functools.lru_cache(maxsize=16)

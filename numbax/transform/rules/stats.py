@@ -41,10 +41,9 @@ COMPOSITIONS: dict[tuple[str, str], Callable[..., Any]] = {}
 
 def composition(distribution: str, method: str) -> Callable[[Callable], Callable]:
     """Declare the decorated function what ``scipy.stats.<distribution>.<method>`` is
-    read as; numbax transforms it as user code (``__numbax_composition__``)."""
+    read as; numbax transforms it as user code (``operations.READ_AS_USER_CODE``)."""
 
     def register(fn: Callable) -> Callable:
-        fn.__numbax_composition__ = True
         COMPOSITIONS[(distribution, method)] = fn
         return fn
 

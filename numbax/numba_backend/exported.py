@@ -1,0 +1,88 @@
+"""The Numba versions of a runtime helper, for ``nx.export`` of jitted code.
+
+numbax's vectorizable elementary functions (``elementary.py``: ``nxrt.exp``, ``nxrt.sin``...)
+are built from LLVM intrinsics made per dtype, which have no source to copy: an
+exported file calls the NumPy function each replaces (``np.exp``), which Numba compiles
+itself (the same values within 2.5 ulp, without numbax's SIMD speed). And the file keeps
+no disk cache of numbax's: what it compiles, it compiles in its own process.
+
+Compiled code calls a runtime helper (``nxrt.unbroadcast``) through the Numba
+implementation numbax registered on the helper's function object (``overloads/``:
+``numba.extending.overload``). An exported file that compiles the same code must
+register the same implementation: this module finds it in Numba's typing registry, so
+that the file copies its source after the helper's.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+from numba.core import errors
+from numba.core.caching import NullCache
+from numba.core.registry import cpu_target
+from numba.extending import overload
+
+from numbax.codegen.standalone import Companion
+from numbax.numba_backend import (
+    disk_cache,
+    elementary,
+    runtime,  # noqa: F401  (registers the Numba versions)
+)
+from numbax.numba_backend.redirects import replaced_by
+
+_OPTIONS = {
+    "_jit_options": "jit_options",
+    "_strict": "strict",
+    "_inline": "inline",
+    "_prefer_literal": "prefer_literal",
+}
+"""Where an ``overload`` template keeps each option of its registration."""
+
+
+def numba_versions(value: Any) -> list[Companion]:
+    """The functions that register how Numba compiles a call of ``value`` (numbax's
+    ``@overload`` definitions for it); none for a function Numba compiles as written
+    (``register_jitable``, whose decorator the copied source keeps)."""
+    if not isinstance(value, types.FunctionType):
+        return []
+    context = cpu_target.typing_context
+    context.refresh()
+    try:
+        typed = context.resolve_value_type(value)
+    except (errors.TypingError, ValueError, KeyError):
+        return []
+    found = []
+    for template in getattr(typed, "templates", ()):
+        definition = getattr(template, "_overload_func", None)
+        module = getattr(definition, "__module__", "") or ""
+        if isinstance(definition, types.FunctionType) and module.startswith("numbax."):
+            options = {
+                keyword: _option(getattr(template, attribute))
+                for attribute, keyword in _OPTIONS.items()
+                if hasattr(template, attribute)
+            }
+            found.append(Companion(definition, overload, options))
+    return found
+
+
+def _option(value: Any) -> Any:
+    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions)."""
+    return getattr(value, "_inline", value)
+
+
+def portable(value: Any) -> Any:
+    """What an exported file calls in place of ``value``: NumPy's own function for one
+    of numbax's elementary functions, no disk cache for numbax's; None for any other
+    value."""
+    if getattr(value, "__module__", None) == elementary.__name__:
+        return replaced_by(value)
+    if value is disk_cache.cache_for:
+        return no_disk_cache
+    return None
+
+
+def no_disk_cache(py_func: Any) -> NullCache:
+    """No disk cache for ``py_func`` (what an exported file's kernels get in place of
+    numbax's trusted one, whose directory the file does not have)."""
+    return NullCache()
