@@ -432,6 +432,7 @@ def lower_for_numba(
     ``weak_params`` are the parameters that receive Python scalars in this
     specialization; ``None`` (a helper called from compiled code) means any might.
     """
+    runtime.load_libraries()
     bindings = {RUNTIME_ALIAS: nxrt}
     for kernel in kernels:
         # A kernel's parameters are array elements, or scalars it casts itself

@@ -16,6 +16,9 @@ calls that have rules, before the function is flattened:
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
   ``maximum``/``minimum``: ``nxrt.cummax``/``nxrt.cummin``), and ``ufunc.outer(a, b)`` →
   ``ufunc(nxrt.outer_operand(a, b), b)``;
+* the methods of ``scipy.stats``' distributions that numbax writes with ruled
+  operations (``norm.logpdf(x, loc, scale)``: ``rules/stats.py``) as calls of those
+  compositions (other methods keep the call, which has no rule);
 * ``functools.partial``: a partial object from the globals or closure, or one built in
   the function from known arguments (``normalize_transformations`` builds those once),
   is called as the function it wraps with its stored arguments in front
@@ -42,6 +45,7 @@ from numbax.runtime import nxrt
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
+from numbax.transform.rules.registry import composition_for
 from numbax.transform.source import FunctionSource
 
 # A partial built in the function from known arguments is built once beforehand.
@@ -186,6 +190,9 @@ class _Rewriter(gast.NodeTransformer):
         target = self.target(node.func)
         if isinstance(target, functools.partial):
             return self.partial(node, target)
+        written = composition_for(target)
+        if written is not None:
+            return self.composition(node, target, written)
         if target is np.block and len(node.args) == 1 and not node.keywords:
             depth = _depth(node.args[0])
             if depth in (1, 2):
@@ -246,6 +253,20 @@ class _Rewriter(gast.NodeTransformer):
             if k not in given
         ]
         return self.visit_Call(_call(func, [*stored, *node.args], [*keywords, *node.keywords]))
+
+    def composition(self, node: gast.Call, target: Any, written: Any) -> gast.Call:
+        """A ``scipy.stats`` distribution's method as numbax's composition of the same
+        meaning (``rules/stats.py``), with the same arguments."""
+        what = "scipy.stats." + ".".join(written.__name__.rsplit("_", 1))
+        try:
+            inspect.signature(written).bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as err:
+            params = ", ".join(inspect.signature(written).parameters)
+            raise self.refuse(
+                f"{what} called so ({err})", f"numbax reads {what}({params})"
+            ) from None
+        node.func = self.reference(written, written.__name__)
+        return node
 
     def scan(self, node: gast.Call, ufunc: np.ufunc, method: str) -> gast.expr:
         """``ufunc.reduce``/``ufunc.accumulate`` as the NumPy function it equals."""
