@@ -17,6 +17,7 @@ from typing import Any
 
 from numbax.codegen.cache import generated_dir, store_source
 from numbax.codegen.locks import generation_lock
+from numbax.transform.source import LiveNamespace
 
 GENERATED_PREFIX = "numbax_generated_"
 """How the names of generated modules (and their files in the cache) begin."""
@@ -52,39 +53,6 @@ def load_module(name: str, text: str, namespace: dict[str, Any]) -> types.Module
         exec(code, module.__dict__)  # noqa: S102 (numbax's own text, not the file)
         sys.modules[name] = module
         return module
-
-
-class LiveNamespace(dict):
-    """The globals of a generated function that runs eagerly: its own bindings (NumPy,
-    numbax's runtime, derivative functions) are held, and every other name is read
-    through ``read`` when the code runs — the user's globals and closure cells as they
-    are at that moment, as the user's own function would read them.
-
-    CPython looks globals up through ``__getitem__`` (hence ``__missing__``) when they are
-    not an exact dict; ``__contains__`` and ``get`` agree with it, so that a later
-    transformation reading this function resolves the same names."""
-
-    def __init__(self, bindings: dict[str, Any], read: Callable[[str], Any]) -> None:
-        super().__init__(bindings)
-        self._read = read
-
-    def __missing__(self, name: str) -> Any:
-        return self._read(name)
-
-    def __contains__(self, name: object) -> bool:
-        if dict.__contains__(self, name):
-            return True
-        try:
-            self._read(name)
-        except KeyError:
-            return False
-        return True
-
-    def get(self, name: str, default: Any = None) -> Any:
-        try:
-            return self[name]
-        except KeyError:
-            return default
 
 
 def live_function(

@@ -46,6 +46,7 @@ _SCALAR_BUILTINS = {len, int, float, complex, bool, round, abs, min, max}
 
 
 _PYTHON_TYPES = (int, float, complex, bool)
+_BOUND_DATA = (np.ndarray, np.generic, *_PYTHON_TYPES)
 
 
 def _numpy_random(target: Any) -> bool:
@@ -219,6 +220,30 @@ class _Lowerer(gast.NodeTransformer):
         args = [by_field[f] for f in record._fields]
         return gast.Call(gast.Name(name, gast.Load(), None, None), args, [])
 
+    def visit_Attribute(self, node: gast.Attribute) -> gast.AST:
+        """``self.w``, ``cfg.eps``: data read from an object the function reads from its
+        globals (a method's own object among them), which Numba cannot type, is bound
+        by value instead, as a global array is (a constant of the compiled code)."""
+        if not isinstance(node.ctx, gast.Load) or not self.resolver.is_global_chain(node):
+            return self.generic_visit(node)
+        root = node
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(self.resolver.resolve(root), types.ModuleType):
+            return node
+        value = self.resolver.resolve(node)
+        if not isinstance(value, _BOUND_DATA):
+            return node
+        base = "_" + astor.to_source(gast.gast_to_ast(node)).strip().replace(".", "_")
+        name, count = base, 1
+        while name in self.resolver.locals or (
+            name in self.bindings and self.bindings[name] is not value
+        ):
+            count += 1
+            name = f"{base}_{count}"
+        self.bindings[name] = value
+        return gast.Name(name, gast.Load(), None, None)
+
     # -- calls -------------------------------------------------------------------
     def visit_Call(self, node: gast.Call) -> gast.AST:
         self.generic_visit(node)
@@ -365,9 +390,12 @@ class _Lowerer(gast.NodeTransformer):
             self.bindings[self.fn.name] = RECURSIVE
             return gast.Name(self.fn.name, gast.Load(), None, None)
         name = func_node.id
-        if name == self.fn.name:
-            # The generated function's own definition would replace this binding in the
-            # module (``jit(f)`` where ``f`` calls ``f``): bind the callee apart.
+        clashes = (
+            name == self.fn.name  # f calls f: the definition would replace the binding
+            or name in self.resolver.locals  # `Dense.__call__(x)` beside a local `__call__`
+            or self.bindings.get(name, compiled) is not compiled
+        )
+        if clashes:  # bind the callee apart
             taken = {n.id for n in gast.walk(self.fn) if isinstance(n, gast.Name)}
             name = f"{name}_compiled"
             while name in taken or name in self.bindings:
@@ -404,6 +432,7 @@ def lower_for_numba(
     ``weak_params`` are the parameters that receive Python scalars in this
     specialization; ``None`` (a helper called from compiled code) means any might.
     """
+    runtime.load_libraries()
     bindings = {RUNTIME_ALIAS: nxrt}
     for kernel in kernels:
         # A kernel's parameters are array elements, or scalars it casts itself

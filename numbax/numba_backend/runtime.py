@@ -11,6 +11,8 @@ imports it and asks it which calls and array methods to redirect, matched by ide
 
 from __future__ import annotations
 
+import importlib
+import sys
 from typing import Any
 
 import numpy as np
@@ -51,4 +53,25 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
     return _ELEMENTWISE_VALUE_ARGS.get(id(func), ())
 
 
-__all__ = ["ARRAY_METHODS", "elementwise_value_args", "nxrt", "replacement_for"]
+# Numba versions of other libraries' functions, registered once the program has imported
+# the library (importing scipy.special costs half a second, which a program that never
+# calls it should not pay): library → the module of its Numba versions.
+_LIBRARIES = {"scipy.special": "numbax.numba_backend.overloads.special"}
+
+
+def load_libraries() -> None:
+    """Register the Numba versions of the functions of the libraries the program has
+    imported (called before each function is lowered: a dictionary look-up each)."""
+    for library, versions in list(_LIBRARIES.items()):
+        if library in sys.modules:
+            importlib.import_module(versions)
+            del _LIBRARIES[library]
+
+
+__all__ = [
+    "ARRAY_METHODS",
+    "elementwise_value_args",
+    "load_libraries",
+    "nxrt",
+    "replacement_for",
+]

@@ -19,11 +19,14 @@ F = TypeVar("F", bound=Callable[..., Any])
 _HELPERS: dict[str, Callable[..., Any]] = {}
 
 
-def helper(fn: F) -> F:
-    """Register ``fn`` as the runtime helper ``nxrt.<fn.__name__>``; return it unchanged
-    (its identity is what derivative rules and Numba overloads are keyed on)."""
-    publish(fn.__name__, fn)
-    _HELPERS[fn.__name__] = fn
+def helper(fn: F, name: str | None = None) -> F:
+    """Register ``fn`` as the runtime helper ``nxrt.<name>`` (by default its own name);
+    return it unchanged (its identity is what derivative rules and Numba overloads are
+    keyed on). A function of another library may be a helper too (``scipy.special.psi``
+    as ``nxrt.digamma``): its rules are then the library function's own."""
+    name = name or fn.__name__
+    publish(name, fn)
+    _HELPERS[name] = fn
     return fn
 
 

@@ -6,11 +6,13 @@ from collections.abc import Callable
 from typing import Any
 
 import gast
+import numpy as np
 
 from numbax.errors import TransformError
 from numbax.transform import rules
 from numbax.transform.analysis.activity import assignments
 from numbax.transform.analysis.dataflow import names
+from numbax.transform.methods import method_of_value_error
 from numbax.transform.normalize_nodes import at, load
 from numbax.transform.operations import UNKNOWN, Operation, classify
 from numbax.transform.provenance import mark_adjoint
@@ -81,13 +83,16 @@ def derivative_name(var: str, prefix: str) -> str:
 
 def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -> TransformError:
     callee = op.callee
+    if _method_of_value(op):
+        return method_of_value_error(op.node, source, line, mode)
     if callee is LOCAL and isinstance(op.node, gast.Call):  # f = make(); f(x)
         what = text(op.node.func)
         advice = (
-            f"{what} is a function made while the function runs, which numbax cannot read. "
-            "Call a function defined in the module instead; a transformation such as "
-            "nx.vmap(model, (None, 0)) may be built in place when all its arguments are "
-            "constants or globals."
+            f"{what} is a value of the function (a parameter, or made while it runs), "
+            "whose code numbax cannot know before it runs. Call a function defined in the "
+            f"module instead (for an object, through its class: `MyClass.__call__({what}, "
+            "...)`); a transformation such as nx.vmap(model, (None, 0)) may be built in "
+            "place when all its arguments are constants or globals."
         )
     else:
         what = callee if isinstance(callee, str) else rules.qualified_name(callee)
@@ -104,6 +109,18 @@ def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -
         filename=source.filename,
         lineno=line,
         construct=what,
+    )
+
+
+def _method_of_value(op: Operation) -> bool:
+    """``value.method(...)`` without a rule, on a value that is not an array: not a
+    NumPy method (those numbax lacks are named as such)."""
+    node = op.node
+    return (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and isinstance(op.callee, str)
+        and not hasattr(np.ndarray, node.func.attr)
     )
 
 

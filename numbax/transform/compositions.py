@@ -140,7 +140,7 @@ PLAIN_ARGUMENTS = {np.linalg.cond: 1}
 calls that pass more go through the composition."""
 
 
-def composition_for(target: Any, arguments: int) -> Any:
+def numpy_composition(target: Any, arguments: int) -> Any:
     """The composition to call in place of ``target`` called with ``arguments``
     arguments, or None."""
     composed = next((c for f, c in COMPOSED.items() if f is target), None)

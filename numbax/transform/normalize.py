@@ -68,6 +68,9 @@ Lowerings
   evaluated once. ``x := v`` is an assignment. Comprehensions (list and dict) become
   loops that append/store into a fresh container; their loop variables stay private
   (renamed when they would clash with a name of the function).
+* Functions defined inside the function are lifted out of it first (nested.py),
+  methods of objects it reads from its globals bound to them (methods.py), and starred
+  arguments whose length the source says spelled out (normalize_starred.py).
 * ``assert c, msg`` is ``_not = not c; if _not: raise AssertionError(msg)``.
 * Loops: see normalize_loops.py (every ``for`` becomes a ``range`` loop) and, for
   ``for/while ... else`` and early returns, normalize_exits.py.
@@ -101,7 +104,9 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform.analysis.dataflow import names as mentioned
+from numbax.transform.methods import bind_methods
 from numbax.transform.names import Namer
+from numbax.transform.nested import lift_nested
 from numbax.transform.normalize_calls import positional_arguments
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
@@ -119,11 +124,12 @@ from numbax.transform.normalize_nodes import (
     store,
 )
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
+from numbax.transform.normalize_starred import expand_starred_arguments
 from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.normalize_values import rewrite_values
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
-from numbax.transform.resolve import Resolver
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource
 
 __all__ = ["normalize", "check_core", "CoreGrammarError"]
@@ -172,14 +178,17 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
 
     ``transformation`` names the transformation being applied, for error messages.
     """
-    reject_unsupported(source, transformation)
-    fn = fold_transformations(clone(source.tree), source)
+    fn = lift_nested(clone(source.tree), source, transformation)
+    bind_methods(fn, source, transformation)
+    expand_starred_arguments(fn, Resolver(source, local_names(fn)))
+    reject_unsupported(source, transformation, fn)
+    fn = fold_transformations(fn, source)
     fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)
     body = prune(_without_docstring(fn.body))
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
-    fn.body = _Flattener(source, transformation, namer).block(body)
+    fn.body = _Flattener(source, transformation, namer, fn).block(body)
     annotate(fn, source.filename)
     return fn
 
@@ -229,11 +238,13 @@ class _Scopes:
 class _Flattener(LoopLowering):
     """Emits core statements for user statements, one user statement at a time."""
 
-    def __init__(self, source: FunctionSource, transformation: str, namer: Namer) -> None:
+    def __init__(
+        self, source: FunctionSource, transformation: str, namer: Namer, fn: gast.FunctionDef
+    ) -> None:
         self.source = source
         self.transformation = transformation
         self.namer = namer
-        scopes = _Scopes(source.tree)
+        scopes = _Scopes(fn)
         self.params = scopes.params
         self.locals = scopes.locals
         self.free = scopes.free
@@ -246,7 +257,7 @@ class _Flattener(LoopLowering):
         }
         self.comprehension_scopes: list[dict[str, str]] = []
         self.out: list[gast.stmt] = []
-        self.line = source.tree.lineno
+        self.line = fn.lineno
 
     # -- plumbing ------------------------------------------------------------------
     def emit(self, stmt: gast.stmt) -> None:

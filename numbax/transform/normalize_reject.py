@@ -17,11 +17,6 @@ from numbax.errors import TransformError
 from numbax.transform.source import FunctionSource
 
 _MOVE_OUT = "move it out of the transformed function (into its caller)"
-_NESTED = (
-    "define it at module level and call it by name; numbax transforms the module-level "
-    "functions that a function calls"
-)
-
 # node type -> (construct, what to do instead)
 _REJECTED: dict[type, tuple[str, str]] = {
     gast.Try: ("a try statement", f"exception handling cannot be transformed: {_MOVE_OUT}"),
@@ -40,9 +35,6 @@ _REJECTED: dict[type, tuple[str, str]] = {
         "a nonlocal statement",
         "pass the value in as an argument and return the new value",
     ),
-    gast.FunctionDef: ("a nested def", _NESTED),
-    gast.AsyncFunctionDef: ("a nested async def", _NESTED),
-    gast.Lambda: ("a lambda", _NESTED),
     gast.ClassDef: ("a class definition", "define the class at module level"),
     gast.Delete: ("a del statement", "drop the del, or rebind the name to a new value"),
     gast.Import: ("an import inside the function", "import at module level"),
@@ -96,9 +88,13 @@ def unsupported(
     )
 
 
-def reject_unsupported(source: FunctionSource, transformation: str) -> None:
-    """Raise :class:`TransformError` for the first construct the core language lacks."""
-    fn = source.tree
+def reject_unsupported(
+    source: FunctionSource, transformation: str, fn: gast.FunctionDef | None = None
+) -> None:
+    """Raise :class:`TransformError` for the first construct the core language lacks in
+    ``fn`` (by default ``source``'s tree; normalize gives it with its nested functions
+    lifted out, see nested.py)."""
+    fn = source.tree if fn is None else fn
     if isinstance(fn, gast.AsyncFunctionDef):
         raise unsupported(source, transformation, fn.lineno, *_ASYNC)
     if fn.args.vararg is not None or fn.args.kwarg is not None:

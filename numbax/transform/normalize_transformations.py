@@ -43,6 +43,11 @@ def register_transformations(*constructors: Callable[..., Any]) -> None:
             _constructors.append(constructor)
 
 
+def builds_transformation(obj: Any) -> bool:
+    """Whether ``obj`` is one of the registered constructors (``nx.grad``, ``nx.vmap``...)."""
+    return any(obj is constructor for constructor in _constructors)
+
+
 def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.FunctionDef:
     """``fn`` with each transformation built from known arguments replaced by a name
     bound (in ``source.closure``) to the built object."""
@@ -94,12 +99,16 @@ class _Folder(gast.NodeTransformer):
         if not isinstance(node, gast.Call):
             return None
         constructor = self.resolver.resolve(node.func)
-        if not any(constructor is c for c in _constructors):
+        if not builds_transformation(constructor):
             return None
         arguments = [*node.args, *(k.value for k in node.keywords)]
         if any(k.arg is None for k in node.keywords) or not all(map(self._known, arguments)):
             return None
-        namespace = {**self.source.globals, **self.source.closure}
+        namespace = {  # what the names read denote (a lifted function's globals are live)
+            n.id: self.resolver.lookup(n.id)
+            for n in gast.walk(node)
+            if isinstance(n, gast.Name) and self.resolver.lookup(n.id) not in (LOCAL, UNRESOLVED)
+        }
         expression = ast.Expression(gast.gast_to_ast(gast.Expression(node)).body)
         referenced = tuple(
             id(namespace.get(n.id))

@@ -26,6 +26,9 @@ calls that have rules, before the function is flattened:
 * ``np.linalg.multi_dot`` of a literal list: the products from the left; the other
   functions that ``compositions.py`` writes as programs (``cond`` with ``p``, ``lstsq``,
   ``vector_norm``...) as calls of those programs;
+* the methods of ``scipy.stats``' distributions that numbax writes with ruled
+  operations (``norm.logpdf(x, loc, scale)``: ``rules/stats.py``) as calls of those
+  compositions (other methods keep the call, which has no rule);
 * ``functools.partial``: a partial object from the globals or closure, or one built in
   the function from known arguments (``normalize_transformations`` builds those once),
   is called as the function it wraps with its stored arguments in front
@@ -49,11 +52,12 @@ import numpy as np
 
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
-from numbax.transform.compositions import composition_for, maximum_of, minimum_of
+from numbax.transform.compositions import maximum_of, minimum_of, numpy_composition
 from numbax.transform.normalize_nodes import assign
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
+from numbax.transform.rules.registry import composition_for
 from numbax.transform.source import FunctionSource
 
 # A partial built in the function from known arguments is built once beforehand.
@@ -305,10 +309,13 @@ class _Rewriter(gast.NodeTransformer):
         if target is np.linalg.multi_dot and len(node.args) == 1 and not node.keywords:
             if isinstance(node.args[0], (gast.List, gast.Tuple)) and node.args[0].elts:
                 return self.products(node.args[0].elts)
-        composed = composition_for(target, len(node.args) + len(node.keywords))
+        composed = numpy_composition(target, len(node.args) + len(node.keywords))
         if composed is not None:
             node.func = self.reference(composed, composed.__name__)
             return node
+        written = composition_for(target)
+        if written is not None:
+            return self.composition(node, target, written)
         if target is np.block and len(node.args) == 1 and not node.keywords:
             blocks = node.args[0]
             if isinstance(blocks, gast.Name) and blocks.id in self.fixed_lists:
@@ -393,6 +400,20 @@ class _Rewriter(gast.NodeTransformer):
             if k not in given
         ]
         return self.visit_Call(_call(func, [*stored, *node.args], [*keywords, *node.keywords]))
+
+    def composition(self, node: gast.Call, target: Any, written: Any) -> gast.Call:
+        """A ``scipy.stats`` distribution's method as numbax's composition of the same
+        meaning (``rules/stats.py``), with the same arguments."""
+        what = "scipy.stats." + ".".join(written.__name__.rsplit("_", 1))
+        try:
+            inspect.signature(written).bind(*node.args, **{k.arg: k.value for k in node.keywords})
+        except TypeError as err:
+            params = ", ".join(inspect.signature(written).parameters)
+            raise self.refuse(
+                f"{what} called so ({err})", f"numbax reads {what}({params})"
+            ) from None
+        node.func = self.reference(written, written.__name__)
+        return node
 
     def scan(self, node: gast.Call, ufunc: np.ufunc, method: str) -> gast.expr:
         """``ufunc.reduce``/``ufunc.accumulate`` as the NumPy function it equals."""

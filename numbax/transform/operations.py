@@ -127,17 +127,20 @@ def _global(node: gast.expr, resolver: Resolver) -> Any:
 _DATA = (np.ndarray, np.generic, list, tuple, dict, str, bytes, int, float, complex)
 
 
-READ_AS_USER_CODE = frozenset({"numbax.nn", "numbax.flatten_util", compositions.__name__})
+READ_AS_USER_CODE = frozenset(
+    {"numbax.nn", "numbax.flatten_util", "numbax.transform.rules.stats", compositions.__name__}
+)
 """numbax's own modules written as plain NumPy for the transformations to read like a
-user's helper functions (``nx.nn.relu``, and the NumPy functions normalization writes as
-compositions, ``compositions.py``): a call is differentiated, batched and compiled with
-its caller, so they need no rules of their own."""
+user's helper functions (``nx.nn.relu``, the compositions ``scipy.stats.norm.logpdf`` is
+read as, and those of ``numpy.linalg``'s functions, ``compositions.py``): a call is
+differentiated, batched and compiled with its caller, so they need no rules of their
+own."""
 
 
 def is_transformable_function(target: Any) -> bool:
     """A function numbax differentiates by reading its source: user code, jitted or
-    transformed functions, numbax's :data:`READ_AS_USER_CODE` (not NumPy, Numba or
-    numbax's runtime)."""
+    transformed functions, numbax's :data:`READ_AS_USER_CODE` (not NumPy, SciPy, Numba
+    or numbax's runtime)."""
     if hasattr(target, "__numbax_function__") or hasattr(target, "nested_dispatcher"):
         return True
     if not isinstance(target, types.FunctionType):
@@ -147,7 +150,7 @@ def is_transformable_function(target: Any) -> bool:
         return True
     if module in READ_AS_USER_CODE:
         return True
-    return not module.startswith(("numpy", "numba", "numbax", "math"))
+    return not module.startswith(("numpy", "numba", "numbax", "math", "scipy"))
 
 
 def classify(value: gast.expr, resolver: Resolver) -> Operation:

@@ -79,6 +79,40 @@ class FunctionSource:
             return builtin
 
 
+class LiveNamespace(dict):
+    """The globals of a generated function that runs eagerly (or of a function numbax
+    derived from the user's: see :func:`function_from_tree`): its own bindings (NumPy,
+    numbax's runtime, derivative functions) are held, and every other name is read
+    through ``read`` when the code runs — the user's globals and closure cells as they
+    are at that moment, as the user's own function would read them.
+
+    CPython looks globals up through ``__getitem__`` (hence ``__missing__``) when they are
+    not an exact dict; ``__contains__`` and ``get`` agree with it, so that a later
+    transformation reading this function resolves the same names."""
+
+    def __init__(self, bindings: dict[str, Any], read: Callable[[str], Any]) -> None:
+        super().__init__(bindings)
+        self._read = read
+
+    def __missing__(self, name: str) -> Any:
+        return self._read(name)
+
+    def __contains__(self, name: object) -> bool:
+        if dict.__contains__(self, name):
+            return True
+        try:
+            self._read(name)
+        except KeyError:
+            return False
+        return True
+
+    def get(self, name: str, default: Any = None) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            return default
+
+
 def display_name(func: Any) -> str:
     """``Model.apply`` for a method, ``inner`` for a nested function (no ``<locals>``)."""
     qualname = getattr(func, "__qualname__", None) or getattr(func, "__name__", repr(func))
@@ -131,6 +165,49 @@ def register_source(func: types.FunctionType, source: FunctionSource) -> None:
     """Make ``source`` what :func:`read_function` reads for the generated ``func``: a
     user function rewritten in place (``*args`` named), whose lines stay the user's."""
     _expanded[func] = source
+
+
+def function_from_tree(
+    tree: gast.FunctionDef,
+    like: FunctionSource,
+    namespace: LiveNamespace,
+    qualname: str,
+    defaults: tuple | None = None,
+    kwdefaults: dict[str, Any] | None = None,
+) -> types.FunctionType:
+    """A Python function compiled from ``tree`` (whose lines are those of ``like``'s
+    file), with ``namespace`` for globals, registered so that transformations read
+    ``tree`` as its source: a function numbax derived from the user's (a nested def
+    lifted out, a method with its object bound)."""
+    bare = copy.deepcopy(tree)  # defaults are values of the function, not of its code
+    bare.args.defaults = []
+    bare.args.kw_defaults = [None] * len(bare.args.kwonlyargs)
+    module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module([bare], [])))
+    code = compile(module, like.filename, "exec", dont_inherit=True)
+    body = next(c for c in code.co_consts if isinstance(c, types.CodeType))
+    function = types.FunctionType(body, namespace, tree.name, defaults or None)
+    function.__kwdefaults__ = kwdefaults or None
+    function.__qualname__ = qualname
+    function.__module__ = getattr(like.func, "__module__", None)
+    register_source(
+        function,
+        FunctionSource(
+            func=function,
+            tree=tree,
+            filename=like.filename,
+            firstlineno=tree.lineno,
+            globals=namespace,
+        ),
+    )
+    return function
+
+
+def derived_tree(func: Any) -> gast.FunctionDef | None:
+    """The source tree numbax registered for a function it derived from the user's (a
+    nested def lifted out, a method with its object bound: :func:`function_from_tree`),
+    whose text is not the user's definition; None for any other function."""
+    expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
+    return None if expanded is None else copy.deepcopy(expanded.tree)
 
 
 _stand_ins: list[Callable[[Any], types.FunctionType | None]] = []

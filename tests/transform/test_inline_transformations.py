@@ -72,5 +72,5 @@ def test_a_transformation_of_local_values_says_what_to_do():
         batched = nx.vmap(model, axes)
         return np.sum(batched(w, XS))
 
-    with pytest.raises(nx.TransformError, match="made while the function runs"):
+    with pytest.raises(nx.TransformError, match="made while it runs"):
         nx.grad(loss)(W, (None, 0))

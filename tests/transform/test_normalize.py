@@ -374,16 +374,19 @@ def make_nonlocal():
 uses_nonlocal = make_nonlocal()
 
 
-def uses_nested_def(x):
+def uses_escaping_closure(x):
+    def inner(y):
+        return y * x
+
+    return inner  # rejected
+
+
+def uses_decorated_nested_def(x):
+    @staticmethod
     def inner(y):  # rejected
         return y
 
     return inner(x)
-
-
-def uses_lambda(x):
-    f = lambda y: y + 1  # rejected
-    return f(x)
 
 
 def uses_class(x):
@@ -484,8 +487,8 @@ REJECTED = [
     (uses_yield_from, "yield from"),
     (uses_global, "global"),
     (uses_nonlocal, "nonlocal"),
-    (uses_nested_def, "nested def"),
-    (uses_lambda, "lambda"),
+    (uses_escaping_closure, "as a value"),
+    (uses_decorated_nested_def, "decorated nested function"),
     (uses_class, "class"),
     (uses_del, "del"),
     (uses_import, "import"),

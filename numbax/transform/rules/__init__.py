@@ -15,6 +15,7 @@ from numbax.transform.rules import (  # noqa: F401
     operators,
     reductions,
     runtime,
+    scalar_math,
     selection,
     shapes,
 )

@@ -177,6 +177,21 @@ def elementwise(op: BatchOp) -> tuple[str, int | None]:
     return op.replaced({p: op.lifted(p, rank) for p in arrays if op.is_batched(p)}), rank
 
 
+def elementwise_as(function: str) -> Rule:
+    """A function of Python numbers only (``math.exp``), batched elementwise as
+    ``function``, the NumPy or SciPy function of the same meaning on arrays."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        source, rank = elementwise(op)
+        if not op.batched:
+            return source, rank
+        call = parse(source)
+        call.func = parse(function)
+        return text(call), rank
+
+    return rule
+
+
 def _is_none(node: gast.expr) -> bool:
     return isinstance(node, gast.Constant) and node.value is None
 

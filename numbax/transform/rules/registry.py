@@ -50,7 +50,11 @@ from __future__ import annotations
 
 import ast
 import copy
+import dataclasses
+import importlib
 import inspect
+import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -74,6 +78,15 @@ class _SelfAdjoint:
 
 SELF_ADJOINT: Any = _SelfAdjoint()
 """``vjp=SELF_ADJOINT``: the VJP is the JVP with each tangent replaced by ``g``."""
+
+
+class _Otherwise:
+    def __repr__(self) -> str:
+        return "OTHERWISE"
+
+
+OTHERWISE: Any = _Otherwise()
+"""A ``by_constant`` choice for every value not listed, constant or not."""
 
 
 @dataclass(frozen=True)
@@ -291,6 +304,20 @@ def define(
     return rule
 
 
+def alias(targets: Any | Iterable[Any], like: Any, **changes: Any) -> Rule:
+    """Register for ``targets`` the rule of ``like`` (``math.exp``: ``np.exp``'s), named
+    after the first target; ``changes``: fields that differ (``batch``, ``samples``)."""
+    targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
+    original = rule_for(like)
+    if original is None:
+        raise ValueError(f"{qualified_name(like)} has no rule to alias")
+    rule = dataclasses.replace(original, name=qualified_name(targets[0]), **changes)
+    for target in targets:
+        _BY_ID[id(target)] = rule
+        _KEEP_ALIVE.append(target)
+    return rule
+
+
 def nondifferentiable(
     targets: Iterable[Any], methods: Iterable[str] = (), attributes=(), batch: Any = None
 ) -> None:
@@ -317,11 +344,17 @@ def variant(rule: Rule, bound: Mapping[str, gast.expr]) -> Rule | str:
             and isinstance(node.operand.value, int | float)
         ):
             node = gast.Constant(-node.operand.value, None)
-        if not isinstance(node, gast.Constant):
+        listed = isinstance(node, gast.Constant) and any(
+            node.value == value and type(node.value) is type(value) for value in choices
+        )
+        if not listed and OTHERWISE in choices:
+            chosen = choices[OTHERWISE]
+        elif not isinstance(node, gast.Constant):
             return f"{param} not a constant"
-        if not any(node.value == value and type(node.value) is type(value) for value in choices):
+        elif not listed:
             return f"{param}={node.value!r}"
-        chosen = next(r for v, r in choices.items() if node.value == v)
+        else:
+            chosen = next(r for v, r in choices.items() if node.value == v)
         if chosen is not None:
             return chosen
     return rule
@@ -334,7 +367,52 @@ def batching_rule(rule: Rule) -> Any:
 
 def rule_for(target: Any) -> Rule | None:
     """The rule of the object a call resolves to, if there is one."""
-    return _BY_ID.get(id(target))
+    rule = _BY_ID.get(id(target))
+    if rule is None and _load_family_of(target):
+        rule = _BY_ID.get(id(target))
+    return rule
+
+
+# -- families loaded when first needed ------------------------------------------------
+# The rules of SciPy's functions need SciPy's objects (rules are found by identity), and
+# importing scipy.special costs about half a second, which a program that never calls it
+# should not pay. So those rules are loaded the first time a lookup misses while the
+# user's program has imported scipy.special (or asks for one of the few functions of
+# ``math`` whose derivatives are SciPy's).
+
+_FAMILIES_BY_MODULE = {"scipy.special": "numbax.transform.rules.special"}
+_FAMILIES_BY_FUNCTION = {
+    id(f): "numbax.transform.rules.special" for f in (math.erf, math.erfc, math.lgamma, math.gamma)
+}
+_LOADED: set[str] = set()
+
+
+def _load_family_of(target: Any) -> bool:
+    """Load the rule families ``target`` may belong to; whether any was loaded."""
+    wanted = [f for m, f in _FAMILIES_BY_MODULE.items() if m in sys.modules]
+    wanted += [_FAMILIES_BY_FUNCTION[id(target)]] if id(target) in _FAMILIES_BY_FUNCTION else []
+    loaded = False
+    for family in wanted:
+        if family not in _LOADED:
+            _LOADED.add(family)
+            importlib.import_module(family)
+            loaded = True
+    return loaded
+
+
+def composition_for(target: Any) -> Any:
+    """The function of ``rules/stats.py`` a call of ``target`` is read as, if ``target``
+    is the method of a ``scipy.stats`` distribution it writes (``norm.logpdf``): found
+    by identity, the distribution object and the method's name."""
+    owner = getattr(target, "__self__", None)
+    stats = sys.modules.get("scipy.stats")
+    if stats is None or not type(owner).__module__.startswith("scipy.stats"):
+        return None
+    compositions = importlib.import_module("numbax.transform.rules.stats").COMPOSITIONS
+    for (distribution, method), function in compositions.items():
+        if getattr(stats, distribution, None) is owner and method == target.__name__:
+            return function
+    return None
 
 
 def method_rule(name: str) -> Rule | None:
@@ -365,7 +443,8 @@ def all_attributes() -> dict[str, Rule]:
 
 def qualified_name(target: Any) -> str:
     """``numpy.linalg.norm``, ``operator.mul``: how messages name a function."""
-    namespaces = (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft))
+    namespaces = [("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)]
+    namespaces += [(m, sys.modules[m]) for m in ("scipy.special",) if m in sys.modules]
     name = getattr(target, "__name__", None)
     if not isinstance(name, str):  # an object such as np.r_: found by identity
         for prefix, namespace in namespaces:
