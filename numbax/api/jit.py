@@ -16,6 +16,7 @@ import numpy as np
 from numbax.api.callable import NumbaxFunction
 from numbax.api.per_arity import PerArity
 from numbax.api.stages import Lowered
+from numbax.codegen.locks import generation_lock
 from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
@@ -324,10 +325,13 @@ class Jitted(NumbaxFunction):
         (``keepdims=keep``, ``keep`` chosen from a parameter): when a call passes a
         Python constant there, it is compiled as a static value (``analysis/ranks.py``)."""
         if self._rank_parameters is None:
-            compilations = self._compilations
-            if compilations.source is None:
-                compilations.source = read_function(self.fun, "jit")
-            found = rank_parameters(compilations.source.tree)
+            # reading the source parses it: Python's AST constructors are not safe to run
+            # in two threads at once, so this waits for any code generation in progress
+            with generation_lock:
+                compilations = self._compilations
+                if compilations.source is None:
+                    compilations.source = read_function(self.fun, "jit")
+                found = rank_parameters(compilations.source.tree)
             self._rank_parameters = tuple(p for p in found if p not in self.static_argnames)
         return self._rank_parameters
 

@@ -22,6 +22,8 @@ from numbax.codegen import cache
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.trust import CacheWarning
 
+jit_module = importlib.import_module("numbax.api.jit")  # the module, not the function
+
 OTHER_USER = 65534  # nobody
 
 
@@ -232,7 +234,11 @@ def misses(dispatcher) -> int:
 
 
 def reloaded(k: int):
-    """What a new process gets for ``scaled(·, k)``: loaded from disk or compiled again."""
+    """What a new process gets for ``scaled(·, k)``: loaded from disk or compiled again
+    (new ``jit`` objects of one function share what it compiled in this process, which a
+    new process has not: forgotten here)."""
+    with jit_module._compilations_lock:
+        jit_module._compilations.clear()
     return compiled_scaled(k)[1]
 
 
