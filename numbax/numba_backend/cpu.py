@@ -242,6 +242,7 @@ def _helper_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k != "inline"}
 
 
+_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
 _LOCATION = re.compile(r'File "([^"]+)", line (\d+)')
 _OWN_MESSAGE = re.compile(r"^\s*(?:\w+Error: )?(numbax: .*)$", re.MULTILINE)
 _UNTYPEABLE_ARGUMENT = re.compile(r"argument (\d+): Cannot determine Numba type of (<[^>]+>)")
@@ -263,7 +264,7 @@ def _untypeable_argument_error(compiled: Compiled, index: int, type_name: str) -
 
 def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
     """A :class:`CompileError` naming the user's function, line and the rejected construct."""
-    message = str(err)
+    message = _ANSI_ESCAPE.sub("", str(err))  # Numba highlights parts of its messages
     user_line = None
     locations = _LOCATION.findall(message)
     for path, line in locations:

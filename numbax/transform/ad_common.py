@@ -114,12 +114,15 @@ def no_rule_error(op: Operation, source: FunctionSource, line: int, mode: str) -
 
 def _method_of_value(op: Operation) -> bool:
     """``value.method(...)`` without a rule, on a value that is not an array: not a
-    NumPy method (those numbax lacks are named as such)."""
+    NumPy method (those numbax lacks are named as such), nor a function refused for the
+    arguments it was given (its callee reads ``"numpy.linalg.eigh with UPLO='U'"``; a
+    method of a value reads ``".method()"``)."""
     node = op.node
     return (
         isinstance(node, gast.Call)
         and isinstance(node.func, gast.Attribute)
         and isinstance(op.callee, str)
+        and op.callee.startswith(".")
         and not hasattr(np.ndarray, node.func.attr)
     )
 

@@ -71,10 +71,20 @@ def _templates():
 TEMPLATES = list(_templates())
 
 
+FIRST_ORDER_ONLY = {
+    # eigvals' derivative needs the eigenvectors (np.linalg.eig), whose derivative for a
+    # general matrix numbax does not define (nor does JAX): a second derivative of
+    # eigvals is a TransformError naming np.linalg.eig
+    ("numpy.linalg.eigvals", "linalg.eig"),
+}
+
+
 @pytest.mark.parametrize(("where", "template"), TEMPLATES, ids=[w for w, _ in TEMPLATES])
 def test_every_call_in_a_template_has_a_rule(where, template):
     for namespace, path in _called_in(template):
         if namespace not in ("np", "nxrt"):
+            continue
+        if (where.split(":")[0], path) in FIRST_ORDER_ONLY:
             continue
         target = _resolve(namespace, path)
         assert target is not None, f"{where} calls {namespace}.{path}, which does not exist"

@@ -359,8 +359,12 @@ def call_made_function(a, x):
 
 
 def test_a_function_made_from_a_differentiated_value_is_refused():
-    with pytest.raises(nx.TransformError, match="f is a function made while") as info:
+    with pytest.raises(
+        nx.TransformError, match="f is a value of the function \\(a parameter, or made while"
+    ) as info:
         nx.grad(call_made_function)(2.0, 3.0)
     assert "call_made_function" in str(info.value)
-    with pytest.raises(nx.TransformError, match="f is a function made while"):
+    with pytest.raises(
+        nx.TransformError, match="f is a value of the function \\(a parameter, or made while"
+    ):
         nx.grad(call_made_function, argnums=1)(2.0, 3.0)

@@ -849,5 +849,4 @@ def test_builtin_min_and_max_of_two_numbers():
     for x, want in ((1.2, 2 * 1.2 + 1.0), (0.3, 0.6), (2.0, 1.0)):
         assert nx.grad(clipped)(x) == pytest.approx(want)
         assert nx.jacfwd(clipped)(x) == pytest.approx(want)
-    with pytest.raises(nx.TransformError, match="max has no derivative rule"):
-        nx.grad(lambda x: max(x, 0.5, 2 * x))(1.0)
+    assert nx.grad(lambda x: max(x, 0.5, 2 * x))(1.0) == pytest.approx(2.0)
