@@ -81,9 +81,9 @@ cells = [
         "writes it. The state includes the forces, so each step evaluates them once, and "
         "a run can continue where the last one stopped.\n\n"
         "`nx.jit` compiles `simulate` on the first call, the loops of `energy`'s "
-        "derivative included (the line printed to stderr says how long it took); every "
-        "later call with arrays of the same types reuses the machine code, whatever "
-        "`n_steps` is."
+        "derivative included (numbax says so on stderr when a compile takes more than "
+        "two seconds); every later call with arrays of the same types reuses the "
+        "machine code, whatever `n_steps` is."
     ),
     new_code_cell(
         "def simulate(positions, velocities, forces, dt, n_steps):\n"
