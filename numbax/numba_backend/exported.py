@@ -15,7 +15,6 @@ that the file copies its source after the helper's.
 
 from __future__ import annotations
 
-import inspect
 import types
 from typing import Any
 
@@ -57,7 +56,7 @@ def numba_versions(value: Any) -> list[Companion]:
         return []
     found = []
     for template in getattr(typed, "templates", ()):
-        definition = inspect.unwrap(getattr(template, "_overload_func", None))
+        definition = getattr(template, "_overload_func", None)
         module = getattr(definition, "__module__", "") or ""
         if isinstance(definition, types.FunctionType) and module.startswith("numbax."):
             options = {
@@ -70,20 +69,8 @@ def numba_versions(value: Any) -> list[Companion]:
 
 
 def _option(value: Any) -> Any:
-    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions;
-    numbax's runtime cache, which an exported file does not have, is left out)."""
-    if isinstance(value, dict):
-        return {key: option for key, option in value.items() if key != "cache"}
+    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions)."""
     return getattr(value, "_inline", value)
-
-
-_PLAIN_NUMBA = {
-    runtime_cache.njit: numba.njit,
-    runtime_cache.overload: overload,
-    runtime_cache.register_jitable: numba.extending.register_jitable,
-}
-"""numbax's decorators that keep compiled code in its runtime cache, and Numba's own,
-which an exported file uses in their place."""
 
 
 def portable(value: Any) -> Any:
@@ -94,8 +81,8 @@ def portable(value: Any) -> Any:
         return replaced_by(value)
     if value is disk_cache.cache_for:
         return no_disk_cache
-    if isinstance(value, types.FunctionType) and value in _PLAIN_NUMBA:
-        return _PLAIN_NUMBA[value]
+    if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
+        return numba.njit
     return None
 
 

@@ -55,6 +55,7 @@ import numba
 import numpy as np
 from numba import types
 from numba.core import errors
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
@@ -62,7 +63,6 @@ from numbax.numba_backend import reductions, runtime_cache
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.reductions import _accumulating, _dtype_arg, _is_none
-from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.numba_backend.weak import weak_target
 from numbax.runtime.linalg import einsum_terms
 

@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 from numba import types
+from numba.extending import overload
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
@@ -39,7 +40,6 @@ from numbax.numba_backend.random_tables import (
     LOG1P_DENOMINATOR,
     LOG1P_NUMERATOR,
 )
-from numbax.numba_backend.runtime_cache import overload
 
 # ``error_model="numpy"``: a float division must not check for zero (and raise), or
 # the loop branches per element and does not vectorize.  Small helpers, which LLVM

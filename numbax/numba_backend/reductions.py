@@ -46,13 +46,13 @@ import numba
 import numpy as np
 from numba import types
 from numba.core import errors
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import redirect
-from numbax.numba_backend.runtime_cache import overload, register_jitable
 
 AxisArg = int | tuple[int, ...] | None
 

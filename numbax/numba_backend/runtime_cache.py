@@ -43,10 +43,12 @@ from typing import Any
 
 import numba
 import numpy as np
-from numba import extending
 from numba.core import types
 from numba.core.caching import CompileResultCacheImpl, NullCache, _CacheLocator
+from numba.core.decorators import jit as numba_cpu_jit
 from numba.core.dispatcher import Dispatcher
+from numba.core.targetconfig import ConfigStack
+from numba.core.typing.templates import _OverloadFunctionTemplate
 from numba.np.ufunc.dufunc import DUFunc
 
 from numbax.codegen.cache import RUNTIME_SUBDIR, cache_key, generated_dir
@@ -55,7 +57,8 @@ from numbax.codegen.locks import entry_lock
 from numbax.codegen.trust import ensure_private_directory
 from numbax.numba_backend.disk_cache import TrustedCache, _CheckedFiles
 
-_PACKAGE = Path(__file__).resolve().parent.parent
+_LIBRARIES = (Path(__file__).resolve().parent.parent, Path(numba.__file__).resolve().parent)
+"""numbax's and Numba's source: the cache's stamp holds numbax's hash and Numba's version."""
 _GENERATED_FILE = "<numbax."  # how generated.define names the source it executes
 _MARK = "__numbax_runtime__"
 
@@ -133,7 +136,7 @@ def _named(value: Any) -> str:
 
 
 def _describe_function(fn: pytypes.FunctionType, seen: set[int]) -> str:
-    """A function of numbax's source by where it is (the package's hash covers what it
+    """A function of numbax's or Numba's source by where it is (the stamp covers what it
     says), one numbax wrote at run time by its text and the globals it reads, one of a
     generated module by that module's name; with the values its closure holds. Anything
     else (the user's own functions) is undescribed."""
@@ -148,8 +151,8 @@ def _describe_function(fn: pytypes.FunctionType, seen: set[int]) -> str:
         origin = _run_time_origin(code.co_filename)
         reads = _describe(_globals_read(fn), seen)
         where = f"written:{origin}:{hashlib.sha256(text.encode()).hexdigest()}:{reads}"
-    elif _in_package(code.co_filename):
-        where = f"numbax:{fn.__module__}:{code.co_firstlineno}"
+    elif _in_library(code.co_filename):
+        where = f"library:{fn.__module__}:{code.co_firstlineno}"
     elif (fn.__module__ or "").startswith(GENERATED_PREFIX):
         # A generated module's name hashes its text and the values it binds, as the
         # disk cache of its own machine code does.
@@ -165,11 +168,12 @@ def _run_time_origin(filename: str) -> str:
     return re.sub(r" #\d+>$", ">", filename)
 
 
-def _in_package(filename: str) -> bool:
+def _in_library(filename: str) -> bool:
     try:
-        return Path(filename).resolve().is_relative_to(_PACKAGE)
+        path = Path(filename).resolve()
     except OSError:
         return False
+    return any(path.is_relative_to(library) for library in _LIBRARIES)
 
 
 def _closure_values(fn: pytypes.FunctionType) -> tuple:
@@ -276,10 +280,12 @@ class RuntimeCache(TrustedCache):
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
         """Numba's key with the closure described portably (Numba pickles it, and the
-        pickle of a Numba type differs between processes)."""
+        pickle of a Numba type differs between processes), and with the options a
+        function compiled inside a caller inherits from it (Numba's key omits them: a
+        helper compiled for a ``fastmath`` caller must not serve another)."""
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
         identity = hashlib.sha256(self._identity.encode()).hexdigest()
-        return (sig, codegen.magic_tuple(), (code, identity))
+        return (sig, codegen.magic_tuple(), (code, identity, _inherited_options()))
 
     # Loads and saves hold the entry's lock: processes compiling one helper for two
     # signatures at once would otherwise both write its first data file.
@@ -294,6 +300,18 @@ class RuntimeCache(TrustedCache):
             return  # a new process could not rebuild the index that held it
         with entry_lock(self.lock_path):
             super().save_overload(sig, data)
+
+
+_INHERITED = ("nrt", "fastmath", "error_model", "forceinline")
+"""The options Numba's CPU target copies from the caller when the callee does not set
+them (``CPUTargetOptions.finalize``)."""
+
+
+def _inherited_options() -> str:
+    caller = ConfigStack().top_or_none()
+    if caller is None:
+        return ""
+    return ";".join(f"{name}={getattr(caller, name)}" for name in _INHERITED if caller.is_set(name))
 
 
 def _cache_for(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
@@ -311,7 +329,7 @@ def _cache_for(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
 
 
 # ---------------------------------------------------------------------------------------
-# How numbax's implementations ask for it.
+# How implementations get it: every ``@overload`` implementation and numbax's kernels.
 # ---------------------------------------------------------------------------------------
 
 _numba_enable_caching = Dispatcher.enable_caching
@@ -327,37 +345,34 @@ def _enable_caching(self: Dispatcher) -> None:
 
 Dispatcher.enable_caching = _enable_caching  # type: ignore[method-assign]
 
+_numba_jit_decorator = _OverloadFunctionTemplate._get_jit_decorator
+
+
+def _jit_decorator(self: _OverloadFunctionTemplate) -> Callable:
+    """The CPU's ``jit`` for an ``@overload``'s implementation, into the runtime cache.
+
+    This serves Numba's own implementations too (``np.empty``, broadcasting, the text of
+    its error messages): compiled once, not in every process. An implementation that
+    cannot be described (one of the user's own overloads) is compiled as Numba would.
+    """
+    jitter = _numba_jit_decorator(self)
+    if jitter is not numba_cpu_jit:
+        return jitter
+
+    def jit(*args: Any, **options: Any) -> Callable:
+        decorate = jitter(*args, **{"cache": True, **options})
+        return lambda pyfunc: decorate(_mark(pyfunc))
+
+    return jit
+
+
+_OverloadFunctionTemplate._get_jit_decorator = _jit_decorator  # type: ignore[method-assign]
+
 
 def _mark(fn: Any) -> Any:
     if isinstance(fn, pytypes.FunctionType):
         setattr(fn, _MARK, True)
     return fn
-
-
-def overload(func: Any, jit_options: dict | None = None, **kwargs: Any) -> Callable:
-    """``numba.extending.overload`` whose implementations go to the runtime cache."""
-    options = {"cache": True, **(jit_options or {})}
-
-    def decorate(typing: Callable) -> Callable:
-        @functools.wraps(typing)
-        def marked(*args: Any, **kws: Any) -> Any:
-            result = typing(*args, **kws)
-            if isinstance(result, tuple):
-                return (result[0], _mark(result[1]))
-            return _mark(result)
-
-        extending.overload(func, jit_options=options, **kwargs)(marked)
-        return typing
-
-    return decorate
-
-
-def register_jitable(*args: Any, **kwargs: Any) -> Any:
-    """``numba.extending.register_jitable`` into the runtime cache."""
-    if args and callable(args[0]) and not kwargs:
-        return extending.register_jitable(cache=True)(_mark(args[0]))
-    options = {"cache": True, **kwargs}
-    return lambda fn: extending.register_jitable(*args, **options)(_mark(fn))
 
 
 def njit(*args: Any, **options: Any) -> Any:
@@ -368,4 +383,4 @@ def njit(*args: Any, **options: Any) -> Any:
     return lambda fn: numba.njit(**options)(_mark(fn))
 
 
-__all__ = ["RuntimeCache", "describe", "njit", "overload", "register_jitable"]
+__all__ = ["RuntimeCache", "describe", "njit"]
