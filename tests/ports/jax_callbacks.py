@@ -6,10 +6,9 @@ to numbax by swapping ``import jax`` for ``import numbax as nx`` and ``jax.numpy
 a ``pure_callback``; the Bessel function ``jv`` declares ``"broadcast_all"`` as the
 guide's current version does (older ones wrote ``vectorized=True``).
 
-Not yet as in JAX: ``j1 = partial(jv, 1)`` is called and batched, but the
-transformations take no ``functools.partial`` (``nx.grad(j1)`` and ``nx.jit(j1)`` raise
-a ``TransformError`` saying its source cannot be read); ``lambda z: jv(1, z)`` is
-transformed in its place.
+Not yet as in JAX: ``nx.jit(j1)`` fails to compile, as Numba cannot type the abstract
+``np.integer`` in ``jv``'s check ``np.issubdtype(v.dtype, np.integer)``; interpreted,
+batched and differentiated (``grad``, ``hessian``), ``j1`` runs as the guide shows.
 """
 
 from __future__ import annotations
