@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 
 from numbax import grad
 from numbax.misc.optimizers import adam
-from tests.ports.rnn import concat_and_multiply, sigmoid, string_to_one_hot
+from tests.ports.rnn import concat_and_multiply, one_hot_to_string, sigmoid, string_to_one_hot
 
 
 def init_lstm_params(input_size, state_size, output_size, param_scale=0.01, rs=npr.RandomState(0)):
@@ -83,11 +83,20 @@ def lstm_log_likelihood(params, inputs, targets):
 def train(train_inputs, state_size=40, param_scale=0.01, step_size=0.1, num_iters=1000):
     """Adam on the negative log-likelihood of ``train_inputs`` (time steps x sequences x
     characters), printing the loss every 10 iterations. Returns the initial and trained
-    parameters, the training loss, and the losses the callback printed."""
+    parameters, the training loss, and the losses the callback printed (with the
+    predicted text)."""
     num_chars = train_inputs.shape[2]
     init_params = init_lstm_params(
         input_size=num_chars, output_size=num_chars, state_size=state_size, param_scale=param_scale
     )
+
+    def print_training_prediction(weights):
+        print("Training text                         Predicted text")
+        logprobs = np.asarray(lstm_predict(weights, train_inputs))
+        for t in range(logprobs.shape[1]):
+            training_text = one_hot_to_string(train_inputs[:, t, :])
+            predicted_text = one_hot_to_string(logprobs[:, t, :])
+            print(training_text.replace("\n", " ") + "|" + predicted_text.replace("\n", " "))
 
     def training_loss(params, iter):
         return -lstm_log_likelihood(params, train_inputs, train_inputs)
@@ -98,6 +107,7 @@ def train(train_inputs, state_size=40, param_scale=0.01, step_size=0.1, num_iter
         if iter % 10 == 0:
             printed.append(training_loss(weights, 0))
             print("Iteration", iter, "Train loss:", printed[-1])
+            print_training_prediction(weights)
 
     # Build gradient of loss function using numbax.
     training_loss_grad = grad(training_loss)

@@ -106,11 +106,20 @@ def build_dataset(filename, sequence_length, alphabet_size, max_lines=-1):
 def train(train_inputs, state_size=40, param_scale=0.01, step_size=0.1, num_iters=1000):
     """Adam on the negative log-likelihood of ``train_inputs`` (time steps x sequences x
     characters), printing the loss every 10 iterations. Returns the initial and trained
-    parameters, the training loss, and the losses the callback printed."""
+    parameters, the training loss, and the losses the callback printed (with the
+    predicted text)."""
     num_chars = train_inputs.shape[2]
     init_params = create_rnn_params(
         input_size=num_chars, output_size=num_chars, state_size=state_size, param_scale=param_scale
     )
+
+    def print_training_prediction(weights):
+        print("Training text                         Predicted text")
+        logprobs = np.asarray(rnn_predict(weights, train_inputs))
+        for t in range(logprobs.shape[1]):
+            training_text = one_hot_to_string(train_inputs[:, t, :])
+            predicted_text = one_hot_to_string(logprobs[:, t, :])
+            print(training_text.replace("\n", " ") + "|" + predicted_text.replace("\n", " "))
 
     def training_loss(params, iter):
         return -rnn_log_likelihood(params, train_inputs, train_inputs)
@@ -121,6 +130,7 @@ def train(train_inputs, state_size=40, param_scale=0.01, step_size=0.1, num_iter
         if iter % 10 == 0:
             printed.append(training_loss(weights, 0))
             print("Iteration", iter, "Train loss:", printed[-1])
+            print_training_prediction(weights)
 
     # Build gradient of loss function using numbax.
     training_loss_grad = grad(training_loss)

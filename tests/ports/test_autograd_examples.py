@@ -110,7 +110,8 @@ def test_character_model_trains_and_generates(example, text_sequences, capsys):
         text_sequences, state_size=6, step_size=0.1, num_iters=21
     )
     assert len(printed) == 3 and printed[-1] < 0.7 * printed[0], printed
-    assert "Train loss" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "Train loss" in out and "Predicted text" in out
     text = example.generate(trained, num_letters=4, rs=np.random.RandomState(0))
     assert isinstance(text, str) and len(text) == 4
     check_gradient_coordinates(training_loss, init, (0,))
