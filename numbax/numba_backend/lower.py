@@ -268,7 +268,7 @@ class _Lowerer(gast.NodeTransformer):
                 node.args = [gast.Tuple(node.args, gast.Load())]
         elif (
             takes_star_args(target)
-            and is_transformable_function(target)
+            and (hasattr(target, "for_arity") or is_transformable_function(target))
             and not any(isinstance(a, gast.Starred) for a in node.args)
         ):
             # One compiled function per number of arguments it is called with (a NumPy
