@@ -21,11 +21,11 @@ from typing import Any
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.numba_backend.runtime_cache import overload
 
 _LEAF_TYPES = (np.ndarray, np.generic, bool, int, float, complex, type(None))
 

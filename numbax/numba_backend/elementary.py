@@ -49,12 +49,12 @@ import numpy as np
 from numba import types
 from numba.core import errors
 from numba.core.registry import cpu_target
-from numba.extending import overload, register_jitable
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
 from numbax.numba_backend._intrinsics import as_int
 from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 
 __all__ = [
     "cos",

@@ -22,12 +22,13 @@ import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.core import cgutils
-from numba.extending import intrinsic, overload, register_jitable
+from numba.extending import intrinsic
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.numba_backend.weak import weak_target
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help

@@ -15,9 +15,11 @@ that the file copies its source after the helper's.
 
 from __future__ import annotations
 
+import inspect
 import types
 from typing import Any
 
+import numba
 from numba.core import errors
 from numba.core.caching import NullCache
 from numba.core.registry import cpu_target
@@ -28,6 +30,7 @@ from numbax.numba_backend import (
     disk_cache,
     elementary,
     runtime,  # noqa: F401  (registers the Numba versions)
+    runtime_cache,
 )
 from numbax.numba_backend.redirects import replaced_by
 
@@ -54,7 +57,7 @@ def numba_versions(value: Any) -> list[Companion]:
         return []
     found = []
     for template in getattr(typed, "templates", ()):
-        definition = getattr(template, "_overload_func", None)
+        definition = inspect.unwrap(getattr(template, "_overload_func", None))
         module = getattr(definition, "__module__", "") or ""
         if isinstance(definition, types.FunctionType) and module.startswith("numbax."):
             options = {
@@ -67,8 +70,20 @@ def numba_versions(value: Any) -> list[Companion]:
 
 
 def _option(value: Any) -> Any:
-    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions)."""
+    """An option as ``overload`` takes it (``inline`` is kept as an InlineOptions;
+    numbax's runtime cache, which an exported file does not have, is left out)."""
+    if isinstance(value, dict):
+        return {key: option for key, option in value.items() if key != "cache"}
     return getattr(value, "_inline", value)
+
+
+_PLAIN_NUMBA = {
+    runtime_cache.njit: numba.njit,
+    runtime_cache.overload: overload,
+    runtime_cache.register_jitable: numba.extending.register_jitable,
+}
+"""numbax's decorators that keep compiled code in its runtime cache, and Numba's own,
+which an exported file uses in their place."""
 
 
 def portable(value: Any) -> Any:
@@ -79,6 +94,8 @@ def portable(value: Any) -> Any:
         return replaced_by(value)
     if value is disk_cache.cache_for:
         return no_disk_cache
+    if isinstance(value, types.FunctionType) and value in _PLAIN_NUMBA:
+        return _PLAIN_NUMBA[value]
     return None
 
 

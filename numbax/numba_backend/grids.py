@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload
 
 from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.runtime_cache import overload
 
 __all__ = ["meshgrid"]
 

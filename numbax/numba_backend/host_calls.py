@@ -32,10 +32,10 @@ from typing import Any
 import numba
 import numpy as np
 from numba.core import errors, types
-from numba.extending import overload
 
 from numbax.codegen.fingerprint import callable_identity
 from numbax.numba_backend.generated import define
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.callbacks import ShapeDtypeStruct, host_call
 
 _STUBS: dict[tuple, Any] = {}

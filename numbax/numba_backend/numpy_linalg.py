@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload
 
 from numbax.numba_backend import numpy_extra
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime import nxrt
 
 __all__ = [

@@ -25,7 +25,6 @@ import numba
 import numpy as np
 from numba import literal_unroll, types
 from numba.core import errors
-from numba.extending import overload
 
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_kernels import (
@@ -40,6 +39,7 @@ from numbax.numba_backend.random_kernels import (
     uniform64_flat,
     uniform_between_flat,
 )
+from numbax.numba_backend.runtime_cache import overload
 
 __all__ = ["IMPLEMENTATIONS", "JitImplementation", "register_random"]
 # and, for random_jit_more, the shared pieces of an implementation

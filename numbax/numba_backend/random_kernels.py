@@ -28,10 +28,10 @@ from typing import Any, NamedTuple
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
@@ -39,13 +39,13 @@ from numbax.numba_backend.random_tables import (
     LOG1P_DENOMINATOR,
     LOG1P_NUMERATOR,
 )
+from numbax.numba_backend.runtime_cache import overload
 
 # ``error_model="numpy"``: a float division must not check for zero (and raise), or
 # the loop branches per element and does not vectorize.  Small helpers, which LLVM
-# inlines into their callers, and the bulk loops, cached on disk so that a new process
-# does not compile them again:
-helper_jit = numba.njit(error_model="numpy")
-loop_jit = numba.njit(cache=True, error_model="numpy")
+# inlines into their callers, and the bulk loops; both kept in numbax's runtime cache:
+helper_jit = runtime_cache.njit(error_model="numpy")
+loop_jit = runtime_cache.njit(error_model="numpy")
 
 _U32 = np.uint32
 _PARITY = np.uint32(0x1BD11BDA)

@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
@@ -37,6 +36,7 @@ from numbax.numba_backend.random_kernels import (
     normal_f64,
     unit,
 )
+from numbax.numba_backend.runtime_cache import overload
 
 _F32, _F64 = np.float32, np.float64
 

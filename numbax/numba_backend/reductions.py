@@ -46,12 +46,13 @@ import numba
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 
 AxisArg = int | tuple[int, ...] | None
 
@@ -210,7 +211,7 @@ def _compile(source: str, name: str, namespace: dict[str, Any], jit: bool = True
     """Define generated ``source`` with the helpers it calls and return its function
     ``name`` (jitted if ``jit``)."""
     fn = define(source, {**_HELPERS, **namespace}, f"reductions {name}", name)
-    return numba.njit(error_model="numpy")(fn) if jit else fn
+    return runtime_cache.njit(error_model="numpy")(fn) if jit else fn
 
 
 # ---------------------------------------------------------------------------------------

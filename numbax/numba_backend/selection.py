@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.overloads.selection import (
@@ -35,6 +34,7 @@ from numbax.numba_backend.overloads.selection import (
 )
 from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.reductions import _is_none
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.selection import sort_order, sorted_in_place
 
 __all__ = [

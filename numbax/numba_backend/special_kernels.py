@@ -22,7 +22,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba.extending import register_jitable
+
+from numbax.numba_backend.runtime_cache import register_jitable
 
 EULER = 0.5772156649015329
 SQRT1_2 = math.sqrt(0.5)

@@ -14,11 +14,11 @@ from typing import Any
 
 import numba
 from numba.core import types
-from numba.extending import overload
 
 from numbax.numba_backend import disk_cache
 from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, typed_per_process
 from numbax.numba_backend.generated import define
+from numbax.numba_backend.runtime_cache import overload
 
 PRANGE = numba.prange
 """The parallel range a generated loop names ``prange`` (a ``range`` in Python)."""

@@ -15,10 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 from numba import types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.numba_backend.runtime_cache import overload
 
 
 @lowering_helper

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import numpy_extra
 from numbax.numba_backend.overloads.common import _define, _dtype_of, _fail, _is_none, _is_scalar
 from numbax.numba_backend.redirects import redirect
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.gathers import (
     cummax,

@@ -8,13 +8,13 @@ from typing import Any
 
 import numpy as np
 from numba import literally, types
-from numba.extending import overload
 
 from numbax.numba_backend.overloads.common import (
     _define,
     _fail,
     _tuple_map,
 )
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.batching import (
     batch_broadcast,
     batch_empty,

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend import reductions
@@ -26,6 +25,7 @@ from numbax.numba_backend.overloads.common import (
     _tuple,
 )
 from numbax.numba_backend.reductions import _keepdims, _wants_literal
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.broadcasting import broadcast_like, broadcast_reduced, reshape_like, unbroadcast
 
 

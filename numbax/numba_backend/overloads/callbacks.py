@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from numba.core import errors, types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.callbacks import ShapeDtypeStruct, batch_spec
 
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.generated import Code, define
+from numbax.numba_backend.runtime_cache import register_jitable
 from numbax.runtime.reductions import inexact_dtype
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.reductions import _is_none
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.elementwise import (
     SINC_SERIES_BELOW,
     SINC_SERIES_TERMS,

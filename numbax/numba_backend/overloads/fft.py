@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import _define, _fail, _is_none
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.runtime.fft import (
     fft_axes,
     fft_dual_norm,

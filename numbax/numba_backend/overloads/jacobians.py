@@ -12,7 +12,6 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import (
@@ -22,6 +21,7 @@ from numbax.numba_backend.overloads.common import (
     _is_none,
     _is_scalar,
 )
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.jacobians import (
     jac_basis,
     jac_buffer,

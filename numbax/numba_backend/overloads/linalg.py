@@ -11,7 +11,6 @@ from typing import Any
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import numpy_extra, reductions
@@ -28,6 +27,7 @@ from numbax.numba_backend.overloads.common import (
     _subscript,
     _tuple,
 )
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.linalg import (
     block_upper,

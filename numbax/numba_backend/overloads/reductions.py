@@ -10,7 +10,6 @@ from typing import Any
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import reductions
@@ -28,6 +27,7 @@ from numbax.numba_backend.overloads.common import (
     _promote,
 )
 from numbax.numba_backend.reductions import _wants_literal
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.runtime.broadcasting import broadcast_reduced
 from numbax.runtime.reductions import (
     cumprod_jvp,

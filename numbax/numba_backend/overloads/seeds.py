@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 from numba import types
-from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import (
@@ -16,6 +15,7 @@ from numbax.numba_backend.overloads.common import (
     _fail,
     _is_scalar,
 )
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.seeds import (
     COMPLEX_OUTPUT,
     REAL_OUTPUT,

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.reductions import _is_none
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.selection import (
     as_sequence,

@@ -10,7 +10,6 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.numba_backend.overloads.common import (
@@ -20,6 +19,7 @@ from numbax.numba_backend.overloads.common import (
     _is_none,
     _is_scalar,
 )
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.shapes import (
     cast,

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 import scipy.special as sp
 from numba import types
-from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend import reductions
 from numbax.numba_backend import special_kernels as k
 from numbax.numba_backend.reductions import _is_none
+from numbax.numba_backend.runtime_cache import overload, register_jitable
 
 
 def _element_dtype(ty: types.Type) -> np.dtype | None:

@@ -14,7 +14,6 @@ from typing import Any
 import numba
 import numpy as np
 from numba import types
-from numba.extending import overload
 
 from numbax.numba_backend.boundary import field_name
 from numbax.numba_backend.overloads.common import (
@@ -27,6 +26,7 @@ from numbax.numba_backend.overloads.common import (
     _subscript,
     _tuple_map,
 )
+from numbax.numba_backend.runtime_cache import overload
 from numbax.runtime.tangents import (
     custom_cotangents,
     index_add,
