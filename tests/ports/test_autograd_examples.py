@@ -2,8 +2,8 @@
 their imports (the ported modules sit next to this file and list what else changed):
 each trains for a few iterations on small synthetic data of the original's shape, and
 its gradient is checked against central finite differences on randomly chosen
-parameter coordinates, interpreted as autograd users run it. The neural net's gradient
-is also compiled once and compared with the interpreted one."""
+coordinates of each parameter array, interpreted as autograd users run it. The neural
+net's gradient is also compiled once and compared with the interpreted one."""
 
 from __future__ import annotations
 
@@ -18,20 +18,26 @@ from tests.ports import lstm, neural_net, rnn
 EPS = 1e-6
 
 
-def check_gradient_coordinates(loss, params, args=(), count=6, seed=0):
+def check_gradient_coordinates(loss, params, args=(), per_leaf=2, seed=0):
     """nx.grad(loss) at ``params`` (a pytree) agrees with central differences of
-    ``loss`` along ``count`` randomly chosen coordinates of the flattened parameters."""
+    ``loss`` along ``per_leaf`` randomly chosen coordinates of each parameter array."""
     flat, unravel = ravel_pytree(params)
     gradient = ravel_pytree(nx.grad(loss)(params, *args))[0]
-    coordinates = np.random.default_rng(seed).choice(flat.size, size=count, replace=False)
-    for k in coordinates:
-        step = np.zeros_like(flat)
-        step[k] = EPS
-        up, down = loss(unravel(flat + step), *args), loss(unravel(flat - step), *args)
-        numeric = (up - down) / (2 * EPS)
-        np.testing.assert_allclose(
-            gradient[k], numeric, rtol=1e-5, atol=1e-8, err_msg=f"coordinate {k} of {flat.size}"
-        )
+    rng = np.random.default_rng(seed)
+    sizes = [np.size(leaf) for leaf in leaves(params)]
+    starts = np.cumsum([0, *sizes[:-1]])
+    for start, size in zip(starts, sizes, strict=True):
+        for k in start + rng.choice(size, size=min(per_leaf, size), replace=False):
+            step = np.zeros_like(flat)
+            step[k] = EPS
+            up, down = loss(unravel(flat + step), *args), loss(unravel(flat - step), *args)
+            np.testing.assert_allclose(
+                gradient[k],
+                (up - down) / (2 * EPS),
+                rtol=1e-5,
+                atol=1e-8,
+                err_msg=f"coordinate {k} of {flat.size}",
+            )
 
 
 # -- neural_net.py: an MLP on MNIST-shaped data ----------------------------------------
