@@ -87,14 +87,6 @@ def test_neural_net_gradient_matches_finite_differences(trained_net):
     check_gradient_coordinates(objective, trained, (2,), seed=1)
 
 
-def test_neural_net_gradient_compiled(trained_net):
-    _, trained, objective, _, _ = trained_net
-    compiled = nx.jit(nx.grad(objective))(trained, 1)
-    interpreted = nx.grad(objective)(trained, 1)
-    for got, want in zip(leaves(compiled), leaves(interpreted), strict=True):
-        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
-
-
 # -- rnn.py and lstm.py: character models on a generated text file ---------------------
 
 
