@@ -2,8 +2,8 @@
 their imports (the ported modules sit next to this file and list what else changed):
 each trains for a few iterations on small synthetic data of the original's shape, and
 its gradient is checked against central finite differences on randomly chosen
-coordinates of each parameter array, interpreted as autograd users run it. The neural
-net's gradient is also compiled once and compared with the interpreted one."""
+coordinates of each parameter array, interpreted as autograd users run it. (Their
+compiled gradients are timed by ``python -m benchmarks.compile``.)"""
 
 from __future__ import annotations
 
