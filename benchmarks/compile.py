@@ -257,6 +257,7 @@ class Result:
     # import + first call, new process, with only numbax's compiled runtime helpers left
     # in the cache: a program never run before, by a user who has run others
     program_s: float | None = None
+    program_cpu_s: float | None = None
     program_compiles: int | None = None
     warm_import_s: float | None = None
     cold_cpu_s: float | None = None  # the cold process's CPU time (import + first call)
@@ -342,6 +343,7 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
             forget_programs(Path(directory, "numbax"))
             program = launch(name, "numbax", quick, env, timeout)
             result.program_s = program["import_s"] + program["call_s"]
+            result.program_cpu_s = program["cpu_s"]
             result.program_compiles = program["compiles"]
         except RuntimeError as err:
             result.error = str(err)
@@ -365,7 +367,7 @@ def format_table(results: Sequence[Result]) -> str:
         "workload",
         "cold s (CPU)",
         "warm s (import; CPU)",
-        "new program s",
+        "new program s (CPU)",
         "compiles cold/warm/new",
         "typing s",
         "LLVM s",
@@ -380,7 +382,7 @@ def format_table(results: Sequence[Result]) -> str:
             r.workload,
             f"{_seconds(r.cold_s)} ({_seconds(r.cold_cpu_s)})",
             f"{_seconds(r.warm_s)} ({_seconds(r.warm_import_s)}; {_seconds(r.warm_cpu_s)})",
-            _seconds(r.program_s),
+            f"{_seconds(r.program_s)} ({_seconds(r.program_cpu_s)})",
             "/".join(
                 "–" if n is None else str(n)
                 for n in (r.cold_compiles, r.warm_compiles, r.program_compiles)
