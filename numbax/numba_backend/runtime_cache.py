@@ -363,7 +363,9 @@ def _jit_decorator(self: _OverloadFunctionTemplate) -> Callable:
         return jitter
 
     def jit(*args: Any, **options: Any) -> Callable:
-        decorate = jitter(*args, **{"cache": True, **options})
+        if "cache" in options:  # an overload that chose its cache keeps Numba's
+            return jitter(*args, **options)
+        decorate = jitter(*args, cache=True, **options)
         return lambda pyfunc: decorate(_mark(pyfunc))
 
     return jit
