@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from numbax import tree_util
+from numbax.transform.normalize_ravel import register_ravel
 
 __all__ = ["ravel_pytree"]
 
@@ -47,6 +48,9 @@ def ravel_pytree(pytree: Any) -> tuple[np.ndarray, Callable[[np.ndarray], Any]]:
     if literal is None:
         return flat, _unflattener(treedef, shapes, dtypes, flat.size)
     return flat, _generated_unravel(literal, flat.size)
+
+
+register_ravel(ravel_pytree)
 
 
 def _unflattener(

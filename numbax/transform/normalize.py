@@ -123,6 +123,7 @@ from numbax.transform.normalize_nodes import (
     load,
     store,
 )
+from numbax.transform.normalize_ravel import rewrite_ravels
 from numbax.transform.normalize_reject import reject_unsupported, unsupported
 from numbax.transform.normalize_starred import expand_starred_arguments
 from numbax.transform.normalize_transformations import fold_transformations
@@ -183,6 +184,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     expand_starred_arguments(fn, Resolver(source, local_names(fn)))
     reject_unsupported(source, transformation, fn)
     fn = fold_transformations(fn, source)
+    fn = rewrite_ravels(fn, source, transformation)
     fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)
     body = prune(_without_docstring(fn.body))
