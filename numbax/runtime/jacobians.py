@@ -6,6 +6,9 @@ in JAX, the output's structure holding, at each output leaf, the input's structu
 with leaves shaped ``out_leaf.shape + x_leaf.shape``. These helpers see a value as the
 concatenation of its leaves in flattening order (C order inside each leaf); a value
 that is an array or a scalar is a pytree of one leaf, so they also serve plain arrays.
+Two of them are ``nx.flatten_util.ravel_pytree`` inside a transformed function
+(``transform/normalize_ravel.py``): :func:`ravel_pytree` gives its flat vector and
+:func:`unravel_pytree` its ``unravel``.
 
 Here they work with NumPy and ``tree_util`` (generated code run interpreted keeps the
 user's dicts, lists and registered classes); their Numba versions
@@ -61,9 +64,13 @@ def jac_basis(x: Any, k: int) -> Any:
     return tree_util.tree_unflatten(treedef, parts)
 
 
+UNRAVEL_LENGTH = "unravel expects a vector as long as the one ravel_pytree returned"
+
+
 @helper
-def jac_ravel(x: Any) -> np.ndarray:
-    """The concatenation of ``x``'s leaves, each raveled in C order: a 1-D array."""
+def ravel_pytree(x: Any) -> np.ndarray:
+    """The concatenation of ``x``'s leaves, each raveled in C order: a 1-D array in
+    their common dtype (``ravel_pytree``'s flat vector)."""
     leaves = tree_util.tree_leaves(x)
     if len(leaves) == 1:
         return np.ravel(leaves[0])
@@ -73,10 +80,13 @@ def jac_ravel(x: Any) -> np.ndarray:
 
 
 @helper
-def jac_unravel(flat: np.ndarray, like: Any) -> Any:
-    """The inverse of :func:`jac_ravel`: 1-D ``flat`` cut into ``like``'s structure and
-    leaf shapes (a scalar leaf gets a scalar), in ``flat``'s dtype."""
+def unravel_pytree(flat: np.ndarray, like: Any) -> Any:
+    """The inverse of :func:`ravel_pytree`: 1-D ``flat`` cut into ``like``'s structure and
+    leaf shapes (a scalar leaf gets a scalar), in ``flat``'s dtype. A vector of another
+    length is a ValueError (``unravel(v)`` of a wrong ``v``), never a tree cut short."""
     leaves, treedef = tree_util.tree_flatten(like)
+    if np.shape(flat) != (sum(int(np.size(leaf)) for leaf in leaves),):
+        raise ValueError(UNRAVEL_LENGTH)
     parts, offset = [], 0
     for leaf in leaves:
         n = int(np.size(leaf))

@@ -11,7 +11,7 @@ jittable, and readable::
         for _row in range(nxrt.jac_size(_out)):
             _ct_out = nxrt.jac_basis(_out, _row)
             _ct_x, = _vjp_f(x, _ct_out)
-            _jac[_row, :] = nxrt.jac_ravel(_ct_x)
+            _jac[_row, :] = nxrt.ravel_pytree(_ct_x)
         return nxrt.jac_unflatten(_jac, _out, x)
 
 The same source serves arrays and pytrees: the ``nxrt.jac_*`` helpers
@@ -130,7 +130,7 @@ class _Loop:
         target = gast.Subscript(
             load(self.jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
         )
-        body.append(assign(target, runtime_call("jac_ravel", load(d_out))))
+        body.append(assign(target, runtime_call("ravel_pytree", load(d_out))))
         size = runtime_call("jac_size", load(self.x))
         return [gast.For(store(column), _call("range", [size]), body, [], None)]
 
@@ -148,9 +148,9 @@ class _Loop:
         if as_tuple:
             packed = namer.fresh(f"ct_{self.x.lstrip('_')}")
             body.append(assign(packed, gast.Tuple([load(ct) for ct in cts], gast.Load())))
-            raveled = runtime_call("jac_ravel", load(packed))
+            raveled = runtime_call("ravel_pytree", load(packed))
         else:
-            raveled = runtime_call("jac_ravel", load(cts[0]))
+            raveled = runtime_call("ravel_pytree", load(cts[0]))
         every_column = gast.Slice(None, None, None)
         target = gast.Subscript(
             load(self.jac), gast.Tuple([load(row), every_column], gast.Load()), gast.Store()

@@ -2,12 +2,12 @@
 rewritten into the runtime's pytree helpers, which have derivative rules:
 
 * ``flat, unravel = ravel_pytree(tree)`` is ``unravel = tree`` and ``flat =
-  nxrt.jac_ravel(unravel)``: the leaves raveled and concatenated in ``tree_flatten``
+  nxrt.ravel_pytree(unravel)``: the leaves raveled and concatenated in ``tree_flatten``
   order, in their common dtype (under ``jit`` a dict is a record, whose fields are in
   the same order);
-* each ``unravel(v)`` is ``nxrt.jac_unravel(v, unravel)``: ``unravel`` holds the tree it
+* each ``unravel(v)`` is ``nxrt.unravel_pytree(v, unravel)``: ``unravel`` holds the tree it
   was made from, whose structure, shapes and dtypes cut ``v`` back into a tree;
-* ``ravel_pytree(tree)[0]`` is ``nxrt.jac_ravel(tree)``.
+* ``ravel_pytree(tree)[0]`` is ``nxrt.ravel_pytree(tree)``.
 
 ``ravel_pytree`` itself builds a Python function (``unravel``), which neither the
 transformations nor Numba can hold as a value; the tree stands in for it, so ``unravel``
@@ -181,13 +181,13 @@ class _Rewriter(gast.NodeTransformer):
         tree = self.argument(node.value)
         flat = self.visit(flat)
         if not isinstance(unravel, gast.Name) or unravel.id not in self.unravels:
-            raveled = gast.Assign([flat], self.helper("jac_ravel", [tree]), None)
+            raveled = gast.Assign([flat], self.helper("ravel_pytree", [tree]), None)
             return gast.copy_location(raveled, node)
         if any(isinstance(n, gast.Name) and n.id == unravel.id for n in gast.walk(flat)):
             raise self.refuse(f"{unravel.id!r} assigned both the flat vector and unravel")
         held = gast.Assign([gast.Name(unravel.id, gast.Store(), None, None)], tree, None)
         load = gast.Name(unravel.id, gast.Load(), None, None)
-        raveled = gast.Assign([flat], self.helper("jac_ravel", [load]), None)
+        raveled = gast.Assign([flat], self.helper("ravel_pytree", [load]), None)
         return [gast.copy_location(held, node), gast.copy_location(raveled, node)]
 
     def visit_Subscript(self, node: gast.Subscript) -> Any:
@@ -199,7 +199,7 @@ class _Rewriter(gast.NodeTransformer):
             and index.value == 0
             and type(index.value) is int
         ):
-            return self.helper("jac_ravel", [self.argument(node.value)])
+            return self.helper("ravel_pytree", [self.argument(node.value)])
         return self.generic_visit(node)
 
     def visit_Call(self, node: gast.Call) -> Any:
@@ -212,5 +212,5 @@ class _Rewriter(gast.NodeTransformer):
                     f"{node.func.id} called with other than one vector",
                     "pass the flat vector alone: unravel(v)",
                 )
-            return self.helper("jac_unravel", [node.args[0], node.func])
+            return self.helper("unravel_pytree", [node.args[0], node.func])
         return self.generic_visit(node)

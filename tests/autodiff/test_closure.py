@@ -26,8 +26,9 @@ EMITTED_BY_TRANSFORMATIONS = [
     "jac_size",
     "jac_basis",
     "jac_buffer",
-    "jac_ravel",
+    "ravel_pytree",
     "jac_unflatten",
+    "unravel_pytree",
 ]
 
 

@@ -23,15 +23,16 @@ from numbax.numba_backend.overloads.common import (
     _is_scalar,
 )
 from numbax.runtime.jacobians import (
+    UNRAVEL_LENGTH,
     jac_basis,
     jac_buffer,
     jac_flatten,
-    jac_ravel,
     jac_size,
     jac_unflatten,
-    jac_unravel,
     jacobian_dtype,
     jacobian_dtype_error,
+    ravel_pytree,
+    unravel_pytree,
 )
 
 
@@ -110,11 +111,11 @@ def _jac_basis_jit(x, k):
     return _define("\n".join(lines) + "\n", "impl", namespace)
 
 
-@overload(jac_ravel)
-def _jac_ravel_jit(x):
-    leaves = _paths("jac_ravel", x)
+@overload(ravel_pytree)
+def _ravel_pytree_jit(x):
+    leaves = _paths("ravel_pytree", x)
     dtype = np.result_type(*[_dtype(t) for _, t in leaves]) if leaves else np.dtype("f8")
-    lines = ["def impl(x):", f"    flat = np.empty({_total('jac_ravel', 'x', x)}, dt)"]
+    lines = ["def impl(x):", f"    flat = np.empty({_total('ravel_pytree', 'x', x)}, dt)"]
     lines.append("    offset = 0")
     for i, (p, ty) in enumerate(leaves):
         if isinstance(ty, types.Array):
@@ -129,11 +130,17 @@ def _jac_ravel_jit(x):
     return _define("\n".join(lines) + "\n", "impl", {"dt": dtype.type})
 
 
-@overload(jac_unravel)
-def _jac_unravel_jit(flat, like):
-    namespace: dict[str, Any] = {}
+@overload(unravel_pytree)
+def _unravel_pytree_jit(flat, like):
+    if not isinstance(flat, types.Array) or flat.ndim != 1:
+        raise _fail("unravel_pytree", f"expected a 1-D array to unravel, got {flat}")
+    namespace: dict[str, Any] = {"message": UNRAVEL_LENGTH}
     lines, names = ["def impl(flat, like):", "    offset = 0"], []
-    for i, (p, ty) in enumerate(_paths("jac_unravel", like)):
+    lines += [
+        f"    if flat.size != {_total('unravel_pytree', 'like', like)}:",
+        "        raise ValueError(message)",
+    ]
+    for i, (p, ty) in enumerate(_paths("unravel_pytree", like)):
         if isinstance(ty, types.Array):
             lines += [
                 f"    n{i} = like{p}.size",

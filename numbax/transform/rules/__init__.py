@@ -75,7 +75,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
     + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
-    + ["jac_flatten", "jac_ravel", "jac_size", "jac_unflatten", "jac_unravel", "batch_sum"]
+    + ["jac_flatten", "ravel_pytree", "jac_size", "jac_unflatten", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]

@@ -2,17 +2,19 @@
 that a Jacobian is differentiated again (``hessian = jacfwd(jacrev(f))``,
 ``jacrev(jacrev(f))``): raveling and cutting a flat buffer into a pytree are linear,
 each the adjoint of its inverse; sizes, basis vectors and buffers carry no derivative.
+The raveling pair is also ``nx.flatten_util.ravel_pytree`` and its ``unravel`` inside a
+transformed function (``normalize_ravel.py``).
 """
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.registry import define, nondifferentiable
 
 # fmt: off
-define(nxrt.jac_ravel, "x",
-       linear="nxrt.jac_ravel(x)",                        vjp="nxrt.jac_unravel(g, x)",
+define(nxrt.ravel_pytree, "x",
+       linear="nxrt.ravel_pytree(x)",                     vjp="nxrt.unravel_pytree(g, x)",
        samples=["x[3, 2]"])
-define(nxrt.jac_unravel, "flat, like",
-       linear="nxrt.jac_unravel(flat, like)",             vjp="nxrt.jac_ravel(g)",
+define(nxrt.unravel_pytree, "flat, like",
+       linear="nxrt.unravel_pytree(flat, like)",          vjp="nxrt.ravel_pytree(g)",
        samples=["flat[6], np.zeros((3, 2))"])
 define(nxrt.jac_unflatten, "jac, out, x",
        linear="nxrt.jac_unflatten(jac, out, x)",
