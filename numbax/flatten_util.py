@@ -12,6 +12,10 @@ function that slices the vector and builds the tree as literals
 code, so ``grad(lambda v: loss(unravel(v)))`` works. For other node types (NamedTuples,
 registered classes) it rebuilds the tree with ``tree_unflatten``, which runs eagerly
 but cannot be transformed: transform ``loss`` itself and ravel its result.
+
+Called inside a transformed function, ``ravel_pytree`` is not run: normalization reads
+``flat, unravel = ravel_pytree(tree)`` and the calls ``unravel(v)`` as runtime helpers
+with derivative rules (``numbax/transform/normalize_ravel.py``), for any pytree.
 """
 
 from __future__ import annotations
