@@ -49,18 +49,24 @@ def rewrite_ravels(
     """``fn`` with its calls to ``ravel_pytree`` and to the ``unravel`` they return
     rewritten (in place)."""
     resolver = Resolver(source, local_names(fn))
-    if not any(_is_ravel(node, resolver) for node in gast.walk(fn)):
+    if not any(_names_ravel(node, resolver) for node in gast.walk(fn)):
         return fn
     return _Rewriter(fn, source, transformation, resolver).visit(fn)
 
 
-def _is_ravel(node: gast.AST, resolver: Resolver) -> bool:
-    if not isinstance(node, gast.Call) or not resolver.is_global_chain(node.func):
+def _names_ravel(node: gast.AST, resolver: Resolver) -> bool:
+    """Whether ``node`` is a global name or chain for ``ravel_pytree``."""
+    if not isinstance(node, (gast.Name, gast.Attribute)) or not resolver.is_global_chain(node):
         return False
-    target = resolver.resolve(node.func)
+    target = resolver.resolve(node)
     if target is LOCAL or target is UNRESOLVED:
         return False
     return any(target is known for known in _ravels)
+
+
+def _is_ravel(node: gast.AST, resolver: Resolver) -> bool:
+    """Whether ``node`` is a call of ``ravel_pytree``."""
+    return isinstance(node, gast.Call) and _names_ravel(node.func, resolver)
 
 
 class _Rewriter(gast.NodeTransformer):
@@ -200,6 +206,16 @@ class _Rewriter(gast.NodeTransformer):
             and type(index.value) is int
         ):
             return self.helper("ravel_pytree", [self.argument(node.value)])
+        return self.generic_visit(node)
+
+    def visit_Name(self, node: gast.Name) -> Any:
+        if _names_ravel(node, self.resolver):
+            raise self.refuse("ravel_pytree used other than called")
+        return node
+
+    def visit_Attribute(self, node: gast.Attribute) -> Any:
+        if _names_ravel(node, self.resolver):
+            raise self.refuse("ravel_pytree used other than called")
         return self.generic_visit(node)
 
     def visit_Call(self, node: gast.Call) -> Any:

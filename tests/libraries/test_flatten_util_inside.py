@@ -128,6 +128,11 @@ def keeps_the_pair(params):
     return np.sum(pair[0])
 
 
+def aliases_ravel(params):
+    flatten = ravel_pytree
+    return np.sum(flatten(params)[0])
+
+
 def unravels_too_short(params):
     flat, unravel = ravel_pytree(params)
     return np.sum(unravel(flat[1:])["b"])
@@ -138,6 +143,7 @@ def unravels_too_short(params):
     [
         (returns_unravel, 2, r"the unravel function 'unravel' used as a value .*`return unravel`"),
         (keeps_the_pair, 1, r"pair kept whole .*`pair = ravel_pytree\(params\)`"),
+        (aliases_ravel, 1, r"ravel_pytree used other than called .*`flatten = ravel_pytree`"),
     ],
 )
 def test_uses_numbax_cannot_read_are_refused(f, line, message) -> None:
