@@ -184,9 +184,11 @@ class _Rewriter(gast.NodeTransformer):
         if pair is None:
             return self.generic_visit(node)
         flat, unravel = pair
+        if not isinstance(unravel, gast.Name):  # d["unravel"], obj.unravel
+            raise self.refuse("the unravel function of ravel_pytree stored in a container")
         tree = self.argument(node.value)
         flat = self.visit(flat)
-        if not isinstance(unravel, gast.Name) or unravel.id not in self.unravels:
+        if unravel.id not in self.unravels:
             raveled = gast.Assign([flat], self.helper("ravel_pytree", [tree]), None)
             return gast.copy_location(raveled, node)
         if any(isinstance(n, gast.Name) and n.id == unravel.id for n in gast.walk(flat)):
