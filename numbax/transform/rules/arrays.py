@@ -15,8 +15,28 @@ there (``nxrt.ungather``).
 import numpy as np
 
 from numbax.runtime import nxrt
-from numbax.transform.rules.batch_kinds import scan
+from numbax.runtime.shapes import concatenated_item
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, scan
 from numbax.transform.rules.registry import checked_elsewhere, define, nondifferentiable
+
+
+# -- batching rules (vmap's vectorized method, batch_kinds.py) of the table below
+def _concatenated_item(op: BatchOp) -> tuple[str, int | None]:
+    """Each example's item reshaped as one example's is, the batch axis kept first."""
+    rank, ndmin, trans1d = op.value("item").rank, op.constant("ndmin"), op.constant("trans1d")
+    if rank is None or not isinstance(ndmin, int) or not isinstance(trans1d, int):
+        if op.batched:
+            raise Decline(f"{op.name} of an item whose rank is not known")
+        return "", None
+    # the helper on an item whose axis d has length d + 2 says where each axis goes
+    probe = concatenated_item(np.zeros(tuple(range(2, rank + 2))), ndmin, trans1d)
+    if not op.batched:
+        return "", probe.ndim
+    item = op.text("item")
+    lengths = ["1" if n == 1 else f"{item}.shape[{n - 1}]" for n in probe.shape]
+    shape = ", ".join([f"{item}.shape[0]", *lengths])
+    return f"np.reshape(np.ascontiguousarray({item}), ({shape}))", probe.ndim
+
 
 # fmt: off
 #      operation, parameters (NumPy's): jvp, vjp, samples (registry.py)
@@ -102,6 +122,12 @@ define(np.pad, "array, pad_width, mode='constant', constant_values=0",
        samples=["array[4], 2", "array[3, 4], ((1, 0), (2, 1)), 'edge'",
                 "array[5], (2, 3), 'reflect'", "array[2, 3], 2, 'wrap'",
                 "array[4], 3, 'symmetric'", "array[4], 1, constant_values=2.0"])
+
+# an item of np.r_/np.c_ made at least ndmin-D (normalization writes it so): a reshape
+define(nxrt.concatenated_item, "item, ndmin, trans1d",
+       linear="nxrt.concatenated_item(item, ndmin, trans1d)",
+       vjp="nxrt.reshape_like(g, item)", batch=_concatenated_item,
+       samples=["item[3], 3, 0", "item[2, 3], 3, 1", "item[], 2, 0", "item[4], 3, -2"])
 
 # ufunc methods (normalization writes them so): outer products and running extremes.
 define(nxrt.outer_operand, "a, b",
