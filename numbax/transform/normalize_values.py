@@ -14,7 +14,7 @@ calls that have rules, before the function is flattened:
   no rule);
 * ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
   1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and for
-  ``np.c_`` made columns (``np.column_stack`` of each) and joined along the last axis;
+  ``np.c_`` made columns and joined along the last axis;
   a directive string first (``np.r_['0,2,0', ...]``, ``'-1'``, ``'r'``, ``'c'``) sets the
   axis, the least number of dimensions of each item and where its own axes go
   (``nxrt.concatenated_item``), as NumPy reads it; ``'r'``/``'c'``, which ask NumPy for
@@ -548,16 +548,10 @@ class _Rewriter(gast.NodeTransformer):
         return self.item_made(item, directive.ndmin, directive.trans1d)
 
     def item_made(self, item: gast.expr, ndmin: int, trans1d: int) -> gast.expr:
-        """``item`` with at least ``ndmin`` dimensions as NumPy's index tricks make it, in
-        the named function where there is one (``np.atleast_1d``, ``np.atleast_2d``,
-        ``np.column_stack`` of one 1-D item), else ``nxrt.concatenated_item``."""
+        """``item`` with at least ``ndmin`` dimensions as NumPy's index tricks make it:
+        ``np.atleast_1d``, or ``nxrt.concatenated_item`` (a reshape with a batching rule,
+        so that vmap's vectorized method joins the items as one array)."""
         if ndmin <= 1:
             return _call(self.reference(np.atleast_1d, "atleast_1d"), [item])
-        if ndmin == 2 and trans1d == -1:
-            return _call(self.reference(np.atleast_2d, "atleast_2d"), [item])
-        if ndmin == 2 and trans1d == 0:  # np.c_'s own: a column, as np.column_stack makes
-            return _call(
-                self.reference(np.column_stack, "column_stack"), [gast.Tuple([item], gast.Load())]
-            )
         helper = self.reference(nxrt.concatenated_item, "concatenated_item")
         return _call(helper, [item, _constant(ndmin), _constant(trans1d)])
