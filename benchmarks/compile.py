@@ -5,7 +5,10 @@
 Each workload (:data:`WORKLOADS`) runs in fresh interpreters: once with an empty cache
 directory (**cold**: numbax generates source and Numba compiles everything), then again in
 a new process with the directory the cold run filled (**warm**: what a user pays after a
-restart; ideally only loading). ``NUMBAX_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` both point
+restart; ideally only loading), and a third time with only numbax's compiled runtime
+helpers left in the directory (**new program**: what a user who has run other programs
+pays for one never run before; numbax's helpers are compiled once per installation,
+for the argument types programs meet). ``NUMBAX_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` both point
 into the fresh directory, so nothing cached earlier helps the cold run. For each run the
 child reports its import time and its first call's time (the table's columns are
 import + first call, the warm import also shown apart) and its CPU time (on a shared
@@ -30,6 +33,7 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -250,6 +254,11 @@ class Result:
     workload: str
     cold_s: float | None = None  # import + first call, empty cache
     warm_s: float | None = None  # import + first call, new process, the cold run's cache
+    # import + first call, new process, with only numbax's compiled runtime helpers left
+    # in the cache: a program never run before, by a user who has run others
+    program_s: float | None = None
+    program_cpu_s: float | None = None
+    program_compiles: int | None = None
     warm_import_s: float | None = None
     cold_cpu_s: float | None = None  # the cold process's CPU time (import + first call)
     warm_cpu_s: float | None = None
@@ -298,6 +307,19 @@ def generated_lines(cache_dir: Path) -> int:
     return sum(len(p.read_text(encoding="utf-8").splitlines()) for p in cache_dir.rglob("*.py"))
 
 
+def forget_programs(cache_root: Path) -> None:
+    """Remove the generated modules and their machine code, keeping numbax's compiled
+    runtime helpers (the ``runtime`` directory)."""
+    for versioned in cache_root.glob("py*"):
+        for entry in versioned.iterdir():
+            if entry.name == "runtime":
+                continue
+            if entry.is_dir():
+                shutil.rmtree(entry)
+            else:
+                entry.unlink()
+
+
 def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
     result = Result(name)
     with tempfile.TemporaryDirectory(prefix="numbax-compile-") as directory:
@@ -318,6 +340,11 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
             result.warm_compiled = warm["compiled"]
             if not np.isclose(cold["checksum"], warm["checksum"]):
                 result.error = f"warm result {warm['checksum']!r} != cold {cold['checksum']!r}"
+            forget_programs(Path(directory, "numbax"))
+            program = launch(name, "numbax", quick, env, timeout)
+            result.program_s = program["import_s"] + program["call_s"]
+            result.program_cpu_s = program["cpu_s"]
+            result.program_compiles = program["compiles"]
         except RuntimeError as err:
             result.error = str(err)
     if with_jax and WORKLOADS[name].jax_twin:
@@ -340,7 +367,8 @@ def format_table(results: Sequence[Result]) -> str:
         "workload",
         "cold s (CPU)",
         "warm s (import; CPU)",
-        "compiles cold/warm",
+        "new program s (CPU)",
+        "compiles cold/warm/new",
         "typing s",
         "LLVM s",
         "numba s",
@@ -354,8 +382,11 @@ def format_table(results: Sequence[Result]) -> str:
             r.workload,
             f"{_seconds(r.cold_s)} ({_seconds(r.cold_cpu_s)})",
             f"{_seconds(r.warm_s)} ({_seconds(r.warm_import_s)}; {_seconds(r.warm_cpu_s)})",
-            f"{'–' if r.cold_compiles is None else r.cold_compiles}/"
-            f"{'–' if r.warm_compiles is None else r.warm_compiles}",
+            f"{_seconds(r.program_s)} ({_seconds(r.program_cpu_s)})",
+            "/".join(
+                "–" if n is None else str(n)
+                for n in (r.cold_compiles, r.warm_compiles, r.program_compiles)
+            ),
             _seconds(r.cold_typing_s),
             _seconds(r.cold_llvm_s),
             _seconds(r.cold_numba_s),

@@ -302,6 +302,23 @@ def _jvp_generated(fun: Callable, n: int) -> Generated:
     return callee_derivative(callable_target(fun), "jvp", tuple(range(n)))
 
 
+def _defaults_after_primals(fun: Callable, generated: Generated, n: int) -> tuple:
+    """The values of ``fun``'s parameters after its ``n`` primals, as a call of ``fun``
+    with ``n`` arguments would take them: their defaults. The generated JVP takes every
+    parameter, then the tangents of the first ``n``."""
+    unpassed = len(inspect.signature(generated.function).parameters) - 2 * n
+    if unpassed <= 0:
+        return ()
+    rest = list(inspect.signature(fun).parameters.values())[n : n + unpassed]
+    missing = [p.name for p in rest if p.default is inspect.Parameter.empty]
+    if missing or len(rest) != unpassed:
+        raise TypeError(
+            f"{display_name(fun)!r} was given {n} primal argument(s), and its parameter(s) "
+            f"{', '.join(missing)} have no default: pass a primal and a tangent for each"
+        )
+    return tuple(p.default for p in rest)
+
+
 def jvp(
     fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
 ) -> tuple:
@@ -319,7 +336,9 @@ def jvp(
                 f"jvp of {display_name(fun)!r}: primal {i} has shape {np.shape(p)} but its "
                 f"tangent has shape {np.shape(t)}; they must be equal"
             )
-    out, tangent_out = _jvp_generated(fun, len(primals)).function(*primals, *tangents)
+    generated = _jvp_generated(fun, len(primals))
+    defaults = _defaults_after_primals(fun, generated, len(primals))
+    out, tangent_out = generated.function(*primals, *defaults, *tangents)
     if has_aux:
         (value, aux), (tangent_value, _) = out, tangent_out
         return value, tangent_value, aux
@@ -331,9 +350,10 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
     (JAX's ``jax.linearize``; numbax re-runs the forward sweep per call)."""
     fun = fixed_arity(fun, len(primals), "linearize")
     generated = _jvp_generated(fun, len(primals))
+    defaults = _defaults_after_primals(fun, generated, len(primals))
 
     def f_jvp(*tangents: Any) -> Any:
-        return generated.function(*primals, *tangents)[1]
+        return generated.function(*primals, *defaults, *tangents)[1]
 
     return _call(fun, primals), f_jvp
 

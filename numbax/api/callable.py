@@ -6,7 +6,8 @@ What they share is written here once: they wrap a function (``functools.wraps``:
 ``__wrapped__``, ``__name__``, ``__doc__``), bind as methods, cache the code they
 generate per object, and name themselves in the cache keys of code that calls them. A
 NumPy function given to any of them is replaced by a generated one-line wrapper that
-calls it, so that it can be read and transformed like user code. Those whose calls run
+calls it, so that it can be read and transformed like user code, and so is a
+``functools.partial`` (``codegen/partials.py``). Those whose calls run
 generated code show it as ``.source`` (what ``nx.show`` prints); a custom rule or a
 checkpoint runs the user's function itself and has none.
 
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 from numbax.codegen.fingerprint import callable_identity
 from numbax.codegen.locks import generation_lock
 from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
+from numbax.codegen.partials import partial_wrapper
 from numbax.codegen.reuse import part, reuse_key
 from numbax.transform.source import display_name
 
@@ -45,6 +47,8 @@ class NumbaxFunction(ABC):
     def __init__(self, fun: Callable) -> None:
         if is_numpy_function(fun):  # jit(np.exp): a wrapper numbax can read and call
             fun = numpy_wrapper(fun)
+        elif isinstance(fun, functools.partial):  # grad(partial(f, 1)): one that calls it
+            fun = partial_wrapper(fun)
         self.fun = fun
         self._specializations: dict[Hashable, Any] = {}
         functools.update_wrapper(self, fun, updated=())
@@ -94,4 +98,6 @@ def callable_target(fun: Any) -> Any:
         return fun.__numbax_function__()
     if is_numpy_function(fun):
         return numpy_wrapper(fun)
+    if isinstance(fun, functools.partial):
+        return partial_wrapper(fun)
     return fun

@@ -35,6 +35,10 @@ from numbax.version import __version__
 NUMBA_SUBDIR = "numba"
 """Numba's index and data files, inside the versioned directory."""
 
+RUNTIME_SUBDIR = "runtime"
+"""Numba's index and data files of numbax's own runtime helpers (compiled for the
+argument types a program met, then loaded by later processes), beside ``numba``."""
+
 
 def cache_root() -> Path:
     """``$NUMBAX_CACHE_DIR``, else ``$XDG_CACHE_HOME/numbax``, else ``~/.cache/numbax``."""

@@ -12,22 +12,25 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from numbax.codegen.cache import cache_root, forget_directories
+from numbax.codegen.cache import RUNTIME_SUBDIR, cache_root, forget_directories
 from numbax.codegen.load import GENERATED_PREFIX
 
 
 @dataclass
 class CacheInfo:
-    """Where the cache is, how many generated modules it holds and how large it is."""
+    """Where the cache is, how many generated modules and compiled runtime helpers it
+    holds, and how large it is."""
 
     location: Path
     entries: int
     size_bytes: int
+    runtime_helpers: int = 0
 
     def __str__(self) -> str:
         return (
             f"location: {self.location}\n"
-            f"entries:  {self.entries} generated modules\n"
+            f"entries:  {self.entries} generated modules, "
+            f"{self.runtime_helpers} compiled runtime helpers\n"
             f"size:     {self.size_bytes / 1e6:.1f} MB"
         )
 
@@ -46,14 +49,15 @@ def _owned(root: Path) -> list[Path]:
 def cache_info() -> CacheInfo:
     """What the cache at :func:`~numbax.codegen.cache.cache_root` holds now."""
     root = cache_root()
-    entries = size = 0
+    entries = size = helpers = 0
     for directory in _owned(root):
         for dirpath, _, files in os.walk(directory):
             for name in files:
                 path = Path(dirpath, name)
                 size += path.lstat().st_size
                 entries += dirpath == str(directory) and name.startswith(GENERATED_PREFIX)
-    return CacheInfo(root, entries, size)
+                helpers += dirpath == str(directory / RUNTIME_SUBDIR) and name.endswith(".nbi")
+    return CacheInfo(root, entries, size, helpers)
 
 
 def clear_cache() -> CacheInfo:

@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from numbax.numba_backend import _kernels64 as _k64
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend._intrinsics import (
     as_float32,
     as_int,
@@ -35,7 +36,7 @@ from numbax.numba_backend._intrinsics import (
 )
 
 F = np.float32
-_kernel = numba.njit(error_model="numpy")
+_kernel = runtime_cache.njit(error_model="numpy")
 # Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each caller.
 _big_kernel = numba.njit(error_model="numpy", inline="always")
 

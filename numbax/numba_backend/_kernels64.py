@@ -13,6 +13,7 @@ import math
 import numba
 import numpy as np
 
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend._intrinsics import (
     as_float64,
     as_int,
@@ -25,7 +26,7 @@ from numbax.numba_backend._intrinsics import (
 )
 
 D = np.float64
-_kernel = numba.njit(error_model="numpy")
+_kernel = runtime_cache.njit(error_model="numpy")
 # Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each caller.
 _big_kernel = numba.njit(error_model="numpy", inline="always")
 

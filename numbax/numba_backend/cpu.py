@@ -25,7 +25,10 @@ from numbax.codegen.emit import EmittedSource
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
-from numbax.numba_backend import disk_cache
+from numbax.numba_backend import (
+    disk_cache,
+    runtime_cache,  # noqa: F401  (helpers compiled once, see there)
+)
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE

@@ -18,6 +18,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
+import numba
 from numba.core import errors
 from numba.core.caching import NullCache
 from numba.core.registry import cpu_target
@@ -28,6 +29,7 @@ from numbax.numba_backend import (
     disk_cache,
     elementary,
     runtime,  # noqa: F401  (registers the Numba versions)
+    runtime_cache,
 )
 from numbax.numba_backend.redirects import replaced_by
 
@@ -79,6 +81,8 @@ def portable(value: Any) -> Any:
         return replaced_by(value)
     if value is disk_cache.cache_for:
         return no_disk_cache
+    if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
+        return numba.njit
     return None
 
 

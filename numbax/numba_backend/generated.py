@@ -24,7 +24,8 @@ def define(source: str, scope: Mapping[str, Any], origin: str, name: str = "impl
     """
     filename = f"<numbax.{origin} #{next(_COUNTER)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = dict(scope)
+    # A module Numba can import when it loads this function's machine code from disk.
+    namespace = {"__name__": __name__, **scope}
     exec(compile(source, filename, "exec"), namespace)  # noqa: S102 (numbax's own source)
     return namespace[name]
 

@@ -17,7 +17,10 @@ an array's, a number's; tuples of them) and compiles::
         return out
 
 ``host_call`` (``runtime/callbacks.py``) runs the function and checks its result
-against the declared shapes and dtypes, as the interpreted call does. The stub refers
+against the declared shapes and dtypes, as the interpreted call does. Numbers reach
+the object-mode block as Python numbers (Numba boxes a float64 as a ``float``); the
+stub makes them NumPy scalars of their compiled dtype again, so that the callback sees
+``x.dtype`` and ``x.shape`` as it does interpreted and in JAX. The stub refers
 to a live Python object, so code calling it is compiled per process (Numba's disk cache
 could not bring the object back).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 import numba
+import numpy as np
 from numba.core import errors, types
 from numba.extending import overload
 
@@ -63,23 +67,60 @@ def _make_stub(kind: str, fun: Any, names: tuple[str, ...], label: str) -> Any:
 
     def typing(spec: Any, args: Any, values: Any) -> Any:
         result = None if kind.startswith("debug") else _result_type(spec, kind)
+        arg_dtypes, value_dtypes = _scalar_dtypes(args), _scalar_dtypes(values)
+        spec_dtype = _scalar_dtypes(types.Tuple([spec]))
         if result is None:
 
             def effect(spec: Any, args: Any, values: Any) -> None:
                 with numba.objmode():
-                    host_call(kind, fun, spec, args, names, values)
+                    host_call(
+                        kind,
+                        fun,
+                        spec,
+                        _as_numpy(args, arg_dtypes),
+                        names,
+                        _as_numpy(values, value_dtypes),
+                    )
 
             return effect
 
         def implementation(spec: Any, args: Any, values: Any) -> Any:
             with numba.objmode(out=result):
-                out = host_call(kind, fun, spec, args, names, values)
+                out = host_call(
+                    kind,
+                    fun,
+                    _as_numpy((spec,), spec_dtype)[0],
+                    _as_numpy(args, arg_dtypes),
+                    names,
+                    _as_numpy(values, value_dtypes),
+                )
             return out
 
         return implementation
 
     overload(stub)(typing)
     return stub
+
+
+def _scalar_dtypes(items: types.Type) -> tuple[np.dtype | None, ...]:
+    """For each item of a tuple type, its NumPy dtype if it is a number (None if not)."""
+    if not isinstance(items, types.BaseTuple):
+        return ()
+    return tuple(
+        np.dtype(str(t)) if isinstance(t, (types.Number, types.Boolean)) else None
+        for t in items.types
+    )
+
+
+def _as_numpy(items: tuple, dtypes: tuple[np.dtype | None, ...]) -> tuple:
+    """``items`` with the numbers Numba boxed as Python numbers made NumPy scalars of the
+    dtypes they had in compiled code."""
+    if not dtypes:
+        return items
+    return tuple(
+        item if dtype is None else dtype.type(item)
+        for item, dtype in zip(items, dtypes, strict=True)
+    )
 
 
 def _result_type(spec: types.Type, kind: str) -> types.Type | None:

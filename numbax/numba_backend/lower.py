@@ -266,8 +266,13 @@ class _Lowerer(gast.NodeTransformer):
             node.func = _runtime_attr(replacement)
             if target is np.meshgrid:  # its vectors as one tuple (see grids.py)
                 node.args = [gast.Tuple(node.args, gast.Load())]
-        elif takes_star_args(target) and not any(isinstance(a, gast.Starred) for a in node.args):
-            # One compiled function per number of arguments it is called with.
+        elif (
+            takes_star_args(target)
+            and (hasattr(target, "for_arity") or is_transformable_function(target))
+            and not any(isinstance(a, gast.Starred) for a in node.args)
+        ):
+            # One compiled function per number of arguments it is called with (a NumPy
+            # function taking *args, np.broadcast_shapes, is Numba's to compile).
             fixed = fixed_arity(target, len(node.args))
             name = node.func.id if isinstance(node.func, gast.Name) else fixed.__name__
             node.func = self._bind_helper(

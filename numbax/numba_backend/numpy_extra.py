@@ -59,7 +59,7 @@ from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from numbax.numba_backend import reductions
+from numbax.numba_backend import reductions, runtime_cache
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.reductions import _accumulating, _dtype_arg, _is_none
@@ -1043,7 +1043,7 @@ def _einsum_impl(subscripts: str, ops: tuple[types.Array, ...]) -> Any:
     # A (batched) matrix product: batch letters first, then a's free letters, then b's.
     general = _code("def impl(op0, op1):")
     _einsum_loops(terms, output, dtypes, general)
-    loops = numba.njit(error_model="numpy")(general.compile("einsum"))
+    loops = runtime_cache.njit(error_model="numpy")(general.compile("einsum"))
     a, b = terms
     batch = [c for c in output if c in a and c in b]
     left = [c for c in a if c in output and c not in b]

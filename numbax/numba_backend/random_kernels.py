@@ -32,6 +32,7 @@ from numba.extending import overload
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
@@ -42,10 +43,9 @@ from numbax.numba_backend.random_tables import (
 
 # ``error_model="numpy"``: a float division must not check for zero (and raise), or
 # the loop branches per element and does not vectorize.  Small helpers, which LLVM
-# inlines into their callers, and the bulk loops, cached on disk so that a new process
-# does not compile them again:
-helper_jit = numba.njit(error_model="numpy")
-loop_jit = numba.njit(cache=True, error_model="numpy")
+# inlines into their callers, and the bulk loops; both kept in numbax's runtime cache:
+helper_jit = runtime_cache.njit(error_model="numpy")
+loop_jit = runtime_cache.njit(error_model="numpy")
 
 _U32 = np.uint32
 _PARITY = np.uint32(0x1BD11BDA)

@@ -50,6 +50,7 @@ from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
+from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import redirect
 
@@ -210,7 +211,7 @@ def _compile(source: str, name: str, namespace: dict[str, Any], jit: bool = True
     """Define generated ``source`` with the helpers it calls and return its function
     ``name`` (jitted if ``jit``)."""
     fn = define(source, {**_HELPERS, **namespace}, f"reductions {name}", name)
-    return numba.njit(error_model="numpy")(fn) if jit else fn
+    return runtime_cache.njit(error_model="numpy")(fn) if jit else fn
 
 
 # ---------------------------------------------------------------------------------------

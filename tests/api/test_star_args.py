@@ -153,3 +153,32 @@ def test_keyword_arguments_after_star_args_are_passed_through():
 
     assert nx.grad(f)(1.0, 3.0, scale=4.0) == 12.0
     assert nx.grad(f, argnums=1)(1.0, 3.0) == 2.0
+
+
+def stacked(weights, *args):
+    """autograd's RNN example: the ``*args`` and a column of ones, concatenated as tuples."""
+    cat_state = np.hstack(args + (np.ones((args[0].shape[0], 1)),))
+    return np.sum(np.tanh(np.dot(cat_state, weights)))
+
+
+def test_star_args_concatenated_with_a_tuple():
+    rng = np.random.default_rng(0)
+    weights, a, b = rng.normal(size=(4, 2)), rng.normal(size=(3, 2)), rng.normal(size=(3, 1))
+    args = (weights, a, b)
+    for k in range(3):
+        np.testing.assert_allclose(
+            nx.grad(stacked, argnums=k)(*args), central(stacked, args, k), rtol=1e-6, atol=1e-9
+        )
+    jac = nx.jacfwd(stacked, argnums=1)(*args)
+    np.testing.assert_allclose(jac, central(stacked, args, 1), rtol=1e-6, atol=1e-9)
+    batched = nx.vmap(stacked, in_axes=(None, 0, 0))(weights, np.stack([a, a]), np.stack([b, b]))
+    np.testing.assert_allclose(batched, [stacked(*args)] * 2)
+
+
+def test_concatenated_tuples_and_lists_of_known_items():
+    def f(x):
+        pair = (x, 2.0 * x)
+        items = [x]
+        return np.sum(np.stack(pair + (3.0 * x,))) + np.sum(np.stack(items + [x * x]))
+
+    np.testing.assert_allclose(nx.grad(f)(np.ones(2)), [9.0, 9.0])

@@ -89,6 +89,22 @@ def test_jvp_and_linearize():
         nx.jvp(f, (X, Y), (np.ones(2), np.zeros(3)))
 
 
+def test_jvp_and_linearize_take_defaults_for_parameters_without_primals():
+    def f(x, scale=2.0):
+        return np.sin(x) * scale
+
+    out, tangent = nx.jvp(f, (X,), (np.ones(3),))
+    np.testing.assert_allclose(out, 2.0 * np.sin(X))
+    np.testing.assert_allclose(tangent, 2.0 * np.cos(X))
+    np.testing.assert_allclose(nx.linearize(f, X)[1](np.ones(3)), tangent)
+
+    def g(x, y):
+        return x * y
+
+    with pytest.raises(TypeError, match="y have no default"):
+        nx.jvp(g, (X,), (np.ones(3),))
+
+
 def test_jacobian_shapes_follow_jax():
     def f(x):
         return np.outer(x, x)[:2]

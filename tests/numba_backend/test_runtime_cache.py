@@ -1,0 +1,204 @@
+"""numbax's runtime helpers are compiled once and loaded by later processes, from the
+trusted cache, under a key that covers everything their machine code depends on.
+
+A new dispatcher of the same function stands for a new process here (it has compiled
+nothing); one test runs two real processes.
+"""
+
+import json
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numba
+import numpy as np
+import pytest
+from numba.core import types
+from numba.core.caching import NullCache
+
+from numbax.codegen import cache
+from numbax.codegen.trust import CacheWarning
+from numbax.numba_backend import runtime_cache
+from numbax.numba_backend.generated import define
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
+    cache.forget_directories()
+    yield root
+    cache.forget_directories()
+
+
+def written(source: str, scope: dict | None = None, name: str = "impl"):
+    """A function numbax writes at run time, as ``generated.define`` makes them."""
+    return define(textwrap.dedent(source), scope or {}, "runtime cache test", name)
+
+
+def hits(dispatcher) -> int:
+    return sum(dispatcher.stats.cache_hits.values())
+
+
+def misses(dispatcher) -> int:
+    return sum(dispatcher.stats.cache_misses.values())
+
+
+SCALE = "def impl(x):\n    return x * K + 1.0\n"
+
+
+def test_a_helper_compiled_once_is_loaded_by_a_later_dispatcher(cache_dir):
+    first = runtime_cache.njit(written(SCALE, {"K": 3.0}))
+    assert first(2.0) == 7.0 and misses(first) == 1
+    again = runtime_cache.njit(written(SCALE, {"K": 3.0}))  # same text, same globals
+    assert again(2.0) == 7.0
+    assert (hits(again), misses(again)) == (1, 0)
+    assert list((cache_dir / cache.version_dirname() / cache.RUNTIME_SUBDIR).glob("*.nbi"))
+
+
+def test_the_same_text_reading_other_globals_is_another_entry(cache_dir):
+    """Numba keys an entry by bytecode only: the globals must be in numbax's key, or
+    the second helper would run the first one's machine code."""
+    assert runtime_cache.njit(written(SCALE, {"K": 3.0}))(2.0) == 7.0
+    other = runtime_cache.njit(written(SCALE, {"K": 5.0}))
+    assert other(2.0) == 11.0
+    assert hits(other) == 0
+
+
+def test_the_same_code_closing_over_other_values_is_another_entry(cache_dir):
+    make = written(
+        """
+        def make(k):
+            def impl(x):
+                return x * k
+            return impl
+        """,
+        name="make",
+    )
+    assert runtime_cache.njit(make(2.0))(3.0) == 6.0
+    three = runtime_cache.njit(make(3.0))
+    assert three(3.0) == 9.0 and hits(three) == 0
+    assert runtime_cache.njit(make(2.0))(3.0) == 6.0
+
+
+def test_the_numba_options_are_part_of_the_entry(cache_dir):
+    source = "def impl(x):\n    return x / 0.0\n"
+    assert np.isinf(runtime_cache.njit(error_model="numpy")(written(source))(1.0))
+    raising = runtime_cache.njit(error_model="python")(written(source))
+    with pytest.raises(ZeroDivisionError):
+        raising(1.0)
+
+
+def test_what_cannot_be_described_is_not_cached(cache_dir):
+    def users_function(x):
+        return x + 1.0
+
+    assert isinstance(runtime_cache.njit(users_function)._cache, NullCache)
+    reads_an_object = written("def impl(x):\n    return x + OBJ.y\n", {"OBJ": object()})
+    assert isinstance(runtime_cache.njit(reads_an_object)._cache, NullCache)
+
+
+def test_a_signature_a_new_process_cannot_rebuild_is_not_saved(cache_dir):
+    record = numba.typeof(np.rec.array([(1.0,)], dtype=[("a", "f8")])[0])
+    assert runtime_cache._portable(types.float64[:, ::1])
+    assert runtime_cache._portable(types.Omitted(None))
+    assert runtime_cache._portable(record)
+
+    class MadeAtRunTime(types.Opaque):
+        pass
+
+    assert not runtime_cache._portable(MadeAtRunTime("made"))
+
+
+def test_entries_of_another_numbax_source_are_stale(cache_dir, monkeypatch):
+    assert runtime_cache.njit(written(SCALE, {"K": 3.0}))(2.0) == 7.0
+    monkeypatch.setattr(runtime_cache, "_stamp", lambda: "another numbax")
+    again = runtime_cache.njit(written(SCALE, {"K": 3.0}))
+    assert again(2.0) == 7.0 and hits(again) == 0
+
+
+def test_a_planted_pickle_is_never_loaded(cache_dir, tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (exec, (f"open({str(marker)!r}, 'w').close()",))
+
+    first = runtime_cache.njit(written(SCALE, {"K": 3.0}))
+    first(2.0)
+    index = Path(first._cache._cache_file._index_path)
+    (data,) = index.parent.glob(index.name[: -len(".nbi")] + ".*.nbc")
+    data.write_bytes(pickle.dumps(Payload()))
+    again = runtime_cache.njit(written(SCALE, {"K": 3.0}))
+    with pytest.warns(CacheWarning, match=data.name):
+        assert again(2.0) == 7.0
+    assert not marker.exists()
+    assert misses(again) == 1
+
+
+def test_descriptions_name_values_by_what_they_are():
+    assert runtime_cache.describe((1, 2.0, "a")) == runtime_cache.describe((1, 2.0, "a"))
+    assert runtime_cache.describe(np.arange(3)) != runtime_cache.describe(np.arange(1, 4))
+    assert runtime_cache.describe(types.float64[:]) != runtime_cache.describe(types.float32[:])
+    assert runtime_cache.describe(np.sin) == "builtin:numpy.sin"
+    with pytest.raises(runtime_cache._Undescribed):
+        runtime_cache.describe(lambda x: x)
+
+
+PROGRAM = """
+import json, sys
+import numpy as np
+from numba.core import event
+import numbax as nx
+
+compiled = []
+
+class Count(event.Listener):
+    def on_start(self, ev):
+        pass
+
+    def on_end(self, ev):
+        module = getattr(ev.data["dispatcher"].py_func, "__module__", "") or ""
+        if module.startswith("numbax.numba_backend"):
+            compiled.append(ev.data["dispatcher"].py_func.__qualname__)
+
+def f(x):
+    return np.sum(np.sin(x) * x, axis=0)
+
+with event.install_listener("numba:compile", Count()):
+    value = nx.jit(f)(np.linspace(0.0, 1.0, 12).reshape(3, 4))
+print(json.dumps({"value": value.tolist(), "helpers": compiled}))
+"""
+
+
+@pytest.mark.jit
+def test_a_new_process_compiles_only_the_program_not_numbaxs_helpers(tmp_path):
+    """The second process finds no generated module (that part of the cache was cleared)
+    and compiles the program again, but none of the helpers it calls."""
+    script = tmp_path / "program.py"
+    script.write_text(PROGRAM)
+    root = tmp_path / "cache"
+    env = {**os.environ, "NUMBAX_CACHE_DIR": str(root)}
+
+    def run() -> dict:
+        done = subprocess.run(
+            [sys.executable, str(script)], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run()
+    versioned = root / cache.version_dirname()
+    for entry in versioned.iterdir():
+        if entry.name != cache.RUNTIME_SUBDIR:
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+    second = run()
+    x = np.linspace(0.0, 1.0, 12).reshape(3, 4)
+    assert np.allclose(first["value"], np.sum(np.sin(x) * x, axis=0))
+    assert second["value"] == first["value"]
+    assert first["helpers"], "the first process compiles numbax's helpers"
+    assert second["helpers"] == []
