@@ -299,7 +299,10 @@ class RuntimeCache(TrustedCache):
         if not all(map(_portable, (*sig, data.signature.return_type))):
             return  # a new process could not rebuild the index that held it
         with entry_lock(self.lock_path):
-            super().save_overload(sig, data)
+            try:
+                super().save_overload(sig, data)
+            except Exception:  # noqa: BLE001  (machine code whose environment does not
+                pass  # pickle: it stays compiled in this process, as it was before)
 
 
 _INHERITED = ("nrt", "fastmath", "error_model", "forceinline")
@@ -360,7 +363,9 @@ def _jit_decorator(self: _OverloadFunctionTemplate) -> Callable:
         return jitter
 
     def jit(*args: Any, **options: Any) -> Callable:
-        decorate = jitter(*args, **{"cache": True, **options})
+        if "cache" in options:  # an overload that chose its cache keeps Numba's
+            return jitter(*args, **options)
+        decorate = jitter(*args, cache=True, **options)
         return lambda pyfunc: decorate(_mark(pyfunc))
 
     return jit

@@ -93,6 +93,30 @@ def test_the_numba_options_are_part_of_the_entry(cache_dir):
         raising(1.0)
 
 
+def test_options_a_helper_inherits_from_its_caller_are_part_of_its_key(cache_dir):
+    """Numba compiles a helper with its caller's ``fastmath`` and error model when the
+    helper sets none: machine code made for a ``fastmath`` caller must not serve another."""
+    source = "def impl(x):\n    return x * K\n"
+
+    def caller(options: dict):
+        helper = runtime_cache.njit(written(source, {"K": 2.0}))
+        runner = numba.njit(**options)(lambda x: helper(x))
+        assert runner(1.5) == 3.0
+        return helper
+
+    assert misses(caller({"fastmath": True})) == 1
+    assert hits(caller({})) == 0
+    assert hits(caller({})) == 1
+
+
+def test_numbas_own_implementations_are_kept(cache_dir):
+    """What Numba compiles for ``np.empty`` inside a helper is saved as well."""
+    source = "def impl(n):\n    return np.empty(n).size\n"
+    assert runtime_cache.njit(written(source, {"np": np}))(3) == 3
+    runtime = cache_dir / cache.version_dirname() / cache.RUNTIME_SUBDIR
+    assert any(p.name.startswith("ol_np_empty") for p in runtime.glob("*.nbi"))
+
+
 def test_what_cannot_be_described_is_not_cached(cache_dir):
     def users_function(x):
         return x + 1.0

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from numbax.example_libraries import optimizers
 from numbax.flatten_util import ravel_pytree
 from numbax.tree_util import tree_leaves as leaves
 from tests.ports import lstm, neural_net, rnn
@@ -79,6 +80,24 @@ def test_neural_net_trains(trained_net):
     assert after < 0.8 * before, (before, after)
     assert len(printed) == 1 + 4  # the header and one line per epoch
     assert neural_net.accuracy(trained, images, labels) > neural_net.accuracy(init, images, labels)
+
+
+def test_neural_net_trains_with_jaxs_optimizer_triple():
+    """The same objective and nx.grad, stepped by example_libraries.optimizers' adam
+    (``init``/``update``/``get_params``), as a JAX user ports the loop."""
+    rs = np.random.RandomState(0)
+    images, labels = mnist_like(rs, 64)
+    params = neural_net.init_random_params(0.1, [784, 16, 10], rs=np.random.RandomState(3))
+
+    def objective(params):
+        return -neural_net.log_posterior(params, images, labels, 0.01)
+
+    init, update, get_params = optimizers.adam(0.01)
+    state = init(params)
+    gradient = nx.grad(objective)
+    for step in range(20):
+        state = update(step, gradient(get_params(state)), state)
+    assert objective(get_params(state)) < 0.8 * objective(params)
 
 
 def test_neural_net_gradient_matches_finite_differences(trained_net):
