@@ -157,9 +157,7 @@ def test_one_compiled_program():
 def test_complex_eigenvalues_and_their_gradient_compile():
     """Numba's eigvals of a real matrix raises at a complex eigenvalue; numbax's returns
     them (complex, as NumPy 2.5 and JAX always do), and their derivative compiles."""
-    w = nx.jit(lambda a: np.linalg.eigvals(a))(ROTATION)
-    np.testing.assert_allclose(w, np.linalg.eigvals(ROTATION), rtol=1e-12)
-    loss = nx.grad(lambda a: np.sum(eigenvalues(a)))
+    loss = nx.grad(lambda a: np.sum(eigenvalues(a)))  # the values: in the program above
     np.testing.assert_allclose(nx.jit(loss)(ROTATION), loss(ROTATION), rtol=1e-10)
 
 
