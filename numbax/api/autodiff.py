@@ -24,6 +24,7 @@ from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.jacobians import jacobian_function
+from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, refuse_variadic
 
@@ -252,7 +253,10 @@ class Jacobian(Transformed):
             as_tuple=self.as_tuple,
             holomorphic=self.holomorphic,
         )
-        derive.bindings[name] = callee
+        keyword_only = keyword_only_function(callee)  # called with every argument in order
+        derive.bindings[name] = (
+            callee if keyword_only is None else positional_view(keyword_only, self.transformation)
+        )
         return tree
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

@@ -236,7 +236,9 @@ def callee_derivative(
 
     def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [params(fn)[i] for i in positions]
-        fn.args.defaults = []  # call sites pass every argument
+        fn.args.defaults = []  # call sites pass every argument, keyword-only ones in order
+        fn.args.args += fn.args.kwonlyargs
+        fn.args.kwonlyargs, fn.args.kw_defaults = [], []
         if mode == "jvp":
             return jvp_function(fn, source, wrt, derive, name(source))
         return vjp_function(
