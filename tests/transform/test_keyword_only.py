@@ -93,6 +93,8 @@ def test_the_transformed_function_takes_its_keywords_by_name():
     assert_close(nx.jacrev(scaled)(X, scale=3.0), want, "jacrev")
     assert_close(nx.hessian(scaled)(X, scale=3.0), np.diag(-np.sin(X) * 3.0), "hessian")
     assert_close(nx.jvp(scaled, (X,), (Y,))[1], np.sum(np.cos(X) * Y) * 2.0, "jvp")
+    assert_close(nx.linearize(scaled, X)[1](Y), np.sum(np.cos(X) * Y) * 2.0, "linearize")
+    assert_close(nx.vjp(scaled, X)[1](1.0)[0], np.cos(X) * 2.0, "vjp, default")
     with pytest.raises(TypeError):
         nx.grad(scaled)(X, 3.0)
     with pytest.raises(TypeError):
