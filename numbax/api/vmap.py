@@ -141,6 +141,8 @@ class Batched(Rewritten):
         as a ``vmap`` of the function's positional view taking every argument by
         position, with the axes the call gives (keywords mapped over axis 0, defaults
         not): what code calling it with keyword-only arguments calls instead."""
+        if not self.keyword_only:  # a transformation's keyword-only parameters: refused
+            return super().__numbax_by_position__(n_positional, keywords)
         key = (n_positional, keywords)
         if key not in self._by_position_calls:
             self._by_position_calls[key] = Batched(

@@ -503,7 +503,8 @@ class _Flattener(LoopLowering):
         else:
             return func
         hint = view.__name__ if function is not None else getattr(target, "name", "callee")
-        base, count = f"{hint}_by_position", 1
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in f"{hint}_by_position")
+        count = 1
         name = base
         while True:
             bound = self.source.closure.get(name, self.source.globals.get(name))

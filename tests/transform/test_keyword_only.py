@@ -47,12 +47,6 @@ def scaled(x, *, scale=2.0):
     return np.sum(np.sin(x) * scale)
 
 
-def through_keyword_callee(x, y):
-    return (
-        calls_with_keyword(x, y) + calls_with_default(x, y) + differentiates_through_keyword(x, y)
-    )
-
-
 HELPER_CALLS = [calls_with_keyword, calls_with_default, differentiates_through_keyword]
 
 
@@ -170,7 +164,7 @@ def test_custom_rules_refuse_keyword_only_parameters_as_jax_does():
 def program(x, y, *, scale, square=True):
     """What the compiled test runs: callees with keyword-only parameters passed and
     omitted, one carrying the derivative, and the top level's own."""
-    total = through_keyword_callee(x, y) * scale
+    total = (powered(x, y, power=2.0) + powered(x, y) + mixed(x, weight=y)) * scale
     if square:
         total = total * total
     return total
