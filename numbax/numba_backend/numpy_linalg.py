@@ -1,4 +1,7 @@
-"""``numpy.linalg`` under jit, as NumPy has it: Numba compiles ``svd``, ``eigh``,
+"""``numpy.linalg`` under jit, as NumPy has it: Numba's ``eig``/``eigvals`` of a real
+matrix raise when an eigenvalue is complex (its result type is fixed when compiling):
+numbax's return complex arrays, always (as NumPy does from 2.5 on, and JAX); Numba
+compiles ``svd``, ``eigh``,
 ``eigvalsh``, ``qr``, ``pinv``, ``inv``, ``cholesky`` and ``solve`` of one 2-d matrix
 only, and ``svd`` without ``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``,
 ``outer``, ``tensordot``, ``trace``, ``matrix_transpose``, ``matmul`` and ``cross`` not
@@ -15,7 +18,8 @@ from typing import Any
 import numpy as np
 from numba import types
 from numba.core import errors
-from numba.extending import overload
+from numba.extending import overload, register_jitable
+from numba.np import linalg as numba_linalg
 
 from numbax.numba_backend import numpy_extra
 from numbax.numba_backend.generated import Code
@@ -26,7 +30,9 @@ __all__ = [
     "cholesky",
     "cond",
     "cross",
+    "eig",
     "eigh",
+    "eigvals",
     "eigvalsh",
     "inv",
     "matmul",
@@ -56,6 +62,18 @@ def svdvals(x: Any) -> Any:
     return np.linalg.svdvals(x)
 
 
+@redirect(np.linalg.eigvals)
+def eigvals(a: Any) -> Any:
+    """``np.linalg.eigvals``; under jit complex for a real matrix too."""
+    return np.linalg.eigvals(a)
+
+
+@redirect(np.linalg.eig)
+def eig(a: Any) -> Any:
+    """``np.linalg.eig``; under jit complex for a real matrix too."""
+    return np.linalg.eig(a)
+
+
 @redirect(np.linalg.eigh)
 def eigh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803  (NumPy's name)
     """``np.linalg.eigh`` (the lower triangle), of stacks too."""
@@ -70,7 +88,7 @@ def eigvalsh(a: Any, UPLO: str = "L") -> Any:  # noqa: N803
 
 @redirect(np.linalg.pinv)
 def pinv(a: Any, rcond: Any = None, hermitian: bool = False) -> Any:
-    """``np.linalg.pinv`` (default ``rcond``), of stacks too."""
+    """``np.linalg.pinv``, of stacks too (under jit, ``rcond`` one number)."""
     return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond, hermitian)
 
 
@@ -78,10 +96,13 @@ def _fail(name: str, message: str) -> errors.NumbaTypeError:
     return errors.NumbaTypeError(f"numbax: np.linalg.{name}: {message}")
 
 
-def _matrices(name: str, a: Any) -> int:
+def _matrices(name: str, a: Any, complex_ok: bool = False) -> int:
+    """The rank of an array of matrices (``complex_ok``: complex ones too, where Numba's
+    2-d function takes them: the derivative of ``eigvals`` solves complex systems)."""
     if not isinstance(a, types.Array) or a.ndim < 2:
         raise _fail(name, f"expected an array of matrices (at least 2 dims), got {a}")
-    if not isinstance(a.dtype, types.Float):
+    kinds = (types.Float, types.Complex) if complex_ok else types.Float
+    if not isinstance(a.dtype, kinds):
         raise _fail(name, f"expected floating matrices, got {a.dtype}")
     return a.ndim
 
@@ -150,6 +171,87 @@ def _eigh_jit(a, UPLO="L"):  # noqa: N803
     return _stacked("eigh", "def impl(a, UPLO='L'):", ndim, "np.linalg.eigh(m)", outputs)
 
 
+def _real_eig(vectors: bool) -> Any:
+    """The eigenvalues (and right eigenvectors) of one real square matrix as complex
+    arrays, from LAPACK's real ``geev`` as NumPy calls it (so in NumPy's order): a
+    complex pair's eigenvectors are stored as the real and imaginary parts in two
+    consecutive columns."""
+    numba_linalg.ensure_lapack()
+    geev = numba_linalg._LAPACK().numba_ez_rgeev(types.float64)
+
+    def impl(a):
+        n = a.shape[-1]
+        if a.shape[-2] != n:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square.")
+        numba_linalg._check_finite_matrix(a)
+        acpy = numba_linalg._copy_to_fortran_order(a)
+        ldvr = n if vectors else 1
+        wr = np.empty(n, dtype=a.dtype)
+        wi = np.empty(n, dtype=a.dtype)
+        vl = np.empty((n, 1), dtype=a.dtype)
+        vr = np.empty((n, ldvr), dtype=a.dtype)
+        w = np.empty(n, dtype=np.complex128)
+        v = np.empty((n, n), dtype=np.complex128)
+        if n == 0:
+            return w, v
+        info = geev(
+            100,  # ord("d"): double precision
+            78,  # ord("N"): no left eigenvectors
+            86 if vectors else 78,  # ord("V"): right eigenvectors, or none
+            n,
+            acpy.ctypes,
+            n,
+            wr.ctypes,
+            wi.ctypes,
+            vl.ctypes,
+            1,
+            vr.ctypes,
+            ldvr,
+        )
+        numba_linalg._handle_err_maybe_convergence_problem(info)
+        i = 0
+        while i < n:
+            w[i] = complex(wr[i], wi[i])
+            if wi[i] == 0.0 or i + 1 == n:
+                if vectors:
+                    for j in range(n):
+                        v[j, i] = vr[i, j]
+                i += 1
+                continue
+            w[i + 1] = complex(wr[i + 1], wi[i + 1])
+            if vectors:  # vr's rows are the columns of LAPACK's Fortran-ordered result
+                for j in range(n):
+                    v[j, i] = complex(vr[i, j], vr[i + 1, j])
+                    v[j, i + 1] = complex(vr[i, j], -vr[i + 1, j])
+            i += 2
+        numba_linalg._dummy_liveness_func([acpy.size, vl.size, vr.size, wr.size, wi.size])
+        return w, v
+
+    return impl
+
+
+def _eig_overload(name: str, vectors: bool) -> Any:
+    def typer(a):
+        if not isinstance(a, types.Array) or a.ndim != 2:
+            raise _fail(name, f"expected one square matrix, got {a}")
+        if isinstance(a.dtype, types.Complex):
+            if vectors:
+                return lambda a: np.linalg.eig(a)
+            return lambda a: np.linalg.eigvals(a)
+        if a.dtype != types.float64:
+            raise _fail(name, f"expected float64 or complex matrices, got {a.dtype}")
+        real = register_jitable(_real_eig(vectors))
+        if vectors:
+            return lambda a: real(a)
+        return lambda a: real(a)[0]
+
+    return typer
+
+
+overload(eigvals)(_eig_overload("eigvals", vectors=False))
+overload(eig)(_eig_overload("eig", vectors=True))
+
+
 @overload(eigvalsh, prefer_literal=True)
 def _eigvalsh_jit(a, UPLO="L"):  # noqa: N803
     ndim = _matrices("eigvalsh", a)
@@ -161,11 +263,13 @@ def _eigvalsh_jit(a, UPLO="L"):  # noqa: N803
 @overload(pinv)
 def _pinv_jit(a, rcond=None, hermitian=False):
     ndim = _matrices("pinv", a)
-    if not (rcond is None or isinstance(rcond, (types.Omitted, types.NoneType))):
-        raise _fail("pinv", "rcond is not supported under jit (its default is)")
-    return _stacked(
-        "pinv", "def impl(a, rcond=None, hermitian=False):", ndim, "np.linalg.pinv(m)", ["p"]
-    )
+    header = "def impl(a, rcond=None, hermitian=False):"
+    if rcond is None or isinstance(rcond, (types.Omitted, types.NoneType)):
+        return _stacked("pinv", header, ndim, "np.linalg.pinv(m)", ["p"])
+    if not isinstance(rcond, (types.Float, types.Integer)):
+        raise _fail("pinv", f"rcond must be a number under jit (one for every matrix), got {rcond}")
+    # singular values up to rcond times the largest are dropped, as NumPy's
+    return _stacked("pinv", header, ndim, "np.linalg.pinv(m, float(rcond))", ["p"])
 
 
 @redirect(np.linalg.matrix_norm)
@@ -309,7 +413,9 @@ def inv(a: Any) -> Any:
 
 @overload(inv)
 def _inv_jit(a):
-    return _stacked("inv", "def impl(a):", _matrices("inv", a), "np.linalg.inv(m)", ["x"])
+    return _stacked(
+        "inv", "def impl(a):", _matrices("inv", a, complex_ok=True), "np.linalg.inv(m)", ["x"]
+    )
 
 
 @redirect(np.linalg.cholesky)
@@ -333,8 +439,8 @@ def solve(a: Any, b: Any) -> Any:
 
 @overload(solve)
 def _solve_jit(a, b):
-    na = _matrices("solve", a)
-    if not isinstance(b, types.Array) or not isinstance(b.dtype, types.Float):
+    na = _matrices("solve", a, complex_ok=True)
+    if not isinstance(b, types.Array) or not isinstance(b.dtype, (types.Float, types.Complex)):
         raise _fail("solve", f"b must be a floating array, got {b}")
     nb = b.ndim
     if na == 2 and nb <= 2:

@@ -221,6 +221,28 @@ def unarray(value: Any, obj: Any) -> Any:
 
 
 @helper
+def concatenated_item(item: Any, ndmin: int, trans1d: int) -> Any:
+    """An item of ``np.r_[...]``/``np.c_[...]`` as NumPy's index tricks make it before
+    joining: at least ``ndmin`` dimensions, the item's own axes starting at ``trans1d``
+    (-1: at the end, ones in front), the other axes of length one. Moving axes of
+    length one keeps the elements' order, so this is a reshape (a copy: the result is
+    joined into a new array anyway)."""
+    shape = np.shape(item)
+    missing = ndmin - len(shape)
+    if missing <= 0:
+        return np.array(item)
+    padded = (1,) * missing + shape
+    if trans1d == -1:
+        return np.reshape(np.array(item), padded)
+    start = trans1d + missing + 1 if trans1d < 0 else trans1d  # NumPy's slicing, as is
+    axes = list(range(ndmin))
+    order = axes[:start] + axes[missing:] + axes[start:missing]
+    if sorted(order) != axes:
+        raise ValueError(f"np.r_: axes don't match array (ndmin {ndmin}, trans1d {trans1d})")
+    return np.reshape(np.array(item), tuple(padded[k] for k in order))
+
+
+@helper
 def outer_operand(a: Any, b: Any) -> Any:
     """``a`` with one new trailing axis per axis of ``b``: ``ufunc.outer(a, b)`` is the
     ufunc of it and ``b`` (``np.multiply.outer(a, b)`` → ``np.multiply(it, b)``)."""

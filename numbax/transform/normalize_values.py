@@ -14,8 +14,11 @@ calls that have rules, before the function is flattened:
   no rule);
 * ``np.r_[a, 0:3, b]`` and ``np.c_[a, b]``: ``np.concatenate`` of the items made
   1-D (slices as ``np.arange``, or ``np.linspace`` for a complex step), and for
-  ``np.c_`` made columns (``np.column_stack`` of each) and joined along the last axis;
-  directive strings (``np.r_['0,2', ...]``) are refused;
+  ``np.c_`` made columns and joined along the last axis;
+  a directive string first (``np.r_['0,2,0', ...]``, ``'-1'``, ``'r'``, ``'c'``) sets the
+  axis, the least number of dimensions of each item and where its own axes go
+  (``nxrt.concatenated_item``), as NumPy reads it; ``'r'``/``'c'``, which ask NumPy for
+  an ``np.matrix``, give the 2-D array it holds;
 * ufunc methods as the functions they equal: ``np.add.reduce(x, axis)`` →
   ``np.sum(x, axis)`` (``multiply``: ``np.prod``, ``maximum``/``minimum``: ``np.max``/
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
@@ -43,6 +46,7 @@ closure, as ``normalize_transformations`` binds what it builds.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 import inspect
 from typing import Any
@@ -196,6 +200,18 @@ def _depth(value: gast.expr) -> int | None:
     if len(depths) != 1 or None in depths:
         return None
     return depths.pop() + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class _Directive:
+    """How ``np.r_``/``np.c_`` join their items: along ``axis``, each made at least
+    ``ndmin``-dimensional with its own axes from ``trans1d`` on (-1: last), and for
+    ``matrix`` ``'r'`` or ``'c'`` the result made a row or a column."""
+
+    axis: int
+    ndmin: int
+    trans1d: int
+    matrix: str | None = None
 
 
 class _Rewriter(gast.NodeTransformer):
@@ -474,26 +490,50 @@ class _Rewriter(gast.NodeTransformer):
             return node
         name = "np.r_" if base is np.r_ else "np.c_"
         index = node.slice
-        items = index.elts if isinstance(index, gast.Tuple) else [index]
-        parts = [self.concatenated_item(item, name, base is np.r_) for item in items]
+        items = list(index.elts) if isinstance(index, gast.Tuple) else [index]
+        # NumPy's defaults (np.c_ is np.r_['-1,2,0', ...]), which a directive overrides
+        directive = _Directive(0, 1, -1) if base is np.r_ else _Directive(-1, 2, 0)
+        if items and isinstance(items[0], gast.Constant) and isinstance(items[0].value, str):
+            directive = self.directive(items.pop(0).value, directive, name)
+        for item in items:
+            if isinstance(item, gast.Constant) and isinstance(item.value, str):
+                raise self.refuse(
+                    f"a directive string after the first item of {name}[...]",
+                    "give the directive first, as NumPy requires",
+                )
+        parts = [self.concatenated_item(item, name, directive) for item in items]
         concatenate = self.reference(np.concatenate, "concatenate")
-        if base is np.r_:
-            return _call(concatenate, [gast.Tuple(parts, gast.Load())])
-        # np.c_ joins along the last axis, a 0-D or 1-D item made a column first (as
-        # np.column_stack makes it; arrays of more dimensions are joined as they are).
-        columns = [
-            _call(self.reference(np.column_stack, "column_stack"), [gast.Tuple([p], gast.Load())])
-            for p in parts
-        ]
-        last_axis = gast.keyword("axis", gast.Constant(-1, None))
-        return _call(concatenate, [gast.Tuple(columns, gast.Load())], [last_axis])
+        keywords = [] if directive.axis == 0 else [gast.keyword("axis", _constant(directive.axis))]
+        joined = _call(concatenate, [gast.Tuple(parts, gast.Load())], keywords)
+        if directive.matrix is None:
+            return joined
+        # 'r' and 'c' ask for np.matrix, which numbax writes as the 2-D array it holds:
+        # a 1-D result as one row ('r') or one column ('c')
+        trans1d = 0 if directive.matrix == "c" else -1
+        return self.item_made(joined, 2, trans1d)
 
-    def concatenated_item(self, item: gast.expr, name: str, flat: bool) -> gast.expr:
-        if isinstance(item, gast.Constant) and isinstance(item.value, str):
+    def directive(self, text: str, defaults: _Directive, name: str) -> _Directive:
+        """NumPy's directive string: ``'r'``/``'c'`` (a matrix), ``'axis'``, or
+        ``'axis,ndmin[,trans1d]'``."""
+        if text in ("r", "c"):
+            return dataclasses.replace(defaults, matrix=text)
+        try:
+            numbers = [int(part) for part in text.split(",")]
+        except ValueError:
+            numbers = []
+        if not 1 <= len(numbers) <= 3:
             raise self.refuse(
-                f"a directive string in {name}[...] ({item.value!r})",
-                "call np.concatenate, np.stack or np.column_stack with the axis you want",
+                f"the directive {text!r} in {name}[...]",
+                "write 'r', 'c', 'axis', 'axis,ndmin' or 'axis,ndmin,trans1d' "
+                "(a matrix expression such as '1 2; 3 4' is np.bmat's, not numbax's)",
             )
+        if len(numbers) == 1:
+            return dataclasses.replace(defaults, axis=numbers[0])
+        return _Directive(numbers[0], numbers[1], numbers[2] if len(numbers) == 3 else -1)
+
+    def concatenated_item(self, item: gast.expr, name: str, directive: _Directive) -> gast.expr:
+        """One item made what NumPy joins: a slice its range, each at least
+        ``ndmin``-dimensional, its own axes from ``trans1d`` on."""
         if isinstance(item, gast.Slice):
             if item.upper is None:
                 raise self.refuse(f"a slice without an end in {name}[...]", "give its end")
@@ -501,9 +541,17 @@ class _Rewriter(gast.NodeTransformer):
             step = item.step
             if isinstance(step, gast.Constant) and isinstance(step.value, complex):
                 count = gast.Constant(int(abs(step.value)), None)
-                return _call(self.reference(np.linspace, "linspace"), [start, item.upper, count])
-            rest = [item.upper] if step is None else [item.upper, step]
-            return _call(self.reference(np.arange, "arange"), [start, *rest])
-        if flat:
+                item = _call(self.reference(np.linspace, "linspace"), [start, item.upper, count])
+            else:
+                rest = [item.upper] if step is None else [item.upper, step]
+                item = _call(self.reference(np.arange, "arange"), [start, *rest])
+        return self.item_made(item, directive.ndmin, directive.trans1d)
+
+    def item_made(self, item: gast.expr, ndmin: int, trans1d: int) -> gast.expr:
+        """``item`` with at least ``ndmin`` dimensions as NumPy's index tricks make it:
+        ``np.atleast_1d``, or ``nxrt.concatenated_item`` (a reshape with a batching rule,
+        so that vmap's vectorized method joins the items as one array)."""
+        if ndmin <= 1:
             return _call(self.reference(np.atleast_1d, "atleast_1d"), [item])
-        return item
+        helper = self.reference(nxrt.concatenated_item, "concatenated_item")
+        return _call(helper, [item, _constant(ndmin), _constant(trans1d)])

@@ -85,6 +85,21 @@ def shared_output(x, c):
     return x, 2.0 * c
 
 
+def built_and_selected(x):  # np.array of values, np.select, np.r_ with a directive
+    rows = np.array([[x[0], x[1] * 2.0], [x[2], 1.0]])
+    flat = np.array([x[0], 3.0, x[2] ** 2]) + np.asarray((x, x * x)).sum(axis=0)
+    selected = np.select([x > 0, x < -0.5], [x, M[1, :3]], default=x * 3.0)
+    return rows, flat + selected + np.r_["0,2,0", x, x**2][3:, 0]
+
+
+def picked(x, choice):  # np.choose, np.pad (compiled in the one program of their tests)
+    chosen = np.choose(choice, (x, 2.0 * x, M[0, :3]), mode="clip")
+    rows = np.array([[x[0], x[1] * 2.0], [x[2], 1.0]])
+    chosen += np.pad(x, (2, 1), mode="reflect")[:3] + np.pad(rows, 1)[1:, 0]
+    padded = np.pad(x, ((0, 1),), "edge")[1:] + np.pad(x, 2, "wrap")[:3]
+    return chosen + padded + np.pad(x[None], 1, "symmetric")[1, 1:4]
+
+
 # (function, arguments, in_axes, out_axes)
 V3 = RNG.normal(size=(B, 3))
 CASES = {
@@ -112,6 +127,9 @@ CASES = {
     "embedding lookup": (embedded, (np.array([3, 1, 0, 3, 2]), RNG.normal(size=3)), (0, None), 0),
     "out_axes": (reductions, (RNG.normal(size=(B, 4, 3)),), 0, (1, 0, 0, 0, 2)),
     "shared output repeated": (shared_output, (V3, M), (0, None), 0),
+    "arrays from values, select": (built_and_selected, (V3,), 0, 0),
+    "choose, pad": (picked, (V3, RNG.integers(0, 4, size=(B, 3))), 0, 0),
+    "choose by a shared index": (picked, (V3, np.array([2, 0, 1])), (0, None), 0),
 }
 
 
@@ -130,6 +148,7 @@ def test_vectorized_equals_the_loop(case):
 JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
 JIT_CASES += ["accumulator", "reshape", "concatenate and stack", "embedding lookup"]
+JIT_CASES += ["arrays from values, select"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)

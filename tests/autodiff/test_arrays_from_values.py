@@ -25,6 +25,10 @@ V = rng.permutation(np.linspace(-2.0, 2.0, 6)) + 0.01  # distinct: no ties in ru
 M = rng.normal(size=(3, 4))
 
 
+# NumPy's own np.r_['r', ...] (the finite differences call it) builds an np.matrix
+_MATRIX = pytest.mark.filterwarnings("ignore:the matrix subclass")
+
+
 def case(name, f, *args, marks=()):
     return pytest.param(f, args, id=name, marks=marks)
 
@@ -98,6 +102,14 @@ FORMS = [
     case("tuple-and-list-to-a-helper", to_helper, V),
     case("r_", lambda x: np.r_[x[:2], 0:3, x[4], x**2], V),
     case("r_-linspace", lambda x: np.r_[x, 0:1:3j] * 2.0, V),
+    case("r_-rows", lambda x: np.r_["0,2", x, x**2, 0:6], V),
+    case("r_-columns", lambda x: np.r_["0,2,0", x, x**2, 0:1:6j], V),
+    case("r_-last-axis", lambda m: np.r_["-1", m, m**2], M),
+    case("r_-3d", lambda x: np.r_["1,3,0", x[:3], x[3:] ** 2], V),
+    case("r_-trans1d-negative", lambda m: np.r_["0,3,-2", m[0], m[1] ** 2], M),
+    case("r_-row-matrix", lambda x: np.r_["r", x, x[:2] ** 2], V, marks=_MATRIX),
+    case("r_-column-matrix", lambda x: np.r_["c", -1:1:3j, x**2], V, marks=_MATRIX),
+    case("c_-directive", lambda m: np.c_["0", m, m**2], M),
     case("c_", lambda x: np.c_[x, x**2, x[::-1]], V),
     case("c_-3d", lambda m: np.c_[np.reshape(m, (2, 3, 2)), np.reshape(m, (2, 3, 2)) ** 2], M),
     case("block", block, V),
@@ -208,7 +220,7 @@ def test_second_derivatives_through_the_adjoints_own_rules():
 
 
 def r_directive(x):
-    return np.r_["0,2", x, x]
+    return np.r_["0,2,a", x, x]
 
 
 def subtract_accumulate(x):
@@ -226,7 +238,7 @@ def pad_mean(x):
 @pytest.mark.parametrize(
     ("f", "words"),
     [
-        (r_directive, "a directive string in np.r_"),
+        (r_directive, "the directive '0,2,a' in np.r_"),
         (subtract_accumulate, "np.subtract.accumulate"),
         (reduce_with_initial, "np.add.reduce with initial="),
     ],
@@ -250,7 +262,7 @@ def program(x, m):
     one compile checks them under jit (each NumPy function's own rule is compiled at its
     first sample by test_rule_table.py)."""
     rows = np.array([[x[0], x[1] * x[2]], [1.0, x[3]]])
-    joined = np.r_[x[:2], x[5], 0:2]
+    joined = np.r_[x[:2], x[5], 0:2] * np.r_["1,3,0", x[:2], x[2:4]].ravel().sum()
     first, second = np.split(x, 2)
     parts = np.array_split(x, 4)
     padded = np.pad(m, ((1, 0), (2, 0)), mode="reflect") + np.pad(m, 1)[:4, :6]

@@ -2,8 +2,8 @@
 (``numbax/transform/compositions.py``: ``cond`` with ``p``, ``lstsq``, ``multi_dot``,
 ``vector_norm``, ``tensorinv``, ``tensorsolve``), ``eigvals``, and the batching of the
 decompositions on stacks: against central differences interpreted, NumPy's values and
-one gradient under jit (one program each), and vmap's vectorized method against its
-loop."""
+the interpreted gradient under jit (one program, one compile), and vmap's vectorized
+method against its loop."""
 
 from __future__ import annotations
 
@@ -129,23 +129,36 @@ def test_values_are_numpys():
     )
 
 
-def compiled(a, t):
-    """The compositions in one jitted program (eigvals under jit is Numba's own)."""
+def compiled(a, t, r):
+    """The compositions, and eigvals of a real matrix with complex eigenvalues, in one
+    jitted program."""
     x, residuals, rank, sv = np.linalg.lstsq(t, t[:, 0] + 1.0)
+    x_cut, _, rank_cut, _ = np.linalg.lstsq(t, t[:, 1], rcond=0.3)
+    x_legacy = np.linalg.lstsq(t, t[:, 2], rcond=-1.0)[0]  # as -1: machine precision
+    w = np.linalg.eigvals(r)
     return (
         np.sum(x) * rank
         + np.sum(residuals)
+        + np.sum(x_cut) * rank_cut
+        + np.sum(x_legacy**2)
         + np.sum(np.linalg.multi_dot([a[0], a, a]))
         + np.linalg.vector_norm(t, ord=3)
+        + np.sum(np.real(w) * 2.0 + np.imag(w) ** 2)
     )
 
 
 def test_one_compiled_program():
-    """NumPy's values under jit (the derivatives are checked interpreted above: the
-    compositions' derivative code compiles as the helpers of a user's function do, and
-    each compile of it costs seconds)."""
-    args = (SQUARE, TALL)
+    """NumPy's values under jit, in one compile (the derivatives are checked against
+    finite differences above; compiling the gradient of this program takes minutes)."""
+    args = (SQUARE, TALL, ROTATION)
     np.testing.assert_allclose(nx.jit(compiled)(*args), compiled(*args), rtol=1e-10)
+
+
+def test_complex_eigenvalues_and_their_gradient_compile():
+    """Numba's eigvals of a real matrix raises at a complex eigenvalue; numbax's returns
+    them (complex, as NumPy 2.5 and JAX always do), and their derivative compiles."""
+    loss = nx.grad(lambda a: np.sum(eigenvalues(a)))  # the values: in the program above
+    np.testing.assert_allclose(nx.jit(loss)(ROTATION), loss(ROTATION), rtol=1e-10)
 
 
 def eigenvectors(a):

@@ -250,7 +250,7 @@ def special_values(x, p, y):
 
 
 def special_loss(x, w):
-    """A scalar of all of them, of math's functions and of a distribution."""
+    """A scalar of all of them, of math's functions and of scipy.stats' distributions."""
     total = np.sum(sp.erf(x) * sp.erfc(w) + sp.erfinv(x / 3) + sp.ndtr(x) * sp.ndtri(w))
     total = total + np.sum(sp.log_ndtr(x) + sp.expit(x) * sp.logit(w) + gammaln(x + 2))
     total = total + np.sum(sp.gamma(w) + sp.psi(x + 2) + sp.polygamma(1, x + 2))
@@ -260,7 +260,18 @@ def special_loss(x, w):
     first = x[0]
     total = total + math.exp(first) * math.lgamma(first + 2) + math.erf(first) * math.sqrt(w[0])
     total = total + math.atan2(first, w[1]) + math.log1p(w[0]) * math.gamma(w[1])
+    total = total + np.sum(stats.t.logpdf(x, 3.5, 0.2, w[1] + 1))
+    total = total + np.sum(stats.gamma.logpdf(x + 2, 2.5, scale=w[2] + 1))
+    total = (
+        total
+        + np.sum(stats.beta.logpdf(w, 2.0, x[2] + 3))
+        + np.sum(stats.poisson.logpmf(np.array([0, 2, 5]), w[0] + 1))
+    )
+    total = total + stats.multivariate_normal.logpdf(x, w, COVARIANCE)
     return total + np.sum(stats.norm.logpdf(x, w[0], w[1] + 1))
+
+
+COVARIANCE = np.array([[2.0, 0.3, 0.1], [0.3, 1.0, -0.2], [0.1, -0.2, 1.5]])
 
 
 def program(x, w, edges, p, y):

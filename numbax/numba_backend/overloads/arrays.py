@@ -37,7 +37,7 @@ from numbax.runtime.gathers import (
     running_positions,
     ungather,
 )
-from numbax.runtime.shapes import outer_operand, unarray, unstack_like
+from numbax.runtime.shapes import concatenated_item, outer_operand, unarray, unstack_like
 
 # -- positions and gathers ----------------------------------------------------------------
 
@@ -449,6 +449,26 @@ def _outer_operand_jit(a, b):
         "    x = np.ascontiguousarray(np.asarray(a))\n"
         "    s = x.shape\n"
         f"    return x.reshape(({shape}{',' if andim + ndim == 1 else ''}))\n"
+    )
+    return _define(source, "impl", {})
+
+
+@overload(concatenated_item, prefer_literal=True)
+def _concatenated_item_jit(item, ndmin, trans1d):
+    if not isinstance(ndmin, types.IntegerLiteral) or not isinstance(trans1d, types.IntegerLiteral):
+        raise _fail("concatenated_item", "ndmin and trans1d must be constants")
+    ndim = item.ndim if isinstance(item, types.Array) else 0
+    # the NumPy helper on an item whose axis d has length d + 2 says where each goes
+    probe = concatenated_item(
+        np.zeros(tuple(range(2, ndim + 2))), ndmin.literal_value, trans1d.literal_value
+    )
+    shape = ", ".join("1" if n == 1 else f"s[{n - 2}]" for n in probe.shape)
+    comma = "," if probe.ndim == 1 else ""
+    source = (
+        "def impl(item, ndmin, trans1d):\n"
+        "    x = np.ascontiguousarray(np.asarray(item)).copy()\n"
+        "    s = x.shape\n"
+        f"    return x.reshape(({shape}{comma}))\n"
     )
     return _define(source, "impl", {})
 

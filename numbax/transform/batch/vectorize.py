@@ -108,6 +108,27 @@ def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
     return Decline(f"{reason} (line {line}: {source.line(line)})", source.filename, line)
 
 
+_LIST_CHANGES = frozenset(
+    ["append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse"]
+)
+
+
+def _changed_in_place(fn: gast.FunctionDef) -> frozenset[str]:
+    """The names the function changes in place: stored into (``xs[i] = v``) or changed
+    by a list's methods (``xs.append(v)``)."""
+    changed = set()
+    for node in gast.walk(fn):
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
+            base = node.value
+        elif isinstance(node, gast.Attribute) and node.attr in _LIST_CHANGES:
+            base = node.value
+        else:
+            continue
+        if isinstance(base, gast.Name):
+            changed.add(base.id)
+    return frozenset(changed)
+
+
 class _Vectorizer:
     def __init__(
         self, fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver, axis_name: Any
@@ -119,6 +140,7 @@ class _Vectorizer:
         self.env: dict[str, Value] = {}
         self.packed: dict[str, list[gast.expr]] = {}  # a tuple's element atoms
         self.stacks: dict[str, Value | None] = {}  # a list's elements (reverse mode's tapes)
+        self.changed_lists = _changed_in_place(fn)
         self.out_axes: Any = 0
 
     # -- the function -------------------------------------------------------------------
@@ -417,7 +439,14 @@ class _Vectorizer:
             self.packed[target] = list(node.elts)
             elements = tuple(self._value(e) for e in node.elts)
             if isinstance(node, gast.List) and any(e.batched for e in elements):
-                raise Decline("a list of batched values")
+                # a list of the values an operation takes (np.array([a, b]), np.select's
+                # lists) made a tuple: its elements differ in shape once some are
+                # batches, which compiled code holds in a tuple only. A list the
+                # function changes (append, a store) has no batching rule and loops.
+                if target in self.changed_lists:
+                    raise Decline("a list of batched values that the function changes")
+                tuple_node = gast.Tuple([clone(e) for e in node.elts], gast.Load())
+                return Value(None, True, elements), tuple_node
             return Value(None, any(e.batched for e in elements), elements), None
         if op.kind == SUBSCRIPT:
             return self._subscript(node)

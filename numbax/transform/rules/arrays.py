@@ -12,11 +12,86 @@ says where each element of the result comes from, and the cotangent is summed ba
 there (``nxrt.ungather``).
 """
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from numbax.runtime import nxrt
-from numbax.transform.rules.batch_kinds import scan
+from numbax.runtime.shapes import concatenated_item
+from numbax.transform.rules.batch_kinds import BatchOp, Decline, repeated, scan
 from numbax.transform.rules.registry import checked_elsewhere, define, nondifferentiable
+
+
+# -- batching rules (vmap's vectorized method, batch_kinds.py) of the table below
+def _concatenated_item(op: BatchOp) -> tuple[str, int | None]:
+    """Each example's item reshaped as one example's is, the batch axis kept first."""
+    rank, ndmin, trans1d = op.value("item").rank, op.constant("ndmin"), op.constant("trans1d")
+    if rank is None or not isinstance(ndmin, int) or not isinstance(trans1d, int):
+        if op.batched:
+            raise Decline(f"{op.name} of an item whose rank is not known")
+        return "", None
+    # the helper on an item whose axis d has length d + 2 says where each axis goes
+    probe = concatenated_item(np.zeros(tuple(range(2, rank + 2))), ndmin, trans1d)
+    if not op.batched:
+        return "", probe.ndim
+    item = op.text("item")
+    lengths = ["1" if n == 1 else f"{item}.shape[{n - 1}]" for n in probe.shape]
+    shape = ", ".join([f"{item}.shape[0]", *lengths])
+    return f"np.reshape(np.ascontiguousarray({item}), ({shape}))", probe.ndim
+
+
+def _from_values(param: str) -> Callable[[BatchOp], tuple[str, int | None]]:
+    """``np.array(obj)``/``np.asarray(obj)``: of a tuple (a list the vectorizer made
+    one) of values of one shape per example, their stack along the axis after the
+    batch's, the shared ones repeated over the batch; of an array, the array."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        parts = op.elements(param)
+        if parts is None:  # an array (or a tuple whose elements are not known here)
+            rank = op.value(param).rank
+            if op.batched and (rank is None or op.constant("ndmin") not in (None, 0)):
+                raise Decline(f"{op.name} of a value whose rank is not known, or ndmin=")
+            return (op.replaced({}) if op.batched else ""), rank
+        ranks = {value.rank for _, value in parts}
+        rank = ranks.pop() + 1 if len(ranks) == 1 and None not in ranks else None
+        if not op.batched:
+            return "", rank
+        if rank is None or op.constant("ndmin") not in (None, 0):
+            raise Decline(f"{op.name} of values whose ranks are not known or differ, or ndmin=")
+        stacked = ", ".join(s if v.batched else repeated(s) for s, v in parts)
+        return op.replaced({param: f"np.stack(({stacked},), axis=1)"}), rank
+
+    return rule
+
+
+def _pad(op: BatchOp) -> tuple[str, int | None]:
+    """``np.pad`` of a batch: each example's widths (and per-axis constants), none on
+    the batch axis."""
+    rank = op.value("array").rank
+    if not op.batched:
+        return "", rank
+    if rank is None or op.is_batched("constant_values") or op.is_batched("pad_width"):
+        raise Decline(f"{op.name} of batched widths or constants, or of an unknown rank")
+    widths = _per_axis(op.nested_constant("pad_width"), rank, "pad_width")
+    sources = {"pad_width": repr(((0, 0), *widths))}
+    if op.value("constant_values").rank != 0:  # per axis: none for the batch's
+        constants = ((0, 0), *_per_axis(op.nested_constant("constant_values"), rank, "constants"))
+        if any(isinstance(c, float) for pair in constants for c in pair):  # one type
+            constants = tuple((float(before), float(after)) for before, after in constants)
+        sources["constant_values"] = repr(constants)
+    return op.replaced(sources), rank
+
+
+def _per_axis(widths: Any, rank: int, what: str) -> tuple[tuple[Any, Any], ...]:
+    """NumPy's forms of per-axis pairs (``2``, ``(1, 2)``, ``((1, 2), (0, 3))``), each
+    axis's pair spelled out."""
+    try:
+        pairs = np.broadcast_to(np.asarray(widths, dtype=object), (rank, 2))
+    except ValueError:
+        raise Decline(f"np.pad: {what} {widths!r} for rank {rank}") from None
+    return tuple((before, after) for before, after in pairs.tolist())
+
 
 # fmt: off
 #      operation, parameters (NumPy's): jvp, vjp, samples (registry.py)
@@ -26,11 +101,11 @@ from numbax.transform.rules.registry import checked_elsewhere, define, nondiffer
 # cast to the result's dtype: an integer result carries no derivative.
 define(np.array, "object, dtype=None, *, copy=True, order='K', subok=False, ndmin=0, like=None",
        jvp="nxrt.cast(np.array(dobject), ans.dtype)",
-       vjp="nxrt.unarray(g, object)",
+       vjp="nxrt.unarray(g, object)", batch=_from_values("object"),
        samples=["(a[], b[], 2.0)", "[a[3], b[3]]", "a[2, 3]"])
 define(np.asarray, "a, dtype=None, order=None, *, device=None, copy=None, like=None",
        jvp="nxrt.cast(np.array(da), ans.dtype)",
-       vjp="nxrt.unarray(g, a)",
+       vjp="nxrt.unarray(g, a)", batch=_from_values("a"),
        samples=["(a[], b[])", "a[2, 3]"])
 define(np.atleast_3d, "a",
        linear="np.atleast_3d(a)",
@@ -99,9 +174,16 @@ define(np.insert, "arr, obj, values, axis=None",
 define(np.pad, "array, pad_width, mode='constant', constant_values=0",
        jvp="nxrt.regather(darray, nxrt.pad_positions(array, pad_width, mode))",
        vjp="nxrt.ungather(g, array, nxrt.pad_positions(array, pad_width, mode))",
+       batch=_pad,
        samples=["array[4], 2", "array[3, 4], ((1, 0), (2, 1)), 'edge'",
                 "array[5], (2, 3), 'reflect'", "array[2, 3], 2, 'wrap'",
                 "array[4], 3, 'symmetric'", "array[4], 1, constant_values=2.0"])
+
+# an item of np.r_/np.c_ made at least ndmin-D (normalization writes it so): a reshape
+define(nxrt.concatenated_item, "item, ndmin, trans1d",
+       linear="nxrt.concatenated_item(item, ndmin, trans1d)",
+       vjp="nxrt.reshape_like(g, item)", batch=_concatenated_item,
+       samples=["item[3], 3, 0", "item[2, 3], 3, 1", "item[], 2, 0", "item[4], 3, -2"])
 
 # ufunc methods (normalization writes them so): outer products and running extremes.
 define(nxrt.outer_operand, "a, b",

@@ -124,6 +124,18 @@ class BatchOp:
             return None
         return self._constant(self.bound[param])
 
+    def nested_constant(self, param: str) -> Any:
+        """The value of an argument that must be a constant, which may be a tuple of
+        constants held in names (``pad_width``)."""
+
+        def value(node: gast.expr) -> Any:
+            atoms = self._elements(node)
+            if atoms is not None:
+                return tuple(value(atom) for atom in atoms)
+            return self._constant(node)
+
+        return None if param not in self.bound else value(self.bound[param])
+
     def elements(self, param: str) -> list[tuple[str, Value]] | None:
         """The source and what is known of each element of a tuple argument (None: not
         a tuple whose elements are known)."""
@@ -175,6 +187,38 @@ def elementwise(op: BatchOp) -> tuple[str, int | None]:
     if rank is None:
         raise Decline(f"{op.name} of arguments whose ranks are not known")
     return op.replaced({p: op.lifted(p, rank) for p in arrays if op.is_batched(p)}), rank
+
+
+def elementwise_of_tuples(arrays: tuple[str, ...], tuples: tuple[str, ...]) -> Rule:
+    """An operation that broadcasts its ``arrays`` and the elements of its ``tuples``
+    against each other as elementwise ones do (``np.choose(a, (x, y))``, ``np.select``'s
+    lists of conditions and choices and its default): each batched array of lower rank
+    lifted, in its tuple."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        items: dict[str, list[tuple[str, Value]]] = {}
+        for param in tuples:
+            parts = op.elements(param) if param in op.bound else None
+            if parts is None and param in op.bound:
+                if op.batched:
+                    raise Decline(f"{op.name} of a {param} whose elements are not known")
+                return "", None
+            items[param] = parts or []
+        singles = [p for p in arrays if p in op.bound and not _is_none(op.bound[p])]
+        values = [op.value(p) for p in singles] + [v for ps in items.values() for _, v in ps]
+        ranks = [v.rank for v in values]
+        rank = None if None in ranks else max(ranks, default=0)
+        if not op.batched:
+            return "", rank
+        if rank is None:
+            raise Decline(f"{op.name} of arguments whose ranks are not known")
+        sources = {p: op.lifted(p, rank) for p in singles if op.is_batched(p)}
+        for param, parts in items.items():
+            lifted = [lift(source, value, rank) for source, value in parts]
+            sources[param] = f"({', '.join(lifted)},)"
+        return op.replaced(sources), rank
+
+    return rule
 
 
 def elementwise_as(function: str) -> Rule:

@@ -22,6 +22,7 @@ from numbax.runtime import selection
 from numbax.transform.rules.batch_kinds import (
     BatchOp,
     Decline,
+    elementwise_of_tuples,
     repeated,
     same_shape,
     scan,
@@ -160,6 +161,7 @@ define(selection.sorted_in_place, "a, axis=-1, kind=None, order=None",
 define(np.choose, "a, choices, out=None, mode='raise'", methods=["choose"],
        jvp={"choices": "np.choose(a, dchoices, mode=mode)"},
        vjp={"choices": "nxrt.unchoose(g, a, choices, mode)"},
+       batch=elementwise_of_tuples(("a",), ("choices",)),
        samples=checked_elsewhere(
            "tests/autodiff/test_selection_and_order.py: a tuple of choices"))
 define(np.select, "condlist, choicelist, default=0",
@@ -169,6 +171,7 @@ define(np.select, "condlist, choicelist, default=0",
        vjp={"choicelist": "nxrt.unselect(g, condlist, choicelist)",
             "default": "nxrt.unbroadcast(np.where(nxrt.select_default(condlist), g, 0), "
                        "default)"},
+       batch=elementwise_of_tuples(("default",), ("condlist", "choicelist")),
        samples=checked_elsewhere(
            "tests/autodiff/test_selection_and_order.py: tuples of conditions and choices"))
 # what Python's max(items) indexes: the items themselves (of a dict or set, its keys,
