@@ -136,6 +136,19 @@ def test_derivatives_through_a_vmap_called_with_keywords():
         assert_close(nx.jacfwd(loss, argnums=argnum)(BATCH, SCALES), want, f"jacfwd {argnum}")
 
 
+scaled_gradient = nx.grad(scaled)
+scaled_hessian = nx.hessian(scaled)
+
+
+def test_transformations_called_with_keywords_inside_a_transformed_function():
+    def loss(x, y):
+        return np.sum(scaled_gradient(x, scale=y[0]) * y) + np.sum(scaled_hessian(x, scale=2.0))
+
+    for argnum in (0, 1):
+        want = numeric_jacobian(loss, (X, Y), argnum)
+        assert_close(nx.grad(loss, argnums=argnum)(X, Y), want, f"grad {argnum}")
+
+
 checkpointed = nx.checkpoint(powered)
 
 
