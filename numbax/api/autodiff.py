@@ -24,6 +24,7 @@ from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.jacobians import jacobian_function
+from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import FunctionSource, display_name, refuse_variadic
 
@@ -252,7 +253,10 @@ class Jacobian(Transformed):
             as_tuple=self.as_tuple,
             holomorphic=self.holomorphic,
         )
-        derive.bindings[name] = callee
+        keyword_only = keyword_only_function(callee)  # called with every argument in order
+        derive.bindings[name] = (
+            callee if keyword_only is None else positional_view(keyword_only, self.transformation)
+        )
         return tree
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -302,11 +306,15 @@ def _jvp_generated(fun: Callable, n: int) -> Generated:
     return callee_derivative(callable_target(fun), "jvp", tuple(range(n)))
 
 
-def _defaults_after_primals(fun: Callable, generated: Generated, n: int) -> tuple:
-    """The values of ``fun``'s parameters after its ``n`` primals, as a call of ``fun``
-    with ``n`` arguments would take them: their defaults. The generated JVP takes every
-    parameter, then the tangents of the first ``n``."""
-    unpassed = len(inspect.signature(generated.function).parameters) - 2 * n
+def _defaults_after_primals(
+    fun: Callable, generated: Generated, n: int, trailing: int | None = None
+) -> tuple:
+    """The values of ``fun``'s parameters after its ``n`` primals (keyword-only ones
+    included), as a call of ``fun`` with ``n`` arguments would take them: their defaults.
+    The generated JVP takes every parameter, then the tangents of the first ``n``; the
+    VJP every parameter, then the cotangent (``trailing``: how many come after them)."""
+    trailing = n if trailing is None else trailing
+    unpassed = len(inspect.signature(generated.function).parameters) - n - trailing
     if unpassed <= 0:
         return ()
     rest = list(inspect.signature(fun).parameters.values())[n : n + unpassed]
@@ -314,7 +322,8 @@ def _defaults_after_primals(fun: Callable, generated: Generated, n: int) -> tupl
     if missing or len(rest) != unpassed:
         raise TypeError(
             f"{display_name(fun)!r} was given {n} primal argument(s), and its parameter(s) "
-            f"{', '.join(missing)} have no default: pass a primal and a tangent for each"
+            f"{', '.join(missing)} have no default: pass a primal for each, or bind it "
+            "first (functools.partial(f, scale=...) for a keyword-only parameter)"
         )
     return tuple(p.default for p in rest)
 
@@ -371,6 +380,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     out, aux = result if has_aux else (result, None)
     mode = "vjp_aux" if has_aux else "vjp"
     generated = callee_derivative(callable_target(fun), mode, tuple(range(len(primals))))
+    defaults = _defaults_after_primals(fun, generated, len(primals), trailing=1)
 
     def vjp_fun(cotangent: Any) -> tuple:
         if np.shape(cotangent) != np.shape(out):
@@ -378,7 +388,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
                 f"vjp of {display_name(fun)!r}: the cotangent has shape "
                 f"{np.shape(cotangent)} but the output has shape {np.shape(out)}"
             )
-        cts = generated.function(*primals, cotangent)
+        cts = generated.function(*primals, *defaults, cotangent)
         if has_aux:
             cts = cts[0]
         return tuple(_like_input(c, p) for c, p in zip(cts, primals, strict=True))

@@ -34,6 +34,7 @@ from numbax.api.rewritten import (
 )
 from numbax.api.transformed import Generated, callee_derivative
 from numbax.transform.ad_common import RUNTIME
+from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.source import display_name
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat"]
@@ -273,6 +274,13 @@ class _Checkpointed(Rewritten):
     """``checkpoint(f)``: see :func:`checkpoint`."""
 
     transformation = "checkpoint"
+    _by_position: _Checkpointed | None = None
+
+    @property
+    def keyword_only(self) -> bool:
+        """Keyword-only parameters are taken where numbax reads them by position: a
+        Python function's (or ``jit`` of one), not a transformation's."""
+        return keyword_only_function(self.fun) is not None
 
     def __numbax_function__(self) -> Callable:
         """Transformations read ``f`` itself: only calls to it are treated differently."""
@@ -281,6 +289,17 @@ class _Checkpointed(Rewritten):
 
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         return callee_derivative(self.fun, mode, positions)
+
+    def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Any:
+        """The checkpoint of the function's positional view (its keyword-only parameters
+        taken by position after the others), which calls passing keywords call instead."""
+        function = keyword_only_function(self.fun)
+        if function is None:  # what numbax cannot read by position: say so
+            return super().__numbax_by_position__(n_positional, keywords)
+        if self._by_position is None:
+            view = positional_view(function, self.transformation)
+            self._by_position = _Checkpointed(view, self.static, self.static_what)
+        return self._by_position
 
 
 def checkpoint(

@@ -121,10 +121,16 @@ class Rewritten(NumbaxFunction):
         params = self.parameters("transform")
         name = self.name
         args = ", ".join(params)
+        keyword_only = {
+            p.name
+            for p in inspect.signature(self.fun).parameters.values()
+            if p.kind is p.KEYWORD_ONLY
+        }
+        passed = ", ".join(f"{p}={p}" if p in keyword_only else p for p in params)
         trampoline = load_generated(
             name,
             [f"{where(self.fun)}, as the transformations see it: a call to itself"],
-            [f"def {name}({args}):", f"    return _custom_{name}({args})"],
+            [f"def {name}({args}):", f"    return _custom_{name}({passed})"],
             {f"_custom_{name}": self},
             origin=user_origin(self.fun),
         )
@@ -137,9 +143,22 @@ class Rewritten(NumbaxFunction):
         name = display_name(self.fun).rsplit(".", 1)[-1]
         return name if name.isidentifier() else re.sub(r"\W", "", name) + "_"
 
+    keyword_only = False
+    """Whether the function may have keyword-only parameters (``vmap``: they are bound by
+    name at each call, then passed by position; JAX's custom rules take none)."""
+
+    def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Any:
+        """What a call passing keyword-only arguments calls instead, taking every argument
+        by position (see ``numbax.transform.normalize_calls``). Custom rules take their
+        parameters by position only, as JAX's: this refuses the function."""
+        refuse_variadic(self.fun, self.transformation, keyword_only=True, star_args=True)
+        raise AssertionError(f"{display_name(self.fun)!r} has no keyword-only parameters")
+
     def parameters(self, transformation: str) -> list[str]:
-        """The positional parameters; anything else cannot be called from derivative code."""
-        refuse_variadic(self.fun, transformation, keyword_only=True, star_args=True)
+        """The parameters, keyword-only ones last; derivative code passes each by position."""
+        refuse_variadic(
+            self.fun, transformation, keyword_only=not self.keyword_only, star_args=True
+        )
         return list(inspect.signature(self.fun).parameters)
 
     def __numbax_derivative__(self, mode: str, positions: tuple[int, ...]) -> Generated:

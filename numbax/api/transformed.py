@@ -10,6 +10,7 @@ applied to it reads the generated function as its source — which is how
 
 from __future__ import annotations
 
+import copy
 import inspect
 import types
 import weakref
@@ -35,10 +36,17 @@ from numbax.transform.ad_common import RUNTIME
 from numbax.transform.analysis.dataflow import names as _names
 from numbax.transform.forward import jvp_function
 from numbax.transform.normalize import normalize
+from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import vjp_function
-from numbax.transform.source import FunctionSource, describe_file, display_name, read_function
+from numbax.transform.source import (
+    FunctionSource,
+    describe_file,
+    display_name,
+    read_function,
+    refuse_variadic,
+)
 
 
 @dataclass
@@ -236,7 +244,9 @@ def callee_derivative(
 
     def build(fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [params(fn)[i] for i in positions]
-        fn.args.defaults = []  # call sites pass every argument
+        fn.args.defaults = []  # call sites pass every argument, keyword-only ones in order
+        fn.args.args += fn.args.kwonlyargs
+        fn.args.kwonlyargs, fn.args.kw_defaults = [], []
         if mode == "jvp":
             return jvp_function(fn, source, wrt, derive, name(source))
         return vjp_function(
@@ -359,6 +369,27 @@ class Transformed(NumbaxFunction):
     def __numbax_function__(self) -> types.FunctionType:
         """The generated function, which other transformations read as source."""
         return self.generated().function
+
+    def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Any:
+        """This transformation of the function's positional view (its keyword-only
+        parameters taken by position after the others), which code calling it with
+        keyword-only arguments calls instead (``numbax.transform.normalize_calls``)."""
+        function = keyword_only_function(self.fun)
+        if function is not None:
+            inner = positional_view(function, self.transformation)
+        elif hasattr(self.fun, "__numbax_by_position__"):  # hessian: jacfwd(jacrev(f))
+            inner = self.fun.__numbax_by_position__(n_positional, keywords)
+        else:
+            refuse_variadic(self.fun, self.transformation, keyword_only=True)
+            return self
+        return self._cached(("by_position", inner), lambda: self._of(inner))
+
+    def _of(self, fun: Callable) -> Transformed:
+        """The same transformation (options and all) of ``fun``."""
+        twin = copy.copy(self)
+        twin.fun = fun
+        twin._specializations = {}
+        return twin
 
     @property
     def source(self) -> str:

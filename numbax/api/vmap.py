@@ -66,6 +66,7 @@ from numbax.transform.batch.loop import loop_function
 from numbax.transform.batch.vectorize import rank_of, vectorize
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
+from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.rules.batch_kinds import Decline
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -115,10 +116,44 @@ class Batched(Rewritten):
         self._vectorized: dict[tuple, Generated | Decline] = {}
         self._dispatchers: dict[tuple, Any] = {}
         self._last: Generated | None = None
+        self._by_position_calls: dict[tuple, Batched] = {}
+
+    @property
+    def keyword_only(self) -> bool:
+        """Keyword-only parameters are taken where numbax reads them by position: a
+        Python function's (or ``jit`` of one), not a transformation's."""
+        return keyword_only_function(self.fun) is not None
 
     @property
     def name(self) -> str:
         return f"vmap_{super().name}"
+
+    @functools.cached_property
+    def by_position(self) -> Callable:
+        """What the generated code batches and calls: the function, or, when it has
+        keyword-only parameters, its view taking them by position after the others
+        (calls bind them by name first: :meth:`__call__`)."""
+        keyword_only = keyword_only_function(self.fun)
+        return self.fun if keyword_only is None else positional_view(keyword_only, "vmap")
+
+    def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Batched:
+        """This ``vmap`` for a call with ``n_positional`` arguments and these keywords,
+        as a ``vmap`` of the function's positional view taking every argument by
+        position, with the axes the call gives (keywords mapped over axis 0, defaults
+        not): what code calling it with keyword-only arguments calls instead."""
+        if not self.keyword_only:  # a transformation's keyword-only parameters: refused
+            return super().__numbax_by_position__(n_positional, keywords)
+        key = (n_positional, keywords)
+        if key not in self._by_position_calls:
+            self._by_position_calls[key] = Batched(
+                self.by_position,
+                in_axes=self._axes(n_positional, keywords),
+                out_axes=self.out_axes,
+                axis_name=self.axis_name,
+                axis_size=self.axis_size,
+                method=self.method,
+            )
+        return self._by_position_calls[key]
 
     def _key(self) -> tuple:
         return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
@@ -208,7 +243,7 @@ class Batched(Rewritten):
         )
         try:
             generated = generate(
-                self.fun,
+                self.by_position,
                 "vmap",
                 ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name)),
                 build,
@@ -248,7 +283,7 @@ class Batched(Rewritten):
         ``vmap``) or is itself compiled per process (it makes host callbacks): its callers
         are then compiled in every process."""
         try:
-            compiled = compile_helper(self.fun, options)
+            compiled = compile_helper(self.by_position, options)
         except Exception:  # noqa: BLE001 - compiling fails at the call, with its own error
             return None
         module = getattr(getattr(compiled, "py_func", None), "__module__", "") or ""
@@ -282,7 +317,7 @@ class Batched(Rewritten):
         ):  # numbax compiles what raw Numba cannot: dicts (records), reductions' axes
             self._dispatchers[key] = compile_helper(self.loop(axes).function, options)
         if key not in self._dispatchers:
-            function = compile_helper(self.fun, options)
+            function = compile_helper(self.by_position, options)
             generated = self.loop(axes, compiled=options, callee=function)
             self._dispatchers[key] = compiled_calling(generated.function, options, [function])
         return self._dispatchers[key]
@@ -324,7 +359,7 @@ class Batched(Rewritten):
                 f"vmap of {where(self.fun)}: one call per example, in a loop",
                 f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}",
             ]
-            namespace: dict[str, Any] = {f"_{short}": self.fun}
+            namespace: dict[str, Any] = {f"_{short}": self.by_position}
             if compiled is not None:
                 namespace.update({f"_{short}": callee, "prange": PRANGE})
                 options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
@@ -349,7 +384,7 @@ class Batched(Rewritten):
 
     @functools.cached_property
     def _source(self) -> FunctionSource:
-        return read_function(self.fun, "vmap")
+        return read_function(self.by_position, "vmap")
 
     @functools.cached_property
     def _parts(self) -> list[Part] | None:
@@ -399,7 +434,7 @@ class Batched(Rewritten):
             part = split(fn, resolver, self.axis_name, display_name(self.fun))[k]
             return part_function(fn, part, name, resolver)
 
-        return generate(self.fun, "vmap", ("part", k, repr(self.axis_name)), build).function
+        return generate(self.by_position, "vmap", ("part", k, repr(self.axis_name)), build).function
 
     # -- derivatives: vmap of the derivative --------------------------------------------
     def _derivative_method(self) -> str | None:

@@ -55,7 +55,7 @@ def jacobian_function(
     structure holding that tuple at each output leaf. ``holomorphic``: complex inputs
     and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes)."""
     namer = Namer.for_function(fn)
-    params = [a.id for a in fn.args.posonlyargs + fn.args.args]
+    params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     stored = stored_into(fn)  # the primal call gets a copy of what it writes into
     primal_args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
     line = fn.lineno

@@ -97,8 +97,9 @@ lowering, with the same message shape.
 from __future__ import annotations
 
 import builtins
+import inspect
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import gast
 
@@ -107,7 +108,11 @@ from numbax.transform.analysis.dataflow import names as mentioned
 from numbax.transform.methods import bind_methods
 from numbax.transform.names import Namer
 from numbax.transform.nested import lift_nested
-from numbax.transform.normalize_calls import positional_arguments
+from numbax.transform.normalize_calls import (
+    keyword_only_function,
+    positional_arguments,
+    positional_view,
+)
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
 from numbax.transform.normalize_loops import LoopLowering
@@ -482,8 +487,35 @@ class _Flattener(LoopLowering):
             if is_transformable_function(target):  # a helper: its derivative takes all
                 positional = positional_arguments(target, args, keywords)
                 if positional is not None:
-                    return call(func, positional)
+                    given = (len(args), tuple(k.arg for k in keywords))
+                    return call(self.by_position(func, target, given), positional)
         return call(func, args, keywords)
+
+    def by_position(self, func: gast.expr, target: Any, given: tuple[int, tuple]) -> gast.expr:
+        """What a call binding every argument by position calls: ``func``, or, for a
+        callee with keyword-only parameters, its positional view, named in the closure
+        (``h_by_position``): a Python function's own (:func:`positional_view`), or what
+        ``target.__numbax_by_position__(n_positional, keywords)`` gives for a call with
+        these (``given``) arguments (``vmap`` maps the arguments passed by keyword)."""
+        function = keyword_only_function(target)
+        if function is not None:
+            view = positional_view(function, self.transformation)
+        elif any(p.kind is p.KEYWORD_ONLY for p in inspect.signature(target).parameters.values()):
+            view = target.__numbax_by_position__(*given)
+        else:
+            return func
+        hint = view.__name__ if function is not None else getattr(target, "name", "callee")
+        base = "".join(c if c.isalnum() or c == "_" else "_" for c in f"{hint}_by_position")
+        count = 1
+        name = base
+        while True:
+            bound = self.source.closure.get(name, self.source.globals.get(name))
+            if bound is view or (bound is None and name not in self.locals):
+                break
+            count += 1
+            name = f"{base}_{count}"
+        self.source.closure[name] = view
+        return load(name)
 
     def callee(self, func: gast.expr) -> gast.expr:
         if isinstance(func, gast.Name):

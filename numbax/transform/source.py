@@ -123,7 +123,8 @@ def refuse_variadic(
     func: Any, transformation: str, keyword_only: bool = False, star_args: bool = False
 ) -> None:
     """Raise :class:`TransformError` when ``func`` takes ``**kwargs`` (and, with
-    ``star_args``, ``*args``; with ``keyword_only``, keyword-only parameters): numbax
+    ``star_args``, ``*args``; with ``keyword_only``, keyword-only parameters, where
+    numbax cannot pass them by position: custom rules, as JAX's): numbax
     generates code for named parameters, and cannot name what ``**kwargs`` holds.
     (``*args`` is otherwise named per call: see :mod:`numbax.codegen.variadic`.)"""
     target = inspect.unwrap(getattr(func, "fun", func))
@@ -141,13 +142,23 @@ def refuse_variadic(
         return
     name = display_name(func)
     code = getattr(target, "__code__", None)
+    if found == ["keyword-only parameters"]:
+        advice = (
+            f"{name!r} must take each parameter by position here (custom_jvp and "
+            "custom_vjp take none, as in JAX; vmap and checkpoint take those of a Python "
+            "function, not of a transformation of one): write `def f(x, scale=1.0)` "
+            "instead of `def f(x, *, scale=1.0)`."
+        )
+    else:
+        advice = (
+            f"{name!r} must name each parameter it is given, since the generated code "
+            "passes arguments by name. Write `def f(x, *, scale)` (or `def f(x, y)`), or "
+            "take the values as one dict or tuple parameter and pass it: transformations "
+            "treat it as a pytree."
+        )
     raise TransformError(
-        f"{' and '.join(found)} {'is' if len(found) == 1 else 'are'} not supported by "
-        f"numbax.{transformation}: "
-        f"{name!r} must name each parameter it is given, since the generated code passes "
-        "arguments by name. Write `def f(x, *, scale)` (or `def f(x, y)`), or take the "
-        "values as one dict or tuple parameter and pass it: transformations treat it as a "
-        "pytree.",
+        f"{' and '.join(found)} {'is' if found == ['**kwargs'] else 'are'} not supported by "
+        f"numbax.{transformation}: {advice}",
         function=name,
         transformation=transformation,
         filename=getattr(code, "co_filename", None),
