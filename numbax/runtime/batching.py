@@ -24,7 +24,11 @@ def _leaves_with_axes(tree: Any, axes: Any) -> tuple[list[Any], list[int | None]
     the tree's structure."""
     full = optree.tree_broadcast_prefix(axes, tree, none_is_leaf=True, namespace=NAMESPACE)
     leaves, treedef = optree.tree_flatten(tree, none_is_leaf=False, namespace=NAMESPACE)
-    leaf_axes = optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
+    # An axis for every node of ``tree`` that is a leaf or None (None is an empty
+    # subtree, as in JAX: it has no leaf, so its axis is dropped).
+    nodes = optree.tree_leaves(tree, none_is_leaf=True, namespace=NAMESPACE)
+    node_axes = optree.tree_leaves(full, none_is_leaf=True, namespace=NAMESPACE)
+    leaf_axes = [a for n, a in zip(nodes, node_axes, strict=True) if n is not None]
     return leaves, leaf_axes, treedef
 
 

@@ -99,6 +99,18 @@ def test_pytree_arguments_and_prefixes():
 
 
 @pytest.mark.filterwarnings("ignore::numba.core.errors.NumbaPerformanceWarning")  # axis 1
+def test_none_in_a_pytree_argument_is_an_empty_subtree():
+    """As in JAX, None holds no leaf: it is neither mapped nor given an axis."""
+    params = {"a": np.arange(6.0).reshape(3, 2), "n": None}
+    np.testing.assert_allclose(nx.vmap(lambda p: np.sum(p["a"]))(params), [1.0, 5.0, 9.0])
+    same = nx.vmap(lambda p: p, in_axes=({"a": 0, "n": None},))(params)
+    assert same["n"] is None
+    np.testing.assert_array_equal(same["a"], params["a"])
+    gradients = nx.vmap(nx.grad(lambda p: np.sum(p["a"] ** 2)))(params)
+    np.testing.assert_allclose(gradients["a"], 2.0 * params["a"])
+    assert gradients["n"] is None
+
+
 def test_pytree_prefixes_under_jit():
     batch = {"w": RNG.normal(size=(3, 4)), "b": RNG.normal(size=4)}
 
