@@ -133,3 +133,25 @@ def test_character_model_trains_and_generates(example, text_sequences, capsys):
     assert isinstance(text, str) and len(text) == 4
     check_gradient_coordinates(training_loss, init, (0,))
     check_gradient_coordinates(training_loss, trained, (0,), seed=1)
+
+
+@pytest.mark.parametrize("example", [rnn, lstm], ids=["rnn", "lstm"])
+def test_character_model_trains_with_jaxs_optimizer_triple(example, text_sequences):
+    """The example's log-likelihood and nx.grad, stepped by example_libraries.optimizers'
+    adam (``init``/``update``/``get_params``) on its dict of parameters."""
+    create, log_likelihood = (
+        (rnn.create_rnn_params, rnn.rnn_log_likelihood)
+        if example is rnn
+        else (lstm.init_lstm_params, lstm.lstm_log_likelihood)
+    )
+    params = create(input_size=128, state_size=6, output_size=128, param_scale=0.01)
+
+    def loss(params):
+        return -log_likelihood(params, text_sequences, text_sequences)
+
+    init, update, get_params = optimizers.adam(0.1)
+    state = init(params)
+    gradient = nx.grad(loss)
+    for step in range(15):
+        state = update(step, gradient(get_params(state)), state)
+    assert loss(get_params(state)) < 0.8 * loss(params)
