@@ -136,7 +136,7 @@ from numbax.transform.normalize_values import rewrite_values
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.source import FunctionSource
+from numbax.transform.source import FunctionSource, bind_in_closure
 
 __all__ = ["normalize", "check_core", "CoreGrammarError"]
 
@@ -505,17 +505,7 @@ class _Flattener(LoopLowering):
         else:
             return func
         hint = view.__name__ if function is not None else getattr(target, "name", "callee")
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in f"{hint}_by_position")
-        count = 1
-        name = base
-        while True:
-            bound = self.source.closure.get(name, self.source.globals.get(name))
-            if bound is view or (bound is None and name not in self.locals):
-                break
-            count += 1
-            name = f"{base}_{count}"
-        self.source.closure[name] = view
-        return load(name)
+        return load(bind_in_closure(self.source, view, f"{hint}_by_position", self.locals))
 
     def callee(self, func: gast.expr) -> gast.expr:
         if isinstance(func, gast.Name):

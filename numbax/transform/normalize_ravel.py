@@ -26,7 +26,7 @@ from numbax.errors import TransformError
 from numbax.runtime import nxrt
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
-from numbax.transform.source import FunctionSource
+from numbax.transform.source import FunctionSource, bind_in_closure
 
 _ravels: list[Callable[..., Any]] = []
 
@@ -98,13 +98,7 @@ class _Rewriter(gast.NodeTransformer):
 
     def _runtime_name(self) -> str:
         """A name for ``nxrt`` in the function (bound in its closure if needed)."""
-        namespace = {**self.source.globals, **self.source.closure}
-        name, count = "nxrt", 1
-        while namespace.get(name, nxrt) is not nxrt or name in self.resolver.locals:
-            count += 1
-            name = f"nxrt_{count}"
-        self.source.closure[name] = nxrt
-        return name
+        return bind_in_closure(self.source, nxrt, "nxrt", self.resolver.locals)
 
     def helper(self, name: str, args: list[gast.expr]) -> gast.Call:
         func = gast.Attribute(gast.Name(self.runtime, gast.Load(), None, None), name, gast.Load())

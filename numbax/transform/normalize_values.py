@@ -62,7 +62,7 @@ from numbax.transform.normalize_reject import unsupported
 from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.rules.registry import composition_for
-from numbax.transform.source import FunctionSource
+from numbax.transform.source import FunctionSource, bind_in_closure
 
 # A partial built in the function from known arguments is built once beforehand.
 register_transformations(functools.partial)
@@ -269,16 +269,7 @@ class _Rewriter(gast.NodeTransformer):
         return self.resolver.locals
 
     def bind(self, value: Any, hint: str) -> str:
-        base = "".join(c if c.isalnum() or c == "_" else "_" for c in f"_{hint}")
-        name, count = base, 1
-        while True:
-            bound = self.source.closure.get(name, self.source.globals.get(name))
-            if bound is value or (bound is None and name not in self.locals):
-                break
-            count += 1
-            name = f"{base}_{count}"
-        self.source.closure[name] = value
-        return name
+        return bind_in_closure(self.source, value, f"_{hint}", self.locals)
 
     # -- calls ---------------------------------------------------------------------
     def visit_Expr(self, node: gast.Expr) -> gast.stmt:

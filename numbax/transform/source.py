@@ -172,6 +172,23 @@ _expanded: weakref.WeakKeyDictionary[types.FunctionType, FunctionSource] = (
 )
 
 
+def bind_in_closure(source: FunctionSource, value: Any, name: str, taken: set[str]) -> str:
+    """A name under which the transformed code of ``source`` reads ``value``: ``name``,
+    or ``name_2``, ``name_3``... when ``name`` already means something else (a global,
+    a closure value, or one of the function's ``taken`` local names). The value is put in
+    ``source``'s closure, which generated code reads like the function's own."""
+    base = "".join(c if c.isalnum() or c == "_" else "_" for c in name)
+    chosen, count = base, 1
+    while True:
+        bound = source.closure.get(chosen, source.globals.get(chosen))
+        if bound is value or (bound is None and chosen not in taken):
+            break
+        count += 1
+        chosen = f"{base}_{count}"
+    source.closure[chosen] = value
+    return chosen
+
+
 def register_source(func: types.FunctionType, source: FunctionSource) -> None:
     """Make ``source`` what :func:`read_function` reads for the generated ``func``: a
     user function rewritten in place (``*args`` named), whose lines stay the user's."""
