@@ -272,12 +272,10 @@ def _usable(cache: TrustedCache) -> bool:
     return True
 
 
-def cache_for(py_func: Any) -> FunctionCache | NullCache:
-    """The disk cache for ``py_func``: numbax's trusted one for a function of a generated
-    module (a fused kernel's), Numba's own for numbax's package code."""
-    if getattr(py_func, "__module__", "").startswith(GENERATED_PREFIX):
-        return _trusted_cache(py_func) or NullCache()
-    return FunctionCache(py_func)
+def cache_for(py_func: Any) -> TrustedCache | NullCache:
+    """numbax's trusted disk cache for ``py_func``, a function of a generated module (a
+    fused kernel's)."""
+    return _trusted_cache(py_func) or NullCache()
 
 
 def _trusted_cache(py_func: Any) -> TrustedCache | None:

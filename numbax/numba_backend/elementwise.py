@@ -25,9 +25,11 @@ from numba.core import cgutils
 from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
+from numbax.codegen.load import GENERATED_PREFIX
 from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.numba_backend.runtime_cache import cache_of
 from numbax.numba_backend.weak import weak_target
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
@@ -81,9 +83,9 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
         return lambda kernel: elementwise(kernel, weak=weak)
     weak_positions = {i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak}
     scalar = numba.njit(error_model="numpy")(kernel)  # NumPy: 1/0 is inf
-    scalar._cache = cache_for(kernel)
+    scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
-    ufunc._dispatcher.cache = cache_for(kernel)
+    ufunc._dispatcher.cache = _disk_cache(kernel, ufunc._dispatcher)
 
     def apply(*args: Any) -> Any:
         return ufunc(*args)
@@ -116,6 +118,16 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
         return loop
 
     return apply
+
+
+def _disk_cache(kernel: Callable, dispatcher: Any) -> Any:
+    """Where ``dispatcher``'s machine code is kept: a generated kernel's in the trusted
+    cache beside its module; one of numbax's own in the runtime cache, whose key holds
+    numbax's whole source (the machine code holds what the kernel calls, from other
+    files, which Numba's own cache, keyed by the kernel's file, would not notice)."""
+    if getattr(kernel, "__module__", "").startswith(GENERATED_PREFIX):
+        return cache_for(kernel)
+    return cache_of(dispatcher)
 
 
 def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, types.Type]:

@@ -317,7 +317,7 @@ def _inherited_options() -> str:
     return ";".join(f"{name}={getattr(caller, name)}" for name in _INHERITED if caller.is_set(name))
 
 
-def _cache_for(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
+def cache_of(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
     """The runtime cache of ``dispatcher``'s function, or none when what it compiles to
     cannot be described across processes."""
     try:
@@ -341,7 +341,7 @@ _numba_enable_caching = Dispatcher.enable_caching
 def _enable_caching(self: Dispatcher) -> None:
     """Numba's ``cache=True``: numbax's runtime cache for numbax's implementations."""
     if getattr(self.py_func, _MARK, False):
-        self._cache = _cache_for(self)
+        self._cache = cache_of(self)
     else:
         _numba_enable_caching(self)
 
@@ -388,4 +388,4 @@ def njit(*args: Any, **options: Any) -> Any:
     return lambda fn: numba.njit(**options)(_mark(fn))
 
 
-__all__ = ["RuntimeCache", "describe", "njit"]
+__all__ = ["RuntimeCache", "cache_of", "describe", "njit"]

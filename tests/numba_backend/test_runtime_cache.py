@@ -23,7 +23,9 @@ from numba.core.caching import NullCache
 from numbax.codegen import cache
 from numbax.codegen.trust import CacheWarning
 from numbax.numba_backend import runtime_cache
+from numbax.numba_backend.elementwise import _disk_cache
 from numbax.numba_backend.generated import define
+from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
 
 
 @pytest.fixture
@@ -226,3 +228,10 @@ def test_a_new_process_compiles_only_the_program_not_numbaxs_helpers(tmp_path):
     assert second["value"] == first["value"]
     assert first["helpers"], "the first process compiles numbax's helpers"
     assert second["helpers"] == []
+
+
+def test_numbax_own_elementwise_kernels_are_keyed_by_numbax_source():
+    """A package kernel's machine code holds what it calls from other files: it goes to
+    the runtime cache (keyed by all of numbax's source), not Numba's (keyed by its file)."""
+    cache_of_kernel = _disk_cache(_xlogy_kernel, numba.njit(_xlogy_kernel))
+    assert isinstance(cache_of_kernel, runtime_cache.RuntimeCache)
