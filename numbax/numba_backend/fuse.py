@@ -32,6 +32,7 @@ import numpy as np
 from numbax.runtime import nxrt as runtime
 from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
+from numbax.transform.walk import walk
 
 _ELEMENTWISE_BINOPS = (
     gast.Add,
@@ -57,9 +58,7 @@ def _is_elementwise_callee(target: Any, n_args: int) -> bool:
 
 
 def _reads(node: gast.AST) -> list[str]:
-    return [
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    ]
+    return [n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
 
 
 def _last_reads(stmts: list[gast.stmt]) -> dict[str, int]:

@@ -32,6 +32,7 @@ import gast
 
 from numbax.transform.analysis.dataflow import Copies, statements
 from numbax.transform.names import Namer
+from numbax.transform.walk import walk
 
 _BLOCKS = ("body", "orelse")
 
@@ -76,7 +77,7 @@ def _restored_pairs(fn: gast.FunctionDef) -> Iterator[tuple[list[gast.stmt], gas
     closest pairs first (an inner pair inside an outer one on the same variable)."""
     assigned = Counter(
         n.id
-        for n in gast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store | gast.Param)
     )
     found = []

@@ -21,30 +21,25 @@ from dataclasses import dataclass
 
 import gast
 
+from numbax.transform.walk import name_ids, walk
+
 _BLOCKS = ("body", "orelse")
 
 
 def names(node: gast.AST) -> set[str]:
     """Every name ``node`` mentions, read or written."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return name_ids(node)
 
 
 def read_names(node: gast.AST) -> set[str]:
     """The names ``node`` reads (nested blocks included)."""
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    return name_ids(node, gast.Load)
 
 
 def assigned_names(stmts: Iterable[gast.AST]) -> set[str]:
     """The names ``stmts`` assign, nested blocks and loop targets included (a store
     ``x[i] = v`` does not assign ``x``: it reads it)."""
-    return {
-        n.id
-        for s in stmts
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }
+    return set().union(*(name_ids(s, gast.Store) for s in stmts))
 
 
 def statements(body: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
@@ -208,7 +203,7 @@ def _written(stmt: gast.stmt) -> set[str]:
     holds, which matters to a branch test ``x``), nested blocks included."""
     stored = {
         n.value.id
-        for n in gast.walk(stmt)
+        for n in walk(stmt)
         if isinstance(n, gast.Subscript)
         and isinstance(n.ctx, gast.Store)
         and isinstance(n.value, gast.Name)
