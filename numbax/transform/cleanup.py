@@ -36,6 +36,7 @@ from numbax.transform.provenance import ORIGIN, annotate, origin_of
 from numbax.transform.resolve import LOCAL, local_names
 from numbax.transform.restores import cancel_restores, rename_restored
 from numbax.transform.source import FunctionSource
+from numbax.transform.walk import walk
 
 RUNTIME = "nxrt"
 
@@ -98,7 +99,7 @@ def _inherit_origin(fn: gast.FunctionDef) -> None:
     origin = origin_of(fn)
     if origin is None:
         return
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.stmt) and origin_of(node) is None:
             setattr(node, ORIGIN, origin)
 
@@ -209,7 +210,7 @@ def _is_default(keyword: gast.keyword, defaults: dict[str, Any]) -> bool:
 
 def _pure(node: gast.expr, names: _Names) -> bool:
     """Whether evaluating ``node`` has no effect but its value."""
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Call) and not names.pure_call(sub):
             return False
         if isinstance(sub, gast.Lambda | gast.NamedExpr | gast.Await | gast.Yield):

@@ -7,7 +7,8 @@ assigns, which a statement reads), and ``gast.walk`` (Python's ``ast.walk``) ans
 each through three nested generators per node. :func:`walk` yields the same nodes in
 the same order (breadth first, a node's children read just before the node is
 yielded, so a caller that edits the tree as it goes sees what it saw before);
-:func:`name_ids`, the question most asked, needs no order and no generator at all.
+:func:`name_ids` and :func:`name_nodes`, the questions most asked, need no order and
+no generator at all.
 """
 
 from __future__ import annotations
@@ -37,12 +38,18 @@ def walk(node: gast.AST) -> Iterator[gast.AST]:
 def name_ids(node: gast.AST, *contexts: type[gast.expr_context]) -> set[str]:
     """The identifiers of the ``Name`` nodes in ``node`` (``node`` included), only those
     whose context is one of ``contexts`` (``gast.Store``...) when some are given."""
-    found: set[str] = set()
+    return {name.id for name in name_nodes(node, *contexts)}
+
+
+def name_nodes(node: gast.AST, *contexts: type[gast.expr_context]) -> list[gast.Name]:
+    """The ``Name`` nodes in ``node`` (``node`` included), in no particular order; only
+    those whose context is one of ``contexts`` when some are given."""
+    found: list[gast.Name] = []
     todo = [node]
     while todo:
         node = todo.pop()
         if isinstance(node, gast.Name) and (not contexts or isinstance(node.ctx, contexts)):
-            found.add(node.id)
+            found.append(node)
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, _AST):
