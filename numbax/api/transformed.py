@@ -33,10 +33,13 @@ from numbax.codegen.variadic import fixed_arity
 from numbax.errors import TransformError
 from numbax.runtime import nxrt as runtime
 from numbax.transform.ad_common import RUNTIME
+from numbax.transform.analysis import effects
 from numbax.transform.analysis.dataflow import names as _names
+from numbax.transform.cleanup import effect_free
 from numbax.transform.forward import jvp_function
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize_calls import keyword_only_function, positional_view
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import vjp_function
@@ -180,6 +183,7 @@ def generate(
     source = read_function(fun, transformation)
     depends = _dependencies(source)
     fn = normalize(source, transformation)
+    normalized = clone(fn)  # as read, for its effects: building may change ``fn``
     derivatives = Derivatives(cache, frozenset(_names(fn)))
     if name is not None:
         _building[cache] = name(source)
@@ -187,6 +191,9 @@ def generate(
         tree = build(fn, source, derivatives)
     finally:
         _building.pop(cache, None)
+    # known once the helpers it calls are transformed (their derivatives, just built)
+    pure = effect_free(normalized, source)
+    effects.record(source.func, pure)
     user = resolve(source.filename, source.firstlineno)  # through compositions
     header = "\n".join(
         [
@@ -212,6 +219,7 @@ def generate(
     key_text = cache_key(emitted.text, fingerprint(bindings))
     module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
     function = live_function(module, tree.name, bindings, source.live)
+    setattr(function, effects.EFFECT_FREE, pure)
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
     generated = Generated(
         function,

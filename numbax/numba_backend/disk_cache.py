@@ -42,6 +42,7 @@ from numbax.codegen.cache import NUMBA_SUBDIR, write_atomic
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
+from numbax.numba_backend.linking import linking_large_callees_late
 
 _MAGIC = b"numbax-numba-cache 1\n"
 _DIGEST = hashlib.sha256().digest_size
@@ -254,7 +255,7 @@ def attach(dispatcher: Any, cached: bool) -> None:
         dispatcher._cache = cache
 
     def compile(sig: Any) -> Any:
-        with generation_lock:  # Numba's compiler lock, taken before the entry's
+        with generation_lock, linking_large_callees_late():  # the lock before the entry's
             if cache is None or not _usable(cache):
                 return original(sig)
             with entry_lock(cache.lock_path):

@@ -8,7 +8,11 @@ changes:
 * dead assignments: a value no later statement reads (liveness from
   :mod:`~numbax.transform.analysis.dataflow`), when computing it has no effect — a
   store into an array, a tape's ``append``/``pop``, a call of a user's function or of a
-  runtime helper that checks or writes is always kept;
+  runtime helper that checks or writes is kept; except in a forward sweep that runs
+  the user's lines a second time (:func:`~numbax.transform.provenance.reruns`), where a
+  call that only checks, or of a function known to be effect free
+  (:mod:`~numbax.transform.analysis.effects`), is removed too: the first run made
+  its checks;
 * save/restore pairs that cancel (:mod:`~numbax.transform.restores`): ``_x_old = x``
   ... ``x = _x_old`` with neither reassigned in between on any path, or with ``x``
   rebound only in the straight-line region between them, whose values are renamed
@@ -31,8 +35,9 @@ import gast
 import numpy as np
 
 from numbax.transform import rules
+from numbax.transform.analysis import effects
 from numbax.transform.analysis.dataflow import Liveness, definitions
-from numbax.transform.provenance import ORIGIN, annotate, origin_of
+from numbax.transform.provenance import ORIGIN, annotate, origin_of, reruns
 from numbax.transform.resolve import LOCAL, local_names
 from numbax.transform.restores import cancel_restores, rename_restored
 from numbax.transform.source import FunctionSource
@@ -51,6 +56,12 @@ _PURE_HELPERS = frozenset(
 )
 """Runtime helpers that only compute a value from their arguments (no check that
 raises, no write into an argument): a call of one whose result is unused is dead."""
+
+_CHECKING_HELPERS = frozenset(
+    "grad_seed grad_seeds holomorphic_seed holomorphic_seeds custom_cotangents".split()
+)
+"""Runtime helpers that compute a value and may raise, but write into nothing: dead
+where the code runs a second time with the same values."""
 
 _PURE_BUILTINS = frozenset(
     {len, range, slice, abs, min, max, float, int, bool, complex, tuple, isinstance}
@@ -130,10 +141,11 @@ class _Names:
             return getattr(builtins, node.id, None)
         return found
 
-    def pure_call(self, call: gast.Call) -> bool:
+    def pure_call(self, call: gast.Call, may_raise: bool = False) -> bool:
         """Whether the call only computes its value: a function with a rule in the rule
         table (NumPy's operations and those declared without derivative), without
-        ``out``; a pure runtime helper; a pure builtin."""
+        ``out``; a pure runtime helper; a pure builtin. ``may_raise``: also a call that
+        checks its arguments, and one of a function known to be effect free."""
         if any(k.arg == "out" for k in call.keywords):
             return False
         func = call.func
@@ -143,7 +155,7 @@ class _Names:
             and func.value.id == RUNTIME
             and RUNTIME not in self.locals
         ):
-            return func.attr in _PURE_HELPERS
+            return func.attr in _PURE_HELPERS or (may_raise and func.attr in _CHECKING_HELPERS)
         target = self.resolve(func)
         if target is None:
             return False
@@ -151,7 +163,9 @@ class _Names:
             return False  # an output array passed by position
         if rules.rule_for(target) is not None:
             return True
-        return _hashable(target) in _PURE_BUILTINS
+        if _hashable(target) in _PURE_BUILTINS:
+            return True
+        return may_raise and effects.known_effect_free(target)
 
 
 class _Runtime:
@@ -208,10 +222,17 @@ def _is_default(keyword: gast.keyword, defaults: dict[str, Any]) -> bool:
     )
 
 
-def _pure(node: gast.expr, names: _Names) -> bool:
-    """Whether evaluating ``node`` has no effect but its value."""
+def effect_free(fn: gast.FunctionDef, source: FunctionSource) -> bool:
+    """Whether ``fn`` (``source``'s function, normalized) has no effect but its value
+    and the errors it raises (:func:`numbax.transform.analysis.effects.effect_free`)."""
+    return effects.effect_free(fn, _Names(fn, source).pure_call)
+
+
+def _pure(node: gast.expr, names: _Names, may_raise: bool = False) -> bool:
+    """Whether evaluating ``node`` has no effect but its value (``may_raise``: and the
+    errors it raises)."""
     for sub in walk(node):
-        if isinstance(sub, gast.Call) and not names.pure_call(sub):
+        if isinstance(sub, gast.Call) and not names.pure_call(sub, may_raise):
             return False
         if isinstance(sub, gast.Lambda | gast.NamedExpr | gast.Await | gast.Yield):
             return False
@@ -252,7 +273,7 @@ def _dead(stmt: gast.stmt, liveness: Liveness, names: _Names) -> bool:
             return False  # a store into an array (or into a tuple's element)
         if definitions(stmt) & liveness.after(stmt):
             return False
-        return _pure(stmt.value, names)
+        return _pure(stmt.value, names, may_raise=reruns(stmt))
     if isinstance(stmt, gast.If):  # nothing left in either branch
         return _empty(stmt.body) and _empty(stmt.orelse) and _pure(stmt.test, names)
     if isinstance(stmt, gast.For):  # a loop over a range, doing nothing

@@ -33,6 +33,10 @@ ORIGIN = "numbax_origin"
 ADJOINT = "numbax_adjoint"
 """The attribute reverse mode sets (True) on the statements of its adjoint sweep."""
 
+RERUN = "numbax_rerun"
+"""The attribute reverse mode sets (True) on the statements of a forward sweep that runs
+the user's lines a second time (a helper's VJP: its caller ran them before)."""
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -61,6 +65,16 @@ def origin_of(node: object) -> Origin | None:
 def mark_adjoint(stmt: gast.stmt) -> None:
     """Record that ``stmt`` belongs to an adjoint sweep."""
     setattr(stmt, ADJOINT, True)
+
+
+def mark_rerun(stmt: gast.stmt) -> None:
+    """Record that ``stmt`` runs a user's line a second time, with the same values."""
+    setattr(stmt, RERUN, True)
+
+
+def reruns(stmt: gast.stmt) -> bool:
+    """Whether ``stmt`` was marked by :func:`mark_rerun`."""
+    return getattr(stmt, RERUN, False)
 
 
 _modules: dict[str, dict[int, Origin]] = {}

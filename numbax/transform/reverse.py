@@ -44,6 +44,7 @@ from numbax.transform.analysis.dataflow import (
     names,
     read_before_written,
     read_names,
+    statements,
 )
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
@@ -62,6 +63,7 @@ from numbax.transform.operations import (
     classify,
     without_host_effects,
 )
+from numbax.transform.provenance import mark_rerun
 from numbax.transform.recompute import live_in_variables
 from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
@@ -1102,6 +1104,9 @@ def vjp_function(
     reverse = _Reverse(work, source, resolver, activity, derive, namer, transformation)
     top = _Scope(None, set(_params(fn)), set(_params(fn)))
     primal, records = reverse.primal(body, top)
+    if seed not in _SEEDS:  # the caller ran these lines: what is unused need not run
+        for stmt in statements(primal):
+            mark_rerun(stmt)
     seed_stmts: list[gast.stmt] = []
     # a list that exists at the end gets zero cotangents, one per element: the adjoint
     # of ``l[k]`` adds into element k, that of ``l.append(v)`` pops v's, and that of

@@ -1,0 +1,87 @@
+"""Large callees are linked after their caller is optimized, small ones before
+(``numba_backend/linking.py``), while numbax compiles; the user's own Numba code is
+linked as Numba links it."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.numba_backend import linking
+
+
+def _large_callee():
+    """A function whose module is large: many loops LLVM unrolls and vectorizes."""
+    lines = ["def large(a):", "    out = np.empty_like(a)"]
+    for k in range(12):
+        lines += [
+            "    for i in range(a.size):",
+            f"        out[i] = np.sin(a[i] * {k + 1}.0) + np.cos(out[i - 1] if i else a[0])",
+        ]
+    lines.append("    return out")
+    namespace = {"np": np}
+    exec("\n".join(lines) + "\n", namespace)  # noqa: S102
+    return numba.njit(namespace["large"])
+
+
+@numba.njit
+def small(x):
+    return 2.0 * x + 1.0
+
+
+def _caller(large):
+    @numba.njit
+    def caller(a):
+        return large(a).sum() + small(a[0])
+
+    return caller
+
+
+def _defined(library) -> list[str]:
+    return [f.name for f in library._final_module.functions if not f.is_declaration]
+
+
+def test_large_callees_are_linked_after_optimization():
+    large = _large_callee()
+    caller = _caller(large)
+    a = np.linspace(0.1, 1.0, 9)
+    with linking.linking_large_callees_late():
+        result = caller(a)
+    assert result == pytest.approx(large.py_func(a).sum() + small.py_func(a[0]))
+    library = caller.overloads[caller.signatures[0]].library
+    (large_library,) = [lib for lib in library._linking_libraries if linking._is_large(lib)]
+    assert not linking._is_large(small.overloads[small.signatures[0]].library)
+    # the large callee's code is in the caller's module (machine code stays self-contained,
+    # as the disk cache needs), as a function of its own that the caller calls
+    large_names = set(_defined(large_library)) & set(_defined(library))
+    assert any("large" in name for name in large_names)
+    entry = caller.overloads[caller.signatures[0]].fndesc.llvm_func_name
+    calls = str(library._final_module.get_function(entry))
+    assert any(f"@{name}" in calls or f'@"{name}"' in calls for name in large_names)
+    # the small one was linked before: inlined, as Numba would
+    small_library = small.overloads[small.signatures[0]].library
+    assert not any(name in calls for name in _defined(small_library) if "small" in name)
+
+
+def test_outside_numbax_compiles_numba_links_as_usual(monkeypatch):
+    def refuse(library):
+        raise AssertionError("consulted outside numbax's compiles")
+
+    monkeypatch.setattr(linking, "_is_large", refuse)
+    caller = _caller(_large_callee())
+    assert np.isfinite(caller(np.linspace(0.1, 1.0, 5)))
+
+
+def test_generated_code_compiles_inside_the_block(monkeypatch):
+    consulted = []
+    real = linking._is_large
+    monkeypatch.setattr(linking, "_is_large", lambda lib: consulted.append(lib) or real(lib))
+
+    def f(x):
+        return np.sum(np.sin(x) * x)
+
+    x = np.linspace(0.0, 1.0, 7)
+    assert nx.jit(f, cache=False)(x) == pytest.approx(np.sum(np.sin(x) * x))
+    assert consulted  # its helpers (the reduction, the sine kernel) sized up
