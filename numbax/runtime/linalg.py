@@ -2,7 +2,8 @@
 ``matmul``, ``dot`` and ``tensordot``, an einsum general enough that an einsum's VJP is
 one again (``einsum_general``), the adjoint of ``np.trace``, the transpose of each
 matrix of a stack, and the triangular masks of the Cholesky factorization's derivative
-(``tril_half_diag``, ``tril_symmetric``, ``tril_fold``).
+(``tril_half_diag``, ``tril_symmetric``, ``tril_fold``); and ``trailing_shape``, the
+shape of ``np.linalg.tensorsolve``'s solution.
 
 Each is linear in its cotangent argument and has its own rules in
 ``transform/rules/runtime.py``, so derivative code that calls it can be differentiated
@@ -366,3 +367,12 @@ def kron_vjp_b(ct: Any, a: Any, b: Any) -> Any:
     g, full_a, _, nd = _kron_operands(ct, a, b)
     out = np.tensordot(full_a, g, (tuple(range(nd)), tuple(range(0, 2 * nd, 2))))
     return out.reshape(np.shape(b))
+
+
+@helper
+def trailing_shape(a: Any, b: Any) -> tuple[int, ...]:
+    """``a``'s shape without its first ``np.ndim(b)`` axes: the shape of the solution
+    ``x`` of ``np.linalg.tensorsolve(a, b)``. A helper because compiled code cannot
+    slice a shape at a position it knows only when running; its Numba version reads
+    ``b``'s rank from its type."""
+    return np.shape(a)[np.ndim(b) :]

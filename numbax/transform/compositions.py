@@ -84,25 +84,49 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
 
 def tensorinv(a, ind=2):
     """``np.linalg.tensorinv``: the inverse of ``a`` read as a matrix of its first
-    ``ind`` axes by the rest, shaped back the other way round."""
+    ``ind`` axes by the rest, shaped back the other way round (``shape[ind:] +
+    shape[:ind]``). That shape is ``a``'s rotated one step at a time, a tuple of one
+    length throughout, which compiled code can hold where it cannot slice a shape at a
+    position known only when running."""
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
     shape = a.shape
-    rows = 1
-    for k in range(ind):
-        rows = rows * shape[k]
-    inverse = np.linalg.inv(np.reshape(a, (rows, a.size // rows)))
-    return np.reshape(inverse, shape[ind:] + shape[:ind])
+    columns = 1
+    for k in range(ind, a.ndim):
+        columns = columns * shape[k]
+    inverse = np.linalg.inv(np.reshape(a, (columns, a.size // columns)))
+    inverse_shape = shape
+    for _step in range(min(ind, a.ndim)):
+        inverse_shape = inverse_shape[1:] + inverse_shape[:1]
+    return np.reshape(inverse, inverse_shape)
 
 
 def tensorsolve(a, b, axes=None):
     """``np.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``, solved as
-    the matrix problem of ``a`` read as a square matrix (the ``axes`` of ``a`` moved
-    to the end first, as NumPy does)."""
+    the matrix problem of ``a`` read as a square matrix (the ``axes`` of ``a`` moved to
+    the end first, as NumPy does)."""
     if axes is not None:
-        count = len(axes)
-        a = np.moveaxis(a, axes, tuple(range(a.ndim - count, a.ndim)))
-    shape = a.shape[b.ndim :]
+        a = axes_moved_to_end(a, axes)
     x = np.linalg.solve(np.reshape(a, (b.size, a.size // b.size)), np.ravel(b))
-    return np.reshape(x, shape)
+    return np.reshape(x, nxrt.trailing_shape(a, b))
+
+
+def axes_moved_to_end(a, axes):
+    """``a`` with its ``axes`` moved to the end one after the other, in their order, as
+    ``np.linalg.tensorsolve`` moves them (each to the end, past those moved before it),
+    as a contiguous array. A function of its own so that compiled code whose ``axes``
+    is None leaves out its loop, and the tapes of that loop's derivative, whole."""
+    for i in range(len(axes)):
+        position = axes[i]
+        if position < 0 or position >= a.ndim:
+            raise ValueError("tensorsolve: an axis of axes is not one of a's")
+        for j in range(i):
+            if axes[j] == axes[i]:
+                raise ValueError("tensorsolve: an axis is named twice in axes")
+            if axes[j] < axes[i]:
+                position = position - 1
+        a = np.moveaxis(a, position, -1)
+    return np.ascontiguousarray(a)  # as NumPy's reshape copies it; Numba reshapes no view
 
 
 def maximum_of(items):

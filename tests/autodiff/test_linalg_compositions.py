@@ -81,6 +81,14 @@ def tensor_solve_axes(a):
     return np.linalg.tensorsolve(a.reshape(2, 4, 2), a[0], axes=(0,))
 
 
+def tensor_inverse_first_axis(a):
+    return np.linalg.tensorinv(a.reshape(4, 2, 2), ind=1)
+
+
+def tensor_solve_two_axes(a):
+    return np.linalg.tensorsolve(a.reshape(2, 4, 2), a[0], axes=(2, 0))
+
+
 def eigenvalues(a):
     w = np.linalg.eigvals(a)
     return np.real(w) * 2.0 + np.imag(w) ** 2 + np.abs(w)
@@ -97,6 +105,8 @@ TABLE = [
     (tensor_inverse, SQUARE4),
     (tensor_solve, SQUARE4),
     (tensor_solve_axes, SQUARE4),
+    (tensor_inverse_first_axis, SQUARE4),
+    (tensor_solve_two_axes, SQUARE4),
     (eigenvalues, ROTATION),
     (eigenvalues, SYMMETRIC),
 ]
@@ -123,13 +133,21 @@ def test_values_are_numpys():
                 compositions.vector_norm(TALL, axis=axis, ord=ord_),
                 np.linalg.vector_norm(TALL, axis=axis, ord=ord_),
             )
-    np.testing.assert_allclose(
-        compositions.tensorinv(SQUARE4.reshape(2, 2, 4)),
-        np.linalg.tensorinv(SQUARE4.reshape(2, 2, 4)),
-    )
+    for shape, ind in (((2, 2, 4), 2), ((4, 2, 2), 1), ((2, 2, 2, 2), 2), ((16,), 5)):
+        a = SQUARE4.reshape(shape) if shape != (16,) else np.ones((1, 1))
+        np.testing.assert_allclose(compositions.tensorinv(a, ind), np.linalg.tensorinv(a, ind))
+    for axes in (None, (0,), (2, 0), (0, 2)):
+        a, b = SQUARE4.reshape(2, 4, 2), SQUARE4[0]
+        if axes is None:
+            a, b = SQUARE4.reshape(2, 2, 4), SQUARE4[0].reshape(2, 2)
+        np.testing.assert_allclose(
+            compositions.tensorsolve(a, b, axes), np.linalg.tensorsolve(a, b, axes)
+        )
+    with pytest.raises(ValueError, match="Invalid ind"):
+        compositions.tensorinv(SQUARE4, 0)
 
 
-def compiled(a, t, r):
+def compiled(a, t, r, q):
     """The compositions, and eigvals of a real matrix with complex eigenvalues, in one
     jitted program."""
     x, residuals, rank, sv = np.linalg.lstsq(t, t[:, 0] + 1.0)
@@ -144,14 +162,32 @@ def compiled(a, t, r):
         + np.sum(np.linalg.multi_dot([a[0], a, a]))
         + np.linalg.vector_norm(t, ord=3)
         + np.sum(np.real(w) * 2.0 + np.imag(w) ** 2)
+        + np.sum(np.linalg.tensorinv(q.reshape(4, 2, 2), ind=1) ** 2)
+        + np.sum(np.linalg.tensorsolve(q.reshape(2, 4, 2), q[0], axes=(2, 0)) * q[1, :2])
     )
 
 
 def test_one_compiled_program():
     """NumPy's values under jit, in one compile (the derivatives are checked against
     finite differences above; compiling the gradient of this program takes minutes)."""
-    args = (SQUARE, TALL, ROTATION)
+    args = (SQUARE, TALL, ROTATION, SQUARE4)
     np.testing.assert_allclose(nx.jit(compiled)(*args), compiled(*args), rtol=1e-10)
+
+
+def norms_of_vectors(t):
+    """``vector_norm`` with an ``ord`` of the general formula and over a tuple of axes:
+    its gradient runs through the branches on ``ord``."""
+    return np.linalg.vector_norm(t, ord=3) + np.sum(
+        np.linalg.vector_norm(t, axis=(0, 1), ord=0.5, keepdims=True)
+    )
+
+
+def test_gradient_of_vector_norms_compiles():
+    """The gradient of the branches on ``ord`` under jit, against the interpreted one
+    (checked against finite differences above)."""
+    loss = nx.grad(norms_of_vectors)
+    np.testing.assert_allclose(nx.jit(loss)(TALL), loss(TALL), rtol=1e-12)
+    check_jacobians(norms_of_vectors, TALL, argnums=[0], name="norms_of_vectors", jit=False)
 
 
 def test_complex_eigenvalues_and_their_gradient_compile():

@@ -549,3 +549,30 @@ def first_assigned_in_an_inner_while_loop(x, c):
 )
 def test_a_value_first_assigned_in_a_branch_or_inner_loop(f, x, c):
     check_reverse(f, x, c)
+
+
+# -- a chain of branches on a parameter passed as a constant ------------------------------
+# (Numba prunes the branches of the inlined callee that the constant rules out; the
+# adjoint sweep must branch on the same tests, not on saved copies of them, or Numba
+# keeps a branch reading what it pruned and refuses the function)
+
+
+def chosen_by_mode(x, mode):
+    if mode == 1:
+        r = np.sum(x)
+    elif mode == 2:
+        r = np.sum(x * x)
+    elif mode == 3:
+        r = np.sum(np.cos(x) * x)
+    else:
+        r = np.sum(np.sin(x) * x)
+    return r
+
+
+def a_branch_chain_on_a_constant(x, s):
+    return chosen_by_mode(x, 4) * s + chosen_by_mode(x, 2)
+
+
+def test_a_branch_chain_on_a_constant():
+    check_reverse(a_branch_chain_on_a_constant, X, 1.5)
+    assert "_old" not in nx.grad(chosen_by_mode).source  # no branch restores a saved test

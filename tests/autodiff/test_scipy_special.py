@@ -266,6 +266,8 @@ def special_loss(x, w):
         total
         + np.sum(stats.beta.logpdf(w, 2.0, x[2] + 3))
         + np.sum(stats.poisson.logpmf(np.array([0, 2, 5]), w[0] + 1))
+        + stats.poisson.logpmf(3, w[1] + 1)  # a scalar count
+        + stats.poisson.pmf(2, w[2] + 1)
     )
     total = total + stats.multivariate_normal.logpdf(x, w, COVARIANCE)
     return total + np.sum(stats.norm.logpdf(x, w[0], w[1] + 1))

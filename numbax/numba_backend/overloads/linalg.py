@@ -50,6 +50,7 @@ from numbax.runtime.linalg import (
     tensordot_vjp_a,
     tensordot_vjp_b,
     trace_vjp,
+    trailing_shape,
     tril_fold,
     tril_half_diag,
     tril_symmetric,
@@ -477,3 +478,13 @@ def _einsum_jit(subscripts, x0, x1=None, x2=None, x3=None, x4=None, x5=None, lik
     else:
         code(f"return {result}")
     return code.compile("einsum_general")
+
+
+@overload(trailing_shape)
+def _trailing_shape_jit(a, b):
+    if not isinstance(a, types.Array):
+        raise _fail("trailing_shape", f"expected an array, got {a}")
+    start = b.ndim if isinstance(b, types.Array) else 0
+    if start > a.ndim:
+        raise _fail("trailing_shape", f"{b} has more axes than {a}")
+    return lambda a, b: a.shape[start:]

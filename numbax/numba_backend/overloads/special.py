@@ -85,10 +85,21 @@ def _binary(ufunc: Any, kernel: Callable) -> None:
         return _pairwise(kernel, dtype.type, x, y)
 
 
+def _number_like(ty: types.Type) -> bool:
+    """Whether an argument is a number or a 0-d array (one ``np.where`` of numbers
+    makes)."""
+    return not isinstance(ty, types.Array) or ty.ndim == 0
+
+
 def _pairwise(kernel: Callable, cast: Any, x: types.Type, y: types.Type) -> Callable:
     """``kernel`` of each pair of elements of ``x`` and ``y`` broadcast, as ``cast``."""
     if not isinstance(x, types.Array) and not isinstance(y, types.Array):
         return lambda x, y: cast(kernel(np.float64(x), np.float64(y)))
+    if _number_like(x) and _number_like(y):
+        # a number, as the ufunc gives for 0-d arrays (Numba broadcasts no 0-d arrays)
+        return lambda x, y: cast(
+            kernel(np.float64(np.asarray(x).item()), np.float64(np.asarray(y).item()))
+        )
 
     def each(x, y):
         xs, ys = np.broadcast_arrays(

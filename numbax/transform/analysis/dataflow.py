@@ -174,17 +174,19 @@ Pairs = frozenset[frozenset[str]]
 class _CopyState:
     """What holds at one point: ``copies``, the pairs of names holding the same object;
     ``branches``, for the test ``t`` of an earlier ``if t:`` (``t`` unchanged since),
-    what held at the end of its body and of its ``else``."""
+    the state at the end of its body and of its ``else``: their own ``branches`` say
+    what held in the ``if`` statements nested in them, so a chain of them (``if``,
+    ``elif``, ``elif``) repeated by the adjoint sweep is followed to any depth."""
 
     copies: Pairs = frozenset()
-    branches: tuple[tuple[str, Pairs, Pairs], ...] = ()
+    branches: tuple[tuple[str, _CopyState, _CopyState], ...] = ()
 
     def kill(self, written: set[str]) -> _CopyState:
         """The state once the names ``written`` are assigned (or stored into)."""
         return _CopyState(
             _alive(self.copies, written),
             tuple(
-                (t, _alive(body, written), _alive(orelse, written))
+                (t, body.kill(written), orelse.kill(written))
                 for t, body, orelse in self.branches
                 if t not in written
             ),
@@ -192,11 +194,13 @@ class _CopyState:
 
     def meet(self, other: _CopyState) -> _CopyState:
         """What holds on both paths."""
+        if other is self:
+            return self
         theirs = {t: (body, orelse) for t, body, orelse in other.branches}
         return _CopyState(
             self.copies & other.copies,
             tuple(
-                (t, body & theirs[t][0], orelse & theirs[t][1])
+                (t, body.meet(theirs[t][0]), orelse.meet(theirs[t][1]))
                 for t, body, orelse in self.branches
                 if t in theirs
             ),
@@ -204,11 +208,33 @@ class _CopyState:
 
     def entering(self, test: gast.expr, body: bool) -> _CopyState:
         """The state on entering a branch of ``if test:``: an earlier ``if`` on the same
-        unchanged name took the same branch, so what held at that branch's end holds."""
+        unchanged name took the same branch, so what held at that branch's end holds,
+        and so do the correlations of the ``if`` statements nested in that branch."""
         for t, then, orelse in self.branches:
             if isinstance(test, gast.Name) and test.id == t:
-                return _CopyState(self.copies | (then if body else orelse), self.branches)
+                taken = then if body else orelse
+                known = {b[0] for b in self.branches}
+                nested = tuple(b for b in taken.branches if b[0] not in known)
+                return _CopyState(self.copies | taken.copies, self.branches + nested)
         return self
+
+    def inside(self, entry: _CopyState) -> _CopyState:
+        """This state at the end of a branch entered in ``entry``, less the ``if``
+        statements ``entry`` knew already (what a later ``if`` on the same test finds
+        of them, it finds in its own state)."""
+        known = {b[0] for b in entry.branches}
+        return _CopyState(self.copies, tuple(b for b in self.branches if b[0] not in known))
+
+
+def _copied_names(stmt: gast.stmt) -> tuple[str, str] | None:
+    """``(a, b)`` for ``a = b`` between two names."""
+    if (
+        isinstance(stmt, gast.Assign)
+        and isinstance(stmt.targets[0], gast.Name)
+        and isinstance(stmt.value, gast.Name)
+    ):
+        return stmt.targets[0].id, stmt.value.id
+    return None
 
 
 def _alive(pairs: Pairs, written: set[str]) -> Pairs:
@@ -287,20 +313,18 @@ class Copies:
             test = stmt.test
             if isinstance(test, gast.Name) and test.id not in self._written_by(stmt):
                 others = tuple(b for b in after.branches if b[0] != test.id)
-                after = _CopyState(after.copies, (*others, (test.id, body.copies, orelse.copies)))
+                record = (test.id, body.inside(state), orelse.inside(state))
+                after = _CopyState(after.copies, (*others, record))
             return after
+        copied = _copied_names(stmt)
+        if copied is not None and frozenset(copied) in state.copies:
+            return state  # ``a = b`` where both hold one object already changes nothing
         kept = state.kill(self._written_by(stmt))
         if isinstance(stmt, gast.For | gast.While):
             self._block(stmt.body, kept)
             return kept
         if isinstance(stmt, gast.Break | gast.Continue | gast.Return):
             return kept
-        if (
-            isinstance(stmt, gast.Assign)
-            and isinstance(stmt.targets[0], gast.Name)
-            and isinstance(stmt.value, gast.Name)
-            and stmt.targets[0].id != stmt.value.id
-        ):
-            pair = frozenset((stmt.targets[0].id, stmt.value.id))
-            return _CopyState(kept.copies | {pair}, kept.branches)
+        if copied is not None and copied[0] != copied[1]:
+            return _CopyState(kept.copies | {frozenset(copied)}, kept.branches)
         return kept

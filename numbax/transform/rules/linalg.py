@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from numbax.runtime import nxrt
 from numbax.transform.rules import registry
 from numbax.transform.rules.batch_kinds import on_matrices, product, solve
 from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere, nondifferentiable
@@ -196,6 +197,8 @@ define(np.linalg.matmul, "x, y",
        vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"},
        batch=product(), samples=checked_elsewhere(TABLE))
 nondifferentiable([np.linalg.matrix_rank])
+# the shape of tensorsolve's solution (numbax/transform/compositions.py)
+nondifferentiable([nxrt.trailing_shape])
 
 # -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:
 # dQ = Q (O - C) + X, dR = (C - O) R. The VJP: M = Q^T gQ - gR R^T,
