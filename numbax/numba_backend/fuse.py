@@ -22,6 +22,8 @@ scalars, and the loop is already compiled to one pass.
 from __future__ import annotations
 
 import types
+from collections.abc import Container
+from dataclasses import dataclass
 from typing import Any
 
 import gast
@@ -30,6 +32,7 @@ import numpy as np
 from numbax.runtime import nxrt as runtime
 from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
+from numbax.transform.walk import walk
 
 _ELEMENTWISE_BINOPS = (
     gast.Add,
@@ -55,9 +58,27 @@ def _is_elementwise_callee(target: Any, n_args: int) -> bool:
 
 
 def _reads(node: gast.AST) -> list[str]:
-    return [
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    ]
+    return [n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+
+
+def _last_reads(stmts: list[gast.stmt]) -> dict[str, int]:
+    """Each name read in ``stmts`` (nested blocks included), and the index of the last
+    statement that reads it."""
+    return {name: index for index, stmt in enumerate(stmts) for name in _reads(stmt)}
+
+
+@dataclass(frozen=True)
+class _ReadFrom:
+    """The names read from statement ``start`` of a block on, or after the block: what a
+    run of statements before ``start`` must keep. A membership test, not a set, so that
+    each block is walked once instead of once per run."""
+
+    last_read: dict[str, int]  # of the block's statements: see _last_reads
+    start: int
+    after: Container[str]
+
+    def __contains__(self, name: object) -> bool:
+        return self.last_read.get(name, -1) >= self.start or name in self.after
 
 
 def _contributing(group: list[gast.Assign]) -> list[gast.Assign]:
@@ -117,48 +138,40 @@ class _Fuser:
             isinstance(a, gast.Constant) and a.value in (None, False) for a in rest
         )
 
-    def block(self, stmts: list[gast.stmt], live_after: set[str]) -> list[gast.stmt]:
+    def block(self, stmts: list[gast.stmt], live_after: Container[str]) -> list[gast.stmt]:
         """Fuse runs in ``stmts``; ``live_after`` are names read after this block."""
+        last_read = _last_reads(stmts)
         out: list[gast.stmt] = []
         run: list[gast.stmt] = []
         for index, stmt in enumerate(stmts):
             if self.is_elementwise(stmt):
                 run.append(stmt)
                 continue
-            out += self._fuse_run(run, self._later_reads(stmts[index:], live_after))
+            out += self._fuse_run(run, _ReadFrom(last_read, index, live_after))
             run = []
             if isinstance(stmt, gast.If):
-                rest = self._later_reads(stmts[index + 1 :], live_after)
+                rest = _ReadFrom(last_read, index + 1, live_after)
                 stmt.body = self.block(stmt.body, rest)
                 stmt.orelse = self.block(stmt.orelse, rest)
             out.append(stmt)
-        out += self._fuse_run(run, set(live_after))
+        out += self._fuse_run(run, live_after)
         return out
 
-    @staticmethod
-    def _later_reads(stmts: list[gast.stmt], live_after: set[str]) -> set[str]:
-        names = set(live_after)
-        for stmt in stmts:
-            names.update(_reads(stmt))
-        return names
-
-    def _fuse_run(self, run: list[gast.stmt], live: set[str]) -> list[gast.stmt]:
+    def _fuse_run(self, run: list[gast.stmt], live: Container[str]) -> list[gast.stmt]:
         """Split ``run`` into groups that each end at a value needed outside the group,
         and fuse each group of two or more statements into one kernel call."""
         targets = [stmt.targets[0].id for stmt in run]
-        outputs = {
-            j for j, name in enumerate(targets) if name in live and name not in targets[j + 1 :]
-        }
+        last_assigned = {name: j for j, name in enumerate(targets)}
+        outputs = {j for j, name in enumerate(targets) if name in live and last_assigned[name] == j}
+        value_reads = [set(_reads(stmt.value)) for stmt in run]
         while True:  # a value read by a later group must end its own group
             groups = self._split(run, outputs)
-            extra = {
-                j
-                for g, group in enumerate(groups)
-                for j in group[:-1]
-                if any(
-                    targets[j] in _reads(run[k].value) for later in groups[g + 1 :] for k in later
-                )
-            }
+            extra = set()
+            read_later: set[str] = set()  # by the groups after the one at hand
+            for group in reversed(groups):
+                extra.update(j for j in group[:-1] if targets[j] in read_later)
+                for k in group:
+                    read_later |= value_reads[k]
             if extra <= outputs:
                 break
             outputs |= extra
@@ -250,5 +263,5 @@ def fuse_elementwise(
 ) -> tuple[gast.FunctionDef, list[gast.FunctionDef]]:
     """Rewrite ``fn`` in place; return it and the scalar kernels it now calls."""
     fuser = _Fuser(fn, resolver, namer)
-    fn.body = fuser.block(fn.body, set())
+    fn.body = fuser.block(fn.body, frozenset())
     return fn, fuser.kernels

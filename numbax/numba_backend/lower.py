@@ -37,6 +37,7 @@ from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
 from numbax.transform.operations import held_globals, is_transformable_function
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import display_name
+from numbax.transform.walk import walk
 
 RUNTIME_ALIAS = "nxrt"
 
@@ -83,13 +84,13 @@ class _PossiblyWeak:
         self.names = {a.id for a in params} if weak_params is None else set(weak_params)
         self.shapes = {
             node.targets[0].id
-            for node in gast.walk(fn)
+            for node in walk(fn)
             if isinstance(node, gast.Assign)
             and isinstance(node.targets[0], gast.Name)
             and isinstance(node.value, gast.Attribute)
             and node.value.attr == "shape"
         }
-        assigns = [n for n in gast.walk(fn) if isinstance(n, (gast.Assign, gast.For))]
+        assigns = [n for n in walk(fn) if isinstance(n, (gast.Assign, gast.For))]
         changed = True
         while changed:
             changed = False
@@ -101,7 +102,7 @@ class _PossiblyWeak:
                 if not weak:
                     continue
                 for target in targets:
-                    for name in gast.walk(target):
+                    for name in walk(target):
                         if isinstance(name, gast.Name) and name.id not in self.names:
                             self.names.add(name.id)
                             changed = True
@@ -401,7 +402,7 @@ class _Lowerer(gast.NodeTransformer):
             or self.bindings.get(name, compiled) is not compiled
         )
         if clashes:  # bind the callee apart
-            taken = {n.id for n in gast.walk(self.fn) if isinstance(n, gast.Name)}
+            taken = {n.id for n in walk(self.fn) if isinstance(n, gast.Name)}
             name = f"{name}_compiled"
             while name in taken or name in self.bindings:
                 name += "_"
@@ -462,9 +463,7 @@ def _drop_unread(fn: gast.FunctionDef, candidates: set[str]) -> None:
     """Remove the assignments to ``candidates`` that nothing reads any more (a local
     that named a callback's function, ``_special_j0 = scipy.special.j0``, which Numba
     could not type)."""
-    read = {
-        n.id for n in gast.walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    read = {n.id for n in walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
     unread = candidates - read
     if not unread:
         return

@@ -19,6 +19,7 @@ from numbax.transform.provenance import mark_adjoint
 from numbax.transform.resolve import LOCAL
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, display_name
+from numbax.transform.walk import walk
 
 RUNTIME = "nxrt"
 """The generated module's name for numbax's runtime helpers."""
@@ -155,6 +156,6 @@ def stored_into(fn: gast.FunctionDef) -> set[str]:
     array of the caller, which derivative code must not change."""
     return {
         n.targets[0].value.id
-        for n in gast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript)
     }

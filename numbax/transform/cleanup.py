@@ -41,6 +41,7 @@ from numbax.transform.provenance import ORIGIN, annotate, origin_of, reruns
 from numbax.transform.resolve import LOCAL, local_names
 from numbax.transform.restores import cancel_restores, rename_restored
 from numbax.transform.source import FunctionSource
+from numbax.transform.walk import walk
 
 RUNTIME = "nxrt"
 
@@ -109,7 +110,7 @@ def _inherit_origin(fn: gast.FunctionDef) -> None:
     origin = origin_of(fn)
     if origin is None:
         return
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.stmt) and origin_of(node) is None:
             setattr(node, ORIGIN, origin)
 
@@ -230,7 +231,7 @@ def effect_free(fn: gast.FunctionDef, source: FunctionSource) -> bool:
 def _pure(node: gast.expr, names: _Names, may_raise: bool = False) -> bool:
     """Whether evaluating ``node`` has no effect but its value (``may_raise``: and the
     errors it raises)."""
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if isinstance(sub, gast.Call) and not names.pure_call(sub, may_raise):
             return False
         if isinstance(sub, gast.Lambda | gast.NamedExpr | gast.Await | gast.Yield):

@@ -40,6 +40,7 @@ from numbax.transform.source import (
     function_from_tree,
     read_function,
 )
+from numbax.transform.walk import walk
 
 
 def bind_methods(fn: gast.FunctionDef, source: FunctionSource, transformation: str) -> None:
@@ -48,7 +49,7 @@ def bind_methods(fn: gast.FunctionDef, source: FunctionSource, transformation: s
     bound-method function, named in ``source.closure``."""
     resolver = Resolver(source, local_names(fn))
     fn.body = _unroll_object_loops(fn.body, fn, source, resolver)
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, gast.Call):
             continue
         method = _user_method(_static_value(node.func, resolver))
@@ -98,7 +99,7 @@ def _objects_looped_over(stmt: gast.stmt, fn: gast.FunctionDef, resolver: Resolv
         return None
     var = stmt.target.id
     called = False
-    for node in gast.walk(gast.Module(stmt.body, [])):
+    for node in walk(gast.Module(stmt.body, [])):
         if isinstance(node, (gast.Break, gast.Continue)):
             return None
         if isinstance(node, gast.Name) and node.id == var and not isinstance(node.ctx, gast.Load):
@@ -114,8 +115,8 @@ def _objects_looped_over(stmt: gast.stmt, fn: gast.FunctionDef, resolver: Resolv
             _user_method(getattr(item, a, None)) for a in dir(type(item)) if not a.startswith("__")
         ):
             return None
-    uses = [n for n in gast.walk(fn) if isinstance(n, gast.Name) and n.id == var]
-    inside = {id(n) for n in gast.walk(gast.Module(stmt.body, [])) if isinstance(n, gast.Name)}
+    uses = [n for n in walk(fn) if isinstance(n, gast.Name) and n.id == var]
+    inside = {id(n) for n in walk(gast.Module(stmt.body, [])) if isinstance(n, gast.Name)}
     if any(id(n) not in inside and n is not stmt.target for n in uses):
         return None  # the name is used outside the loop too
     return list(items)

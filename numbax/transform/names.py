@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gast
 
+from numbax.transform.walk import name_ids
+
 
 class Namer:
     """Hands out names like ``_exp``, ``_exp_2``, ``_ct_x`` that are unused in a function.
@@ -18,7 +20,7 @@ class Namer:
 
     @classmethod
     def for_function(cls, fn: gast.AST) -> Namer:
-        taken = {n.id for n in gast.walk(fn) if isinstance(n, gast.Name)}
+        taken = name_ids(fn)
         if isinstance(fn, gast.FunctionDef):
             taken.add(fn.name)
         return cls(taken)

@@ -50,6 +50,7 @@ from numbax.errors import TransformError
 from numbax.transform.normalize_transformations import builds_transformation
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource, LiveNamespace, function_from_tree
+from numbax.transform.walk import walk
 
 _FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
 
@@ -73,7 +74,7 @@ def lift_nested(
 ) -> gast.FunctionDef:
     """``fn`` without the functions defined inside it, which are bound in
     ``source.closure`` as lifted functions; ``fn`` itself when it defines none."""
-    if not any(isinstance(n, _FUNCTIONS) for s in fn.body for n in gast.walk(s)):
+    if not any(isinstance(n, _FUNCTIONS) for s in fn.body for n in walk(s)):
         return fn
     return _Lifter(fn, source, transformation).lift()
 
@@ -151,7 +152,7 @@ class _Lifter:
                 "define it without the decorator and apply the transformation where it "
                 "is used (force = nx.grad(energy)), or define it at module level",
             )
-        rebinding = next((n for n in gast.walk(node) if isinstance(n, gast.Nonlocal)), None)
+        rebinding = next((n for n in walk(node) if isinstance(n, gast.Nonlocal)), None)
         if rebinding is not None:
             raise self.refuse(
                 rebinding.lineno,
@@ -193,7 +194,7 @@ class _Lifter:
     def _made(self, nested: _Nested) -> types.FunctionType:
         node = nested.node
         for default in node.args.defaults + [d for d in node.args.kw_defaults if d]:
-            read = {n.id for n in gast.walk(default) if isinstance(n, gast.Name)}
+            read = {n.id for n in walk(default) if isinstance(n, gast.Name)}
             if read & _scope_locals(self.fn):
                 raise self.refuse(
                     node.lineno,
@@ -459,9 +460,9 @@ def _own_nodes(node: gast.AST, functions: list | None = None):
         if isinstance(child, _FUNCTIONS):
             if functions is not None:
                 functions.append(child)
-            yield from gast.walk(child.args)  # defaults (parameter names are Param)
+            yield from walk(child.args)  # defaults (parameter names are Param)
             for decorator in getattr(child, "decorator_list", []):
-                yield from gast.walk(decorator)
+                yield from walk(decorator)
             if isinstance(child, gast.FunctionDef):
                 yield gast.Name(child.name, gast.Store(), None, None)
             continue
@@ -494,6 +495,6 @@ def _free_names(fn: gast.AST) -> set[str]:
 def _store_count(fn: gast.FunctionDef, name: str) -> int:
     return sum(
         1
-        for n in gast.walk(fn)
+        for n in walk(fn)
         if isinstance(n, gast.Name) and n.id == name and isinstance(n.ctx, gast.Store)
     )

@@ -137,6 +137,7 @@ from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, bind_in_closure
+from numbax.transform.walk import walk
 
 __all__ = ["normalize", "check_core", "CoreGrammarError"]
 
@@ -738,7 +739,7 @@ class _Flattener(LoopLowering):
             return
         body, orelse = self.block(stmt.body), self.block(stmt.orelse)
         if not body and not orelse:  # `if c: pass`: only the effects of c remain
-            if any(isinstance(n, gast.Call) for s in condition for n in gast.walk(s)):
+            if any(isinstance(n, gast.Call) for s in condition for n in walk(s)):
                 self.out += condition
             return
         self.out += condition
@@ -842,14 +843,14 @@ def _load_chain(node: gast.expr) -> gast.expr:
 
 
 def _stores_item(target: gast.expr) -> bool:
-    return any(isinstance(n, gast.Subscript) for n in gast.walk(target))
+    return any(isinstance(n, gast.Subscript) for n in walk(target))
 
 
 def _unpacked_hint(target: gast.expr) -> str:
     """``_b_c`` for a nested ``(b, c)`` target, ``_d`` for ``d``, ``_item`` otherwise."""
     if _stores_item(target):
         return "item"
-    return "_".join(n.id for n in gast.walk(target) if isinstance(n, gast.Name))
+    return "_".join(n.id for n in walk(target) if isinstance(n, gast.Name))
 
 
 def _independent_parts(target: gast.expr, value: gast.expr) -> bool:
@@ -860,9 +861,9 @@ def _independent_parts(target: gast.expr, value: gast.expr) -> bool:
     ``x`` depend on ``tangents`` too)."""
     if not isinstance(value, (gast.Tuple, gast.List)) or len(value.elts) != len(target.elts):
         return False
-    stored = [n for n in gast.walk(target) if isinstance(n, gast.Name)]
+    stored = [n for n in walk(target) if isinstance(n, gast.Name)]
     only_names = all(
-        isinstance(n, (gast.Name, gast.Tuple, gast.List, gast.Store)) for n in gast.walk(target)
+        isinstance(n, (gast.Name, gast.Tuple, gast.List, gast.Store)) for n in walk(target)
     )
     read = {n for element in value.elts for n in mentioned(element)}
     return only_names and not {n.id for n in stored} & read

@@ -43,6 +43,7 @@ from numbax.transform.normalize_nodes import (
     never_completes,
     own_breaks,
 )
+from numbax.transform.walk import walk
 
 
 def prune(stmts: list[gast.stmt]) -> list[gast.stmt]:
@@ -98,7 +99,7 @@ def single_exit(stmts: list[gast.stmt], namer: Namer, def_line: int) -> list[gas
     last_line = stmts[-1].lineno if stmts else def_line
     if not stmts or not never_completes(stmts[-1]):
         stmts = stmts + [at(gast.Return(const(None)), last_line)]
-    returns = [n for s in stmts for n in gast.walk(s) if isinstance(n, gast.Return)]
+    returns = [n for s in stmts for n in walk(s) if isinstance(n, gast.Return)]
     if len(returns) == 1 and stmts[-1] is returns[0]:
         return stmts
     if not returns:  # ends in `raise`; the core language still ends in a return

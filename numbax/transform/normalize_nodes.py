@@ -11,6 +11,7 @@ from typing import Any
 import gast
 
 from numbax.transform.provenance import ADJOINT, ORIGIN
+from numbax.transform.walk import walk
 
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
@@ -69,7 +70,7 @@ def at(stmt: gast.stmt, line: int) -> gast.stmt:
 
 
 def _locate_expression(node: gast.AST, line: int) -> None:
-    for sub in gast.walk(node):
+    for sub in walk(node):
         if "lineno" in getattr(sub, "_attributes", ()):
             sub.lineno = sub.end_lineno = line
             sub.col_offset = sub.end_col_offset = 0
@@ -109,7 +110,7 @@ def own_breaks(loop: gast.For | gast.While) -> list[gast.Break]:
 
 def contains(stmts: list[gast.stmt] | gast.AST, kind: type) -> bool:
     nodes = stmts if isinstance(stmts, list) else [stmts]
-    return any(isinstance(n, kind) for node in nodes for n in gast.walk(node))
+    return any(isinstance(n, kind) for node in nodes for n in walk(node))
 
 
 def clone(node: Any) -> Any:

@@ -27,6 +27,7 @@ from numbax.runtime import nxrt
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource, bind_in_closure
+from numbax.transform.walk import walk
 
 _ravels: list[Callable[..., Any]] = []
 
@@ -49,7 +50,7 @@ def rewrite_ravels(
     """``fn`` with its calls to ``ravel_pytree`` and to the ``unravel`` they return
     rewritten (in place)."""
     resolver = Resolver(source, local_names(fn))
-    if not any(_names_ravel(node, resolver) for node in gast.walk(fn)):
+    if not any(_names_ravel(node, resolver) for node in walk(fn)):
         return fn
     return _Rewriter(fn, source, transformation, resolver).visit(fn)
 
@@ -120,18 +121,18 @@ class _Rewriter(gast.NodeTransformer):
         """The names assigned the ``unravel`` of ``flat, unravel = ravel_pytree(tree)``
         and read afterwards; each must be assigned nothing else and only be called."""
         made: dict[str, int] = {}
-        for node in gast.walk(fn):
+        for node in walk(fn):
             pair = self._unpacked(node)
             if pair is not None and isinstance(pair[1], gast.Name):
                 made[pair[1].id] = made.get(pair[1].id, 0) + 1
         called = {
             id(node.func)
-            for node in gast.walk(fn)
+            for node in walk(fn)
             if isinstance(node, gast.Call) and isinstance(node.func, gast.Name)
         }
         stores: dict[str, int] = {}
         read: dict[str, gast.Name] = {}
-        for node in gast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, gast.Name) and node.id in made:
                 if isinstance(node.ctx, gast.Load):
                     if id(node) not in called:
@@ -154,8 +155,8 @@ class _Rewriter(gast.NodeTransformer):
         """The line of the innermost statement holding ``target`` (``gast.walk`` goes
         breadth first, so the last statement found is the innermost)."""
         line = None
-        for stmt in gast.walk(fn):
-            if isinstance(stmt, gast.stmt) and any(n is target for n in gast.walk(stmt)):
+        for stmt in walk(fn):
+            if isinstance(stmt, gast.stmt) and any(n is target for n in walk(stmt)):
                 line = getattr(stmt, "lineno", line)
         return line
 
@@ -185,7 +186,7 @@ class _Rewriter(gast.NodeTransformer):
         if unravel.id not in self.unravels:
             raveled = gast.Assign([flat], self.helper("ravel_pytree", [tree]), None)
             return gast.copy_location(raveled, node)
-        if any(isinstance(n, gast.Name) and n.id == unravel.id for n in gast.walk(flat)):
+        if any(isinstance(n, gast.Name) and n.id == unravel.id for n in walk(flat)):
             raise self.refuse(f"{unravel.id!r} assigned both the flat vector and unravel")
         held = gast.Assign([gast.Name(unravel.id, gast.Store(), None, None)], tree, None)
         load = gast.Name(unravel.id, gast.Load(), None, None)

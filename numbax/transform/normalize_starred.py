@@ -25,6 +25,7 @@ from __future__ import annotations
 import gast
 
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
+from numbax.transform.walk import walk
 
 
 def expand_starred_arguments(fn: gast.FunctionDef, resolver: Resolver) -> None:
@@ -33,7 +34,7 @@ def expand_starred_arguments(fn: gast.FunctionDef, resolver: Resolver) -> None:
     literals = _assigned_once_from_literals(fn)
     _Concatenations(literals, resolver).visit(fn)
     lengths = {name: len(items) for name, (_, items) in literals.items()}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, gast.Call):
             continue
         args = []
@@ -104,18 +105,18 @@ def _assigned_once_from_literals(fn: gast.FunctionDef) -> dict[str, tuple[type, 
     literal's kind (gast.Tuple or gast.List) and items (a list's only while nothing
     appends to it: none of its methods is called)."""
     stores: dict[str, int] = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Name) and not isinstance(node.ctx, gast.Load):
             stores[node.id] = stores.get(node.id, 0) + 1
     changed = {
         node.func.value.id
-        for node in gast.walk(fn)
+        for node in walk(fn)
         if isinstance(node, gast.Call)
         and isinstance(node.func, gast.Attribute)
         and isinstance(node.func.value, gast.Name)
     }
     lengths = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if (
             isinstance(node, gast.Assign)
             and len(node.targets) == 1

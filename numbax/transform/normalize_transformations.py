@@ -30,6 +30,7 @@ import gast
 
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource
+from numbax.transform.walk import walk
 
 _built: dict[tuple, Any] = {}
 _constructors: list[Callable[..., Any]] = []
@@ -54,7 +55,7 @@ def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.F
     resolver = Resolver(source, local_names(fn))
     folder = _Folder(source, resolver)
     stores: dict[str, int] = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             stores[node.id] = stores.get(node.id, 0) + 1
     params = {a.id for a in fn.args.args + fn.args.kwonlyargs + fn.args.posonlyargs}
@@ -106,13 +107,13 @@ class _Folder(gast.NodeTransformer):
             return None
         namespace = {  # what the names read denote (a lifted function's globals are live)
             n.id: self.resolver.lookup(n.id)
-            for n in gast.walk(node)
+            for n in walk(node)
             if isinstance(n, gast.Name) and self.resolver.lookup(n.id) not in (LOCAL, UNRESOLVED)
         }
         expression = ast.Expression(gast.gast_to_ast(gast.Expression(node)).body)
         referenced = tuple(
             id(namespace.get(n.id))
-            for n in gast.walk(node)
+            for n in walk(node)
             if isinstance(n, gast.Name) and n.id in namespace
         )
         key = (ast.dump(expression), referenced)

@@ -63,6 +63,7 @@ from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.rules.registry import composition_for
 from numbax.transform.source import FunctionSource, bind_in_closure
+from numbax.transform.walk import walk
 
 # A partial built in the function from known arguments is built once beforehand.
 register_transformations(functools.partial)
@@ -112,7 +113,7 @@ def _own_arrays(fn: gast.FunctionDef) -> set[str]:
     one in place changes nothing the caller sees, so it may be read as a rebinding."""
     params = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     assigned: dict[str, bool] = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         targets = []
         if isinstance(node, gast.Assign):
             targets = [(t, node.value) for t in node.targets]
@@ -120,12 +121,12 @@ def _own_arrays(fn: gast.FunctionDef) -> set[str]:
             targets = [(node.target, node.value)]
         elif isinstance(node, (gast.For, gast.With, gast.NamedExpr)):
             stored = getattr(node, "target", None)
-            for n in gast.walk(stored) if stored is not None else ():
+            for n in walk(stored) if stored is not None else ():
                 if isinstance(n, gast.Name):
                     assigned[n.id] = False
         for target, value in targets:
             made = not isinstance(value, (gast.Name, gast.Subscript, gast.Attribute))
-            for n in gast.walk(target):
+            for n in walk(target):
                 if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
                     direct = n is target
                     assigned[n.id] = assigned.get(n.id, True) and made and direct
@@ -140,11 +141,11 @@ def _fixed_lists(fn: gast.FunctionDef) -> dict[str, gast.expr]:
     stores: dict[str, int] = {}
     changed: set[str] = set()
     values: dict[str, gast.expr] = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
             stores[node.id] = stores.get(node.id, 0) + 1
         elif isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
-            changed |= {n.id for n in gast.walk(node.value) if isinstance(n, gast.Name)}
+            changed |= {n.id for n in walk(node.value) if isinstance(n, gast.Name)}
         elif isinstance(node, gast.Attribute) and isinstance(node.value, gast.Name):
             changed.add(node.value.id)  # rows.append(...), and any other method
         if isinstance(node, gast.Assign) and len(node.targets) == 1:
@@ -188,7 +189,7 @@ def _computed(value: gast.expr) -> bool:
     """Whether a literal list nests lists and holds a computed value (a table of
     constants is left as written: NumPy and Numba build it as it is)."""
     nests = any(isinstance(e, (gast.List, gast.Tuple)) for e in getattr(value, "elts", ()))
-    leaves = [n for n in gast.walk(value) if isinstance(n, (gast.Name, gast.Call))]
+    leaves = [n for n in walk(value) if isinstance(n, (gast.Name, gast.Call))]
     return nests and bool(leaves)
 
 
@@ -463,7 +464,7 @@ class _Rewriter(gast.NodeTransformer):
                 f"np.{ufunc.__name__}.outer called so", "pass the two arrays, and no keywords"
             )
         a, b = node.args
-        if any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in gast.walk(b)):
+        if any(isinstance(n, (gast.Call, gast.NamedExpr)) for n in walk(b)):
             raise self.refuse(
                 f"np.{ufunc.__name__}.outer of a call's result",
                 "assign the second array to a name first (numbax reads it twice)",

@@ -28,6 +28,7 @@ from numbax.runtime.callbacks import debug_callback, debug_print, io_callback
 from numbax.transform import compositions, rules
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver
 from numbax.transform.rules.operators import BINARY, UNARY
+from numbax.transform.walk import walk
 
 COPY = "copy"
 CONSTANT = "constant"
@@ -88,7 +89,7 @@ def _read(node: gast.expr) -> list[gast.expr]:
         if isinstance(node.func, gast.Attribute):
             read.append(node.func.value)
         return read
-    return [n for n in gast.walk(node) if isinstance(n, gast.Name)]
+    return [n for n in walk(node) if isinstance(n, gast.Name)]
 
 
 def held_globals(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
@@ -97,11 +98,11 @@ def held_globals(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
     is indexed: ``_np_r_ = np.r_``)."""
     params = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
     stores: dict[str, int] = {}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
             stores[node.id] = stores.get(node.id, 0) + 1
     held = {}
-    for stmt in gast.walk(fn):
+    for stmt in walk(fn):
         if not isinstance(stmt, gast.Assign) or not isinstance(stmt.targets[0], gast.Name):
             continue
         name = stmt.targets[0].id

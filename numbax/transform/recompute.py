@@ -20,6 +20,7 @@ import gast
 
 from numbax.transform.analysis.dataflow import assigned_names, read_before_written
 from numbax.transform.operations import appended
+from numbax.transform.walk import walk
 
 
 def live_in_variables(
@@ -29,7 +30,7 @@ def live_in_variables(
     recomputed, or None when it cannot be. ``before``: variables defined on every path
     to the loop; ``existing``: those defined on some path; ``needed``: those the
     adjoint reads."""
-    for node in gast.walk(gast.Module(body=loop.body, type_ignores=[])):
+    for node in walk(gast.Module(body=loop.body, type_ignores=[])):
         if isinstance(node, (gast.Break, gast.Continue, gast.Return)):
             return None
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Subscript):

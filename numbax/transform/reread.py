@@ -16,6 +16,7 @@ from numbax.transform.ad_common import located
 from numbax.transform.analysis.dataflow import assigned_names
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, load
+from numbax.transform.walk import walk
 
 
 def freeze_reread(stmts: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
@@ -36,7 +37,7 @@ def freeze_reread(stmts: list[gast.stmt], namer: Namer) -> list[gast.stmt]:
             stmt.body = freeze_reread(stmt.body, namer)
             if isinstance(stmt, gast.For):
                 reassigned = assigned_names(stmt.body)
-                for node in gast.walk(stmt.iter):
+                for node in walk(stmt.iter):
                     if isinstance(node, gast.Name) and node.id in reassigned:
                         copy = namer.fresh(f"{node.id.lstrip('_')}_at_start")
                         out += located([assign(copy, load(node.id))], line)

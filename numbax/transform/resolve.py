@@ -14,6 +14,7 @@ from typing import Any
 import gast
 
 from numbax.transform.source import FunctionSource
+from numbax.transform.walk import name_ids, walk
 
 
 class _Marker:
@@ -33,11 +34,7 @@ UNRESOLVED = _Marker("UNRESOLVED")
 
 def local_names(fn: gast.FunctionDef) -> set[str]:
     """Names Python treats as local in ``fn``: parameters and every assigned name."""
-    names = {a.id for a in _all_params(fn.args)}
-    for node in gast.walk(fn):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
-            names.add(node.id)
-    return names
+    return {a.id for a in _all_params(fn.args)} | name_ids(fn, gast.Store, gast.Del)
 
 
 def _all_params(args: gast.arguments) -> list[gast.Name]:
@@ -92,7 +89,7 @@ class Resolver:
         """The values of the globals and closure variables ``fns`` read by name: what a
         module generated from them must bind (builtins are in every module already)."""
         bound = {}
-        for node in (n for fn in fns for n in gast.walk(fn)):
+        for node in (n for fn in fns for n in walk(fn)):
             if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
                 value = self.lookup(node.id)
                 if value is LOCAL or value is UNRESOLVED:

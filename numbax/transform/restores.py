@@ -32,6 +32,7 @@ import gast
 
 from numbax.transform.analysis.dataflow import Copies, statements
 from numbax.transform.names import Namer
+from numbax.transform.walk import name_nodes, walk
 
 _BLOCKS = ("body", "orelse")
 
@@ -74,11 +75,7 @@ def rename_restored(fn: gast.FunctionDef) -> bool:
 def _restored_pairs(fn: gast.FunctionDef) -> Iterator[tuple[list[gast.stmt], gast.stmt, gast.stmt]]:
     """``(block, save, restore)`` for each pair :func:`rename_restored` removes, the
     closest pairs first (an inner pair inside an outer one on the same variable)."""
-    assigned = Counter(
-        n.id
-        for n in gast.walk(fn)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store | gast.Param)
-    )
+    assigned = Counter(n.id for n in name_nodes(fn, gast.Store, gast.Param))
     found = []
     for block in _blocks(fn.body):
         saves: dict[str, int] = {}  # a saved copy's name → its position in the block
@@ -132,9 +129,7 @@ def _jumps_out(stmts: list[gast.stmt]) -> bool:
 
 
 def _stored(node: gast.AST) -> set[str]:
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }
+    return {n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
 def _rename_region(region: list[gast.stmt], var: str, namer: Namer) -> None:
@@ -144,7 +139,7 @@ def _rename_region(region: list[gast.stmt], var: str, namer: Namer) -> None:
     current = var
     for stmt in region:
         defines = isinstance(stmt, gast.Assign) and var in _stored(stmt)
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             if isinstance(node, gast.Name) and node.id == var:
                 if isinstance(node.ctx, gast.Store):
                     node.id = fresh

@@ -68,6 +68,7 @@ from numbax.transform.recompute import live_in_variables
 from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name
+from numbax.transform.walk import walk
 
 
 @dataclass
@@ -156,7 +157,7 @@ class _Reverse:
         # cotangents, which shrinks and grows backwards as the list grew and shrank
         self.stacks = {
             pushed[0]
-            for node in gast.walk(fn)
+            for node in walk(fn)
             if (pushed := appended(node)) is not None and pushed[0] in activity
         }
         # stacks whose cotangent starts as zeros of the list's final value (set once the
@@ -180,7 +181,7 @@ class _Reverse:
         tests of ``if`` statements and the bounds of ``for`` loops (both run again
         backwards). A ``while`` runs backwards by its trip count, not its test."""
         needed = set(self.activity.varied & self.activity.useful)
-        for node in gast.walk(fn):
+        for node in walk(fn):
             if isinstance(node, gast.Assign) and self._assigns_active(node):
                 needed |= names(node)
             elif isinstance(node, gast.If):
@@ -262,7 +263,7 @@ class _Reverse:
             record.saves.append((name, save))
             old = gast.Subscript(load(name), clone(target.slice), gast.Load())
             return [*located([save.push(runtime_call("owned", old))], line), stmt]
-        targets = [n.id for n in gast.walk(target) if isinstance(n, gast.Name)]
+        targets = [n.id for n in walk(target) if isinstance(n, gast.Name)]
         for name in targets:
             if name not in self.needed:
                 continue
@@ -388,7 +389,7 @@ class _Reverse:
         """The variables to tape per iteration if the adjoint recomputes the body (it
         must have something to differentiate), else None."""
         body = gast.Module(body=stmt.body, type_ignores=[])
-        if not any(isinstance(n, gast.Assign) and self._assigns_active(n) for n in gast.walk(body)):
+        if not any(isinstance(n, gast.Assign) and self._assigns_active(n) for n in walk(body)):
             return None
         return live_in_variables(stmt, scope.definite, scope.maybe, self.needed)
 
@@ -875,7 +876,7 @@ def _first_mentions(stmts: list[gast.stmt]) -> dict[str, gast.stmt]:
 def _reads(node: gast.AST) -> Counter[str]:
     """How often ``node`` reads each name."""
     return Counter(
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
+        n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
     )
 
 
@@ -1035,7 +1036,7 @@ def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     differentiated by its own derivative or passed to one (its cotangent comes back in
     the argument's structure), popped, or read by key or field."""
     pytrees = set()
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
                 pytrees.add(node.targets[0].id)

@@ -370,12 +370,26 @@ def _parse_definition(func: types.FunctionType, text: str, transformation: str) 
             filename=code.co_filename,
             lineno=code.co_firstlineno,
         )
-    node = copy.deepcopy(node)  # the parsed module is cached: leave it as it was
+    node = _detached(node)
     if isinstance(node, ast.Lambda):
         node = _lambda_to_def(node)
     node.decorator_list = []
     _drop_signature_annotations(node)
     return gast.ast_to_gast(ast.Module(body=[node], type_ignores=[])).body[0]
+
+
+def _detached(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> ast.AST:
+    """A copy of ``node`` whose parts this module edits (its decorators, the annotations
+    of its signature) are its own: the parsed module is cached, and must stay as it was.
+    The rest is shared: converting to gast makes a new tree without changing it."""
+    node = copy.copy(node)
+    args = node.args = copy.copy(node.args)
+    for kind in ("posonlyargs", "args", "kwonlyargs"):
+        setattr(args, kind, [copy.copy(arg) for arg in getattr(args, kind)])
+    for kind in ("vararg", "kwarg"):
+        if getattr(args, kind) is not None:
+            setattr(args, kind, copy.copy(getattr(args, kind)))
+    return node
 
 
 def _drop_signature_annotations(node: ast.FunctionDef) -> None:
@@ -420,18 +434,7 @@ def _code_objects(code: types.CodeType, like: types.CodeType) -> list[types.Code
 def _find_definition(module: ast.Module, code: types.CodeType) -> ast.AST | None:
     """The def or lambda node that compiles to ``code`` (whose text is known to match):
     the one on its first line whose extent holds every instruction's position."""
-    candidates = []
-    for node in ast.walk(module):
-        if code.co_name == "<lambda>" and isinstance(node, ast.Lambda):
-            first = node.lineno
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
-            node.name == code.co_name
-        ):
-            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
-        else:
-            continue
-        if first == code.co_firstlineno:
-            candidates.append(node)
+    candidates = _definitions(module).get((code.co_name, code.co_firstlineno), [])
     positions = [
         (line, col, end_line, end_col)
         for line, end_line, col, end_col in code.co_positions()
@@ -446,6 +449,24 @@ def _find_definition(module: ast.Module, code: types.CodeType) -> ast.AST | None
     if not held:
         return None
     return min(held, key=lambda n: (n.end_lineno - n.lineno, n.end_col_offset - n.col_offset))
+
+
+@functools.lru_cache(maxsize=16)  # as many as _compile keeps
+def _definitions(module: ast.Module) -> dict[tuple[str, int], list[ast.AST]]:
+    """The defs and lambdas of a parsed module by the name and first line of the code
+    each compiles to (a decorated def's code starts at its first decorator), each list
+    in ``ast.walk``'s order: one walk per file, however many of its functions are read."""
+    found: dict[tuple[str, int], list[ast.AST]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Lambda):
+            key = ("<lambda>", node.lineno)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+            key = (node.name, first)
+        else:
+            continue
+        found.setdefault(key, []).append(node)
+    return found
 
 
 def _lambda_to_def(node: ast.Lambda) -> ast.FunctionDef:

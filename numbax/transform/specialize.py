@@ -20,6 +20,8 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.transform.walk import walk
+
 _LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
 
 LITERAL_LIMIT = 64
@@ -109,8 +111,8 @@ def _numeric_tuple(value: Any) -> bool:
 def _used_as_sequence(fn: gast.FunctionDef, name: str) -> bool:
     """Whether every read of ``name`` in the normalized ``fn`` takes its length, one
     element (``name[i]``) or passes it to a NumPy function, and it is never rebound."""
-    parents = {id(child): node for node in gast.walk(fn) for child in gast.iter_child_nodes(node)}
-    for node in gast.walk(fn):
+    parents = {id(child): node for node in walk(fn) for child in gast.iter_child_nodes(node)}
+    for node in walk(fn):
         if not (isinstance(node, gast.Name) and node.id == name):
             continue
         if not isinstance(node.ctx, gast.Load):

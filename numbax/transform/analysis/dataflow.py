@@ -16,35 +16,30 @@ runs no iteration leaves the old value.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import gast
+
+from numbax.transform.walk import name_ids, walk
 
 _BLOCKS = ("body", "orelse")
 
 
 def names(node: gast.AST) -> set[str]:
     """Every name ``node`` mentions, read or written."""
-    return {n.id for n in gast.walk(node) if isinstance(n, gast.Name)}
+    return name_ids(node)
 
 
 def read_names(node: gast.AST) -> set[str]:
     """The names ``node`` reads (nested blocks included)."""
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    return name_ids(node, gast.Load)
 
 
 def assigned_names(stmts: Iterable[gast.AST]) -> set[str]:
     """The names ``stmts`` assign, nested blocks and loop targets included (a store
     ``x[i] = v`` does not assign ``x``: it reads it)."""
-    return {
-        n.id
-        for s in stmts
-        for n in gast.walk(s)
-        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }
+    return set().union(*(name_ids(s, gast.Store) for s in stmts))
 
 
 def statements(body: Iterable[gast.stmt]) -> Iterator[gast.stmt]:
@@ -112,6 +107,10 @@ class Liveness:
 
     def __init__(self, body: list[gast.stmt], at_end: Iterable[str] = ()) -> None:
         self._after: dict[int, set[str]] = {}
+        # what a statement reads and assigns, by id: a loop's body is analysed until
+        # nothing changes, so its statements are met more than once
+        self._reads: dict[int, set[str]] = {}
+        self._defines: dict[int, set[str]] = {}
         self.entry = self._block(body, set(at_end), None)
 
     def after(self, stmt: gast.stmt) -> set[str]:
@@ -137,13 +136,13 @@ class Liveness:
         if isinstance(stmt, gast.Continue):
             return set(loop[1]) if loop else set(live)
         if isinstance(stmt, gast.Return):
-            return read_names(stmt)
+            return set(self._read_by(stmt, read_names))
         if isinstance(stmt, gast.If):
             body = self._block(stmt.body, set(live), loop)
             orelse = self._block(stmt.orelse, set(live), loop)
             return body | orelse | read_names(stmt.test)
         if isinstance(stmt, gast.For | gast.While):
-            head = uses(stmt) | live
+            head = self._read_by(stmt, uses) | live
             while True:
                 entry = self._block(stmt.body, set(head), (live, head))
                 new = head | entry
@@ -151,8 +150,21 @@ class Liveness:
                     return head
                 head = new
         if isinstance(stmt, gast.Assign) and not isinstance(stmt.targets[0], gast.Subscript):
-            return (live - definitions(stmt)) | uses(stmt)
-        return live | read_names(stmt)
+            return (live - self._defined_by(stmt)) | self._read_by(stmt, uses)
+        return live | self._read_by(stmt, read_names)
+
+    def _read_by(self, stmt: gast.stmt, reads: Callable[[gast.stmt], set[str]]) -> set[str]:
+        """``reads(stmt)``, computed once (one function per kind of statement)."""
+        found = self._reads.get(id(stmt))
+        if found is None:
+            found = self._reads[id(stmt)] = reads(stmt)
+        return found
+
+    def _defined_by(self, stmt: gast.stmt) -> set[str]:
+        found = self._defines.get(id(stmt))
+        if found is None:
+            found = self._defines[id(stmt)] = definitions(stmt)
+        return found
 
 
 Pairs = frozenset[frozenset[str]]
@@ -229,17 +241,20 @@ def _alive(pairs: Pairs, written: set[str]) -> Pairs:
     return frozenset(p for p in pairs if not p & written)
 
 
-def _written(stmt: gast.stmt) -> set[str]:
-    """The names ``stmt`` assigns or stores into (``x[i] = v`` changes what ``x``
-    holds, which matters to a branch test ``x``), nested blocks included."""
-    stored = {
-        n.value.id
-        for n in gast.walk(stmt)
-        if isinstance(n, gast.Subscript)
-        and isinstance(n.ctx, gast.Store)
-        and isinstance(n.value, gast.Name)
-    }
-    return assigned_names([stmt]) | stored
+def _written_by(node: gast.AST) -> set[str]:
+    """The names ``node`` assigns or stores into (``x[i] = v`` changes what ``x``
+    holds, which matters to a branch test ``x``)."""
+    written = set()
+    for n in walk(node):
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store):
+            written.add(n.id)
+        elif (
+            isinstance(n, gast.Subscript)
+            and isinstance(n.ctx, gast.Store)
+            and isinstance(n.value, gast.Name)
+        ):
+            written.add(n.value.id)
+    return written
 
 
 class Copies:
@@ -257,7 +272,28 @@ class Copies:
 
     def __init__(self, body: list[gast.stmt]) -> None:
         self._before: dict[int, Pairs] = {}
+        self._written: dict[int, set[str]] = {}
         self._block(body, _CopyState())
+
+    def _written_by(self, stmt: gast.stmt) -> set[str]:
+        """What ``stmt`` assigns or stores into, nested blocks included: each statement's
+        own part found once, not again for every compound statement around it."""
+        found = self._written.get(id(stmt))
+        if found is None:
+            found = set()
+            for field in stmt._fields:
+                value = getattr(stmt, field, None)
+                if field in _BLOCKS:
+                    for inner in value:
+                        found |= self._written_by(inner)
+                elif isinstance(value, gast.AST):
+                    found |= _written_by(value)
+                elif isinstance(value, list):
+                    for item in value:
+                        if isinstance(item, gast.AST):
+                            found |= _written_by(item)
+            self._written[id(stmt)] = found
+        return found
 
     def before(self, stmt: gast.stmt) -> Pairs:
         """The pairs of names that hold the same object just before ``stmt``."""
@@ -275,7 +311,7 @@ class Copies:
             orelse = self._block(stmt.orelse, state.entering(stmt.test, body=False))
             after = body.meet(orelse)
             test = stmt.test
-            if isinstance(test, gast.Name) and test.id not in _written(stmt):
+            if isinstance(test, gast.Name) and test.id not in self._written_by(stmt):
                 others = tuple(b for b in after.branches if b[0] != test.id)
                 record = (test.id, body.inside(state), orelse.inside(state))
                 after = _CopyState(after.copies, (*others, record))
@@ -283,7 +319,7 @@ class Copies:
         copied = _copied_names(stmt)
         if copied is not None and frozenset(copied) in state.copies:
             return state  # ``a = b`` where both hold one object already changes nothing
-        kept = state.kill(_written(stmt))
+        kept = state.kill(self._written_by(stmt))
         if isinstance(stmt, gast.For | gast.While):
             self._block(stmt.body, kept)
             return kept

@@ -26,6 +26,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.walk import walk
 
 EFFECT_FREE = "__numbax_effect_free__"
 """The attribute of a generated function that is True when it is effect free."""
@@ -65,7 +66,7 @@ def effect_free(fn: gast.FunctionDef, pure_call: Callable[[gast.Call, bool], boo
     ``global`` or ``nonlocal``, and every call effect free (``pure_call(call, True)``:
     raising allowed)."""
     allocated = _allocated_locally(fn, pure_call)
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Global | gast.Nonlocal | gast.Delete):
             return False
         if isinstance(node, gast.Yield | gast.YieldFrom | gast.Await | gast.Lambda):
@@ -87,7 +88,7 @@ def _allocated_locally(
     constructor that copies: writing into it changes nothing the caller holds)."""
     fresh: dict[str, bool] = {}
     params = {a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs}
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Assign):
             for target in node.targets:
                 names = target.elts if isinstance(target, gast.Tuple) else [target]

@@ -12,20 +12,18 @@ from __future__ import annotations
 
 import gast
 
+from numbax.transform.walk import walk
+
 RANK_KEYWORDS = ("keepdims",)
 """Keyword arguments whose value decides the rank of a call's result."""
 
 
 def _read(node: gast.AST) -> set[str]:
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    return {n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
 
 
 def _stored(node: gast.AST) -> set[str]:
-    return {
-        n.id for n in gast.walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
-    }
+    return {n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)}
 
 
 def _dependencies(stmts: list[gast.stmt], tests: set[str], edges: dict[str, set[str]]) -> None:
@@ -57,7 +55,7 @@ def rank_parameters(fn: gast.FunctionDef) -> tuple[str, ...]:
     """The parameters of ``fn`` whose values reach an argument of
     :data:`RANK_KEYWORDS` that is not written as a constant."""
     reached = set()
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Call):
             for keyword in node.keywords:
                 if keyword.arg in RANK_KEYWORDS:

@@ -21,6 +21,7 @@ from numbax.transform.normalize import normalize
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, display_name, read_function
+from numbax.transform.walk import walk
 
 
 def refuse_unbatchable_callbacks(source: FunctionSource) -> None:
@@ -36,7 +37,7 @@ def _search(source: FunctionSource, seen: set[int]) -> None:
     except TransformError:  # the loop calls what numbax cannot read: nothing to search
         return
     resolver = Resolver(source, local_names(fn))
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if not isinstance(node, gast.Call):
             continue
         target = resolver.resolve(node.func)

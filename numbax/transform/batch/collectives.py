@@ -39,6 +39,7 @@ from numbax.transform.cleanup import cleanup
 from numbax.transform.normalize_nodes import assign, at, load
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
+from numbax.transform.walk import walk
 
 INDEX_PARAMETER = "_axis_index"
 """The parameter a part receives the example's position by."""
@@ -65,7 +66,7 @@ def collective_of(node: gast.AST, resolver: Resolver) -> Any:
 
 
 def has_collectives(fn: gast.FunctionDef, resolver: Resolver) -> bool:
-    return any(collective_of(n, resolver) is not None for n in gast.walk(fn))
+    return any(collective_of(n, resolver) is not None for n in walk(fn))
 
 
 def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str) -> list[Part]:
@@ -79,7 +80,7 @@ def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str
             parts[-1].collective, parts[-1].reduction = stmt, target
             parts.append(Part([]))
             continue
-        for node in gast.walk(stmt):
+        for node in walk(stmt):
             found = collective_of(node, resolver)
             if found is lax.axis_index:
                 _check_name(node, axis_name, display, resolver)
@@ -119,9 +120,7 @@ def _link(parts: list[Part], params: list[str], resolver: Resolver) -> None:
     defined = set(params)
     for k, part in enumerate(parts):
         part.uses_index = any(
-            collective_of(n, resolver) is lax.axis_index
-            for s in part.statements
-            for n in gast.walk(s)
+            collective_of(n, resolver) is lax.axis_index for s in part.statements for n in walk(s)
         )
         part.inputs = sorted(set(names(part.statements, gast.Load)) & defined)
         later = [s for p in parts[k + 1 :] for s in p.statements]

@@ -15,6 +15,7 @@ from typing import Any
 import gast
 
 from numbax.transform.normalize_nodes import clone, const, load
+from numbax.transform.walk import walk
 
 _POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
 
@@ -56,7 +57,7 @@ def names(trees: list[gast.AST], context: type = gast.Load) -> list[str]:
     order of first mention."""
     seen: dict[str, None] = {}
     for tree in trees:
-        for node in gast.walk(tree):
+        for node in walk(tree):
             if isinstance(node, gast.Name) and isinstance(node.ctx, context):
                 seen[node.id] = None
     return list(seen)
@@ -95,7 +96,7 @@ def _parsed(source: str) -> gast.expr:
     """``source`` parsed, without the positions of the text it was parsed from (the
     statement a tree lands in says which user line it batches)."""
     tree = gast.ast_to_gast(ast.parse(source, mode="eval")).body
-    for node in gast.walk(tree):
+    for node in walk(tree):
         for position in _POSITION:
             if hasattr(node, position):
                 delattr(node, position)

@@ -58,6 +58,7 @@ from numbax.transform.rules.batch_kinds import (
     text,
 )
 from numbax.transform.source import FunctionSource
+from numbax.transform.walk import walk
 
 __all__ = ["Decline", "rank_of", "vectorize"]
 
@@ -117,7 +118,7 @@ def _changed_in_place(fn: gast.FunctionDef) -> frozenset[str]:
     """The names the function changes in place: stored into (``xs[i] = v``) or changed
     by a list's methods (``xs.append(v)``)."""
     changed = set()
-    for node in gast.walk(fn):
+    for node in walk(fn):
         if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
             base = node.value
         elif isinstance(node, gast.Attribute) and node.attr in _LIST_CHANGES:

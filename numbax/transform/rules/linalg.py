@@ -42,23 +42,16 @@ class _Matmul(ast.NodeTransformer):
         return ast.Call(func, [node.left, node.right], [])
 
 
-def stack_products(templates: Any) -> Any:
-    """Templates with each ``x @ y`` written ``np.matmul(x, y)``: matrix products of
+def stack_products(template: str) -> str:
+    """A template with each ``x @ y`` written ``np.matmul(x, y)``: matrix products of
     stacks of matrices compile under jit as calls (numbax's own ``matmul``), not as the
     operator."""
-    if isinstance(templates, str):
-        return ast.unparse(_Matmul().visit(ast.parse(templates, mode="eval")))
-    if isinstance(templates, dict):
-        return {param: stack_products(text) for param, text in templates.items()}
-    return templates
+    return ast.unparse(_Matmul().visit(ast.parse(template, mode="eval")))
 
 
 def define(targets: Any, signature: str, **spec: Any) -> registry.Rule:
     """``registry.define``, its templates' matrix products as ``np.matmul`` calls."""
-    for key in ("jvp", "vjp", "linear"):
-        if key in spec:
-            spec[key] = stack_products(spec[key])
-    return registry.define(targets, signature, **spec)
+    return registry.define(targets, signature, prepare=stack_products, **spec)
 
 
 # fmt: off

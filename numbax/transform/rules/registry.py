@@ -51,11 +51,12 @@ from __future__ import annotations
 import ast
 import copy
 import dataclasses
+import functools
 import importlib
 import inspect
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,6 +177,7 @@ _METHODS: dict[str, Rule] = {}
 _ATTRIBUTES: dict[str, Rule] = {}
 
 
+@functools.cache  # signatures are immutable, and many rules share one ("x", "*args, **kwargs")
 def _parse_signature(text: str) -> inspect.Signature:
     namespace: dict[str, Any] = {}
     exec(f"def _rule({text}): pass", {"inf": float("inf")}, namespace)  # noqa: S102
@@ -184,6 +186,38 @@ def _parse_signature(text: str) -> inspect.Signature:
 
 def _parse_template(text: str) -> gast.expr:
     return gast.ast_to_gast(ast.parse(text, mode="eval")).body
+
+
+class _ParsedOnUse(Mapping[str, gast.expr]):
+    """Each parameter's template, parsed the first time it is asked for.
+
+    Parsing every rule's templates into gast trees would cost every program that
+    imports the transformations a good part of a second, and a program uses a few dozen
+    rules of several hundred: so a template stays a recipe (its text, or how it is
+    written from another template) until a transformation reads it. The parameters are
+    known at once, so which parameters a rule differentiates is too."""
+
+    def __init__(self, recipes: Mapping[str, Callable[[], gast.expr]]) -> None:
+        self._recipes = dict(recipes)
+        self._parsed: dict[str, gast.expr] = {}
+
+    def __getitem__(self, param: str) -> gast.expr:
+        template = self._parsed.get(param)
+        if template is None:
+            template = self._parsed[param] = self._recipes[param]()
+        return template
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._recipes)
+
+    def __len__(self) -> int:
+        return len(self._recipes)
+
+    def __contains__(self, param: object) -> bool:
+        return param in self._recipes
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
 
 
 Templates = str | Mapping[str, str] | None
@@ -195,8 +229,21 @@ def _per_parameter(spec: Templates, first: str) -> dict[str, str]:
     return {first: spec} if isinstance(spec, str) else dict(spec)
 
 
-def _templates(spec: Templates, first: str) -> dict[str, gast.expr]:
-    return {param: _parse_template(text) for param, text in _per_parameter(spec, first).items()}
+def _templates(spec: Templates, first: str, prepare: Callable[[str], str]) -> _ParsedOnUse:
+    return _ParsedOnUse(
+        {
+            param: functools.partial(_parse_prepared, text, prepare)
+            for param, text in _per_parameter(spec, first).items()
+        }
+    )
+
+
+def _parse_prepared(text: str, prepare: Callable[[str], str]) -> gast.expr:
+    return _parse_template(prepare(text))
+
+
+def _unchanged(text: str) -> str:
+    return text
 
 
 _LOOSER_THAN_PRODUCT = (ast.BoolOp, ast.Compare, ast.IfExp, ast.Lambda, ast.NamedExpr)
@@ -224,10 +271,24 @@ def _from_derivative(spec: Templates, first: str) -> tuple[dict[str, str], dict[
     return jvp, vjp
 
 
-def _substituted(templates: Mapping[str, gast.expr]) -> dict[str, gast.expr]:
+def _substituted(templates: Mapping[str, gast.expr]) -> _ParsedOnUse:
     """Each parameter's template with its tangent replaced by the cotangent."""
+    return _ParsedOnUse({p: functools.partial(_transposed, templates, p) for p in templates})
+
+
+def _transposed(templates: Mapping[str, gast.expr], param: str) -> gast.expr:
     cotangent = gast.Name(COTANGENT, gast.Load(), None, None)
-    return {p: instantiate(t, {tangent_name(p): cotangent}) for p, t in templates.items()}
+    return instantiate(templates[param], {tangent_name(param): cotangent})
+
+
+def _linear_templates(linear: str, first: str, prepare: Callable[[str], str]) -> _ParsedOnUse:
+    """The JVP of an operation linear in ``first``: ``linear`` applied to its tangent."""
+    return _ParsedOnUse({first: functools.partial(_applied_to_tangent, linear, first, prepare)})
+
+
+def _applied_to_tangent(linear: str, first: str, prepare: Callable[[str], str]) -> gast.expr:
+    params = {first: gast.Name(tangent_name(first), gast.Load(), None, None)}
+    return instantiate(_parse_prepared(linear, prepare), params)
 
 
 def define(
@@ -247,6 +308,7 @@ def define(
     attributes: Iterable[str] = (),
     name: str | None = None,
     by_constant: Mapping[str, Mapping[Any, Rule | None]] | None = None,
+    prepare: Callable[[str], str] = _unchanged,
 ) -> Rule:
     """Register one rule for ``targets`` (one object or several aliases, e.g. ``np.abs``
     and ``abs``), and for array methods/attributes of the same meaning, whose object
@@ -259,6 +321,10 @@ def define(
     values), each value the argument may take, written as a constant, and the rule of
     the call with it (None: this rule). Any other value, or a variable, is refused when
     the call carries a derivative (:func:`variant`).
+
+    ``prepare``: how the text of each template given as ``jvp``, ``vjp`` or ``linear`` is
+    rewritten before it is parsed (``linalg.stack_products``); templates are parsed when a
+    transformation first reads them (:class:`_ParsedOnUse`).
     """
     targets = list(targets) if isinstance(targets, (list, tuple)) else [targets]
     sig = _parse_signature(signature)
@@ -267,21 +333,21 @@ def define(
         if jvp is not None or vjp is not None or linear is not None:
             raise ValueError("a derivative= gives both templates: no jvp=, vjp= or linear=")
         jvp, vjp = _from_derivative(derivative, first)
+        prepare = _unchanged  # templates written here, not given
         batch = batch_elementwise if batch is None else batch
     if linear is not None:
         if jvp is not None:
             raise ValueError("linear= is the JVP: no jvp= besides")
-        params = {first: gast.Name(tangent_name(first), gast.Load(), None, None)}
-        jvp_templates = {first: instantiate(_parse_template(linear), params)}
+        jvp_templates = _linear_templates(linear, first, prepare)
     else:
-        jvp_templates = _templates(jvp, first)
+        jvp_templates = _templates(jvp, first, prepare)
     if elementwise and batch is None:
         batch = batch_elementwise
     rule = Rule(
         name=name or qualified_name(targets[0]) if targets else (name or signature),
         signature=sig,
         jvp=jvp_templates,
-        vjp=_substituted(jvp_templates) if vjp is SELF_ADJOINT else _templates(vjp, first),
+        vjp=_substituted(jvp_templates) if vjp is SELF_ADJOINT else _templates(vjp, first, prepare),
         elementwise=elementwise,
         combine=combine,
         batch=batch,

@@ -1,0 +1,61 @@
+"""The fast walks give ``gast.walk``'s answers, and the rule table parses its templates
+only when a transformation reads them (both keep a warm start short)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import gast
+import pytest
+
+from numbax.transform.walk import name_ids, name_nodes, walk
+
+PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
+SOURCES = ["transform/reverse.py", "transform/normalize.py", "numba_backend/lower.py"]
+
+
+@pytest.fixture(scope="module", params=SOURCES)
+def tree(request):
+    return gast.parse((PACKAGE / request.param).read_text())
+
+
+def test_walk_yields_gast_walks_nodes_in_its_order(tree):
+    assert [id(n) for n in walk(tree)] == [id(n) for n in gast.walk(tree)]
+
+
+def test_name_ids_and_nodes_are_the_names_gast_walk_finds(tree):
+    names = [n for n in gast.walk(tree) if isinstance(n, gast.Name)]
+    assert name_ids(tree) == {n.id for n in names}
+    assert {id(n) for n in name_nodes(tree)} == {id(n) for n in names}
+    stored = {n.id for n in names if isinstance(n.ctx, (gast.Store, gast.Del))}
+    assert name_ids(tree, gast.Store, gast.Del) == stored
+
+
+def _replace_calls(nodes):
+    """Walk, replacing each call's arguments as it is met: what a caller editing the
+    tree as it goes sees."""
+    seen = []
+    for node in nodes:
+        seen.append(type(node).__name__)
+        if isinstance(node, gast.Call):
+            node.args = [gast.Constant(0, None)]
+    return seen
+
+
+def test_walk_sees_edits_made_during_the_walk_as_gast_walk_does():
+    text = "def f(x):\n    return g(h(x), k(x + 1))\n"
+    assert _replace_calls(walk(gast.parse(text))) == _replace_calls(gast.walk(gast.parse(text)))
+
+
+def test_importing_the_rules_parses_no_template():
+    probe = (
+        "from numbax.transform.rules import registry\n"
+        "rules = [r for _, r in registry.all_rules()] + list(registry.all_methods().values())\n"
+        "parsed = [r.name for r in rules for t in (r.jvp, r.vjp) if t._parsed]\n"
+        "assert not parsed, parsed\n"
+        "import numpy as np\n"
+        "rule = registry.rule_for(np.linalg.inv)\n"
+        "assert rule.vjp['a'] is rule.vjp['a']  # parsed once, when first read\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
