@@ -79,14 +79,14 @@ def portable(value: Any) -> Any:
     value."""
     if getattr(value, "__module__", None) == elementary.__name__:
         return replaced_by(value)
-    if value is disk_cache.cache_for:
+    if value is disk_cache.cache_for or value is runtime_cache.cache_of:
         return no_disk_cache
     if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
         return numba.njit
     return None
 
 
-def no_disk_cache(py_func: Any) -> NullCache:
-    """No disk cache for ``py_func`` (what an exported file's kernels get in place of
-    numbax's trusted one, whose directory the file does not have)."""
+def no_disk_cache(function: Any) -> NullCache:
+    """No disk cache for ``function`` (what an exported file's kernels get in place of
+    numbax's trusted one and its runtime cache, whose directories it does not have)."""
     return NullCache()

@@ -291,12 +291,16 @@ class _Lowerer(gast.NodeTransformer):
         return node
 
     def _method_call(self, node: gast.Call) -> gast.AST:
-        """``x.sum(axis=0)`` → ``nxrt.sum(x, axis=0)`` for methods Numba lacks options of."""
+        """``x.sum(axis=0)`` → ``nxrt.sum(x, axis=0)`` for methods Numba lacks options of;
+        ``x.reshape(...)`` → ``nxrt.reshape(x, ...)``, which reshapes any layout."""
         name = node.func.attr
         if name == "astype" and node.args:
             node.args[0] = self._numpy_dtype(node.args[0])
         if name in runtime.ARRAY_METHODS:
             return gast.Call(_runtime_attr(name), [node.func.value, *node.args], node.keywords)
+        if name == "reshape":  # x.reshape(2, 3): the shape given as separate numbers
+            shape = node.args if len(node.args) == 1 else [gast.Tuple(node.args, gast.Load())]
+            return gast.Call(_runtime_attr("reshape"), [node.func.value, *shape], node.keywords)
         return node
 
     def _host_call(self, node: gast.Call, target: Any, kind: str) -> gast.Call:

@@ -82,6 +82,7 @@ __all__ = [
     "matmul",
     "norm",
     "repeat",
+    "reshape",
     "roll",
     "sinc",
     "slogdet",
@@ -187,6 +188,14 @@ def det(a: Any) -> Any:
 def slogdet(a: Any) -> Any:
     """``np.linalg.slogdet`` as a ``(sign, logabsdet)`` tuple of the input's precision."""
     return np.linalg.slogdet(a)
+
+
+@redirect(np.reshape)
+def reshape(a: Any, shape: Any = None, order: str = "C", *, copy: Any = None) -> Any:
+    """``np.reshape``; under jit in C order, and a non-contiguous array (a transpose, a
+    strided slice) reshaped from a C-ordered copy of it: Numba reshapes contiguous
+    arrays only, and raised ``NotImplementedError`` at run time for the others."""
+    return np.reshape(a, shape, order=order, copy=copy)
 
 
 @redirect(np.squeeze)
@@ -1345,6 +1354,21 @@ def _slogdet_jit(a):
 # ---------------------------------------------------------------------------------------
 # Shapes.
 # ---------------------------------------------------------------------------------------
+
+
+@overload(reshape)
+def _reshape_jit(a, shape=None, order="C", copy=None):
+    written = order if isinstance(order, str) else getattr(order, "value", None)
+    written = getattr(order, "literal_value", written)
+    if written != "C":
+        raise _fail("reshape", "only order='C' compiles; reshape a transposed array instead")
+    if not (_is_none(copy) or isinstance(copy, types.Omitted)):
+        raise _fail("reshape", "copy= does not compile; call np.copy on the result instead")
+    if isinstance(a, types.Array) and a.layout == "C":
+        return lambda a, shape=None, order="C", copy=None: a.reshape(shape)
+    # Numba types reshape of C-ordered arrays only; a copy only where the array is not
+    # contiguous when it runs (Numba's ascontiguousarray gives a view where it is)
+    return lambda a, shape=None, order="C", copy=None: np.ascontiguousarray(a).reshape(shape)
 
 
 @functools.cache
