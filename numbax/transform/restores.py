@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 import gast
 
-from numbax.transform.analysis.dataflow import Copies, statements
+from numbax.transform.analysis.dataflow import Copies, copied_names, statements
 from numbax.transform.names import Namer
 from numbax.transform.walk import name_nodes, walk
 
@@ -44,7 +44,7 @@ def cancel_restores(fn: gast.FunctionDef) -> bool:
     copies = Copies(fn.body)
     redundant = set()
     for stmt in statements(fn.body):
-        pair = _copy(stmt)
+        pair = copied_names(stmt)
         if pair is not None and (pair[0] == pair[1] or frozenset(pair) in copies.before(stmt)):
             redundant.add(id(stmt))
     if redundant:
@@ -80,12 +80,12 @@ def _restored_pairs(fn: gast.FunctionDef) -> Iterator[tuple[list[gast.stmt], gas
     for block in _blocks(fn.body):
         saves: dict[str, int] = {}  # a saved copy's name → its position in the block
         for j, stmt in enumerate(block):
-            pair = _copy(stmt)
+            pair = copied_names(stmt)
             if pair is None:
                 continue
             target, value = pair
             i = saves.get(value) if target != value else None
-            if i is not None and _copy(block[i]) == (value, target) and assigned[value] == 1:
+            if i is not None and copied_names(block[i]) == (value, target) and assigned[value] == 1:
                 if _renamable(block[i + 1 : j], target):
                     found.append((j - i, block, block[i], stmt))
             saves[target] = j
@@ -155,14 +155,3 @@ def _drop(stmts: list[gast.stmt], ids: set[int]) -> None:
         for block in _BLOCKS:
             if getattr(stmt, block, None):
                 _drop(getattr(stmt, block), ids)
-
-
-def _copy(stmt: gast.stmt) -> tuple[str, str] | None:
-    """``(a, b)`` for ``a = b`` between two names."""
-    if (
-        isinstance(stmt, gast.Assign)
-        and isinstance(stmt.targets[0], gast.Name)
-        and isinstance(stmt.value, gast.Name)
-    ):
-        return stmt.targets[0].id, stmt.value.id
-    return None

@@ -226,7 +226,7 @@ class _CopyState:
         return _CopyState(self.copies, tuple(b for b in self.branches if b[0] not in known))
 
 
-def _copied_names(stmt: gast.stmt) -> tuple[str, str] | None:
+def copied_names(stmt: gast.stmt) -> tuple[str, str] | None:
     """``(a, b)`` for ``a = b`` between two names."""
     if (
         isinstance(stmt, gast.Assign)
@@ -316,7 +316,7 @@ class Copies:
                 record = (test.id, body.inside(state), orelse.inside(state))
                 after = _CopyState(after.copies, (*others, record))
             return after
-        copied = _copied_names(stmt)
+        copied = copied_names(stmt)
         if copied is not None and frozenset(copied) in state.copies:
             return state  # ``a = b`` where both hold one object already changes nothing
         kept = state.kill(self._written_by(stmt))

@@ -19,6 +19,7 @@ assumed to have effects.
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -37,10 +38,8 @@ _proved: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 
 def record(func: Any, effect_free: bool) -> None:
     """Remember whether ``func`` (a function numbax transformed) is effect free."""
-    try:
+    with contextlib.suppress(TypeError):  # not weakly referenceable: stays unknown
         _proved[func] = effect_free
-    except TypeError:  # not weakly referenceable: stays unknown, so has effects
-        pass
 
 
 def known_effect_free(target: Any) -> bool:
