@@ -44,16 +44,8 @@ def name_ids(node: gast.AST, *contexts: type[gast.expr_context]) -> set[str]:
 def name_nodes(node: gast.AST, *contexts: type[gast.expr_context]) -> list[gast.Name]:
     """The ``Name`` nodes in ``node`` (``node`` included), in no particular order; only
     those whose context is one of ``contexts`` when some are given."""
-    found: list[gast.Name] = []
-    todo = [node]
-    while todo:
-        node = todo.pop()
-        if isinstance(node, gast.Name) and (not contexts or isinstance(node.ctx, contexts)):
-            found.append(node)
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, _AST):
-                todo.append(value)
-            elif isinstance(value, list):
-                todo.extend([item for item in value if isinstance(item, _AST)])
-    return found
+    return [
+        name
+        for name in walk(node)
+        if isinstance(name, gast.Name) and (not contexts or isinstance(name.ctx, contexts))
+    ]

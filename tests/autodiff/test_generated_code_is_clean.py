@@ -24,7 +24,13 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 import numbax as nx
 from numbax.errors import TransformError
-from numbax.transform.analysis.dataflow import Liveness, assigned_names, definitions, statements
+from numbax.transform.analysis.dataflow import (
+    Liveness,
+    assigned_names,
+    copied_names,
+    definitions,
+    statements,
+)
 from tests.autodiff.programs import PROGRAMS
 from tests.fuzz.checks import load
 from tests.fuzz.generator import ALL_CONSTRUCTS, programs
@@ -102,24 +108,14 @@ def _renamable(fn: gast.FunctionDef) -> list[str]:
         getattr(s, b) for s in statements(fn.body) for b in ("body", "orelse") if hasattr(s, b)
     ]:
         for j, restore in enumerate(block):
-            pair = _names_copy(restore)
+            pair = copied_names(restore)
             if pair is None or assigned[pair[1]] != 1:
                 continue
             v, a = pair
-            saves = [i for i in range(j) if _names_copy(block[i]) == (a, v)]
+            saves = [i for i in range(j) if copied_names(block[i]) == (a, v)]
             if saves and v != a and _straight(block[saves[0] + 1 : j], v):
                 found.append(f"save/restore pair renaming removes: {gast.unparse(restore)}")
     return found
-
-
-def _names_copy(stmt: gast.stmt) -> tuple[str, str] | None:
-    if (
-        isinstance(stmt, gast.Assign)
-        and isinstance(stmt.targets[0], gast.Name)
-        and isinstance(stmt.value, gast.Name)
-    ):
-        return stmt.targets[0].id, stmt.value.id
-    return None
 
 
 def _straight(region: list[gast.stmt], v: str) -> bool:
