@@ -85,6 +85,7 @@ class Triad:
                     first_s=first_s,
                     median_s=timing.median_s,
                     min_s=timing.min_s,
+                    faults_per_call=timing.faults_per_call,
                     note=f"{gbs:.1f} GB/s (best run), arrays {a.nbytes / 1024**2:.0f} MiB",
                     error=mismatch,
                     extra={"gbs": gbs, "array_bytes": a.nbytes, "repeats": timing.repeats},

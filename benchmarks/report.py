@@ -49,7 +49,16 @@ def format_seconds(seconds: float | None) -> str:
 
 def format_table(rows: list[Row]) -> str:
     """Rows as an aligned Markdown table (pasteable into the README)."""
-    header = ("workload", "peer", "first call", "median", "min", "numbax/peer", "note")
+    header = (
+        "workload",
+        "peer",
+        "first call",
+        "median",
+        "min",
+        "faults/call",
+        "numbax/peer",
+        "note",
+    )
     body = [
         (
             r.workload,
@@ -57,6 +66,7 @@ def format_table(rows: list[Row]) -> str:
             format_seconds(r.first_s),
             format_seconds(r.median_s),
             format_seconds(r.min_s),
+            "-" if r.faults_per_call is None else f"{r.faults_per_call:.3g}",
             "-" if r.ratio is None else f"{r.ratio:.2f}",
             r.note or (f"ERROR: {r.error}" if r.error else ""),
         )

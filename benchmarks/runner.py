@@ -26,6 +26,7 @@ import importlib
 import importlib.util
 import math
 import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -75,8 +76,10 @@ class Row:
     """One line of the results table (and one object of the ``--json`` output).
 
     ``ratio`` is numbax's time divided by this peer's: above 1, numbax is slower.
-    ``error`` is non-empty when the peer failed or disagreed with NumPy; ``extra``
-    holds workload-specific numbers (bandwidths, byte counts) for the JSON file.
+    ``faults_per_call`` is the minor page faults of the whole process during the timed
+    samples, per call (see :func:`time_steady`). ``error`` is non-empty when the peer
+    failed or disagreed with NumPy; ``extra`` holds workload-specific numbers
+    (bandwidths, byte counts) for the JSON file.
     """
 
     workload: str
@@ -84,6 +87,7 @@ class Row:
     first_s: float | None = None
     median_s: float | None = None
     min_s: float | None = None
+    faults_per_call: float | None = None
     ratio: float | None = None
     note: str = ""
     error: str = ""
@@ -101,12 +105,14 @@ class Workload(Protocol):
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-call times of the steady state: ``number`` calls per sample, ``repeats`` samples."""
+    """Per-call times of the steady state: ``number`` calls per sample, ``repeats`` samples;
+    ``faults_per_call``: minor page faults during those samples, per call."""
 
     median_s: float
     min_s: float
     repeats: int
     number: int
+    faults_per_call: float
 
 
 # -- timing ----------------------------------------------------------------------------
@@ -137,19 +143,27 @@ def _calibrate(call: Callable[[], Any]) -> tuple[int, float]:
 
 
 def time_steady(call: Callable[[], Any], target_s: float, number: int | None = None) -> Timing:
-    """Median and minimum per-call time of ``call`` after warm-up.
+    """Median and minimum per-call time of ``call`` after warm-up, and its page faults.
 
     ``number`` fixes the calls per sample (for microsecond calls, where the loop must be
     long); otherwise it is calibrated. The sample count adapts so that all samples
-    together take at least ``target_s``.
+    together take at least ``target_s``. Minor page faults (``ru_minflt``) are counted
+    around the timed samples only, warm-up excluded: a call that keeps faulting in fresh
+    pages for its temporaries pays for it in every call, which the times alone do not
+    explain. ``RUSAGE_SELF`` counts the whole process, so threads the peer runs (JAX's,
+    BLAS's) are included.
     """
     if number is None:
         number, elapsed = _calibrate(call)
     else:
         elapsed = _sample(call, number)
     repeats = max(MIN_REPEATS, math.ceil(target_s / max(elapsed, 1e-9)))
+    faults_before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     per_call = [_sample(call, number) / number for _ in range(repeats)]
-    return Timing(statistics.median(per_call), min(per_call), repeats, number)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults_before
+    return Timing(
+        statistics.median(per_call), min(per_call), repeats, number, faults / (repeats * number)
+    )
 
 
 def time_first(call: Callable[[], Any]) -> tuple[float, Any]:
@@ -310,6 +324,7 @@ class PeerWorkload:
             first_s=first_s,
             median_s=timing.median_s,
             min_s=timing.min_s,
+            faults_per_call=timing.faults_per_call,
             note=f"MISMATCH: {mismatch}" if mismatch else "",
             error=mismatch,
             extra={"repeats": timing.repeats, "number": timing.number},
