@@ -108,10 +108,15 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def write_json(path: str, rows: list[Row], argv: Sequence[str]) -> None:
-    """Results with the command line and environment, for later comparison of runs."""
+def write_json(path: str, rows: list[Row], argv: Sequence[str], repeat: int = 1) -> None:
+    """Results with the command line and environment, for later comparison of runs.
+
+    ``repeat`` is ``--repeat``'s N: each row's median then summarizes N runs, whose
+    medians are listed in its ``extra["run_medians"]``.
+    """
     payload = {
         "command": " ".join([os.path.basename(sys.executable), "-m", "benchmarks", *argv]),
+        "repeat": repeat,
         **environment(),
         "rows": [asdict(r) for r in rows],
     }

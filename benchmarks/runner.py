@@ -33,7 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -61,9 +61,11 @@ MIN_REPEATS = 5
 
 @dataclass(frozen=True)
 class Config:
-    """Run-wide settings. ``quick`` shrinks inputs and time budgets for a smoke run."""
+    """Run-wide settings. ``quick`` shrinks inputs and time budgets for a smoke run;
+    ``repeat`` is how many times each workload's whole measurement runs (``--repeat``)."""
 
     quick: bool = False
+    repeat: int = 1
 
     @property
     def target_s(self) -> float:
@@ -79,7 +81,7 @@ class Row:
     ``faults_per_call`` is the minor page faults of the whole process during the timed
     samples, per call (see :func:`time_steady`). ``error`` is non-empty when the peer
     failed or disagreed with NumPy; ``extra`` holds workload-specific numbers
-    (bandwidths, byte counts) for the JSON file.
+    (bandwidths, byte counts, each run's median under ``--repeat``) for the JSON file.
     """
 
     workload: str
@@ -401,6 +403,67 @@ def run_workload(workload: Workload, config: Config) -> list[Row]:
         return [Row(workload.id, "-", error=f"{type(err).__name__}: {first_line(err)}")]
 
 
+def run_repeated(workload: Workload, config: Config) -> list[Row]:
+    """Run one workload ``config.repeat`` times in this process and merge the runs' rows."""
+    if config.repeat == 1:
+        return run_workload(workload, config)
+    runs = []
+    for index in range(config.repeat):
+        progress(f"[run {index + 1}/{config.repeat}]")
+        runs.append(run_workload(workload, config))
+    return merge_runs(runs)
+
+
+def merge_runs(runs: list[list[Row]]) -> list[Row]:
+    """One row per (workload, peer) of the first run, summarizing every run's.
+
+    The median is the median of the runs' medians and the minimum the minimum of their
+    minimums: from three runs on, one run slowed by other work on the shared machine no
+    longer moves the median, and never the minimum. Page faults per call are the median
+    of the runs'. Ratios numbax/peer are recomputed from the merged medians; rows of a
+    workload without a ``numbax`` row (``coldstart`` and ``lorenz_compile`` compare
+    against their own baselines) get the median of their runs' ratios. The first call,
+    the note and ``extra`` are the first run's (later runs find numbax's disk cache and
+    JAX's in-memory cache filled), plus every run's median in ``extra["run_medians"]``;
+    a failure or mismatch in any run makes the row an error row.
+    """
+    merged = []
+    for first in runs[0]:
+        same = [
+            r for run in runs for r in run if (r.workload, r.peer) == (first.workload, first.peer)
+        ]
+        source = next((r for r in same if r.error), first)
+        medians = [r.median_s for r in same if r.median_s is not None]
+        mins = [r.min_s for r in same if r.min_s is not None]
+        faults = [r.faults_per_call for r in same if r.faults_per_call is not None]
+        ratios = [r.ratio for r in same if r.ratio is not None]
+        merged.append(
+            replace(
+                first,
+                median_s=statistics.median(medians) if medians else None,
+                min_s=min(mins) if mins else None,
+                faults_per_call=statistics.median(faults) if faults else None,
+                ratio=statistics.median(ratios) if ratios else None,
+                note=source.note,
+                error=source.error,
+                extra={**first.extra, "run_medians": [r.median_s for r in same]},
+            )
+        )
+    if any(r.peer == "numbax" for r in merged):
+        for row in merged:
+            row.ratio = None
+        set_ratios(merged)
+    return merged
+
+
+def positive_int(text: str) -> int:
+    """``--repeat``'s argument: a whole number of runs, at least one."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
 # -- command line ----------------------------------------------------------------------
 
 
@@ -412,6 +475,13 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     parser.add_argument("--only", metavar="ID[,ID]", help="run only these workloads")
     parser.add_argument("--quick", action="store_true", help="small inputs, short timings")
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    parser.add_argument(
+        "--repeat",
+        metavar="N",
+        type=positive_int,
+        default=1,
+        help="run each workload N times; report the median of medians, min of mins",
+    )
     parser.add_argument("--list", action="store_true", help="list the workloads and exit")
     return parser.parse_args(argv)
 
@@ -430,12 +500,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         for workload in workloads:
             print(f"{workload.id:12} {workload.description}")
         return 0
-    config = Config(quick=options.quick)
+    config = Config(quick=options.quick, repeat=options.repeat)
     with tempfile.TemporaryDirectory(prefix="numbax-bench-") as cache_dir:
         os.environ["NUMBAX_CACHE_DIR"] = cache_dir
-        rows = [row for w in select(workloads, options.only) for row in run_workload(w, config)]
+        rows = [row for w in select(workloads, options.only) for row in run_repeated(w, config)]
     report.annotate_bandwidth(rows)
     print(report.format_table(rows))
     if options.json:
-        report.write_json(options.json, rows, argv)
+        report.write_json(options.json, rows, argv, config.repeat)
     return 1 if any(r.error for r in rows) else 0
