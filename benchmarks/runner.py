@@ -48,6 +48,7 @@ WORKLOAD_MODULES = (
     "benchmarks.workloads_jit",
     "benchmarks.workloads_grad",
     "benchmarks.workloads_loops",
+    "benchmarks.workloads_md",
     "benchmarks.workloads_vmap",
 )
 """Modules whose ``WORKLOADS`` lists make up the suite, run in this order."""
