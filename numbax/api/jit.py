@@ -27,6 +27,7 @@ from numbax.numba_backend.cpu import (
     compile_function,
     explain_failure,
 )
+from numbax.numba_backend.threads import one_thread
 from numbax.transform.analysis.ranks import rank_parameters
 from numbax.transform.source import FunctionSource, read_function
 from numbax.tree_util import is_flat
@@ -157,6 +158,8 @@ class Jitted(NumbaxFunction):
                 f"numbax passes through are {sorted(NUMBA_OPTIONS - {'inline'})}"
             )
         self.options = dict(numba_options)
+        # parallel=False: one thread for numbax's loops too (``numba_backend/threads.py``)
+        self._one_thread = numba_options.get("parallel") is False
         if inline:
             self.options["inline"] = "always"
         self.donate_argnums = _as_tuple(donate_argnums, int)
@@ -188,8 +191,9 @@ class Jitted(NumbaxFunction):
         self.static_argnames = compilations.static_argnames
         self._specializations = compilations.specializations
         # Specializations by the exact types of a call's positional arguments, for calls
-        # whose types alone determine it (no statics, no keywords, no pytrees).
-        self._fast: dict[tuple[type, ...], Compiled] = compilations.fast
+        # whose types alone determine it (no statics, no keywords, no pytrees), with the
+        # defaults to pass after them.
+        self._fast: dict[tuple[type, ...], tuple[Compiled, tuple]] = compilations.fast
 
     def _positional_names(self) -> list[str]:
         return [
@@ -246,13 +250,20 @@ class Jitted(NumbaxFunction):
 
     # -- calling -------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self._one_thread:
+            with one_thread():
+                return self._call(args, kwargs)
+        return self._call(args, kwargs)
+
+    def _call(self, args: tuple, kwargs: dict) -> Any:
         if not kwargs:
-            fast = self._fast.get(tuple(map(type, args)))
-            if fast is not None:  # Compiled.__call__, inlined: this path is per call
+            found = self._fast.get(tuple(map(type, args)))
+            if found is not None:  # Compiled.__call__, inlined: this path is per call
+                fast, defaults = found
                 try:
-                    out = fast.dispatcher(*args)
+                    out = fast.dispatcher(*args, *defaults)
                 except CALL_ERRORS as err:
-                    explain_failure(err, fast, args)
+                    explain_failure(err, fast, (*args, *defaults))
                 if type(out) is np.ndarray:
                     return out if out.ndim else out[()]
                 return from_numba(out)  # a pytree result of any nesting, rebuilt
@@ -279,9 +290,11 @@ class Jitted(NumbaxFunction):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
         static = self.static_argnames or self._deciding_ranks()
         if not kwargs and not static and self._positional_only_signature():
-            # Omitted arguments take their defaults inside Numba: the types of the given
-            # ones decide the specialization.
-            self._fast[tuple(map(type, args))] = compiled
+            # The types of the given arguments decide the specialization; the defaults
+            # are passed too, because Numba's dispatcher finds machine code by the types
+            # of every argument in C only when none is omitted (an omitted one costs a
+            # trip through its Python compile path on every call).
+            self._fast[tuple(map(type, args))] = (compiled, dynamic[len(args) :])
         return compiled(*dynamic)
 
     def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
