@@ -37,12 +37,14 @@ from numba.core.caching import (
     _CacheLocator,
     _SourceFileBackedLocatorMixin,
 )
+from numba.core.sigutils import normalize_signature
 
 from numbax.codegen.cache import NUMBA_SUBDIR, write_atomic
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
 from numbax.numba_backend.linking import linking_large_callees_late
+from numbax.numba_backend.threads import launch as launch_threads
 
 _MAGIC = b"numbax-numba-cache 1\n"
 _DIGEST = hashlib.sha256().digest_size
@@ -226,6 +228,7 @@ class TrustedCache(FunctionCache):
         return Path(self._cache_path) / f"{self._impl.filename_base}.lock"
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
+        launch_threads()  # machine code that may run in parallel names the layer's symbols
         try:
             self._impl.locator.ensure_cache_path()
         except OSError as err:
@@ -255,6 +258,9 @@ def attach(dispatcher: Any, cached: bool) -> None:
         dispatcher._cache = cache
 
     def compile(sig: Any) -> Any:
+        existing = dispatcher.overloads.get(tuple(normalize_signature(sig)[0]))
+        if existing is not None:  # Numba comes here for a call with an omitted argument
+            return existing.entry_point
         with generation_lock, linking_large_callees_late():  # the lock before the entry's
             if cache is None or not _usable(cache):
                 return original(sig)

@@ -30,6 +30,8 @@ from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.runtime_cache import cache_of
+from numbax.numba_backend.threads import chunk_runner, chunks_for, threads_allowed
+from numbax.numba_backend.threads import launch as launch_threads
 from numbax.numba_backend.weak import weak_target
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
@@ -112,10 +114,10 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
             args[i].layout == "C" for i in arrays
         )
         ndim = max(args[i].ndim for i in arrays)
-        loop = _flat_loop(
-            len(args), ndim, arrays, flat, scalar, ufunc, np.dtype(str(result)), casts
+        parallel = threads_allowed()
+        return _flat_loop(
+            len(args), ndim, arrays, flat, scalar, ufunc, np.dtype(str(result)), casts, parallel
         )
-        return loop
 
     return apply
 
@@ -156,25 +158,34 @@ def _flat_loop(
     ufunc: Any,
     dtype: np.dtype,
     casts: dict[int, types.Type],
+    parallel: bool,
 ) -> Callable:
     """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
     dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
     C-contiguous with one ndim, so equal shapes (checked at run time) allow one flat
     loop, and other shapes broadcast in a loop nest written for that ndim (Numba's ufunc
     machinery, which the other cases fall back to, costs up to a second of compiling per
-    kernel)."""
+    kernel). ``parallel``: the flat loop runs on all threads when it is large enough
+    (``threads.py``)."""
     params = ", ".join(f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
     lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
     if flat:
         first = arrays[0]
         element = ", ".join(f"f{i}[k]" if i in arrays else f"a{i}" for i in range(n))
+        serial = ["for k in range(flat.size):", f"    flat[k] = _scalar({element})"]
+        if parallel:
+            inputs = "".join(f"f{i}, " if i in arrays else f"a{i}, " for i in range(n))
+            serial = [
+                "chunks = _chunks_for(flat.size)",
+                f"if chunks == 0 or not _run_chunks(flat, chunks, ({inputs})):",
+                *[f"    {line}" for line in serial],
+            ]
         loop = [
             f"out = _allocate(a{first}.shape, _dtype)",
             "flat = out.reshape(-1)",
             *[f"f{i} = a{i}.reshape(-1)" for i in arrays],
-            "for k in range(flat.size):",
-            f"    flat[k] = _scalar({element})",
+            *serial,
             "return out",
         ]
         if len(arrays) == 1 or ndim == 0:  # the shapes are equal
@@ -192,6 +203,9 @@ def _flat_loop(
         "_ufunc": ufunc,
         "_dim": _broadcast_dim,
     }
+    if parallel:
+        launch_threads()
+        namespace.update(_chunks_for=chunks_for, _run_chunks=chunk_runner(scalar))
     namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
     return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
 

@@ -30,6 +30,7 @@ from numbax.numba_backend import (
     elementary,
     runtime,  # noqa: F401  (registers the Numba versions)
     runtime_cache,
+    threads,
 )
 from numbax.numba_backend.redirects import replaced_by
 
@@ -83,7 +84,21 @@ def portable(value: Any) -> Any:
         return no_disk_cache
     if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
         return numba.njit
+    if value is threads.threads_allowed:  # an exported file's loops run on one thread
+        return one_thread_only
+    if value in (threads.launch, threads.chunk_runner, threads.chunks_for):
+        return not_in_exported_files
     return None
+
+
+def one_thread_only() -> bool:
+    """False: an exported file's loops do not use numbax's threads (``threads.py``),
+    which name its symbols in Numba's threading layer."""
+    return False
+
+
+def not_in_exported_files(*args: Any) -> None:
+    """Stands for numbax's threads in an exported file, which does not use them."""
 
 
 def no_disk_cache(function: Any) -> NullCache:

@@ -113,6 +113,9 @@ def _describe(value: Any, seen: set[int]) -> str:
         return f"dufunc:{_describe(kernel.py_func, seen)}:{options}:{value.identity!r}"
     if isinstance(value, pytypes.FunctionType):
         return _describe_function(value, seen)
+    description = getattr(value, "__numbax_description__", None)
+    if description is not None:  # made by a numbax factory from values described here
+        return f"made:{_describe(description, seen)}"
     if isinstance(value, (pytypes.BuiltinFunctionType, np.ufunc)):
         return f"builtin:{_named(value)}"
     raise _Undescribed(f"{type(value).__qualname__} object")
