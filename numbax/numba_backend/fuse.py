@@ -16,12 +16,15 @@ becomes one call:
     _mul_2 = _selu_line19(x, alpha, lmbda)
 
 Only straight-line code outside loops is fused: inside a loop, values are mostly
-scalars, and the loop is already compiled to one pass.
+scalars, and the loop is already compiled to one pass. Before a block is fused, a run
+that reads values an earlier run computed gets its own copy of their computation
+(``rematerialize.py``): recomputing is cheaper than storing and reading them back.
 """
 
 from __future__ import annotations
 
 import types
+from collections import Counter
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +32,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.numba_backend.rematerialize import rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
@@ -59,6 +63,11 @@ def _is_elementwise_callee(target: Any, n_args: int) -> bool:
 
 def _reads(node: gast.AST) -> list[str]:
     return [n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
+
+
+def _is_name(args: list[gast.expr], name: str) -> bool:
+    """Whether ``args`` is the one name ``name``."""
+    return len(args) == 1 and isinstance(args[0], gast.Name) and args[0].id == name
 
 
 def _last_reads(stmts: list[gast.stmt]) -> dict[str, int]:
@@ -140,6 +149,7 @@ class _Fuser:
 
     def block(self, stmts: list[gast.stmt], live_after: Container[str]) -> list[gast.stmt]:
         """Fuse runs in ``stmts``; ``live_after`` are names read after this block."""
+        stmts = rematerialize(stmts, self.is_elementwise, self._is_local, self.namer, live_after)
         last_read = _last_reads(stmts)
         out: list[gast.stmt] = []
         run: list[gast.stmt] = []
@@ -206,7 +216,9 @@ class _Fuser:
                     inputs.append(name)
             defined.add(stmt.targets[0].id)
         output = group[-1].targets[0].id
-        line = getattr(group[0], "lineno", None)
+        # the run's own first line, not that of a value it recomputes
+        first = next((stmt for stmt in group if not getattr(stmt, "recomputed", False)), group[0])
+        line = getattr(first, "lineno", None)
         kernel_name = self.namer.fresh(f"{self.fn.name}_line{line}" if line else self.fn.name)
         body = [self._scalar_statement(stmt) for stmt in group]
         ret = gast.Return(gast.Name(output, gast.Load(), None, None))
@@ -231,6 +243,67 @@ class _Fuser:
         assign = gast.Assign([gast.Name(output, gast.Store(), None, None)], call, None)
         assign.lineno = line
         return [assign]
+
+    def seeds_without_sums(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        """``_k = _kernel(x)``, ``_sum = nxrt.sum(_k)``, ``_ct = nxrt.grad_seed(_sum)``,
+        with ``_k`` and ``_sum`` read nowhere else, become ``_ct =
+        nxrt.seed_of_sum(_kernel, x)``: ``grad`` of a sum needs only its dtype, known
+        when compiling, so neither the fused loop nor the sum runs (the reverse pass
+        computes what it needs of them again, ``rematerialize.py``)."""
+        kernels = {kernel.name for kernel in self.kernels}
+        reads = Counter(_reads(self.fn))
+        out: list[gast.stmt] = []
+        index = 0
+        while index < len(stmts):
+            window = stmts[index : index + 3]
+            merged = self._seed_of_sum(window, kernels, reads) if len(window) == 3 else None
+            if merged is None:
+                out.append(stmts[index])
+                index += 1
+            else:
+                out.append(merged)
+                index += 3
+        return out
+
+    def _seed_of_sum(
+        self, window: list[gast.stmt], kernels: set[str], reads: Counter
+    ) -> gast.Assign | None:
+        loop, total, seed = (self._single_call(stmt) for stmt in window)
+        if loop is None or total is None or seed is None:
+            return None
+        values, call = loop
+        if not (isinstance(call.func, gast.Name) and call.func.id in kernels):
+            return None
+        if self.resolver.resolve(total[1].func) is not np.sum:
+            return None
+        if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
+            return None
+        summed, seeded = total[1].args, seed[1].args
+        if not (_is_name(summed, values) and _is_name(seeded, total[0])):
+            return None
+        if reads[values] != 1 or reads[total[0]] != 1:
+            return None
+        helper = gast.Attribute(
+            gast.Name("nxrt", gast.Load(), None, None), "seed_of_sum", gast.Load()
+        )
+        merged = gast.Assign(
+            window[2].targets, gast.Call(helper, [call.func, *call.args], []), None
+        )
+        merged.lineno = getattr(window[2], "lineno", None)
+        return merged
+
+    @staticmethod
+    def _single_call(stmt: gast.stmt) -> tuple[str, gast.Call] | None:
+        """``name = f(args)`` without keywords, as its target and call."""
+        if not (isinstance(stmt, gast.Assign) and len(stmt.targets) == 1):
+            return None
+        target, value = stmt.targets[0], stmt.value
+        if not (isinstance(target, gast.Name) and isinstance(value, gast.Call)) or value.keywords:
+            return None
+        return target.id, value
+
+    def _is_local(self, name: str) -> bool:
+        return name in self.resolver.locals
 
     def _is_data(self, name: str) -> bool:
         """Locals and global/closure *values* are per-element inputs; modules and
@@ -263,5 +336,5 @@ def fuse_elementwise(
 ) -> tuple[gast.FunctionDef, list[gast.FunctionDef]]:
     """Rewrite ``fn`` in place; return it and the scalar kernels it now calls."""
     fuser = _Fuser(fn, resolver, namer)
-    fn.body = fuser.block(fn.body, frozenset())
+    fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     return fn, fuser.kernels

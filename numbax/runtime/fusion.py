@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from numbax.runtime.registry import helper
+from numbax.runtime.seeds import grad_seed
 
 
 @helper
@@ -12,3 +15,12 @@ def first(value: Any, like: Any) -> Any:
     """``value``: in a fused kernel, a scalar spread over ``like``'s elements (``like``
     is an argument only so that the kernel broadcasts to its shape)."""
     return value
+
+
+@helper
+def seed_of_sum(kernel: Any, *args: Any) -> Any:
+    """``grad_seed(np.sum(kernel(*args)))``: where ``grad``'s output is the sum of a fused
+    loop's values, the reverse pass starts from one of the sum's dtype, which compiled
+    code knows from the argument types without running the loop (nor the sum); plain
+    Python computes them."""
+    return grad_seed(np.sum(kernel(*args)))

@@ -1,5 +1,7 @@
 """Elementwise fusion under jit: same values and dtypes as NumPy, whatever the shapes."""
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -148,3 +150,70 @@ def test_generated_source_also_runs_as_plain_python(name):
     args = {"branchy": (X, True), "in_loop": (np.abs(X), 2), "selu": (X,)}.get(name, (X, X.T.T))
     python_function = jitted.specialize().python_function
     np.testing.assert_allclose(python_function(*args), plain(*args), rtol=1e-13)
+
+
+# -- values recomputed rather than stored (rematerialize.py) ---------------------------
+
+
+def sum_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def reassigned(x, y):
+    a = np.exp(x) * 2.0
+    s = np.sum(a)
+    x = np.full_like(x, s)  # what `a` was computed from changes: `a` is read as stored
+    return np.sin(a) + x * y
+
+
+def _unrolled(depth, directory):
+    """``deep(x)``: ``depth`` elementwise lines, a sum, then a line reading the last."""
+    lines = ["import numpy as np", "", "def deep(x):", "    a0 = x * 1.0"]
+    lines += [f"    a{k} = a{k - 1} * 1.01 + 0.1" for k in range(1, depth)]
+    lines += ["    s = np.sum(x)", f"    return a{depth - 1} * s + a0", ""]
+    path = directory / f"unrolled_{depth}.py"
+    path.write_text("\n".join(lines))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.deep
+
+
+def test_an_adjoint_recomputes_the_forward_values_it_reads():
+    grad = nx.jit(nx.grad(sum_logistic))
+    x = np.linspace(-3.0, 3.0, 11)
+    s = 1.0 / (1.0 + np.exp(-x))
+    np.testing.assert_allclose(grad(x), s * (1.0 - s), rtol=1e-13)
+    np.testing.assert_allclose(grad(x), nx.grad(sum_logistic)(x), rtol=1e-14)
+    text = grad.source
+    # one loop for the forward sweep (it feeds the sum), one for the adjoint, from x
+    assert text.count("@nxrt.elementwise") == 2
+    body = text.split("def grad_sum_logistic(x):")[1]
+    call = next(line for line in body.splitlines() if line.strip().startswith("_ct_x = "))
+    assert call.endswith("(x, _ct_sum)"), call
+    assert "_exp =" not in body
+    # the sum is computed only for the seed's dtype: neither it nor its loop runs
+    assert "nxrt.sum" not in body and "nxrt.seed_of_sum(" in body
+
+
+def complex_sum(x):
+    return np.sum(np.exp(1j * x))
+
+
+def test_the_seed_of_a_sum_keeps_grads_checks_and_value_and_grad_keeps_the_sum():
+    with pytest.raises(TypeError, match="complex"):
+        nx.jit(nx.grad(complex_sum))(np.ones(3))
+    value, grad = nx.jit(nx.value_and_grad(sum_logistic))(np.linspace(-1.0, 1.0, 5))
+    np.testing.assert_allclose(value, sum_logistic(np.linspace(-1.0, 1.0, 5)), rtol=1e-14)
+    np.testing.assert_allclose(grad, nx.grad(sum_logistic)(np.linspace(-1.0, 1.0, 5)))
+
+
+def test_a_value_whose_inputs_changed_is_read_as_stored():
+    jitted = nx.jit(reassigned)
+    np.testing.assert_allclose(jitted(X, X.T.T), reassigned(X, X.T.T), rtol=1e-13)
+
+
+def test_long_chains_are_recomputed_up_to_a_bound(tmp_path):
+    deep = _unrolled(40, tmp_path)
+    jitted = nx.jit(deep)
+    np.testing.assert_allclose(jitted(X), deep(X), rtol=1e-13)

@@ -1,8 +1,38 @@
-"""Numba version of the fused kernels' helper (``numbax/runtime/fusion.py``): its plain
-Python compiles as it is."""
+"""Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
+compiles as it is; ``seed_of_sum`` is decided by types alone."""
 
-from numba.extending import register_jitable
+from __future__ import annotations
 
-from numbax.runtime.fusion import first
+import numpy as np
+from numba.core import types
+from numba.core.registry import cpu_target
+from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype
+
+from numbax.runtime.fusion import first, seed_of_sum
+from numbax.runtime.seeds import grad_seed
 
 register_jitable(first)
+
+
+@overload(seed_of_sum)
+def _seed_of_sum_jit(kernel, *args):
+    """One of the type of ``np.sum(kernel(*args))``, with ``grad_seed``'s checks; neither
+    the loop nor the sum runs."""
+    if args and isinstance(args[0], types.StarArgTuple):
+        args = args[0].types
+    typing = cpu_target.typing_context
+    values = typing.resolve_function_type(kernel, tuple(args), {})
+    if values is None:
+        return None
+    total = typing.resolve_function_type(
+        typing.resolve_value_type(np.sum), (values.return_type,), {}
+    )
+    if total is None:
+        return None
+    scalar = as_dtype(total.return_type).type
+
+    def impl(kernel, *args):
+        return grad_seed(scalar(0))
+
+    return impl

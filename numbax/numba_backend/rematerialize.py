@@ -1,0 +1,186 @@
+"""Recompute elementwise values where a later fused loop reads them, instead of storing
+them (before ``fuse.py`` fuses each run of elementwise statements into one loop).
+
+An adjoint reads what its forward sweep computed: the gradient of
+``sum(1 / (1 + exp(-x)))`` reads ``_exp``, ``_add`` and ``_div``, three arrays the
+forward sweep writes out only for it. Reading three arrays costs more than computing
+them again from ``x``, and writing them cost as much again. So a run of elementwise
+statements that reads a value an earlier run computed gets a copy of the statements
+that compute it, from values that have not changed since; the original, when nothing
+else reads it any more, is removed. What remains of the forward sweep then fuses into
+fewer loops (here one, feeding the sum), and the adjoint into one loop over ``x``:
+
+    _ct_x = _grad_sum_logistic_line14(_ct_sum, x)    # recomputes exp, add, div
+
+Copies stop at :data:`MOST_COPIED` statements per run; past that, values are read as
+they were stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Container
+
+import gast
+
+from numbax.transform.names import Namer
+from numbax.transform.normalize_nodes import clone
+from numbax.transform.walk import name_ids, name_nodes
+
+MOST_COPIED = 24
+"""Statements copied into one run at most: a bound on the work recomputed."""
+
+
+def rematerialize(
+    stmts: list[gast.stmt],
+    is_elementwise: Callable[[gast.stmt], bool],
+    is_local: Callable[[str], bool],
+    namer: Namer,
+    live_after: Container[str],
+) -> list[gast.stmt]:
+    """``stmts`` with copies of the elementwise statements each later elementwise run
+    reads the values of, and without the originals nothing reads any more."""
+    block = _Block(stmts, is_elementwise, is_local)
+    out: list[gast.stmt] = []
+    copied_from: list[int] = []  # indices of the statements copies were made of
+    index = 0
+    while index < len(stmts):
+        if not is_elementwise(stmts[index]):
+            out.append(stmts[index])
+            index += 1
+            continue
+        end = index
+        while end < len(stmts) and is_elementwise(stmts[end]):
+            end += 1
+        copies, sources = block.copies_for(index, end, namer)
+        out += copies + stmts[index:end]
+        copied_from += sources
+        index = end
+    return _without_unread(out, {id(stmts[i]) for i in copied_from}, is_elementwise, live_after)
+
+
+class _Block:
+    """One block's statements and where each name is assigned."""
+
+    def __init__(
+        self,
+        stmts: list[gast.stmt],
+        is_elementwise: Callable[[gast.stmt], bool],
+        is_local: Callable[[str], bool],
+    ) -> None:
+        self.stmts = stmts
+        self.is_elementwise = is_elementwise
+        self.is_local = is_local
+        self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
+
+    def copies_for(self, start: int, end: int, namer: Namer) -> tuple[list[gast.stmt], list[int]]:
+        """Copies (renamed) of the statements before ``start`` that compute the values
+        the run ``stmts[start:end]`` reads, its reads renamed to them; and the indices of
+        the statements copied."""
+        run = self.stmts[start:end]
+        plan: list[int] = []
+        defined_in_run: set[str] = set()
+        for stmt in run:
+            for name in name_ids(stmt.value, gast.Load) - defined_in_run:
+                if not any(self._target(i) == name for i in plan):
+                    plan += [i for i in self._plan(name, start, len(plan)) if i not in plan]
+            defined_in_run.add(stmt.targets[0].id)
+        plan.sort()
+        if not plan or not self._consistent(plan):
+            return [], []
+        fresh = {self._target(i): namer.fresh(self._target(i)) for i in plan}
+        copies = []
+        for i in plan:
+            copy = clone(self.stmts[i])
+            copy.recomputed = True  # for the fused loop's name and line (fuse.py)
+            for node in name_nodes(copy):
+                node.id = fresh.get(node.id, node.id)
+            copies.append(copy)
+        defined_in_run = set()
+        for stmt in run:
+            for node in name_nodes(stmt.value, gast.Load):
+                if node.id in fresh and node.id not in defined_in_run:
+                    node.id = fresh[node.id]
+            defined_in_run.add(stmt.targets[0].id)
+        return copies, plan
+
+    def _consistent(self, plan: list[int]) -> bool:
+        """Whether the copies can be renamed apart: one statement per name, and each
+        copy that reads a name assigned in the plan reads that assignment."""
+        targets = [self._target(i) for i in plan]
+        if len(set(targets)) != len(targets):
+            return False
+        for i in plan:
+            for read in name_ids(self.stmts[i].value, gast.Load):
+                if read in targets and self._last_assignment(read, i) not in plan:
+                    return False
+        return True
+
+    def _target(self, index: int) -> str:
+        return self.stmts[index].targets[0].id
+
+    def _plan(self, name: str, before: int, budget_used: int) -> list[int]:
+        """The statements (indices, any order) that compute ``name`` as it is at
+        ``before`` from values unchanged since; none when it cannot be."""
+        plan: list[int] = []
+        if not self._compute(name, before, before, plan, budget_used):
+            return []
+        return plan
+
+    def _compute(self, name: str, at: int, until: int, plan: list[int], used: int) -> bool:
+        """Add to ``plan`` what computes ``name``'s value at ``at``, all of it readable
+        at ``until``; False when it cannot be."""
+        where = self._last_assignment(name, at)
+        if where is None or not self.is_elementwise(self.stmts[where]):
+            return False
+        if used + len(plan) >= MOST_COPIED:
+            return False
+        plan.append(where)
+        for read in name_ids(self.stmts[where].value, gast.Load):
+            if not self.is_local(read):
+                continue  # a constant of the function
+            if self._unchanged(read, where, until):
+                source = self._last_assignment(read, where)
+                if source is not None and self.is_elementwise(self.stmts[source]):
+                    # computed too, if it can be, else read as stored
+                    attempt: list[int] = []
+                    if self._compute(read, where, until, attempt, used + len(plan)):
+                        plan += [i for i in attempt if i not in plan]
+                continue
+            if not self._compute(read, where, until, plan, used):
+                return False
+        return True
+
+    def _last_assignment(self, name: str, before: int) -> int | None:
+        for index in range(before - 1, -1, -1):
+            if name in self.assigned[index]:
+                stmt = self.stmts[index]
+                simple = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+                return index if simple and isinstance(stmt.targets[0], gast.Name) else None
+        return None
+
+    def _unchanged(self, name: str, after: int, until: int) -> bool:
+        return not any(name in self.assigned[i] for i in range(after + 1, until))
+
+
+def _without_unread(
+    stmts: list[gast.stmt],
+    candidates: set[int],
+    is_elementwise: Callable[[gast.stmt], bool],
+    live_after: Container[str],
+) -> list[gast.stmt]:
+    """``stmts`` without the ``candidates`` (statements, by id) whose value nothing reads
+    any more: elementwise, so computing nothing read changes nothing."""
+    kept = list(stmts)
+    while True:
+        removed = False
+        for index in range(len(kept) - 1, -1, -1):
+            stmt = kept[index]
+            if id(stmt) not in candidates or not is_elementwise(stmt):
+                continue
+            target = stmt.targets[0].id
+            read_later = any(target in name_ids(s, gast.Load) for s in kept[index + 1 :])
+            if not read_later and target not in live_after:
+                del kept[index]
+                removed = True
+        if not removed:
+            return kept
