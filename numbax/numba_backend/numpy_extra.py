@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import operator
 from typing import Any
 
 import numba
@@ -881,6 +882,15 @@ def _matmul_jit(a, b):
     if a.ndim <= 2 and b.ndim <= 2:
         return _contraction(a, b, (a.ndim - 1,), (0,), header)
     return _batched_matmul(a, b)
+
+
+@overload(operator.matmul)
+def _matmul_operator_mixed(a, b):
+    """``a @ b`` of arrays of two dtypes, which Numba's ``@`` refuses: NumPy promotes
+    them (``float64 @ float32`` is float64), as :func:`matmul` does."""
+    if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.dtype == b.dtype:
+        return None
+    return lambda a, b: matmul(a, b)
 
 
 @functools.cache

@@ -507,3 +507,24 @@ def test_matches_numpy(label, call, dtype):
     if isinstance(got, Exception):
         raise got
     _compare(call, expected[index - start], got[index - start], dtype)
+
+
+def _matmul_operator(a, b):
+    return a @ b
+
+
+@pytest.mark.parametrize(
+    ("a_dtype", "b_dtype", "b_shape"),
+    [
+        (np.float64, np.float32, (4,)),
+        (np.float32, np.float64, (4, 2)),
+        (np.int64, np.float32, (4,)),
+    ],
+)
+def test_the_matmul_operator_promotes_two_dtypes_as_numpy_does(a_dtype, b_dtype, b_shape):
+    a = np.arange(12).reshape(3, 4).astype(a_dtype)
+    b = np.linspace(-1.0, 1.0, int(np.prod(b_shape))).reshape(b_shape).astype(b_dtype)
+    got = nx.jit(_matmul_operator)(a, b)
+    expected = a @ b
+    assert got.dtype == expected.dtype
+    np.testing.assert_allclose(got, expected, rtol=1e-6)
