@@ -12,8 +12,10 @@ fewer loops (here one, feeding the sum), and the adjoint into one loop over ``x`
 
     _ct_x = _grad_sum_logistic_line14(_ct_sum, x)    # recomputes exp, add, div
 
-Copies stop at :data:`MOST_COPIED` statements per run; past that, values are read as
-they were stored.
+Copies go only into runs of two statements or more, which become a fused loop anyway
+(a lone statement given copies would become one more loop for Numba to compile), and
+stop at :data:`MOST_COPIED` statements per run; past that, values are read as they were
+stored.
 """
 
 from __future__ import annotations
@@ -51,7 +53,9 @@ def rematerialize(
         end = index
         while end < len(stmts) and is_elementwise(stmts[end]):
             end += 1
-        copies, sources = block.copies_for(index, end, namer)
+        copies, sources = [], []
+        if end - index >= 2:  # a fused loop already: copies add no compile of their own
+            copies, sources = block.copies_for(index, end, namer)
         out += copies + stmts[index:end]
         copied_from += sources
         index = end
