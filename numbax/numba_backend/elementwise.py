@@ -174,12 +174,14 @@ def _flat_loop(
         first = arrays[0]
         element = ", ".join(f"f{i}[k]" if i in arrays else f"a{i}" for i in range(n))
         serial = ["for k in range(flat.size):", f"    flat[k] = _scalar({element})"]
-        if parallel:
+        if parallel:  # one chunk per thread, or one chunk here (threads.py)
             inputs = "".join(f"f{i}, " if i in arrays else f"a{i}, " for i in range(n))
+            at_failure = element.replace("[k]", "[failed]")
             serial = [
-                "chunks = _chunks_for(flat.size)",
-                f"if chunks == 0 or not _run_chunks(flat, chunks, ({inputs})):",
-                *[f"    {line}" for line in serial],
+                f"failed = _run_chunks(flat, _chunks_for(flat.size), ({inputs}))",
+                "if failed >= 0:",
+                f"    _scalar({at_failure})  # raises the kernel's error",
+                "    raise RuntimeError('a fused loop failed once, and not again')",
             ]
         loop = [
             f"out = _allocate(a{first}.shape, _dtype)",

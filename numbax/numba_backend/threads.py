@@ -18,12 +18,17 @@ Threads are used only where that is safe:
 * when Numba's thread count (``numba.set_num_threads``) is above one, and for arrays of
   at least :data:`PARALLEL_MIN_ELEMENTS` elements, below which waking the threads costs
   more than it saves;
+* not for a while after the other threads came late to a loop (their cores busy with
+  other work, the caller waited for them): 50 ms, doubling each time up to 5 s.
+  Threads take chunks as they come, several per thread, so a late one finds less to do.
 * not while a function compiled with ``jit(..., parallel=False)`` runs
   (:func:`one_thread`), nor in code compiled with ``parallel=True``, where Numba's own
   parallel loops run the work (:func:`threads_allowed`).
 
-A chunk whose kernel reports an error stops; the caller then runs the whole serial loop,
-which raises the error as it would have.
+A chunk whose kernel reports an error stops and says where; the caller calls the kernel
+there again, which raises the error as a serial loop would have. Small arrays go through
+the same chunk function, called directly as one chunk, so each kernel's loop is compiled
+once.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ __all__ = [
 ]
 
 PARALLEL_MIN_ELEMENTS = 1 << 17
+_MIN_CHUNK = 1 << 14
+_CHUNKS_PER_THREAD = 4
 """Elements of output below which a loop runs on one thread: 131,072 (half a megabyte
 of float32) takes 20-130 µs on one core, against a few µs to wake the others."""
 
@@ -61,6 +68,10 @@ _USABLE_SYMBOL = "numbax_threads_usable"
 _NEST_SAFE_LAYERS = ("omp", "tbb")
 
 _usable = ctypes.c_int32(0)  # read by compiled code through _USABLE_SYMBOL
+_BACKOFF_SYMBOL = "numbax_threads_backoff"
+_backoff = (ctypes.c_int64 * 2)(0, 0)  # until when loops run alone (ns), and how long last
+_FIRST_BACKOFF_NS = 50_000_000
+_LONGEST_BACKOFF_NS = 5_000_000_000
 _launched = False
 _launch_lock = threading.Lock()
 
@@ -81,6 +92,7 @@ def launch() -> None:
 
         _launch_threads()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
+        ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))
         _usable.value = int(numba.threading_layer() in _NEST_SAFE_LAYERS)
         os.register_at_fork(after_in_child=_serial_after_fork)
         _launched = True
@@ -132,22 +144,67 @@ def _usable_threads(typingctx):
     return types.intp(), codegen
 
 
+def _backoff_state(builder: ir.IRBuilder) -> tuple[ir.Value, ir.Value]:
+    """Pointers to the two counters of :data:`_backoff`, linked by name."""
+    state = builder.module.globals.get(_BACKOFF_SYMBOL)
+    if state is None:
+        state = ir.GlobalVariable(builder.module, ir.ArrayType(_I64, 2), _BACKOFF_SYMBOL)
+        state.linkage = "external"
+    return cgutils.gep_inbounds(builder, state, 0, 0), cgutils.gep_inbounds(builder, state, 0, 1)
+
+
+def _now(builder: ir.IRBuilder) -> ir.Value:
+    """The monotonic clock in nanoseconds (libc's ``clock_gettime``, linked by name)."""
+    timespec = ir.LiteralStructType([_I64, _I64])
+    clock = cgutils.get_or_insert_function(
+        builder.module,
+        ir.FunctionType(ir.IntType(32), [ir.IntType(32), timespec.as_pointer()]),
+        "clock_gettime",
+    )
+    slot = cgutils.alloca_once(builder, timespec)
+    builder.call(clock, [ir.Constant(ir.IntType(32), 1), slot])  # CLOCK_MONOTONIC
+    seconds = builder.load(cgutils.gep_inbounds(builder, slot, 0, 0))
+    nanoseconds = builder.load(cgutils.gep_inbounds(builder, slot, 0, 1))
+    return builder.add(builder.mul(seconds, ir.Constant(_I64, 1_000_000_000)), nanoseconds)
+
+
+@intrinsic
+def _backing_off(typingctx):
+    """Whether loops run alone for now, because the other threads came late to the last
+    one (their cores were busy)."""
+
+    def codegen(context, builder, signature, args):
+        until, _ = _backoff_state(builder)
+        deadline = builder.load(until)
+        waiting = builder.icmp_signed("!=", deadline, ir.Constant(_I64, 0))
+        result = cgutils.alloca_once_value(builder, cgutils.false_bit)
+        with builder.if_then(waiting, likely=False):
+            builder.store(builder.icmp_signed("<", _now(builder), deadline), result)
+        return builder.load(result)
+
+    return types.boolean(), codegen
+
+
 @register_jitable
 def chunks_for(n):
-    """How many chunks to split ``n`` elements into: one per thread, or 0 to run them on
+    """How many chunks to split ``n`` elements into: one per thread, or 1 to run them on
     this thread (too few, threads not usable or only one)."""
     if n < PARALLEL_MIN_ELEMENTS:
-        return 0
+        return 1
     threads = _usable_threads()
-    return threads if threads > 1 else 0
+    if threads < 2 or _backing_off():
+        return 1
+    return threads
 
 
 @functools.cache
 def chunk_runner(kernel: Any) -> Any:
     """``run(out, units, inputs)``, usable in compiled code: ``out[k] = kernel(*inputs at
-    k)`` over every element in ``units`` chunks on all threads, True unless a chunk
-    failed (the caller then runs its serial loop, which raises the error). ``out`` and
-    the array inputs are flat and contiguous, the other inputs scalars."""
+    k)`` over every element, in ``units`` chunks (on all threads when there are several,
+    else on this one); -1, or the index of an element where the kernel failed (the
+    caller calls the kernel there again, which raises its error). ``out`` and the array
+    inputs are flat and contiguous, the other inputs scalars. The one loop serves both
+    cases, so LLVM compiles (and vectorizes) the kernel's loop once."""
 
     @intrinsic
     def run(typingctx, out, units, inputs):
@@ -158,7 +215,7 @@ def chunk_runner(kernel: Any) -> Any:
         def codegen(context, builder, signature, args):
             return _run_chunks(context, builder, compiled, out, inputs, *args)
 
-        return types.boolean(out, units, inputs), codegen
+        return types.intp(out, units, inputs), codegen
 
     run.__numbax_description__ = ("chunk_runner", kernel)  # for the runtime cache's key
     return run
@@ -169,66 +226,124 @@ _CHUNK_FUNCTION = ir.FunctionType(
     ir.VoidType(),
     [_BYTE_PTR.as_pointer(), ir.IntType(64).as_pointer(), ir.IntType(64).as_pointer(), _BYTE_PTR],
 )
-_SHARED = ir.LiteralStructType([_BYTE_PTR, ir.IntType(32)])
-"""What every chunk reads and writes: the output's end, and a flag a failed kernel sets."""
+_I64 = ir.IntType(64)
+_SHARED = ir.LiteralStructType(
+    [_BYTE_PTR.as_pointer(), _I64.as_pointer(), _I64, _I64, _I64, _I64, _I64, _I64]
+)
+"""What every call of the chunk function reads and writes (by field, :data:`_FIELDS`)."""
+_FIELDS = {
+    name: k
+    for k, name in enumerate(
+        ["bases", "strides", "size", "chunk", "chunks", "next", "failed", "others"]
+    )
+}
+"""``bases``: the arrays' first elements (the output first; a scalar input's slot);
+``strides``: their bytes per chunk (0 for a scalar); ``size``: the output's elements;
+``chunk``: elements per chunk; ``chunks``: how many; ``next``: the next chunk to take
+(atomic); ``failed``: where a kernel failed, or -1; ``others``: the chunks threads other
+than the caller's took."""
 _PARALLEL_FOR = ir.FunctionType(
     ir.VoidType(), [_BYTE_PTR] * 5 + [ir.IntType(64)] * 2 + [ir.IntType(32)]
 )
 
 
-def _run_chunks(context, builder, compiled, out, inputs, out_value, units, packed):
-    """Call ``numba_parallel_for`` over ``units`` chunks of the output (the last may be
-    shorter); True unless a chunk's kernel failed."""
+def _run_chunks(context, builder, compiled, out, inputs, out_value, calls, packed):
+    """The chunk function called ``calls`` times: at once through ``numba_parallel_for``
+    when more than once, else here; -1 or where a kernel failed."""
     context.add_linking_libs([compiled.library])
     chunk_function = _chunk_function(context, builder.module, compiled, inputs, out.dtype)
     intp = context.get_value_type(types.intp)
     out_array = context.make_array(out)(context, builder, out_value)
-    total = out_array.nitems
-    chunk = builder.sdiv(builder.sub(builder.add(total, units), ir.Constant(intp, 1)), units)
+    size = out_array.nitems
+    # chunks of at least MIN_CHUNK elements, several per call: a thread that started late
+    # (the machine is busy) finds fewer left, instead of holding up the others
+    per_call = builder.mul(calls, ir.Constant(intp, _CHUNKS_PER_THREAD))
+    chunk = builder.sdiv(builder.sub(builder.add(size, per_call), ir.Constant(intp, 1)), per_call)
+    small = builder.icmp_signed("<", chunk, ir.Constant(intp, _MIN_CHUNK))
+    chunk = builder.select(small, ir.Constant(intp, _MIN_CHUNK), chunk)
+    chunks = builder.sdiv(builder.sub(builder.add(size, chunk), ir.Constant(intp, 1)), chunk)
 
-    pointers = [builder.bitcast(out_array.data, _BYTE_PTR)]
-    steps = [builder.mul(chunk, ir.Constant(intp, _itemsize(context, out.dtype)))]
+    bases = [builder.bitcast(out_array.data, _BYTE_PTR)]
+    strides = [builder.mul(chunk, ir.Constant(intp, _itemsize(context, out.dtype)))]
     for value, kind in zip(cgutils.unpack_tuple(builder, packed, len(inputs)), inputs, strict=True):
         if isinstance(kind, types.Array):
             array = context.make_array(kind)(context, builder, value)
-            pointers.append(builder.bitcast(array.data, _BYTE_PTR))
-            steps.append(builder.mul(chunk, ir.Constant(intp, _itemsize(context, kind.dtype))))
+            bases.append(builder.bitcast(array.data, _BYTE_PTR))
+            strides.append(builder.mul(chunk, ir.Constant(intp, _itemsize(context, kind.dtype))))
         else:  # a scalar: every chunk reads the same slot
             slot = cgutils.alloca_once(builder, context.get_data_type(kind))
             context.pack_value(builder, kind, value, slot)
-            pointers.append(builder.bitcast(slot, _BYTE_PTR))
-            steps.append(ir.Constant(intp, 0))
-    out_bytes = builder.mul(total, ir.Constant(intp, _itemsize(context, out.dtype)))
-
-    shared = cgutils.alloca_once(builder, _SHARED)
-    builder.store(
-        builder.gep(pointers[0], [out_bytes]), cgutils.gep_inbounds(builder, shared, 0, 0)
-    )
-    failed = cgutils.gep_inbounds(builder, shared, 0, 1)
-    builder.store(ir.Constant(ir.IntType(32), 0), failed)
+            bases.append(builder.bitcast(slot, _BYTE_PTR))
+            strides.append(ir.Constant(intp, 0))
 
     def on_stack(values: list) -> ir.Value:
-        return builder.bitcast(
-            cgutils.alloca_once_value(builder, cgutils.pack_array(builder, values)), _BYTE_PTR
-        )
+        return cgutils.alloca_once_value(builder, cgutils.pack_array(builder, values))
 
-    parallel_for = cgutils.get_or_insert_function(
-        builder.module, _PARALLEL_FOR, "numba_parallel_for"
-    )
-    builder.call(
-        parallel_for,
-        [
-            builder.bitcast(chunk_function, _BYTE_PTR),
-            on_stack(pointers),
-            on_stack([units, chunk]),
-            on_stack(steps),
-            builder.bitcast(shared, _BYTE_PTR),
-            ir.Constant(ir.IntType(64), 1),  # dimensions after the count of chunks: chunk
-            ir.Constant(ir.IntType(64), len(pointers)),
-            builder.call(_get_num_threads(builder.module), []),
-        ],
-    )
-    return builder.icmp_signed("==", builder.load(failed), ir.Constant(ir.IntType(32), 0))
+    shared = cgutils.alloca_once(builder, _SHARED)
+    fields = {
+        "bases": builder.bitcast(on_stack(bases), _BYTE_PTR.as_pointer()),
+        "strides": builder.bitcast(on_stack(strides), _I64.as_pointer()),
+        "size": size,
+        "chunk": chunk,
+        "chunks": chunks,
+        "next": ir.Constant(_I64, 0),
+        "failed": ir.Constant(_I64, -1),
+        "others": ir.Constant(_I64, 0),
+    }
+    for name, value in fields.items():
+        builder.store(value, cgutils.gep_inbounds(builder, shared, 0, _FIELDS[name]))
+    data = builder.bitcast(shared, _BYTE_PTR)
+    with builder.if_else(builder.icmp_signed(">", calls, ir.Constant(intp, 1))) as (
+        threaded,
+        here,
+    ):
+        with threaded:
+            parallel_for = cgutils.get_or_insert_function(
+                builder.module, _PARALLEL_FOR, "numba_parallel_for"
+            )
+            no_steps = on_stack([ir.Constant(_I64, 0)] * len(bases))
+            builder.call(
+                parallel_for,
+                [
+                    builder.bitcast(chunk_function, _BYTE_PTR),
+                    builder.bitcast(on_stack(bases), _BYTE_PTR),
+                    builder.bitcast(on_stack([calls, ir.Constant(_I64, 0)]), _BYTE_PTR),
+                    builder.bitcast(no_steps, _BYTE_PTR),
+                    data,
+                    ir.Constant(_I64, 1),  # dimensions after the count of calls
+                    ir.Constant(_I64, len(bases)),
+                    builder.call(_get_num_threads(builder.module), []),
+                ],
+            )
+            _update_backoff(builder, shared, chunks)
+        with here:
+            null = [ir.Constant(t, None) for t in _CHUNK_FUNCTION.args[:3]]
+            builder.call(chunk_function, [*null, data])
+    return builder.load(cgutils.gep_inbounds(builder, shared, 0, _FIELDS["failed"]))
+
+
+def _update_backoff(builder: ir.IRBuilder, shared: ir.Value, chunks: ir.Value) -> None:
+    """After a loop on several threads: when the others took under a quarter of the
+    chunks, they started late (their cores were busy) and the caller waited for them at
+    the end. Loops then run alone for a while: 50 ms, twice as long each time it happens
+    again (up to 5 s), so that on a busy machine a thread that comes late costs a loop
+    now and then, not every loop."""
+    until, last = _backoff_state(builder)
+    others = builder.load(cgutils.gep_inbounds(builder, shared, 0, _FIELDS["others"]))
+    late = builder.icmp_signed("<", builder.mul(others, ir.Constant(_I64, 4)), chunks)
+    with builder.if_else(late) as (was_late, in_time):
+        with was_late:
+            first, longest = (
+                ir.Constant(_I64, t) for t in (_FIRST_BACKOFF_NS, _LONGEST_BACKOFF_NS)
+            )
+            doubled = builder.mul(builder.load(last), ir.Constant(_I64, 2))
+            doubled = builder.select(builder.icmp_signed("<", doubled, first), first, doubled)
+            doubled = builder.select(builder.icmp_signed(">", doubled, longest), longest, doubled)
+            builder.store(doubled, last)
+            builder.store(builder.add(_now(builder), doubled), until)
+        with in_time:
+            builder.store(ir.Constant(_I64, 0), last)
+            builder.store(ir.Constant(_I64, 0), until)
 
 
 def _get_num_threads(module: ir.Module) -> ir.Function:
@@ -243,60 +358,65 @@ def _itemsize(context: Any, dtype: types.Type) -> int:
 
 
 def _chunk_function(context, module, compiled, inputs, out_dtype) -> ir.Function:
-    """``void chunks(char **args, intp *dims, intp *steps, shared *data)``: ``dims[0]``
-    chunks from the ``args`` pointers on, each ``dims[1]`` elements or what is left
-    before the output's end (``data``). One per kernel and input types in a module."""
+    """``void chunks(char **, intp *, intp *, shared *data)``: takes chunks (``data``'s
+    ``next``, atomically) until none is left, and runs the kernel over each: the same for
+    every call, however the threading layer splits its calls. One per kernel and input
+    types in a module."""
     name = f"numbax.chunks.{compiled.fndesc.mangled_name}"
     existing = module.globals.get(name)
     if existing is not None:
         return existing
     function = ir.Function(module, _CHUNK_FUNCTION, name=name)
     function.linkage = "internal"
-    args, dims, steps, data = function.args
     builder = ir.IRBuilder(function.append_basic_block("entry"))
     kernel = context.declare_function(module, compiled.fndesc)
     intp = context.get_value_type(types.intp)
     restype, argtypes = compiled.signature.return_type, compiled.signature.args
-    shared = builder.bitcast(data, _SHARED.as_pointer())
-    out_end = builder.load(cgutils.gep_inbounds(builder, shared, 0, 0))
-    failed = cgutils.gep_inbounds(builder, shared, 0, 1)
-    units = builder.load(dims)
-    chunk = builder.load(builder.gep(dims, [ir.Constant(intp, 1)]))
+    shared = builder.bitcast(function.args[3], _SHARED.as_pointer())
+
+    def field(name: str) -> ir.Value:
+        return cgutils.gep_inbounds(builder, shared, 0, _FIELDS[name])
+
+    bases, strides = builder.load(field("bases")), builder.load(field("strides"))
+    size, chunk, chunks = (builder.load(field(n)) for n in ("size", "chunk", "chunks"))
     count_args = len(inputs) + 1
-    base = [builder.load(builder.gep(args, [ir.Constant(intp, i)])) for i in range(count_args)]
-    step = [builder.load(builder.gep(steps, [ir.Constant(intp, i)])) for i in range(count_args)]
-    out_item = ir.Constant(intp, _itemsize(context, out_dtype))
+    base = [builder.load(builder.gep(bases, [ir.Constant(intp, i)])) for i in range(count_args)]
+    stride = [builder.load(builder.gep(strides, [ir.Constant(intp, i)])) for i in range(count_args)]
     out_type = context.get_data_type(out_dtype).as_pointer()
     input_types = [context.get_data_type(_element(kind)).as_pointer() for kind in inputs]
 
-    with cgutils.for_range(builder, units) as unit:
-        starts = [
-            builder.gep(b, [builder.mul(unit.index, s)]) for b, s in zip(base, step, strict=True)
-        ]
-        left = builder.sdiv(
-            builder.sub(builder.ptrtoint(out_end, intp), builder.ptrtoint(starts[0], intp)),
-            out_item,
-        )
-        count = builder.select(builder.icmp_signed("<", left, chunk), left, chunk)
-        out_pointer = builder.bitcast(starts[0], out_type)
-        input_pointers = [
-            builder.bitcast(p, t) for p, t in zip(starts[1:], input_types, strict=True)
-        ]
-        with cgutils.for_range(builder, count) as element:
-            values = []
-            for pointer, kind in zip(input_pointers, inputs, strict=True):
-                if isinstance(kind, types.Array):
-                    pointer = builder.gep(pointer, [element.index], inbounds=True)
-                values.append(context.unpack_value(builder, _element(kind), pointer))
-            status, result = context.call_conv.call_function(
-                builder, kernel, restype, argtypes, values
-            )
-            with builder.if_then(builder.not_(status.is_ok), likely=False):
-                builder.store(ir.Constant(ir.IntType(32), 1), failed)
-                builder.ret_void()
-            result = context.cast(builder, result, restype, out_dtype)
-            target = builder.gep(out_pointer, [element.index], inbounds=True)
-            context.pack_value(builder, out_dtype, result, target)
+    take = function.append_basic_block("take")
+    done = function.append_basic_block("done")
+    builder.branch(take)
+    builder.position_at_end(take)
+    index = builder.atomic_rmw("add", field("next"), ir.Constant(_I64, 1), "monotonic")
+    with builder.if_then(builder.icmp_signed(">=", index, chunks), likely=False):
+        builder.branch(done)
+    thread_id = ir.FunctionType(ir.IntType(32), [])
+    thread = builder.call(cgutils.get_or_insert_function(module, thread_id, "get_thread_id"), [])
+    with builder.if_then(builder.icmp_signed("!=", thread, ir.Constant(ir.IntType(32), 0))):
+        builder.atomic_rmw("add", field("others"), ir.Constant(_I64, 1), "monotonic")
+    first = builder.mul(index, chunk)
+    left = builder.sub(size, first)
+    count = builder.select(builder.icmp_signed("<", left, chunk), left, chunk)
+    starts = [builder.gep(b, [builder.mul(index, s)]) for b, s in zip(base, stride, strict=True)]
+    out_pointer = builder.bitcast(starts[0], out_type)
+    input_pointers = [builder.bitcast(p, t) for p, t in zip(starts[1:], input_types, strict=True)]
+    with cgutils.for_range(builder, count) as element:
+        values = []
+        for pointer, kind in zip(input_pointers, inputs, strict=True):
+            if isinstance(kind, types.Array):
+                pointer = builder.gep(pointer, [element.index], inbounds=True)
+            values.append(context.unpack_value(builder, _element(kind), pointer))
+        status, result = context.call_conv.call_function(builder, kernel, restype, argtypes, values)
+        with builder.if_then(builder.not_(status.is_ok), likely=False):
+            builder.store(builder.add(first, element.index), field("failed"))
+            builder.branch(done)
+        result = context.cast(builder, result, restype, out_dtype)
+        target = builder.gep(out_pointer, [element.index], inbounds=True)
+        context.pack_value(builder, out_dtype, result, target)
+    builder.branch(take)
+    builder.position_at_end(done)
     builder.ret_void()
     return function
 
