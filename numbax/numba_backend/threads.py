@@ -48,6 +48,7 @@ from numba import types
 from numba.core import cgutils
 from numba.core.targetconfig import ConfigStack
 from numba.extending import intrinsic, register_jitable
+from numba.np.ufunc.parallel import _launch_threads
 
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
@@ -88,8 +89,6 @@ def launch() -> None:
     with _launch_lock:
         if _launched:
             return
-        from numba.np.ufunc.parallel import _launch_threads  # noqa: PLC0415 (Numba's own)
-
         _launch_threads()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
         ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))
