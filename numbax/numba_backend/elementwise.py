@@ -30,7 +30,7 @@ from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.runtime_cache import cache_of
-from numbax.numba_backend.threads import chunk_runner, chunks_for, threads_allowed
+from numbax.numba_backend.threads import chunk_runner, threads_allowed, threads_for
 from numbax.numba_backend.threads import launch as launch_threads
 from numbax.numba_backend.weak import weak_target
 
@@ -178,7 +178,7 @@ def _flat_loop(
             inputs = "".join(f"f{i}, " if i in arrays else f"a{i}, " for i in range(n))
             at_failure = element.replace("[k]", "[failed]")
             serial = [
-                f"failed = _run_chunks(flat, _chunks_for(flat.size), ({inputs}))",
+                f"failed = _run_chunks(flat, _threads_for(flat.size), ({inputs}))",
                 "if failed >= 0:",
                 f"    _scalar({at_failure})  # raises the kernel's error",
                 "    raise RuntimeError('a fused loop failed once, and not again')",
@@ -207,7 +207,7 @@ def _flat_loop(
     }
     if parallel:
         launch_threads()
-        namespace.update(_chunks_for=chunks_for, _run_chunks=chunk_runner(scalar))
+        namespace.update(_threads_for=threads_for, _run_chunks=chunk_runner(scalar))
     namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
     return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
 

@@ -86,7 +86,7 @@ def portable(value: Any) -> Any:
         return numba.njit
     if value is threads.threads_allowed:  # an exported file's loops run on one thread
         return one_thread_only
-    if value in (threads.launch, threads.chunk_runner, threads.chunks_for):
+    if value in (threads.launch, threads.chunk_runner, threads.threads_for):
         return not_in_exported_files
     return None
 

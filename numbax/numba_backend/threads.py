@@ -1,12 +1,12 @@
 """Large elementwise work on every core, through Numba's threading layer.
 
 A fused elementwise loop over a large array (``elementwise.py``) splits its elements
-into one contiguous chunk per thread and runs the chunks at once with the
-``numba_parallel_for`` entry point of Numba's threading layer, the one its
-``parallel=True`` code uses. The chunk function is written here in LLVM IR around the
-scalar kernel, so no ``prange`` (and no parfor compile, close to a second per kernel)
-is involved, and the compiled code names everything it calls by symbol, so it stays
-valid in the disk cache.
+into contiguous chunks, four per thread, and calls its chunk function on every thread
+at once with the ``numba_parallel_for`` entry point of Numba's threading layer (the one
+its ``parallel=True`` code uses); each call takes chunks until none is left. The chunk
+function is written here in LLVM IR around the scalar kernel, so no ``prange`` (and no
+parfor compile, close to a second per kernel) is involved, and the compiled code names
+everything it calls by symbol, so it stays valid in the disk cache.
 
 Threads are used only where that is safe:
 
@@ -53,17 +53,18 @@ from numba.np.ufunc.parallel import _launch_threads
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "chunk_runner",
-    "chunks_for",
+    "threads_for",
     "launch",
     "one_thread",
     "threads_allowed",
 ]
 
 PARALLEL_MIN_ELEMENTS = 1 << 17
-_MIN_CHUNK = 1 << 14
-_CHUNKS_PER_THREAD = 4
 """Elements of output below which a loop runs on one thread: 131,072 (half a megabyte
 of float32) takes 20-130 µs on one core, against a few µs to wake the others."""
+_CHUNKS_PER_THREAD = 4
+_MIN_CHUNK = 1 << 14
+"""Elements of a chunk at least: taking one is an atomic add, done once per chunk."""
 
 _USABLE_SYMBOL = "numbax_threads_usable"
 _NEST_SAFE_LAYERS = ("omp", "tbb")
@@ -185,9 +186,9 @@ def _backing_off(typingctx):
 
 
 @register_jitable
-def chunks_for(n):
-    """How many chunks to split ``n`` elements into: one per thread, or 1 to run them on
-    this thread (too few, threads not usable or only one)."""
+def threads_for(n):
+    """How many threads to run a loop over ``n`` elements on: all of Numba's, or 1 (too
+    few elements, threads not usable, only one, or backing off)."""
     if n < PARALLEL_MIN_ELEMENTS:
         return 1
     threads = _usable_threads()
