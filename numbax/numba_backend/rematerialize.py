@@ -12,7 +12,10 @@ fewer loops (here one, feeding the sum), and the adjoint into one loop over ``x`
 
     _ct_x = _grad_sum_logistic_line14(_ct_sum, x)    # recomputes exp, add, div
 
-Copies go only into runs of two statements or more, which become a fused loop anyway
+A call (``np.exp``, ``np.tanh``...) is computed again only when nothing but elementwise
+lines reads its value, so that its array need not be stored at all; where another
+operation reads the array (a matrix product), reading it is cheaper. Copies go only
+into runs of two statements or more, which become a fused loop anyway
 (a lone statement given copies would become one more loop for Numba to compile), and
 stop at :data:`MOST_COPIED` statements per run; past that, values are read as they were
 stored.
@@ -75,6 +78,10 @@ class _Block:
         self.is_elementwise = is_elementwise
         self.is_local = is_local
         self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
+        # names some statement other than an elementwise one reads: stored arrays anyway
+        self.read_whole = set().union(
+            *(name_ids(stmt, gast.Load) for stmt in stmts if not is_elementwise(stmt))
+        )
 
     def copies_for(self, start: int, end: int, namer: Namer) -> tuple[list[gast.stmt], list[int]]:
         """Copies (renamed) of the statements before ``start`` that compute the values
@@ -135,6 +142,10 @@ class _Block:
         at ``until``; False when it cannot be."""
         where = self._last_assignment(name, at)
         if where is None or not self.is_elementwise(self.stmts[where]):
+            return False
+        if isinstance(self.stmts[where].value, gast.Call) and name in self.read_whole:
+            # a function (exp, tanh...) whose array is stored for another reader anyway:
+            # reading it costs less than computing it again
             return False
         if used + len(plan) >= MOST_COPIED:
             return False
