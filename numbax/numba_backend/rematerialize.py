@@ -10,7 +10,7 @@ that compute it, from values that have not changed since; the original, when not
 else reads it any more, is removed. What remains of the forward sweep then fuses into
 fewer loops (here one, feeding the sum), and the adjoint into one loop over ``x``:
 
-    _ct_x = _grad_sum_logistic_line14(_ct_sum, x)    # recomputes exp, add, div
+    _ct_x = _grad_sum_logistic_line14(x, _ct_sum)    # recomputes exp, add, div
 
 A call (``np.exp``, ``np.tanh``...) is computed again only when nothing but elementwise
 lines reads its value, so that its array need not be stored at all; where another
@@ -23,6 +23,7 @@ stored.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Container
 
 import gast
@@ -78,6 +79,10 @@ class _Block:
         self.is_elementwise = is_elementwise
         self.is_local = is_local
         self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
+        self.assignments: dict[str, list[int]] = {}  # by name, the statements in order
+        for index, names in enumerate(self.assigned):
+            for name in names:
+                self.assignments.setdefault(name, []).append(index)
         # names some statement other than an elementwise one reads: stored arrays anyway
         self.read_whole = set().union(
             *(name_ids(stmt, gast.Load) for stmt in stmts if not is_elementwise(stmt))
@@ -166,15 +171,22 @@ class _Block:
         return True
 
     def _last_assignment(self, name: str, before: int) -> int | None:
-        for index in range(before - 1, -1, -1):
-            if name in self.assigned[index]:
-                stmt = self.stmts[index]
-                simple = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
-                return index if simple and isinstance(stmt.targets[0], gast.Name) else None
-        return None
+        """The statement before ``before`` that last assigns ``name``, when it is a plain
+        ``name = value``."""
+        indices = self.assignments.get(name, [])
+        position = bisect.bisect_left(indices, before)
+        if position == 0:
+            return None
+        index = indices[position - 1]
+        stmt = self.stmts[index]
+        simple = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
+        return index if simple and isinstance(stmt.targets[0], gast.Name) else None
 
     def _unchanged(self, name: str, after: int, until: int) -> bool:
-        return not any(name in self.assigned[i] for i in range(after + 1, until))
+        """Whether no statement between ``after`` and ``until`` assigns ``name``."""
+        indices = self.assignments.get(name, [])
+        position = bisect.bisect_right(indices, after)
+        return position == len(indices) or indices[position] >= until
 
 
 def _without_unread(
@@ -187,15 +199,16 @@ def _without_unread(
     any more: elementwise, so computing nothing read changes nothing."""
     kept = list(stmts)
     while True:
-        removed = False
-        for index in range(len(kept) - 1, -1, -1):
-            stmt = kept[index]
-            if id(stmt) not in candidates or not is_elementwise(stmt):
-                continue
-            target = stmt.targets[0].id
-            read_later = any(target in name_ids(s, gast.Load) for s in kept[index + 1 :])
-            if not read_later and target not in live_after:
-                del kept[index]
-                removed = True
-        if not removed:
+        reads = [name_ids(stmt, gast.Load) for stmt in kept]
+        last_read = {name: index for index, names in enumerate(reads) for name in names}
+        unread = {
+            index
+            for index, stmt in enumerate(kept)
+            if id(stmt) in candidates
+            and is_elementwise(stmt)
+            and last_read.get(stmt.targets[0].id, -1) <= index
+            and stmt.targets[0].id not in live_after
+        }
+        if not unread:
             return kept
+        kept = [stmt for index, stmt in enumerate(kept) if index not in unread]
