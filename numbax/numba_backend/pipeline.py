@@ -3,7 +3,8 @@
 One specialization of a user function (its static values, which parameters hold
 Python scalars) goes: read (``transform.source``, done by the caller) → normalize →
 bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``) →
-lower for Numba (``lower``) → emit readable source and load it as a module from the
+lower for Numba (``lower``) → loop tapes as arrays where their length is known
+(``tapes``) → emit readable source and load it as a module from the
 cache directory (``codegen``). What comes out is a plain Python function in that
 module; a target (``cpu.py``: ``numba.njit``) compiles it, and tells the pipeline how
 to compile the user functions the generated code calls.
@@ -24,6 +25,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
+from numbax.numba_backend.tapes import array_tapes
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.provenance import resolve
@@ -82,6 +84,7 @@ def specialize(
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
     fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
+    fn = array_tapes(fn)
     header = _header(source, transformation, statics, weak_params)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]

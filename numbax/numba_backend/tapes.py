@@ -1,0 +1,357 @@
+"""Reverse mode's loop tapes as arrays under jit, where the trip count is known.
+
+Reverse mode saves what a loop overwrites on a Python list per variable
+(``_tape_x.append(x)`` in the loop, ``x = _tape_x.pop()`` in the loop that runs it
+backwards): that works interpreted and compiled alike, for values of any type, and
+needs no trip count. Compiled, though, it is a Numba list: each append checks its
+capacity and may reallocate, each pop may shrink it, and a loop of scalar arithmetic
+(an ODE step) spends much of its time there. Where the list is pushed once per
+iteration of a ``for`` loop over ``range(n)``, its length is known before the loop
+runs, and this pass (the jit pipeline's last) gives each iteration its own slot:
+
+    for _ in range(n_steps):
+        if _ == 0:
+            _tape_x = nxrt.tape(x, n_steps)
+        _tape_x[_] = x
+    ...
+    for _ in range(n_steps - 1, -1, -1):
+        x = _tape_x[_]
+
+The tape is made in the first iteration, from the value it saves, so that it has the
+type the loop gives that value (``x = 0`` before a loop that adds floats to it is an
+int there, a float in the loop). :func:`tape` makes an array of that dtype for a
+number, and a list of ``n`` slots for anything else (an array, whose shape may change
+from one iteration to the next).
+
+The rewrite is made only where the list's values are provably the ones the slots hold:
+the list is made empty once (``T = []``, outside any loop), pushed by one statement of
+a loop ``L`` over ``range(S)`` (its body, not a branch or a nested loop of it), popped
+by one statement of a later loop over ``range(S - 1, -1, -1)``, read nowhere else;
+neither loop is inside another (each runs at most once), ``L`` cannot ``break``, and
+neither body assigns its loop's variable, nor ``L``'s ``S``, which is assigned at most
+once, before ``L``. Then the pops take the pushed values last first, exactly as the
+slots give them back. Any other tape stays a list: tapes of nested loops, of a branch,
+of a ``while`` loop (whose trip count is known only afterwards).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import gast
+import numpy as np
+from numba import types
+from numba.extending import overload
+from numba.np.numpy_support import as_dtype
+
+from numbax.numba_backend.redirects import lowering_helper
+from numbax.transform.normalize_nodes import clone
+from numbax.transform.walk import walk
+
+_RUNTIME = "nxrt"
+
+
+@lowering_helper
+def tape(value: Any, length: int) -> Any:
+    """A tape of ``length`` slots for values like ``value``, one per iteration of a loop
+    (a list outside Numba, where it holds any value as a Python list does)."""
+    return [value] * length
+
+
+@overload(tape)
+def _tape_jit(value, length):
+    kind = types.unliteral(value)
+    if isinstance(kind, (types.Number, types.Boolean)):
+        dtype = as_dtype(kind)
+        return lambda value, length: np.empty(length, dtype)
+    return lambda value, length: [value] * length
+
+
+@dataclass
+class _Place:
+    """Where a statement is: its block, the loops around it (innermost last), and its
+    position in the function's text."""
+
+    block: list[gast.stmt]
+    loops: tuple[gast.For | gast.While, ...]
+    order: int
+
+
+def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """Rewrite ``fn``'s tapes whose pushes are counted before their loop runs (see the
+    module's docstring) to arrays indexed by the iteration; in place."""
+    places: dict[int, _Place] = {}
+    _locate(fn.body, (), places)
+    stmts = {id(s): s for s in walk(fn) if isinstance(s, gast.stmt)}
+    rewrites = []
+    for init in list(fn.body):
+        name = _empty_list(init)
+        if name is None:
+            continue
+        found = _tape_uses(fn, name, stmts, places, init)
+        if found is not None:
+            rewrites.append((name, init, *found))
+    allocations: set[int] = set()
+    for name, init, push, loop, pop, back in rewrites:
+        fn.body.remove(init)
+        value = push.value.args[0]
+        index = loop.target.id
+        first = gast.Compare(_load(index), [gast.Eq()], [gast.Constant(0, None)])
+        make = gast.Call(_runtime_attr("tape"), [clone(value), clone(loop.iter.args[-1])], [])
+        alloc = _like(gast.Assign([_store(name)], make), push)
+        store = gast.Subscript(_load(name), _load(index), gast.Store())
+        put = _like(gast.Assign([store], clone(value)), push)
+        block = places[id(push)].block
+        at = block.index(push)
+        allocation = _like(gast.If(first, [alloc], []), push)
+        allocations.add(id(allocation))
+        block[at : at + 1] = [allocation, put]
+        read = gast.Subscript(_load(name), _load(back.target.id), gast.Load())
+        pop.value = read
+    for loop in {id(r[3]): r[3] for r in rewrites}.values():
+        loop.body = _merge_first_iteration(loop.body, allocations)
+    return fn
+
+
+def _locate(stmts: list[gast.stmt], loops: tuple, places: dict[int, _Place]) -> None:
+    for stmt in stmts:
+        places[id(stmt)] = _Place(stmts, loops, len(places))
+        inner = (*loops, stmt) if isinstance(stmt, (gast.For, gast.While)) else loops
+        for block in ("body", "orelse"):
+            _locate(getattr(stmt, block, None) or [], inner, places)
+
+
+def _empty_list(stmt: gast.stmt) -> str | None:
+    """``T`` for ``T = []``."""
+    if (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+        and isinstance(stmt.value, gast.List)
+        and not stmt.value.elts
+    ):
+        return stmt.targets[0].id
+    return None
+
+
+def _tape_uses(fn, name, stmts, places, init):
+    """(push, its loop, pop, its loop) when tape ``name`` may become an array, else None."""
+    mentions = [n for n in walk(fn) if isinstance(n, gast.Name) and n.id == name]
+    if len(mentions) != 3:  # made, pushed, popped: nothing else
+        return None
+    push = _the_statement(stmts, lambda s: _method_of(s, name, "append", 1))
+    pop = _the_statement(stmts, lambda s: _method_of(s, name, "pop", 0))
+    if push is None or pop is None:
+        return None
+    loop, back = _only_loop(places[id(push)]), _only_loop(places[id(pop)])
+    if (
+        loop is None
+        or back is None
+        or not isinstance(push.value.args[0], (gast.Name, gast.Constant))
+    ):
+        return None
+    if not isinstance(pop.targets[0], gast.Name):
+        return None
+    count = _counted(fn, loop, places)
+    if count is None or not _backwards(back, count, fn, places):
+        return None
+    if not places[id(init)].order < places[id(loop)].order < places[id(back)].order:
+        return None
+    return push, loop, pop, back
+
+
+def _the_statement(stmts: dict[int, gast.stmt], test) -> gast.stmt | None:
+    """The one statement that passes ``test`` (None if none or several do)."""
+    found = [s for s in stmts.values() if test(s)]
+    return found[0] if len(found) == 1 else None
+
+
+def _method_of(stmt: gast.stmt, name: str, method: str, n_args: int) -> bool:
+    """Whether ``stmt`` is ``name.method(...)`` (append: a statement; pop: ``v = ...``)."""
+    if method == "append":
+        call = stmt.value if isinstance(stmt, gast.Expr) else None
+    else:
+        call = stmt.value if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None
+    return (
+        isinstance(call, gast.Call)
+        and isinstance(call.func, gast.Attribute)
+        and call.func.attr == method
+        and isinstance(call.func.value, gast.Name)
+        and call.func.value.id == name
+        and len(call.args) == n_args
+        and not call.keywords
+    )
+
+
+def _only_loop(place: _Place) -> gast.For | None:
+    """The loop whose body holds the statement directly, if no other loop encloses it."""
+    if len(place.loops) != 1:
+        return None
+    loop = place.loops[0]
+    if not isinstance(loop, gast.For) or place.block is not loop.body or loop.orelse:
+        return None
+    if not isinstance(loop.target, gast.Name) or loop.target.id in _assigned(loop.body):
+        return None
+    return loop
+
+
+def _counted(fn, loop: gast.For, places) -> gast.expr | None:
+    """``S`` of ``for i in range(S)`` (or ``range(0, S)``), if ``S`` keeps its value
+    from before the loop to the end of the function and the loop cannot be left early."""
+    args = _range(loop.iter)
+    if args is None or len(args) > 3 or (len(args) > 1 and _int(args[0]) != 0):
+        return None
+    if len(args) == 3 and _int(args[2]) != 1:
+        return None
+    if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in walk(loop)):
+        return None
+    count = args[-1]
+    if _int(count) is not None:
+        return count
+    if not isinstance(count, gast.Name) or count.id in _assigned(loop.body):
+        return None
+    sites = _assignments(fn, count.id)
+    if len(sites) > 1 or any(places[id(s)].order > places[id(loop)].order for s in sites):
+        return None
+    return count
+
+
+def _backwards(loop: gast.For, count: gast.expr, fn, places) -> bool:
+    """Whether ``loop`` runs over ``range(count - 1, -1, -1)``."""
+    args = _range(loop.iter)
+    if args is None or len(args) != 3 or _int(args[1]) != -1 or _int(args[2]) != -1:
+        return False
+    last = args[0]
+    if isinstance(last, gast.Name):
+        sites = _assignments(fn, last.id)
+        if len(sites) != 1 or places[id(sites[0])].order > places[id(loop)].order:
+            return False
+        site = sites[0]
+        if not isinstance(site, gast.Assign) or last.id in _assigned(loop.body):
+            return False
+        last = site.value
+    if _int(count) is not None:
+        return _int(last) == _int(count) - 1
+    return (
+        isinstance(last, gast.BinOp)
+        and isinstance(last.op, gast.Sub)
+        and isinstance(_unweak(last.left), gast.Name)
+        and _unweak(last.left).id == count.id
+        and _int(_unweak(last.right)) == 1
+    )
+
+
+def _merge_first_iteration(body: list[gast.stmt], allocations: set[int]) -> list[gast.stmt]:
+    """Consecutive tapes' ``if i == 0:`` allocations as one ``if``, ahead of their stores
+    (each store follows its own allocation or another store of the same run)."""
+    out: list[gast.stmt] = []
+    run: list[gast.If] = []
+    stores: list[gast.stmt] = []
+
+    def flush() -> None:
+        if run:
+            first = run[0]
+            first.body = [s for r in run for s in r.body]
+            out.append(first)
+            out.extend(stores)
+        run.clear()
+        stores.clear()
+
+    i = 0
+    while i < len(body):
+        stmt = body[i]
+        if id(stmt) in allocations and i + 1 < len(body):
+            run.append(stmt)
+            stores.append(body[i + 1])
+            i += 2
+            continue
+        flush()
+        out.append(stmt)
+        i += 1
+    flush()
+    return out
+
+
+def _range(node: gast.expr) -> list[gast.expr] | None:
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id == "range"
+        and not node.keywords
+    ):
+        return node.args
+    return None
+
+
+def _int(node: gast.expr) -> int | None:
+    node = _unweak(node)
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _unweak(node: gast.expr) -> gast.expr:
+    """``v`` of ``nxrt.weak(v, like)`` (the lowering's cast of a Python scalar)."""
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Attribute)
+        and node.func.attr == "weak"
+        and isinstance(node.func.value, gast.Name)
+        and node.func.value.id == _RUNTIME
+        and len(node.args) == 2
+    ):
+        return node.args[0]
+    return node
+
+
+def _assigned(stmts: list[gast.stmt]) -> set[str]:
+    """Names stored anywhere in ``stmts`` (loop variables included)."""
+    module = gast.Module(body=stmts, type_ignores=[])
+    return {
+        n.id for n in walk(module) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    }
+
+
+def _assignments(fn: gast.FunctionDef, name: str) -> list[gast.stmt]:
+    """The statements of ``fn`` that store ``name``."""
+    return [
+        s
+        for s in walk(fn)
+        if isinstance(s, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For))
+        and name in _stored_by(s)
+    ]
+
+
+def _stored_by(stmt: gast.stmt) -> set[str]:
+    targets = [stmt.target] if not isinstance(stmt, gast.Assign) else stmt.targets
+    return {
+        n.id
+        for t in targets
+        for n in walk(t)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    }
+
+
+def _like(new: gast.stmt, old: gast.stmt) -> gast.stmt:
+    """``new`` at ``old``'s place in the user's code (its line and origin comments)."""
+    gast.copy_location(new, old)
+    for key, value in vars(old).items():
+        if key.startswith("numbax_"):
+            setattr(new, key, value)
+    return new
+
+
+def _load(name: str) -> gast.Name:
+    return gast.Name(name, gast.Load(), None, None)
+
+
+def _store(name: str) -> gast.Name:
+    return gast.Name(name, gast.Store(), None, None)
+
+
+def _runtime_attr(name: str) -> gast.Attribute:
+    return gast.Attribute(_load(_RUNTIME), name, gast.Load())
