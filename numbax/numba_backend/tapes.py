@@ -42,7 +42,9 @@ from typing import Any
 import gast
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.core.datamodel.models import ArrayModel
+from numba.core.imputils import impl_ret_borrowed
+from numba.extending import intrinsic, overload, register_model
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
@@ -59,12 +61,43 @@ def tape(value: Any, length: int) -> Any:
     return [value] * length
 
 
+class TapeArray(types.Array):
+    """The type of a tape of numbers: a 1-d array that unifies with a tape of another
+    dtype as their values do. Numba types the tape's making once per type it sees the
+    value take while it infers: ``x = 0`` before a loop that adds floats to it gives
+    first a tape of ints, then one of floats, which must become one tape of floats (two
+    arrays of different dtypes do not unify)."""
+
+    def __init__(self, dtype: types.Type) -> None:
+        super().__init__(dtype, 1, "C", name=f"tape({dtype})")
+
+    def unify(self, typingctx, other):
+        if isinstance(other, TapeArray):
+            dtype = typingctx.unify_pairs(self.dtype, other.dtype)
+            if isinstance(dtype, (types.Number, types.Boolean)):
+                return TapeArray(dtype)
+        return None
+
+
+register_model(TapeArray)(ArrayModel)
+
+
+@intrinsic
+def _as_tape(typingctx, array):
+    """``array`` (1-d, C order) typed as a :class:`TapeArray`: the same value."""
+
+    def codegen(context, builder, signature, args):
+        return impl_ret_borrowed(context, builder, signature.return_type, args[0])
+
+    return TapeArray(array.dtype)(array), codegen
+
+
 @overload(tape)
 def _tape_jit(value, length):
     kind = types.unliteral(value)
     if isinstance(kind, (types.Number, types.Boolean)):
         dtype = as_dtype(kind)
-        return lambda value, length: np.empty(length, dtype)
+        return lambda value, length: _as_tape(np.empty(length, dtype))
     return lambda value, length: [value] * length
 
 
@@ -93,12 +126,12 @@ def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
         if found is not None:
             rewrites.append((name, init, *found))
     allocations: set[int] = set()
-    for name, init, push, loop, pop, back in rewrites:
+    for name, init, push, loop, count, pop, back in rewrites:
         fn.body.remove(init)
         value = push.value.args[0]
         index = loop.target.id
         first = gast.Compare(_load(index), [gast.Eq()], [gast.Constant(0, None)])
-        make = gast.Call(_runtime_attr("tape"), [clone(value), clone(loop.iter.args[-1])], [])
+        make = gast.Call(_runtime_attr("tape"), [clone(value), clone(count)], [])
         alloc = _like(gast.Assign([_store(name)], make), push)
         store = gast.Subscript(_load(name), _load(index), gast.Store())
         put = _like(gast.Assign([store], clone(value)), push)
@@ -136,7 +169,8 @@ def _empty_list(stmt: gast.stmt) -> str | None:
 
 
 def _tape_uses(fn, name, stmts, places, init):
-    """(push, its loop, pop, its loop) when tape ``name`` may become an array, else None."""
+    """(push, its loop, the loop's trip count, pop, its loop) when tape ``name`` may
+    become an array, else None."""
     mentions = [n for n in walk(fn) if isinstance(n, gast.Name) and n.id == name]
     if len(mentions) != 3:  # made, pushed, popped: nothing else
         return None
@@ -158,7 +192,7 @@ def _tape_uses(fn, name, stmts, places, init):
         return None
     if not places[id(init)].order < places[id(loop)].order < places[id(back)].order:
         return None
-    return push, loop, pop, back
+    return push, loop, count, pop, back
 
 
 def _the_statement(stmts: dict[int, gast.stmt], test) -> gast.stmt | None:
@@ -221,6 +255,8 @@ def _backwards(loop: gast.For, count: gast.expr, fn, places) -> bool:
     """Whether ``loop`` runs over ``range(count - 1, -1, -1)``."""
     args = _range(loop.iter)
     if args is None or len(args) != 3 or _int(args[1]) != -1 or _int(args[2]) != -1:
+        return False
+    if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in walk(loop)):
         return False
     last = args[0]
     if isinstance(last, gast.Name):
