@@ -3,6 +3,8 @@ the output, lists made and appended to inside loops, and variables defined on on
 paths before a loop. Each is checked against central differences by grad, jacrev and
 vjp interpreted, and by grad under jit."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -576,3 +578,117 @@ def a_branch_chain_on_a_constant(x, s):
 def test_a_branch_chain_on_a_constant():
     check_reverse(a_branch_chain_on_a_constant, X, 1.5)
     assert "_old" not in nx.grad(chosen_by_mode).source  # no branch restores a saved test
+
+
+# -- loop tapes under jit: arrays where the trip count is known ---------------------------
+# (numba_backend/tapes.py: a tape pushed once per iteration of a for loop over range(n)
+# becomes an array of n slots, made in the first iteration; any other stays a list)
+
+
+def taped_range_loop(x, s):
+    acc = s
+    for i in range(3):
+        acc = np.sin(acc * x[i]) + s
+    return acc
+
+
+def taped_nested_loops(x, s):
+    acc = s
+    for i in range(2):
+        for j in range(3):
+            acc = np.sin(acc * x[j]) + x[i]
+    return acc
+
+
+def taped_loop_in_a_branch(x, s):
+    acc = s
+    if s > 0.5:
+        for i in range(3):
+            acc = np.sin(acc * x[i])
+    return acc * x[0]
+
+
+def taped_inside_a_branch(x, s):
+    y = np.zeros(3)
+    acc = s
+    for i in range(3):
+        if x[i] > 0.4:
+            acc = np.sin(acc * x[i])
+        y[i] = acc
+    return np.sum(y * s)
+
+
+def taped_while_loop(x, s):
+    acc = s
+    k = 0
+    while k < 3:
+        acc = np.sin(acc * x[k]) + s
+        k = k + 1
+    return acc
+
+
+def taped_int_turned_float(x, s):
+    acc = 0
+    for i in range(3):
+        acc = np.sin(acc + x[i] * s)
+    return acc
+
+
+def taped_array_state(x, s):
+    h = x
+    for _ in range(3):
+        h = np.tanh(h * s + x)
+    return np.sum(h)
+
+
+def taped_zero_trip_loop(x, s, n):
+    acc = s
+    for i in range(n):
+        acc = np.sin(acc * x[i]) + s
+    return acc * x[0]
+
+
+def _tapes(text):
+    """The array tapes and the list tapes of a generated source."""
+    arrays = set(re.findall(r"(_tape_\w+) = nxrt\.tape\(", text))
+    lists = set(re.findall(r"(_tape_\w+) = \[\]", text))
+    return arrays, lists
+
+
+@pytest.mark.parametrize(
+    ("f", "arrays", "lists"),
+    [
+        (taped_range_loop, {"_tape_acc"}, set()),
+        (taped_nested_loops, set(), {"_tape_acc"}),  # pushed by both loops
+        (taped_loop_in_a_branch, {"_tape_acc"}, set()),
+        (taped_inside_a_branch, None, {"_tape_acc"}),  # pushed only where the branch runs
+        (taped_while_loop, set(), {"_tape_acc", "_tape_k"}),
+        (taped_int_turned_float, {"_tape_acc"}, set()),
+        (taped_array_state, {"_tape_h"}, set()),  # nxrt.tape: a list of n slots
+    ],
+)
+def test_loop_tapes_under_jit(f, arrays, lists):
+    check_reverse(f, X, 0.8, jit=False)
+    grads = nx.jit(nx.grad(f, argnums=(0, 1)))
+    want = [numeric_jacobian(f, (X, 0.8), i) for i in (0, 1)]
+    for g, w in zip(grads(X, 0.8), want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"jit(grad) of {f.__name__}")
+    got_arrays, got_lists = _tapes(nx.source(grads))
+    if arrays is None:  # others too: those pushed in the branch
+        assert lists <= got_lists
+    else:
+        assert (got_arrays, got_lists) == (arrays, lists)
+    assert not _tapes(nx.grad(f).source)[0]  # interpreted: lists, as they were
+
+
+def test_an_array_tape_of_a_loop_that_may_not_run():
+    grads = nx.jit(nx.grad(taped_zero_trip_loop, argnums=(0, 1)))
+    for n in (0, 3):
+        want = [numeric_jacobian(taped_zero_trip_loop, (X, 0.8, n), i) for i in (0, 1)]
+        for label, got in (
+            ("grad", nx.grad(taped_zero_trip_loop, argnums=(0, 1))(X, 0.8, n)),
+            ("jit(grad)", grads(X, 0.8, n)),
+        ):
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{label}, n={n}")
+    assert _tapes(nx.source(grads)) == ({"_tape_acc"}, set())
