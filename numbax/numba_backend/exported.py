@@ -30,6 +30,7 @@ from numbax.numba_backend import (
     elementary,
     runtime,  # noqa: F401  (registers the Numba versions)
     runtime_cache,
+    tapes,
     threads,
 )
 from numbax.numba_backend.redirects import replaced_by
@@ -76,14 +77,16 @@ def _option(value: Any) -> Any:
 
 def portable(value: Any) -> Any:
     """What an exported file calls in place of ``value``: NumPy's own function for one
-    of numbax's elementary functions, no disk cache for numbax's; None for any other
-    value."""
+    of numbax's elementary functions, no disk cache for numbax's, lists for loop tapes;
+    None for any other value."""
     if getattr(value, "__module__", None) == elementary.__name__:
         return replaced_by(value)
     if value is disk_cache.cache_for or value is runtime_cache.cache_of:
         return no_disk_cache
     if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
         return numba.njit
+    if value is tapes.tape:  # no TapeArray there: the list of slots
+        return tapes.list_tape
     if value is threads.threads_allowed:  # an exported file's loops run on one thread
         return one_thread_only
     if value in (threads.launch, threads.chunk_runner, threads.threads_for):

@@ -44,7 +44,7 @@ import numpy as np
 from numba import types
 from numba.core.datamodel.models import ArrayModel
 from numba.core.imputils import impl_ret_borrowed
-from numba.extending import intrinsic, overload, register_model
+from numba.extending import intrinsic, overload, register_jitable, register_model
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
@@ -58,6 +58,13 @@ _RUNTIME = "nxrt"
 def tape(value: Any, length: int) -> Any:
     """A tape of ``length`` slots for values like ``value``, one per iteration of a loop
     (a list outside Numba, where it holds any value as a Python list does)."""
+    return [value] * length
+
+
+@register_jitable
+def list_tape(value: Any, length: int) -> list:
+    """:func:`tape` in a file ``nx.export`` writes, which registers no Numba types of
+    numbax's (:class:`TapeArray`): the list of slots, for values of any type."""
     return [value] * length
 
 
