@@ -85,8 +85,10 @@ def portable(value: Any) -> Any:
         return no_disk_cache
     if value is runtime_cache.njit:  # numbax's runtime cache: not in an exported file
         return numba.njit
-    if value is tapes.tape:  # no TapeArray there: the list of slots
+    if value is tapes.tape:  # no TapeArray there: lists of slots
         return tapes.list_tape
+    if value is tapes.grown:
+        return tapes.list_grown
     if value is threads.threads_allowed:  # an exported file's loops run on one thread
         return one_thread_only
     if value in (threads.launch, threads.chunk_runner, threads.threads_for):

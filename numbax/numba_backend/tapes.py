@@ -1,13 +1,14 @@
-"""Reverse mode's loop tapes as arrays under jit, where the trip count is known.
+"""Reverse mode's loop tapes as arrays under jit.
 
 Reverse mode saves what a loop overwrites on a Python list per variable
 (``_tape_x.append(x)`` in the loop, ``x = _tape_x.pop()`` in the loop that runs it
 backwards): that works interpreted and compiled alike, for values of any type, and
 needs no trip count. Compiled, though, it is a Numba list: each append checks its
 capacity and may reallocate, each pop may shrink it, and a loop of scalar arithmetic
-(an ODE step) spends much of its time there. Where the list is pushed once per
-iteration of a ``for`` loop over ``range(n)``, its length is known before the loop
-runs, and this pass (the jit pipeline's last) gives each iteration its own slot:
+(an ODE step) spends much of its time there. This pass (the jit pipeline's last)
+stores the values in arrays instead. Where the list is pushed once per iteration of a
+``for`` loop over ``range(n)``, its length is known before the loop runs, and each
+iteration gets its own slot:
 
     for _ in range(n_steps):
         if _ == 0:
@@ -17,21 +18,32 @@ runs, and this pass (the jit pipeline's last) gives each iteration its own slot:
     for _ in range(n_steps - 1, -1, -1):
         x = _tape_x[_]
 
-The tape is made in the first iteration, from the value it saves, so that it has the
-type the loop gives that value (``x = 0`` before a loop that adds floats to it is an
-int there, a float in the loop). :func:`tape` makes an array of that dtype for a
-number, and a list of ``n`` slots for anything else (an array, whose shape may change
-from one iteration to the next).
+That applies where the slots provably hold what the pops would take: the list is made
+empty once (``T = []``, outside any loop), pushed by one statement of a loop ``L`` over
+``range(S)`` (its body, not a branch or a nested loop of it), popped by one statement
+of a later loop over ``range(S - 1, -1, -1)``, used nowhere else; neither loop is inside
+another (each runs at most once), ``L`` cannot ``break``, and neither body assigns its
+loop's variable, nor ``L``'s ``S``, which is assigned at most once, before ``L``.
 
-The rewrite is made only where the list's values are provably the ones the slots hold:
-the list is made empty once (``T = []``, outside any loop), pushed by one statement of
-a loop ``L`` over ``range(S)`` (its body, not a branch or a nested loop of it), popped
-by one statement of a later loop over ``range(S - 1, -1, -1)``, read nowhere else;
-neither loop is inside another (each runs at most once), ``L`` cannot ``break``, and
-neither body assigns its loop's variable, nor ``L``'s ``S``, which is assigned at most
-once, before ``L``. Then the pops take the pushed values last first, exactly as the
-slots give them back. Any other tape stays a list: tapes of nested loops, of a branch,
-of a ``while`` loop (whose trip count is known only afterwards).
+Any other list used only by ``append`` and ``pop`` (a ``while`` loop's, whose trip count
+is known only afterwards, a nested loop's, a branch's) keeps the list's every step with
+an array that doubles when full and a count of the values on it:
+
+    if _tape_x_size == 0:
+        _tape_x = nxrt.tape(x, 16)
+    elif _tape_x_size == len(_tape_x):
+        _tape_x = nxrt.grown(_tape_x)
+    _tape_x[_tape_x_size] = x
+    _tape_x_size = _tape_x_size + 1
+    ...
+    _tape_x_size = _tape_x_size - 1
+    x = _tape_x[_tape_x_size]
+
+Either way the tape is made where its first value is pushed, from that value, so that
+it has the type the loop gives it (``x = 0`` before a loop that adds floats to it is an
+int there, a float in the loop). :func:`tape` makes an array of that dtype for a
+number, and a list of slots for anything else (an array, whose shape may change from
+one iteration to the next). A list used in any other way stays a list.
 """
 
 from __future__ import annotations
@@ -48,10 +60,14 @@ from numba.extending import intrinsic, overload, register_jitable, register_mode
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.walk import walk
 
 _RUNTIME = "nxrt"
+
+GROWN_FROM = 16
+"""The slots a tape whose length is not known in advance starts with (it doubles)."""
 
 
 @lowering_helper
@@ -61,11 +77,23 @@ def tape(value: Any, length: int) -> Any:
     return [value] * length
 
 
+@lowering_helper
+def grown(tape: Any) -> Any:
+    """``tape`` with twice the slots, the first ones holding its values."""
+    return tape + tape
+
+
 @register_jitable
 def list_tape(value: Any, length: int) -> list:
     """:func:`tape` in a file ``nx.export`` writes, which registers no Numba types of
     numbax's (:class:`TapeArray`): the list of slots, for values of any type."""
     return [value] * length
+
+
+@register_jitable
+def list_grown(tape: list) -> list:
+    """:func:`grown` in a file ``nx.export`` writes (its tapes are lists)."""
+    return tape + tape
 
 
 class TapeArray(types.Array):
@@ -108,6 +136,20 @@ def _tape_jit(value, length):
     return lambda value, length: [value] * length
 
 
+@overload(grown)
+def _grown_jit(tape):
+    if isinstance(tape, TapeArray):
+        dtype = as_dtype(tape.dtype)
+
+        def impl(tape):
+            more = np.empty(2 * len(tape), dtype)
+            more[: len(tape)] = tape
+            return _as_tape(more)
+
+        return impl
+    return lambda tape: tape + tape
+
+
 @dataclass
 class _Place:
     """Where a statement is: its block, the loops around it (innermost last), and its
@@ -119,8 +161,9 @@ class _Place:
 
 
 def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
-    """Rewrite ``fn``'s tapes whose pushes are counted before their loop runs (see the
-    module's docstring) to arrays indexed by the iteration; in place."""
+    """Rewrite ``fn``'s tapes to arrays (see the module's docstring): indexed by the
+    iteration where their pushes are counted before their loop runs, growing where not;
+    in place."""
     places: dict[int, _Place] = {}
     _locate(fn.body, (), places)
     stmts = {id(s): s for s in walk(fn) if isinstance(s, gast.stmt)}
@@ -151,7 +194,74 @@ def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
         pop.value = read
     for loop in {id(r[3]): r[3] for r in rewrites}.values():
         loop.body = _merge_first_iteration(loop.body, allocations)
+    done = {r[0] for r in rewrites}
+    namer = Namer.for_function(fn)
+    for init in list(fn.body):
+        name = _empty_list(init)
+        if name is None or name in done:
+            continue
+        uses = _stack_uses(fn, name, stmts)
+        if uses is not None:
+            _grow(name, init, *uses, places, namer.fresh(f"{name.lstrip('_')}_size"))
     return fn
+
+
+def _stack_uses(fn, name, stmts) -> tuple[list, list] | None:
+    """(pushes, pops) when ``name`` is used only by ``name.append(v)`` (``v`` a name or
+    a constant) and ``name.pop()`` statements besides its making, else None."""
+    pushes = [s for s in stmts.values() if _method_of(s, name, "append", 1)]
+    pops = [
+        s
+        for s in stmts.values()
+        if _method_of(s, name, "pop", 0) or _method_of(s, name, "pop", 0, discarded=True)
+    ]
+    if not pushes:
+        return None
+    mentions = [n for n in walk(fn) if isinstance(n, gast.Name) and n.id == name]
+    if len(mentions) != 1 + len(pushes) + len(pops):
+        return None
+    if not all(isinstance(p.value.args[0], (gast.Name, gast.Constant)) for p in pushes):
+        return None
+    if any(isinstance(p, gast.Assign) and not isinstance(p.targets[0], gast.Name) for p in pops):
+        return None
+    return pushes, pops
+
+
+def _grow(name, init, pushes, pops, places, size) -> None:
+    """A tape whose length is known only as it runs: an array that doubles when full,
+    and the number of values on it (``size``), which each push and pop counts."""
+    init.targets = [_store(size)]
+    init.value = gast.Constant(0, None)
+    for push in pushes:
+        value = push.value.args[0]
+        empty = gast.Compare(_load(size), [gast.Eq()], [gast.Constant(0, None)])
+        length = gast.Call(_load("len"), [_load(name)], [])
+        full = gast.Compare(_load(size), [gast.Eq()], [length])
+        make = gast.Call(_runtime_attr("tape"), [clone(value), gast.Constant(GROWN_FROM, None)], [])
+        more = gast.Call(_runtime_attr("grown"), [_load(name)], [])
+        grow = gast.If(full, [_like(gast.Assign([_store(name)], more), push)], [])
+        start = gast.If(
+            empty, [_like(gast.Assign([_store(name)], make), push)], [_like(grow, push)]
+        )
+        store = gast.Subscript(_load(name), _load(size), gast.Store())
+        put = _like(gast.Assign([store], clone(value)), push)
+        count = gast.BinOp(_load(size), gast.Add(), gast.Constant(1, None))
+        block = places[id(push)].block
+        at = block.index(push)
+        block[at : at + 1] = [
+            _like(start, push),
+            put,
+            _like(gast.Assign([_store(size)], count), push),
+        ]
+    for pop in pops:
+        less = gast.BinOp(_load(size), gast.Sub(), gast.Constant(1, None))
+        block = places[id(pop)].block
+        at = block.index(pop)
+        taken = [_like(gast.Assign([_store(size)], less), pop)]
+        if isinstance(pop, gast.Assign):
+            pop.value = gast.Subscript(_load(name), _load(size), gast.Load())
+            taken.append(pop)
+        block[at : at + 1] = taken
 
 
 def _locate(stmts: list[gast.stmt], loops: tuple, places: dict[int, _Place]) -> None:
@@ -208,9 +318,12 @@ def _the_statement(stmts: dict[int, gast.stmt], test) -> gast.stmt | None:
     return found[0] if len(found) == 1 else None
 
 
-def _method_of(stmt: gast.stmt, name: str, method: str, n_args: int) -> bool:
-    """Whether ``stmt`` is ``name.method(...)`` (append: a statement; pop: ``v = ...``)."""
-    if method == "append":
+def _method_of(
+    stmt: gast.stmt, name: str, method: str, n_args: int, discarded: bool = False
+) -> bool:
+    """Whether ``stmt`` is ``name.method(...)`` (append, or a ``discarded`` pop: a
+    statement; pop: ``v = ...``)."""
+    if method == "append" or discarded:
         call = stmt.value if isinstance(stmt, gast.Expr) else None
     else:
         call = stmt.value if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1 else None

@@ -580,9 +580,10 @@ def test_a_branch_chain_on_a_constant():
     assert "_old" not in nx.grad(chosen_by_mode).source  # no branch restores a saved test
 
 
-# -- loop tapes under jit: arrays where the trip count is known ---------------------------
+# -- loop tapes under jit: arrays ---------------------------------------------------------
 # (numba_backend/tapes.py: a tape pushed once per iteration of a for loop over range(n)
-# becomes an array of n slots, made in the first iteration; any other stays a list)
+# becomes an array of n slots indexed by the iteration; any other tape used only by
+# append and pop, an array that doubles when full, with a count of its values)
 
 
 def taped_range_loop(x, s):
@@ -648,37 +649,50 @@ def taped_zero_trip_loop(x, s, n):
     return acc * x[0]
 
 
+def taped_long_while_loop(x, s):
+    acc = 0  # an int, then floats
+    k = 0
+    while k < 40:  # past the 16 slots a growing tape starts with
+        acc = np.sin(acc * 0.5 + x[k % 3] * s)
+        k = k + 1
+    return acc
+
+
 def _tapes(text):
-    """The array tapes and the list tapes of a generated source."""
+    """The tapes of a generated source: indexed by an iteration, growing, and lists."""
     arrays = set(re.findall(r"(_tape_\w+) = nxrt\.tape\(", text))
+    growing = set(re.findall(r"(_tape_\w+?)_size = 0", text))
     lists = set(re.findall(r"(_tape_\w+) = \[\]", text))
-    return arrays, lists
+    return arrays - growing, growing, lists
 
 
 @pytest.mark.parametrize(
-    ("f", "arrays", "lists"),
+    ("f", "indexed", "growing"),
     [
         (taped_range_loop, {"_tape_acc"}, set()),
         (taped_nested_loops, set(), {"_tape_acc"}),  # pushed by both loops
         (taped_loop_in_a_branch, {"_tape_acc"}, set()),
         (taped_inside_a_branch, None, {"_tape_acc"}),  # pushed only where the branch runs
         (taped_while_loop, set(), {"_tape_acc", "_tape_k"}),
+        (taped_long_while_loop, set(), {"_tape_acc", "_tape_k"}),
         (taped_int_turned_float, {"_tape_acc"}, set()),
         (taped_array_state, {"_tape_h"}, set()),  # nxrt.tape: a list of n slots
     ],
 )
-def test_loop_tapes_under_jit(f, arrays, lists):
+def test_loop_tapes_under_jit(f, indexed, growing):
     check_reverse(f, X, 0.8, jit=False)
     grads = nx.jit(nx.grad(f, argnums=(0, 1)))
     want = [numeric_jacobian(f, (X, 0.8), i) for i in (0, 1)]
     for g, w in zip(grads(X, 0.8), want, strict=True):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"jit(grad) of {f.__name__}")
-    got_arrays, got_lists = _tapes(nx.source(grads))
-    if arrays is None:  # others too: those pushed in the branch
-        assert lists <= got_lists
+    got_indexed, got_growing, got_lists = _tapes(nx.source(grads))
+    assert not got_lists
+    if indexed is None:  # others too: those pushed in the branch
+        assert growing <= got_growing
     else:
-        assert (got_arrays, got_lists) == (arrays, lists)
-    assert not _tapes(nx.grad(f).source)[0]  # interpreted: lists, as they were
+        assert (got_indexed, got_growing) == (indexed, growing)
+    eager = _tapes(nx.grad(f).source)
+    assert eager[2] and not eager[0] | eager[1]  # interpreted: lists, as they were
 
 
 def test_an_array_tape_of_a_loop_that_may_not_run():
@@ -691,4 +705,4 @@ def test_an_array_tape_of_a_loop_that_may_not_run():
         ):
             for g, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{label}, n={n}")
-    assert _tapes(nx.source(grads)) == ({"_tape_acc"}, set())
+    assert _tapes(nx.source(grads)) == ({"_tape_acc"}, set(), set())
