@@ -25,7 +25,7 @@ of a later loop over ``range(S - 1, -1, -1)``, used nowhere else; neither loop i
 another (each runs at most once), ``L`` cannot ``break``, and neither body assigns its
 loop's variable, nor ``L``'s ``S``, which is assigned at most once, before ``L``.
 
-Any other list used only by ``append`` and ``pop`` (a ``while`` loop's, whose trip count
+Any other tape used only by ``append`` and ``pop`` (a ``while`` loop's, whose trip count
 is known only afterwards, a nested loop's, a branch's) keeps the list's every step with
 an array that doubles when full and a count of the values on it:
 
@@ -65,6 +65,11 @@ from numbax.transform.normalize_nodes import clone
 from numbax.transform.walk import walk
 
 _RUNTIME = "nxrt"
+
+TAPE_PREFIX = "_tape_"
+"""How reverse mode names its tapes (``_tape_x``). A growing tape is made only of those:
+reverse mode never pops an empty one, where a user's list raises IndexError and an
+array would read what is not there."""
 
 GROWN_FROM = 16
 """The slots a tape whose length is not known in advance starts with (it doubles)."""
@@ -193,12 +198,12 @@ def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
         read = gast.Subscript(_load(name), _load(back.target.id), gast.Load())
         pop.value = read
     for loop in {id(r[3]): r[3] for r in rewrites}.values():
-        loop.body = _merge_first_iteration(loop.body, allocations)
+        loop.body[:] = _merge_first_iteration(loop.body, allocations)  # places hold it
     done = {r[0] for r in rewrites}
     namer = Namer.for_function(fn)
     for init in list(fn.body):
         name = _empty_list(init)
-        if name is None or name in done:
+        if name is None or name in done or not name.startswith(TAPE_PREFIX):
             continue
         uses = _stack_uses(fn, name, stmts)
         if uses is not None:
