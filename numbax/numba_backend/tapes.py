@@ -208,7 +208,19 @@ def array_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
         uses = _stack_uses(fn, name, stmts)
         if uses is not None:
             _grow(name, init, *uses, places, namer.fresh(f"{name.lstrip('_')}_size"))
+            done.add(name)
+    left = [n.value.id for n in walk(fn) if _list_method(n) and n.value.id in done]
+    if left:  # a push or pop not rewritten would use the array as a list: never run it
+        raise AssertionError(f"numbax: tape {left[0]} was not rewritten everywhere")
     return fn
+
+
+def _list_method(node: gast.AST) -> bool:
+    return (
+        isinstance(node, gast.Attribute)
+        and node.attr in ("append", "pop")
+        and isinstance(node.value, gast.Name)
+    )
 
 
 def _stack_uses(fn, name, stmts) -> tuple[list, list] | None:
