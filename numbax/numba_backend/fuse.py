@@ -32,6 +32,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.numba_backend.kept_shapes import is_full_broadcast, keeps_shape, mark_kept_shapes
 from numbax.numba_backend.rematerialize import rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.names import Namer
@@ -132,20 +133,10 @@ class _Fuser:
         if isinstance(value, gast.Compare):
             return isinstance(value.ops[0], _ELEMENTWISE_COMPARES)
         if isinstance(value, gast.Call) and not value.keywords:
-            if self._is_full_broadcast(value):
+            if is_full_broadcast(value, self.resolver) or keeps_shape(value):
                 return True
             return _is_elementwise_callee(self.resolver.resolve(value.func), len(value.args))
         return False
-
-    def _is_full_broadcast(self, call: gast.Call) -> bool:
-        """``nxrt.broadcast_reduced(g, a, None, False)``: the cotangent of a full
-        reduction, a scalar spread over ``a``'s shape: elementwise, it is ``g`` itself."""
-        if self.resolver.resolve(call.func) is not runtime.broadcast_reduced:
-            return False
-        rest = call.args[2:]
-        return len(call.args) == 4 and all(
-            isinstance(a, gast.Constant) and a.value in (None, False) for a in rest
-        )
 
     def block(self, stmts: list[gast.stmt], live_after: Container[str]) -> list[gast.stmt]:
         """Fuse runs in ``stmts``; ``live_after`` are names read after this block."""
@@ -209,7 +200,7 @@ class _Fuser:
         inputs: list[str] = []
         for stmt in group:
             value = stmt.value
-            if isinstance(value, gast.Call) and self._is_full_broadcast(value):
+            if isinstance(value, gast.Call) and is_full_broadcast(value, self.resolver):
                 value = gast.Tuple(value.args[:2], gast.Load())  # reads g and a only
             for name in _reads(value):
                 if name not in defined and name not in inputs and self._is_data(name):
@@ -314,10 +305,18 @@ class _Fuser:
         return not (callable(value) or isinstance(value, types.ModuleType))
 
     def _scalar_statement(self, stmt: gast.Assign) -> gast.Assign:
-        """On scalars, ``np.where(c, a, b)`` is ``a if c else b``, and a full reduction's
-        spread cotangent is the cotangent (``a`` stays an input, for the shape)."""
+        """On scalars, ``np.where(c, a, b)`` is ``a if c else b``, a full reduction's
+        spread cotangent is the cotangent (``a`` stays an input, for the shape), and an
+        ``unbroadcast`` that keeps the shape converts the dtype alone."""
         value = stmt.value
-        if isinstance(value, gast.Call) and self._is_full_broadcast(value):
+        if isinstance(value, gast.Call) and keeps_shape(value):
+            convert = gast.Attribute(
+                gast.Name("nxrt", gast.Load(), None, None), "cotangent_as", gast.Load()
+            )
+            converted = gast.Assign(stmt.targets, gast.Call(convert, value.args, []), None)
+            converted.lineno = getattr(stmt, "lineno", None)
+            return converted
+        if isinstance(value, gast.Call) and is_full_broadcast(value, self.resolver):
             line = getattr(stmt, "lineno", None)
             first = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), "first", gast.Load())
             stmt = gast.Assign(stmt.targets, gast.Call(first, value.args[:2], []), None)
@@ -336,5 +335,7 @@ def fuse_elementwise(
 ) -> tuple[gast.FunctionDef, list[gast.FunctionDef]]:
     """Rewrite ``fn`` in place; return it and the scalar kernels it now calls."""
     fuser = _Fuser(fn, resolver, namer)
+    params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+    mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     return fn, fuser.kernels

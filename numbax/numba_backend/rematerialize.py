@@ -28,6 +28,7 @@ from collections.abc import Callable, Container
 
 import gast
 
+from numbax.numba_backend.kept_shapes import copy_mark
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.walk import name_ids, name_nodes
@@ -108,6 +109,7 @@ class _Block:
         for i in plan:
             copy = clone(self.stmts[i])
             copy.recomputed = True  # for the fused loop's name and line (fuse.py)
+            copy_mark(self.stmts[i], copy)
             for node in name_nodes(copy):
                 node.id = fresh.get(node.id, node.id)
             copies.append(copy)

@@ -1,4 +1,4 @@
-"""The helper of fused elementwise kernels (``numba_backend/fuse.py``)."""
+"""The helpers of fused elementwise kernels (``numba_backend/fuse.py``)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.registry import helper
 from numbax.runtime.seeds import grad_seed
 
@@ -15,6 +16,13 @@ def first(value: Any, like: Any) -> Any:
     """``value``: in a fused kernel, a scalar spread over ``like``'s elements (``like``
     is an argument only so that the kernel broadcasts to its shape)."""
     return value
+
+
+@helper
+def cotangent_as(value: Any, like: Any) -> Any:
+    """``unbroadcast(value, like)`` where ``value`` has ``like``'s shape (fused kernels:
+    ``numba_backend/kept_shapes.py``): only the conversion to like's cotangent dtype."""
+    return unbroadcast(value, like)
 
 
 @helper

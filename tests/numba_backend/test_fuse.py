@@ -1,6 +1,7 @@
 """Elementwise fusion under jit: same values and dtypes as NumPy, whatever the shapes."""
 
 import importlib.util
+import re
 
 import numpy as np
 import pytest
@@ -217,3 +218,50 @@ def test_long_chains_are_recomputed_up_to_a_bound(tmp_path):
     deep = _unrolled(40, tmp_path)
     jitted = nx.jit(deep)
     np.testing.assert_allclose(jitted(X), deep(X), rtol=1e-13)
+
+
+# -- cotangents that keep their shape join the fused loop (kept_shapes.py) --------------
+
+
+def weighted(x, w):
+    return np.sum(np.cos(x) * x * w)
+
+
+def real_of_complex(x, y):
+    return np.sum(np.real(np.exp(1j * x) * y))
+
+
+@pytest.mark.parametrize(
+    "x, w",
+    [
+        (np.linspace(0.1, 2.0, 6), np.linspace(1.0, 3.0, 6)),  # one shape: one adjoint loop
+        (np.linspace(0.1, 2.0, 6).reshape(3, 2), np.array([2.0, -1.0])),  # w broadcast
+        (np.linspace(0.1, 2.0, 6).astype(np.float32), np.float64(1.5)),  # a float32 x
+        (np.linspace(0.1, 2.0, 6), 1.5),  # a Python float
+    ],
+    ids=["same-shape", "broadcast", "float32", "python-float"],
+)
+def test_an_unbroadcast_that_keeps_the_shape_is_fused_and_one_that_sums_is_not(x, w):
+    grad = nx.jit(nx.grad(weighted, argnums=(0, 1)))
+    want = nx.grad(weighted, argnums=(0, 1))(x, w)
+    got = grad(x, w)
+    for g, expected in zip(got, want, strict=True):
+        assert np.shape(g) == np.shape(expected)
+        assert np.result_type(g) == np.result_type(expected)
+        rtol = 1e-5 if np.result_type(expected) == np.float32 else 1e-13
+        np.testing.assert_allclose(g, expected, rtol=rtol)
+    body = grad.source.split("def grad_weighted(x, w):")[1]
+    kernels = grad.source.split("def grad_weighted(x, w):")[0]
+    # cos(x)'s and x's cotangents come from x alone: they have its shape, whatever w's,
+    # and are converted in the loop; those of the products with w may have to be summed
+    # over axes where w broadcast x (or x broadcast w), known only when it runs
+    assert re.search(r"_ct_x = nxrt\.cotangent_as\(\w+, x\)", kernels)
+    assert "_ct_w = nxrt.unbroadcast(" in body
+
+
+def test_a_complex_cotangent_of_a_real_value_keeps_its_real_part_in_the_loop():
+    x, y = np.linspace(0.1, 2.0, 5), np.linspace(-1.0, 1.0, 5)
+    grad = nx.jit(nx.grad(real_of_complex, argnums=(0, 1)))
+    for g, expected in zip(grad(x, y), nx.grad(real_of_complex, argnums=(0, 1))(x, y), strict=True):
+        assert np.result_type(g) == np.float64
+        np.testing.assert_allclose(g, expected, rtol=1e-13)

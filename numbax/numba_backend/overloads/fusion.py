@@ -1,5 +1,6 @@
 """Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
-compiles as it is; ``seed_of_sum`` is decided by types alone."""
+compiles as it is; ``cotangent_as`` converts a scalar; ``seed_of_sum`` is decided by
+types alone."""
 
 from __future__ import annotations
 
@@ -9,10 +10,26 @@ from numba.core.registry import cpu_target
 from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
-from numbax.runtime.fusion import first, seed_of_sum
+from numbax.runtime.fusion import cotangent_as, first, seed_of_sum
 from numbax.runtime.seeds import grad_seed
 
 register_jitable(first)
+
+
+@overload(cotangent_as)
+def _cotangent_as_jit(value, like):
+    """On scalars, as ``unbroadcast`` converts: to like's dtype when it is inexact (the
+    real part of a complex value for a real like), else value's own."""
+    if not isinstance(value, types.Number | types.Boolean) or not isinstance(
+        like, types.Number | types.Boolean
+    ):
+        return None
+    if not isinstance(like, types.Float | types.Complex) or like == value:
+        return lambda value, like: value
+    cast = as_dtype(like).type
+    if isinstance(value, types.Complex) and not isinstance(like, types.Complex):
+        return lambda value, like: cast(value.real)
+    return lambda value, like: cast(value)
 
 
 @overload(seed_of_sum)

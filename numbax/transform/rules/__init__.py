@@ -64,7 +64,7 @@ __all__ = [
 WITHOUT_DERIVATIVE_RULES = frozenset(
     # vmap's loop over examples: transformations compose with the vmapped function as a
     # whole, never reading its loop; fused kernels: written after every transformation.
-    ["batch_size", "batch_take", "batch_empty", "batch_put", "first", "seed_of_sum"]
+    ["batch_size", "batch_take", "batch_empty", "batch_put", "first", "cotangent_as", "seed_of_sum"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
