@@ -174,7 +174,7 @@ def generate(
     The generated function reads the user's globals and closure cells when it runs, as
     the user's function does (Python's eager semantics, and JAX's for un-jitted
     transformations); ``jit`` compiles it with the values of the moment instead."""
-    cache = (_identity(fun), transformation, key)
+    cache = (cache_identity(fun), transformation, key)
     cached = _generated.get(cache)
     if cached is not None and cached.current():
         return cached
@@ -276,7 +276,7 @@ def params(fn: gast.FunctionDef) -> list[str]:
     return [a.id for a in fn.args.posonlyargs + fn.args.args]
 
 
-def _identity(fun: Any) -> Any:
+def cache_identity(fun: Any) -> Any:
     """``fun`` in the cache of generated functions: by :func:`live_key` (a lambda made
     anew with the same code and cells shares its derivative), else by itself."""
     key = live_key(fun)

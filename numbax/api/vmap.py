@@ -34,7 +34,13 @@ import numpy as np
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, user_origin, where
-from numbax.api.transformed import Generated, callee_derivative, generate
+from numbax.api.transformed import (
+    Derivatives,
+    Generated,
+    cache_identity,
+    callee_derivative,
+    generate,
+)
 from numbax.codegen.emit import emit_function
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.variadic import takes_star_args
@@ -63,12 +69,12 @@ from numbax.transform.batch.derivatives import (
     vjp_function,
 )
 from numbax.transform.batch.loop import loop_function
-from numbax.transform.batch.vectorize import rank_of, vectorize
+from numbax.transform.batch.vectorize import KEEP, OUTPUT, rank_of, vectorize
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.rules.batch_kinds import Decline
+from numbax.transform.rules.batch_kinds import Decline, Value
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 __all__ = ["vmap"]
@@ -232,20 +238,36 @@ class Batched(Rewritten):
         if all(a is None for a in axes):
             return Decline("no argument is mapped (axis_size alone)")
 
-        def build(fn: Any, source: Any, _derive: Any) -> Any:
+        key = ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name))
+        identity = (cache_identity(self.by_position), key)
+        if identity in _vectorizing:  # a function that calls itself on batched values
+            return Decline(f"{display_name(self.fun)} calls itself (vmap loops)")
+
+        def build(fn: Any, source: Any, derive: Derivatives) -> Any:
             resolver = Resolver(source, local_names(fn))
-            return vectorize(
-                fn, source, resolver, self.name, axes, ranks, self.out_axes, self.axis_name
+            tree = vectorize(
+                fn,
+                source,
+                resolver,
+                self.name,
+                axes,
+                ranks,
+                self.out_axes,
+                self.axis_name,
+                _call_batched(derive),
             )
+            _outputs[identity] = getattr(tree, OUTPUT)
+            return tree
 
         described = ", ".join(
             f"{p}: {r}" for p, r in zip(self.parameters("vmap"), ranks, strict=True)
         )
+        _vectorizing.add(identity)
         try:
             generated = generate(
                 self.by_position,
                 "vmap",
-                ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name)),
+                key,
                 build,
                 note=f"vectorized: the whole batch at once; in_axes={axes!r}, "
                 f"out_axes={self.out_axes!r}; ranks per example: {described}",
@@ -254,6 +276,8 @@ class Batched(Rewritten):
             return decline
         except TransformError as error:  # a source numbax cannot read: the loop calls it
             return Decline(error.detail)
+        finally:
+            _vectorizing.discard(identity)
         if isinstance(self.fun, Jitted):  # vmap(jit(f)): the batched code is compiled
             return Generated(
                 Jitted(generated.function, **self.fun.options), generated.text, generated.source
@@ -472,6 +496,38 @@ class Batched(Rewritten):
         )
         callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
         return _loaded(tree, header, {callee: batched}, self.fun, of=self.__numbax_function__())
+
+
+_vectorizing: set[tuple] = set()  # vectorized functions being generated (recursion)
+_outputs: dict[tuple, Value] = {}  # of each vectorized function: what it returns
+
+
+def _call_batched(derive: Derivatives) -> Callable[[Any, tuple, tuple], tuple[str, Value]]:
+    """How vectorized code calls a function on batched values (``vectorize``'s
+    ``call_batched``): its own vectorized version, with each output batched where it
+    depends on the batch, bound in the generated module as ``_vmap_<name>``."""
+
+    def call(callee: Any, axes: tuple, ranks: tuple) -> tuple[str, Value]:
+        batched = Batched(callee, in_axes=axes, out_axes=KEEP)
+        program = batched.vectorized(axes, ranks)
+        if isinstance(program, Decline):
+            raise Decline(f"a call to {display_name(callee)}, which does not vectorize: {program}")
+        key = ("vectorized", repr(axes), ranks, repr(KEEP), repr(None))
+        output = _outputs[(cache_identity(batched.by_position), key)]
+        value = program.function
+        if value in derive.names:
+            return derive.names[value], output
+        base = name = f"_{batched.name}"
+        count = 1
+        while name in derive.taken or name in derive.bindings:
+            count += 1
+            name = f"{base}_{count}"
+        derive.names[value] = name
+        derive.bindings[name] = value
+        derive.generated.append(program)
+        return name, output
+
+    return call
 
 
 def _loaded(

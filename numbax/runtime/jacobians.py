@@ -153,18 +153,21 @@ def jac_unflatten(jac: np.ndarray, out: Any, x: Any) -> Any:
     """The flat Jacobian ``jac`` as JAX gives it: ``out``'s structure holding, at each
     of its leaves, ``x``'s structure, each leaf ``jac``'s block of that output leaf's
     rows and that input leaf's columns shaped ``shape(out_leaf) + shape(x_leaf)``;
-    a scalar where both leaves are scalars (not 0-d arrays)."""
+    a scalar where both leaves are scalars (not 0-d arrays). A 3-d ``jac`` is a batch of
+    buffers (``vmap`` of a Jacobian): every leaf keeps its leading batch axis."""
     out_leaves, out_tree = tree_util.tree_flatten(out)
     x_leaves, x_tree = tree_util.tree_flatten(x)
+    batch = np.shape(jac)[:-2]
     rows, r = [], 0
     for o in out_leaves:
         m, row, c = int(np.size(o)), [], 0
         for leaf in x_leaves:
             n = int(np.size(leaf))
             if not isinstance(o, np.ndarray) and not isinstance(leaf, np.ndarray):
-                row.append(jac[r, c])
+                row.append(jac[..., r, c] if batch else jac[r, c])
             else:
-                row.append(jac[r : r + m, c : c + n].reshape(np.shape(o) + np.shape(leaf)))
+                block = jac[..., r : r + m, c : c + n]
+                row.append(block.reshape(batch + np.shape(o) + np.shape(leaf)))
             c += n
         rows.append(tree_util.tree_unflatten(x_tree, row))
         r += m

@@ -209,17 +209,21 @@ def _jac_unflatten_jit(jac, out, x):
     row_lines, out_leaves = _offsets("jac_unflatten", "out", out, "r")
     column_lines, x_leaves = _offsets("jac_unflatten", "x", x, "c")
     lines = ["def impl(jac, out, x):", *row_lines, *column_lines]
+    batched = isinstance(jac, types.Array) and jac.ndim == 3  # a batch of buffers
+    lead, batch = (":, ", "(jac.shape[0],)") if batched else ("", None)
     blocks = []
     for i, (op, ot) in enumerate(out_leaves):
         names = []
         for j, (xp, xt) in enumerate(x_leaves):
             shapes = [s for s in (_leaf_shape(f"out{op}", ot), _leaf_shape(f"x{xp}", xt)) if s]
             if not shapes:
-                value = f"jac[r{i}, c{j}]"
+                value = f"jac[{lead}r{i}, c{j}]"
+                if batched:
+                    value = f"np.ascontiguousarray({value})"
             else:
                 value = (
-                    f"np.ascontiguousarray(jac[r{i} : r{i + 1}, c{j} : c{j + 1}])"
-                    f".reshape({' + '.join(shapes)})"
+                    f"np.ascontiguousarray(jac[{lead}r{i} : r{i + 1}, c{j} : c{j + 1}])"
+                    f".reshape({' + '.join(([batch] if batch else []) + shapes)})"
                 )
             lines.append(f"    leaf{i}_{j} = {value}")
             names.append(f"leaf{i}_{j}")
