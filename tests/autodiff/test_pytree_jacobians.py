@@ -272,3 +272,59 @@ def test_structures_match_jax():
             assert_tree_close(getattr(nx, mode)(ours)(arg), want, f"{mode} against JAX")
     want = as_numpy(jax.hessian(lambda q: jnp.sum(q["w"] ** 2) + jnp.sum(jnp.sin(q["b"])))(P))
     assert_tree_close(nx.hessian(dict_loss)(P), want, "hessian against JAX")
+
+
+# -- jacfwd is one vmap of the JVP over the whole basis ---------------------------------------
+
+
+def sum_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def bins(x):  # a JVP that cannot vectorize (a store at an index x chooses): vmap loops
+    y = np.zeros(3)
+    for i in range(3):
+        y[int(x[i] > 0)] += x[i] * x[i]
+    return y
+
+
+def _column_by_column(f, x):
+    """The Jacobian as one JVP per basis vector (the loop method)."""
+    basis = np.eye(x.size).reshape((x.size, *x.shape))
+    columns = [nx.jvp(f, (x,), (e,))[1] for e in basis]
+    return np.moveaxis(np.asarray(columns), 0, -1)
+
+
+def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
+    x = np.linspace(-1.5, 2.0, 6)
+    hessian = nx.hessian(sum_logistic)
+    source = nx.source(hessian)
+    assert "_d_x = nxrt.jac_basis_all(x)\n" in source
+    assert "for _column" not in source  # no loop over the columns
+    want = numeric_tree_hessian(sum_logistic, (x,), 0)
+    looped = _column_by_column(nx.grad(sum_logistic), x)
+    for label, got in (("eager", hessian(x)), ("jit", nx.jit(hessian)(x))):
+        assert got.shape == (6, 6), label
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=label)
+        np.testing.assert_allclose(got, looped, rtol=1e-12, atol=1e-15, err_msg=label)
+    batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_sum_logistic"]
+    assert "vectorized: the whole batch at once" in batched.source  # the primal runs once
+    assert "nxrt.batch_repeat(_d_jac, _size)" in batched.source
+
+
+def test_jacfwd_of_a_jvp_that_loops():
+    x = np.array([0.3, -1.2, 2.0])
+    jacobian = nx.jacfwd(bins)
+    want = numeric_tree_jacobian(bins, (x,), 0)
+    np.testing.assert_allclose(jacobian(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(jacobian(x), _column_by_column(bins, x), rtol=1e-12)
+    batched = jacobian.generated().function.__globals__["_vmap_jvp_bins"]
+    assert "one call per example" in batched.source
+
+
+def test_jacfwd_of_scalars_and_0d_arrays():
+    for x in (1.5, np.array(1.5)):
+        got = nx.jacfwd(sum_logistic)(x)
+        s = 1.0 / (1.0 + np.exp(-1.5))
+        assert np.shape(got) == ()
+        np.testing.assert_allclose(got, s * (1.0 - s), rtol=1e-12)

@@ -77,6 +77,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
     + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis"]
+    + ["jac_basis_all", "ravel_batch", "unravel_batch"]
     + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]

@@ -60,7 +60,13 @@ define(nxrt.jac_flatten, "tree, out, x",
        linear="nxrt.jac_flatten(tree, out, x)",
        vjp="nxrt.jac_unflatten(g, out, x)",
        samples=["tree[3, 2, 4], np.zeros((3, 2)), np.zeros(4)"])
+define(nxrt.ravel_batch, "x",
+       linear="nxrt.ravel_batch(x)",                      vjp="nxrt.unravel_batch(g, x)",
+       samples=["x[3, 2]"])
+define(nxrt.unravel_batch, "flat, like",
+       linear="nxrt.unravel_batch(flat, like)",           vjp="nxrt.ravel_batch(g)",
+       samples=["flat[3, 2], np.zeros((3, 2))"])
 # fmt: on
 
-nondifferentiable([nxrt.jac_size, nxrt.jac_basis])
+nondifferentiable([nxrt.jac_size, nxrt.jac_basis, nxrt.jac_basis_all])
 nondifferentiable([nxrt.jac_buffer], batch=_buffer)
