@@ -328,3 +328,40 @@ def test_jacfwd_of_scalars_and_0d_arrays():
         s = 1.0 / (1.0 + np.exp(-1.5))
         assert np.shape(got) == ()
         np.testing.assert_allclose(got, s * (1.0 - s), rtol=1e-12)
+
+
+_HESSIAN_SCRIPT = """
+import numpy as np
+import numbax as nx
+
+def sum_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+print(nx.jit(nx.hessian(sum_logistic))(np.linspace(-1.0, 1.0, 4)).tolist())
+"""
+
+
+def test_a_later_process_loads_the_compiled_hessian_from_the_disk_cache(tmp_path):
+    """The vectorized JVP that jacfwd calls is compiled per call for the arguments'
+    ranks; a new process must find all of it on disk and compile nothing."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "hessian.py"
+    script.write_text(_HESSIAN_SCRIPT)
+    env = {
+        **os.environ,
+        "NUMBAX_CACHE_DIR": str(tmp_path / "cache"),
+        "NUMBAX_COMPILE_LOG": "1",
+        "NUMBAX_COMPILE_LOG_SECONDS": "0",
+    }
+    runs = [
+        subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert runs[0].stdout == runs[1].stdout
+    assert "numbax: compiled" in runs[0].stderr
+    assert "numbax: compiled" not in runs[1].stderr, runs[1].stderr[-3000:]

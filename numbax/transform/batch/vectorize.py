@@ -23,6 +23,10 @@ is made batched where it is allocated, and its stores index past the batch axis:
                                              _d_jac = nxrt.batch_repeat(_d_jac, _size)
     _d_jac[_row, :] = _d_row                 _d_jac[:, _row, :] = _d_row
 
+A line the batch shares moves up past the batched lines just before it that it does
+not depend on: shared work runs together, and batched elementwise lines stay one run
+for ``jit`` to fuse into one loop over the batch.
+
 A branch or loop that depends on a mapped value, a store into a buffer that is not
 freshly allocated (a view or a parameter, whose owner would miss the store), a
 recursive call or an operation without a batching rule raises :class:`Decline` naming
