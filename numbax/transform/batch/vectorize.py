@@ -285,15 +285,16 @@ class _Vectorizer:
     def _place(self, out: list[tuple[gast.stmt, bool | None]], stmt: gast.stmt) -> None:
         """Append ``stmt`` to ``out`` (each statement with whether it assigns batched
         values; None: not an assignment to names). A shared computation moves up past
-        the batched assignments just before it that neither read nor write what it
-        writes nor write what it reads: the work the batch shares runs together, and
-        the batched elementwise lines form one run, which ``jit`` fuses into one loop
-        over the batch."""
+        the batched assignments just before it that only compute their values (a call
+        may change its arguments in place) and neither read nor write what it writes
+        nor write what it reads: the work the batch shares runs together, and the
+        batched elementwise lines form one run, which ``jit`` fuses into one loop over
+        the batch."""
         batched = self._assigns_batched(stmt)
         k = len(out)
         if batched is False and self.pure(stmt.value):
             read, written = set(names([stmt.value])), set(names([stmt], gast.Store))
-            while k > 0 and out[k - 1][1]:
+            while k > 0 and out[k - 1][1] and self.pure(out[k - 1][0].value):
                 before = out[k - 1][0]
                 before_read, before_written = (
                     set(names([before.value])),
