@@ -276,7 +276,8 @@ def _vmap_binding(derive: Derivatives) -> Callable[[str, tuple, Any], str]:
         while vmapped in derive.taken or vmapped in derive.bindings:
             count += 1
             vmapped = f"{base}_{count}"
-        derive.bindings[vmapped] = Batched(derive.bindings[name], in_axes, out_axes)
+        jvp = derive.bindings[name]
+        derive.bindings[vmapped] = Batched(jvp, in_axes, out_axes, per_example_callbacks=True)
         return vmapped
 
     return batch

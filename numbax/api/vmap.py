@@ -106,7 +106,12 @@ class Batched(Rewritten):
         axis_name: Any = None,
         axis_size: int | None = None,
         method: str | None = None,
+        *,
+        per_example_callbacks: bool = False,
     ) -> None:
+        """``per_example_callbacks``: a ``pure_callback`` without ``vmap_method`` is
+        called once per example (the loop), where ``vmap`` itself refuses it as JAX does
+        (``jacfwd``'s columns call it one by one)."""
         if method not in _METHODS:
             raise ValueError(
                 f"vmap(method={method!r}): method is None (choose for each call), "
@@ -118,6 +123,7 @@ class Batched(Rewritten):
         self.axis_size = axis_size
         self.axis_name = axis_name
         self.method = method
+        self.per_example_callbacks = per_example_callbacks
         self._loops: dict[str, Generated] = {}
         self._vectorized: dict[tuple, Generated | Decline] = {}
         self._dispatchers: dict[tuple, Any] = {}
@@ -162,7 +168,14 @@ class Batched(Rewritten):
         return self._by_position_calls[key]
 
     def _key(self) -> tuple:
-        return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
+        return (
+            self.in_axes,
+            self.out_axes,
+            self.axis_size,
+            self.axis_name,
+            self.method,
+            self.per_example_callbacks,
+        )
 
     # -- calling ------------------------------------------------------------------------
     def _axes(self, n_positional: int, keywords: tuple[str, ...]) -> tuple:
@@ -208,6 +221,8 @@ class Batched(Rewritten):
     def program(self, axes: tuple, ranks: tuple) -> Generated:
         """What a call runs for these axes and per-example ranks: the vectorized
         function where it can be, else the loop (``method`` may force either)."""
+        if self.per_example_callbacks and self._callbacks_refused:
+            return self.loop(axes)
         self._callbacks_checked  # noqa: B018 (raises for a callback JAX does not batch)
         if self.method != "loop":
             vectorized = self.vectorized(axes, ranks)
@@ -407,6 +422,15 @@ class Batched(Rewritten):
         return True
 
     @functools.cached_property
+    def _callbacks_refused(self) -> bool:
+        """Whether the function makes a callback that ``vmap`` may not batch."""
+        try:
+            self._callbacks_checked  # noqa: B018
+        except NotImplementedError:
+            return True
+        return False
+
+    @functools.cached_property
     def _source(self) -> FunctionSource:
         return read_function(self.by_position, "vmap")
 
@@ -493,6 +517,7 @@ class Batched(Rewritten):
             axis_name=self.axis_name,
             axis_size=self.axis_size,
             method=self._derivative_method(),
+            per_example_callbacks=self.per_example_callbacks,
         )
         callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
         return _loaded(tree, header, {callee: batched}, self.fun, of=self.__numbax_function__())
