@@ -26,7 +26,7 @@ from numbax.api.callable import NumbaxFunction
 from numbax.api.jit import Jitted
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
-from numbax.codegen.fingerprint import fingerprint
+from numbax.codegen.fingerprint import callable_identity, fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
 from numbax.codegen.reuse import live_key
 from numbax.codegen.variadic import fixed_arity
@@ -219,6 +219,12 @@ def generate(
     key_text = cache_key(emitted.text, fingerprint(bindings))
     module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
     function = live_function(module, tree.name, bindings, source.live)
+    # Closures of one factory share the module (the text and what numbax binds) and
+    # differ in what they read live: code that binds this function (vmap's loop of a
+    # Jacobian's JVP) is keyed by the user's function too, closure values included.
+    function.__numbax_identity__ = lambda: (
+        f"{module.__name__}.{tree.name} of {callable_identity(source.func)}"
+    )
     setattr(function, effects.EFFECT_FREE, pure)
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
     generated = Generated(

@@ -365,3 +365,24 @@ def test_a_later_process_loads_the_compiled_hessian_from_the_disk_cache(tmp_path
     assert runs[0].stdout == runs[1].stdout
     assert "numbax: compiled" in runs[0].stderr
     assert "numbax: compiled" not in runs[1].stderr, runs[1].stderr[-3000:]
+
+
+def _selection(name):
+    def total(x, y):
+        if name == "where":
+            return np.sum(np.where(x > 0, x * y, y**3))
+        return np.sum(np.clip(x * x, y, 0.5) * y)
+
+    return total
+
+
+def test_jacobians_of_closures_of_one_factory_are_their_own():
+    """Closures of one factory share their derivatives' text and differ in what they
+    read: the vmapped JVP of one must not serve the other."""
+    x, y = np.array([0.5, -0.6, 0.2]), np.array([0.1, 0.2, 0.15])
+    for name in ("clip", "where", "clip"):
+        grad = nx.grad(_selection(name), argnums=(0, 1))
+        for k in (0, 1):
+            forward, reverse = nx.jacfwd(grad, argnums=k)(x, y), nx.jacrev(grad, argnums=k)(x, y)
+            for got, want in zip(forward, reverse, strict=True):
+                np.testing.assert_allclose(got, want, err_msg=f"{name}, argument {k}")
