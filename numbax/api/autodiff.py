@@ -20,6 +20,7 @@ from numbax import tree_util
 from numbax.api.callable import callable_target
 from numbax.api.per_arity import PerArity
 from numbax.api.transformed import Derivatives, Generated, Transformed, callee_derivative, params
+from numbax.api.vmap import Batched
 from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.runtime.seeds import grad_dtype_check
@@ -223,8 +224,9 @@ def value_and_grad(
 
 
 class Jacobian(Transformed):
-    """``jacfwd(f)`` / ``jacrev(f)``: ``f(x).shape + x.shape``, by a loop of JVPs over
-    the input's basis or of VJPs over the output's basis, in generated source."""
+    """``jacfwd(f)`` / ``jacrev(f)``: ``f(x).shape + x.shape``, by ``vmap`` of the JVP
+    over the input's whole basis or a loop of VJPs over the output's basis, in generated
+    source."""
 
     def __init__(
         self, fun: Callable, argnums: Argnums, has_aux: bool, forward: bool, holomorphic: bool
@@ -248,6 +250,7 @@ class Jacobian(Transformed):
             derive,
             f"{self.transformation}_{source.name.lstrip('_')}",
             forward=self.forward,
+            batch=_vmap_binding(derive),
             has_aux=self.has_aux,
             callee_name=f"_{source.name.lstrip('_')}",
             as_tuple=self.as_tuple,
@@ -263,10 +266,28 @@ class Jacobian(Transformed):
         return self.generated().function(*args, **kwargs)
 
 
+def _vmap_binding(derive: Derivatives) -> Callable[[str, tuple, Any], str]:
+    """Binds ``vmap`` of a function the module binds already (a Jacobian's JVP) as
+    ``_vmap_<name>``."""
+
+    def batch(name: str, in_axes: tuple, out_axes: Any) -> str:
+        base = vmapped = f"_vmap{name}"
+        count = 1
+        while vmapped in derive.taken or vmapped in derive.bindings:
+            count += 1
+            vmapped = f"{base}_{count}"
+        jvp = derive.bindings[name]
+        derive.bindings[vmapped] = Batched(jvp, in_axes, out_axes, per_example_callbacks=True)
+        return vmapped
+
+    return batch
+
+
 def jacfwd(
     fun: Callable, argnums: Argnums = 0, has_aux: bool = False, holomorphic: bool = False
 ) -> Jacobian | PerArity:
-    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): one JVP per input element.
+    """The Jacobian by forward mode (JAX's ``jax.jacfwd``): ``vmap`` of the JVP over the
+    input's basis (vectorized where the JVP's body batches: the primal then runs once).
     Inputs are real unless ``holomorphic`` (then inputs and outputs are complex), as JAX."""
     if takes_star_args(fun):
         return PerArity(fun, lambda f: jacfwd(f, argnums, has_aux, holomorphic), "jacfwd")

@@ -26,7 +26,7 @@ from numbax.api.callable import NumbaxFunction
 from numbax.api.jit import Jitted
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
-from numbax.codegen.fingerprint import fingerprint
+from numbax.codegen.fingerprint import callable_identity, fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
 from numbax.codegen.reuse import live_key
 from numbax.codegen.variadic import fixed_arity
@@ -174,7 +174,7 @@ def generate(
     The generated function reads the user's globals and closure cells when it runs, as
     the user's function does (Python's eager semantics, and JAX's for un-jitted
     transformations); ``jit`` compiles it with the values of the moment instead."""
-    cache = (_identity(fun), transformation, key)
+    cache = (cache_identity(fun), transformation, key)
     cached = _generated.get(cache)
     if cached is not None and cached.current():
         return cached
@@ -219,6 +219,12 @@ def generate(
     key_text = cache_key(emitted.text, fingerprint(bindings))
     module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
     function = live_function(module, tree.name, bindings, source.live)
+    # Closures of one factory share the module (the text and what numbax binds) and
+    # differ in what they read live: code that binds this function (vmap's loop of a
+    # Jacobian's JVP) is keyed by the user's function too, closure values included.
+    function.__numbax_identity__ = lambda: (
+        f"{module.__name__}.{tree.name} of {callable_identity(source.func)}"
+    )
     setattr(function, effects.EFFECT_FREE, pure)
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
     generated = Generated(
@@ -276,7 +282,7 @@ def params(fn: gast.FunctionDef) -> list[str]:
     return [a.id for a in fn.args.posonlyargs + fn.args.args]
 
 
-def _identity(fun: Any) -> Any:
+def cache_identity(fun: Any) -> Any:
     """``fun`` in the cache of generated functions: by :func:`live_key` (a lambda made
     anew with the same code and cells shares its derivative), else by itself."""
     key = live_key(fun)

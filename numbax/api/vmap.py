@@ -34,7 +34,13 @@ import numpy as np
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, user_origin, where
-from numbax.api.transformed import Generated, callee_derivative, generate
+from numbax.api.transformed import (
+    Derivatives,
+    Generated,
+    cache_identity,
+    callee_derivative,
+    generate,
+)
 from numbax.codegen.emit import emit_function
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.variadic import takes_star_args
@@ -63,12 +69,12 @@ from numbax.transform.batch.derivatives import (
     vjp_function,
 )
 from numbax.transform.batch.loop import loop_function
-from numbax.transform.batch.vectorize import rank_of, vectorize
+from numbax.transform.batch.vectorize import KEEP, OUTPUT, rank_of, vectorize
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.rules.batch_kinds import Decline
+from numbax.transform.rules.batch_kinds import Decline, Value
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 __all__ = ["vmap"]
@@ -100,7 +106,12 @@ class Batched(Rewritten):
         axis_name: Any = None,
         axis_size: int | None = None,
         method: str | None = None,
+        *,
+        per_example_callbacks: bool = False,
     ) -> None:
+        """``per_example_callbacks``: a ``pure_callback`` without ``vmap_method`` is
+        called once per example (the loop), where ``vmap`` itself refuses it as JAX does
+        (``jacfwd``'s columns call it one by one)."""
         if method not in _METHODS:
             raise ValueError(
                 f"vmap(method={method!r}): method is None (choose for each call), "
@@ -112,6 +123,7 @@ class Batched(Rewritten):
         self.axis_size = axis_size
         self.axis_name = axis_name
         self.method = method
+        self.per_example_callbacks = per_example_callbacks
         self._loops: dict[str, Generated] = {}
         self._vectorized: dict[tuple, Generated | Decline] = {}
         self._dispatchers: dict[tuple, Any] = {}
@@ -156,7 +168,14 @@ class Batched(Rewritten):
         return self._by_position_calls[key]
 
     def _key(self) -> tuple:
-        return (self.in_axes, self.out_axes, self.axis_size, self.axis_name, self.method)
+        return (
+            self.in_axes,
+            self.out_axes,
+            self.axis_size,
+            self.axis_name,
+            self.method,
+            self.per_example_callbacks,
+        )
 
     # -- calling ------------------------------------------------------------------------
     def _axes(self, n_positional: int, keywords: tuple[str, ...]) -> tuple:
@@ -202,6 +221,8 @@ class Batched(Rewritten):
     def program(self, axes: tuple, ranks: tuple) -> Generated:
         """What a call runs for these axes and per-example ranks: the vectorized
         function where it can be, else the loop (``method`` may force either)."""
+        if self.per_example_callbacks and self._callbacks_refused:
+            return self.loop(axes)
         self._callbacks_checked  # noqa: B018 (raises for a callback JAX does not batch)
         if self.method != "loop":
             vectorized = self.vectorized(axes, ranks)
@@ -232,20 +253,36 @@ class Batched(Rewritten):
         if all(a is None for a in axes):
             return Decline("no argument is mapped (axis_size alone)")
 
-        def build(fn: Any, source: Any, _derive: Any) -> Any:
+        key = ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name))
+        identity = (cache_identity(self.by_position), key)
+        if identity in _vectorizing:  # a function that calls itself on batched values
+            return Decline(f"{display_name(self.fun)} calls itself (vmap loops)")
+
+        def build(fn: Any, source: Any, derive: Derivatives) -> Any:
             resolver = Resolver(source, local_names(fn))
-            return vectorize(
-                fn, source, resolver, self.name, axes, ranks, self.out_axes, self.axis_name
+            tree = vectorize(
+                fn,
+                source,
+                resolver,
+                self.name,
+                axes,
+                ranks,
+                self.out_axes,
+                self.axis_name,
+                _call_batched(derive),
             )
+            _outputs[identity] = getattr(tree, OUTPUT)
+            return tree
 
         described = ", ".join(
             f"{p}: {r}" for p, r in zip(self.parameters("vmap"), ranks, strict=True)
         )
+        _vectorizing.add(identity)
         try:
             generated = generate(
                 self.by_position,
                 "vmap",
-                ("vectorized", repr(axes), ranks, repr(self.out_axes), repr(self.axis_name)),
+                key,
                 build,
                 note=f"vectorized: the whole batch at once; in_axes={axes!r}, "
                 f"out_axes={self.out_axes!r}; ranks per example: {described}",
@@ -254,6 +291,8 @@ class Batched(Rewritten):
             return decline
         except TransformError as error:  # a source numbax cannot read: the loop calls it
             return Decline(error.detail)
+        finally:
+            _vectorizing.discard(identity)
         if isinstance(self.fun, Jitted):  # vmap(jit(f)): the batched code is compiled
             return Generated(
                 Jitted(generated.function, **self.fun.options), generated.text, generated.source
@@ -383,6 +422,15 @@ class Batched(Rewritten):
         return True
 
     @functools.cached_property
+    def _callbacks_refused(self) -> bool:
+        """Whether the function makes a callback that ``vmap`` may not batch."""
+        try:
+            self._callbacks_checked  # noqa: B018
+        except NotImplementedError:
+            return True
+        return False
+
+    @functools.cached_property
     def _source(self) -> FunctionSource:
         return read_function(self.by_position, "vmap")
 
@@ -469,9 +517,42 @@ class Batched(Rewritten):
             axis_name=self.axis_name,
             axis_size=self.axis_size,
             method=self._derivative_method(),
+            per_example_callbacks=self.per_example_callbacks,
         )
         callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
         return _loaded(tree, header, {callee: batched}, self.fun, of=self.__numbax_function__())
+
+
+_vectorizing: set[tuple] = set()  # vectorized functions being generated (recursion)
+_outputs: dict[tuple, Value] = {}  # of each vectorized function: what it returns
+
+
+def _call_batched(derive: Derivatives) -> Callable[[Any, tuple, tuple], tuple[str, Value]]:
+    """How vectorized code calls a function on batched values (``vectorize``'s
+    ``call_batched``): its own vectorized version, with each output batched where it
+    depends on the batch, bound in the generated module as ``_vmap_<name>``."""
+
+    def call(callee: Any, axes: tuple, ranks: tuple) -> tuple[str, Value]:
+        batched = Batched(callee, in_axes=axes, out_axes=KEEP)
+        program = batched.vectorized(axes, ranks)
+        if isinstance(program, Decline):
+            raise Decline(f"a call to {display_name(callee)}, which does not vectorize: {program}")
+        key = ("vectorized", repr(axes), ranks, repr(KEEP), repr(None))
+        output = _outputs[(cache_identity(batched.by_position), key)]
+        value = program.function
+        if value in derive.names:
+            return derive.names[value], output
+        base = name = f"_{batched.name}"
+        count = 1
+        while name in derive.taken or name in derive.bindings:
+            count += 1
+            name = f"{base}_{count}"
+        derive.names[value] = name
+        derive.bindings[name] = value
+        derive.generated.append(program)
+        return name, output
+
+    return call
 
 
 def _loaded(

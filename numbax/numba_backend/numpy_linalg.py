@@ -20,6 +20,7 @@ from numba import types
 from numba.core import errors
 from numba.extending import overload, register_jitable
 from numba.np import linalg as numba_linalg
+from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend import numpy_extra
 from numbax.numba_backend.generated import Code
@@ -443,13 +444,14 @@ def _solve_jit(a, b):
     if not isinstance(b, types.Array) or not isinstance(b.dtype, (types.Float, types.Complex)):
         raise _fail("solve", f"b must be a floating array, got {b}")
     nb = b.ndim
+    dt = np.result_type(as_dtype(a.dtype), as_dtype(b.dtype))  # known when typing
     if na == 2 and nb <= 2:
         return lambda a, b: np.linalg.solve(a, b)
     if na == 2:  # one matrix, a stack of right-hand sides
 
         def one_matrix(a, b):
             s = np.ascontiguousarray(b).reshape((-1, b.shape[nb - 2], b.shape[nb - 1]))
-            out = np.empty(s.shape, np.result_type(a.dtype, b.dtype))
+            out = np.empty(s.shape, dt)
             for k in range(s.shape[0]):
                 out[k] = np.linalg.solve(a, s[k])
             return out.reshape(b.shape)
@@ -461,12 +463,12 @@ def _solve_jit(a, b):
     def stack(a, b):
         s = np.ascontiguousarray(a).reshape((-1, a.shape[na - 2], a.shape[na - 1]))
         if nb == 1:
-            out = np.empty((s.shape[0], b.shape[0]), np.result_type(a.dtype, b.dtype))
+            out = np.empty((s.shape[0], b.shape[0]), dt)
             for k in range(s.shape[0]):
                 out[k] = np.linalg.solve(s[k], b)
             return out.reshape(a.shape[:-1])
         r = np.ascontiguousarray(b).reshape((s.shape[0], b.shape[nb - 2], b.shape[nb - 1]))
-        out = np.empty(r.shape, np.result_type(a.dtype, b.dtype))
+        out = np.empty(r.shape, dt)
         for k in range(s.shape[0]):
             out[k] = np.linalg.solve(s[k], r[k])
         return out.reshape(b.shape)

@@ -93,6 +93,17 @@ def batch_empty(first: Any, size: int, axis: Any) -> Any:
     return optree.tree_unflatten(treedef, out)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """Equal shapes and elements, NaN equal to NaN (an output that is NaN for every
+    example does not depend on the mapped axis)."""
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape:
+        return False
+    if a.dtype.kind in "fc" or b.dtype.kind in "fc":
+        return bool(np.all((a == b) | ((a != a) & (b != b))))
+    return bool(np.array_equal(a, b))
+
+
 @helper
 def batch_put(out: Any, i: int, axis: Any, value: Any, name: str) -> None:
     """Store example ``i`` into the batch ``out`` (in place). Where the axis is None the
@@ -101,7 +112,7 @@ def batch_put(out: Any, i: int, axis: Any, value: Any, name: str) -> None:
     values = optree.tree_leaves(value, none_is_leaf=False, namespace=NAMESPACE)
     for leaf, a, v in zip(leaves, leaf_axes, values, strict=True):
         if a is None:
-            if not np.array_equal(leaf, v):
+            if not _same(leaf, v):
                 raise ValueError(
                     f"vmap of {name} has an output that depends on the mapped axis, but "
                     "out_axes is None for it"
@@ -110,6 +121,15 @@ def batch_put(out: Any, i: int, axis: Any, value: Any, name: str) -> None:
         index = [slice(None)] * np.ndim(leaf)
         index[a % np.ndim(leaf)] = i
         leaf[tuple(index)] = v
+
+
+@helper
+def batch_repeat(x: Any, size: int) -> np.ndarray:
+    """``size`` copies of the array ``x`` along a new first axis: a buffer that the
+    vectorized code fills differently for each example (a new array, not a view)."""
+    out = np.empty((size, *np.shape(x)), np.result_type(x))
+    out[...] = x
+    return out
 
 
 @helper

@@ -64,6 +64,49 @@ def jac_basis(x: Any, k: int) -> Any:
     return tree_util.tree_unflatten(treedef, parts)
 
 
+@helper
+def jac_basis_all(x: Any) -> Any:
+    """Every standard basis vector of ``x``'s space at once, as a batch: ``x``'s
+    structure with each leaf shaped ``(jac_size(x),) + shape(leaf)`` (a scalar leaf: a
+    vector), its row ``k`` being :func:`jac_basis` ``(x, k)``. The tangents of all the
+    Jacobian's columns, for one ``vmap`` of the JVP (``jacfwd``)."""
+    leaves, treedef = tree_util.tree_flatten(x)
+    n = sum(int(np.size(leaf)) for leaf in leaves)
+    parts, offset = [], 0
+    for leaf in leaves:
+        size, dtype = int(np.size(leaf)), np.result_type(leaf)
+        part = np.zeros((n, size), dtype)
+        part[np.arange(offset, offset + size), np.arange(size)] = 1
+        parts.append(part.reshape((n, *np.shape(leaf))))
+        offset += size
+    return tree_util.tree_unflatten(treedef, parts)
+
+
+@helper
+def ravel_batch(x: Any) -> np.ndarray:
+    """A batch of pytrees (every leaf with the batch axis first) as a ``(batch, size)``
+    matrix: row ``b`` is :func:`ravel_pytree` of example ``b``."""
+    leaves = tree_util.tree_leaves(x)
+    rows = [np.reshape(leaf, (np.shape(leaf)[0], -1)) for leaf in leaves]
+    if len(rows) == 1:
+        return rows[0]
+    return np.concatenate(rows, axis=1)
+
+
+@helper
+def unravel_batch(flat: np.ndarray, like: Any) -> Any:
+    """The inverse of :func:`ravel_batch`: the ``(batch, size)`` matrix ``flat`` cut into
+    ``like``'s structure and leaf shapes (each with the batch axis first)."""
+    leaves, treedef = tree_util.tree_flatten(like)
+    parts, offset = [], 0
+    for leaf in leaves:
+        shape = np.shape(leaf)
+        n = int(np.prod(shape[1:], dtype=np.int64))
+        parts.append(flat[:, offset : offset + n].reshape(shape))
+        offset += n
+    return tree_util.tree_unflatten(treedef, parts)
+
+
 UNRAVEL_LENGTH = "unravel expects a vector as long as the one ravel_pytree returned"
 
 
@@ -153,18 +196,21 @@ def jac_unflatten(jac: np.ndarray, out: Any, x: Any) -> Any:
     """The flat Jacobian ``jac`` as JAX gives it: ``out``'s structure holding, at each
     of its leaves, ``x``'s structure, each leaf ``jac``'s block of that output leaf's
     rows and that input leaf's columns shaped ``shape(out_leaf) + shape(x_leaf)``;
-    a scalar where both leaves are scalars (not 0-d arrays)."""
+    a scalar where both leaves are scalars (not 0-d arrays). A 3-d ``jac`` is a batch of
+    buffers (``vmap`` of a Jacobian): every leaf keeps its leading batch axis."""
     out_leaves, out_tree = tree_util.tree_flatten(out)
     x_leaves, x_tree = tree_util.tree_flatten(x)
+    batch = np.shape(jac)[:-2]
     rows, r = [], 0
     for o in out_leaves:
         m, row, c = int(np.size(o)), [], 0
         for leaf in x_leaves:
             n = int(np.size(leaf))
             if not isinstance(o, np.ndarray) and not isinstance(leaf, np.ndarray):
-                row.append(jac[r, c])
+                row.append(jac[..., r, c] if batch else jac[r, c])
             else:
-                row.append(jac[r : r + m, c : c + n].reshape(np.shape(o) + np.shape(leaf)))
+                block = jac[..., r : r + m, c : c + n]
+                row.append(block.reshape(batch + np.shape(o) + np.shape(leaf)))
             c += n
         rows.append(tree_util.tree_unflatten(x_tree, row))
         r += m

@@ -29,6 +29,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -48,7 +49,8 @@ RUNTIME = "nxrt"
 _PURE_HELPERS = frozenset(
     """unbroadcast broadcast_like broadcast_reduced zeros_like ones_like owned tree_add
     mul_pow reshape_like split_like loop_cotangent jac_buffer jac_size jac_basis
-    ravel_pytree jac_unflatten jac_flatten unravel_pytree dot_vjp_a dot_vjp_b matmul_vjp_x
+    jac_basis_all ravel_batch unravel_batch ravel_pytree jac_unflatten jac_flatten
+    unravel_pytree dot_vjp_a dot_vjp_b matmul_vjp_x
     matmul_vjp_y tensordot_vjp_a tensordot_vjp_b cumsum_reverse prod_others
     prod_others_jvp cumprod_jvp cumprod_vjp tie_weights norm_weights xlogy
     matrix_transpose cast uncast ravel reduced_count transpose_axes inverse_axes
@@ -226,6 +228,13 @@ def effect_free(fn: gast.FunctionDef, source: FunctionSource) -> bool:
     """Whether ``fn`` (``source``'s function, normalized) has no effect but its value
     and the errors it raises (:func:`numbax.transform.analysis.effects.effect_free`)."""
     return effects.effect_free(fn, _Names(fn, source).pure_call)
+
+
+def pure_values(fn: gast.FunctionDef, source: FunctionSource | None) -> Callable[[gast.expr], bool]:
+    """Whether an expression of ``fn`` (``source``'s function) only computes its value
+    (no effect, no error of its own), as cleanup judges it."""
+    names = _Names(fn, source)
+    return lambda node: _pure(node, names)
 
 
 def _pure(node: gast.expr, names: _Names, may_raise: bool = False) -> bool:

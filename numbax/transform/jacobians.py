@@ -1,9 +1,22 @@
-"""Jacobians as generated source: a loop of JVPs over the input's basis (``jacfwd``) or
-of VJPs over the output's basis (``jacrev``), filling a flat buffer.
+"""Jacobians as generated source: ``vmap`` of the JVP over the input's whole basis
+(``jacfwd``), or a loop of VJPs over the output's basis (``jacrev``), filling a flat
+buffer.
 
 Written as ordinary core-language source that calls the function's own generated
 JVP/VJP, so a Jacobian is itself differentiable (``hessian = jacfwd(jacrev(f))``),
 jittable, and readable::
+
+    def jacfwd_f(x):
+        _out = f(x)
+        _jac = nxrt.jac_buffer(_out, x, 'jacfwd')
+        _d_x = nxrt.jac_basis_all(x)
+        _out_again, _d_out = _vmap_jvp_f(x, _d_x)
+        _jac[:, :] = np.transpose(nxrt.ravel_batch(_d_out))
+        return nxrt.jac_unflatten(_jac, _out, x)
+
+``_vmap_jvp_f`` is ``vmap(jvp_f, in_axes=(None, 0), out_axes=(None, 0))``: vectorized
+where the JVP's body batches (then the primal part runs once, on the shared ``x``),
+else a loop over the columns. ``jacrev`` loops over the output's rows::
 
     def jacrev_f(x):
         _out = f(x)
@@ -22,9 +35,13 @@ input's at each output leaf, each leaf shaped ``out_leaf.shape + x_leaf.shape``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gast
 
 from numbax.transform.ad_common import DeriveCallee, located, runtime_call, stored_into
+from numbax.transform.batch.nodes import dotted
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
@@ -32,6 +49,11 @@ from numbax.transform.normalize_nodes import assign, clone, load, store
 
 def _call(name: str, args: list[gast.expr]) -> gast.Call:
     return gast.Call(load(name), args, [])
+
+
+BatchCallee = Callable[[str, tuple, Any], str]
+"""``batch(name, in_axes, out_axes)``: the name under which the generated module calls
+``vmap`` of the function it binds as ``name``."""
 
 
 def jacobian_function(
@@ -42,6 +64,7 @@ def jacobian_function(
     name: str,
     *,
     forward: bool,
+    batch: BatchCallee | None = None,
     has_aux: bool = False,
     callee_name: str = "_fun",
     as_tuple: bool = False,
@@ -53,7 +76,8 @@ def jacobian_function(
     With ``as_tuple`` (JAX's tuple ``argnums``) the arguments are differentiated as one
     pytree, the tuple of them, in one loop: as in JAX, the result is the output's
     structure holding that tuple at each output leaf. ``holomorphic``: complex inputs
-    and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes)."""
+    and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes).
+    ``batch`` binds ``vmap`` of a derivative (``jacfwd``'s JVP over the basis)."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     stored = stored_into(fn)  # the primal call gets a copy of what it writes into
@@ -73,7 +97,7 @@ def jacobian_function(
         body.append(assign(x, gast.Tuple([load(p) for p in wrt], gast.Load())))
     else:
         x = wrt[0]
-    loop = _Loop(namer, derive, callee, params, positions, wrt, x, out, namer.fresh("jac"))
+    loop = _Loop(namer, derive, callee, params, positions, wrt, x, out, namer.fresh("jac"), batch)
     checks = [gast.Constant("jacfwd" if forward else "jacrev", None)]
     if holomorphic:
         checks.append(gast.Constant(True, None))
@@ -96,8 +120,8 @@ class _Loop:
     """The loop filling buffer ``jac`` with the Jacobian of ``out`` w.r.t. ``x`` (the
     argument ``wrt[0]``, or the tuple of the arguments ``wrt``)."""
 
-    def __init__(self, namer, derive, callee, params, positions, wrt, x, out, jac):
-        self.namer, self.derive, self.callee = namer, derive, callee
+    def __init__(self, namer, derive, callee, params, positions, wrt, x, out, jac, batch):
+        self.namer, self.derive, self.callee, self.batch = namer, derive, callee, batch
         self.params, self.positions, self.wrt = params, positions, wrt
         self.x, self.out, self.jac = x, out, jac
 
@@ -107,13 +131,16 @@ class _Loop:
         return [assign(packed, value), assign(targets, load(packed))]
 
     def forward_columns(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
+        """Every column at once: ``vmap`` of the JVP over the batch of the input's basis
+        vectors, the batch of output tangents raveled into the buffer's columns."""
         namer = self.namer
-        column = namer.fresh("column")
         tangents = [namer.fresh(f"d_{x.lstrip('_')}") for x in self.wrt]
         out_again, d_out = namer.fresh("out_again"), namer.fresh("d_out")
         jvp = self.derive(self.callee, "jvp", self.positions)
-        call = _call(jvp, [load(p) for p in self.params] + [load(t) for t in tangents])
-        basis = runtime_call("jac_basis", load(self.x), load(column))
+        in_axes = (None,) * len(self.params) + (0,) * len(tangents)
+        vmapped = self.batch(jvp, in_axes, (None, 0))
+        call = _call(vmapped, [load(p) for p in self.params] + [load(t) for t in tangents])
+        basis = runtime_call("jac_basis_all", load(self.x))
         if as_tuple:
             body = self._unpack(tangents, basis, namer.fresh(f"d_{self.x.lstrip('_')}"))
         else:
@@ -126,13 +153,11 @@ class _Loop:
             )
         else:
             body.append(assign(gast.Tuple([store(out_again), store(d_out)], gast.Store()), call))
-        every_row = gast.Slice(None, None, None)
-        target = gast.Subscript(
-            load(self.jac), gast.Tuple([every_row, load(column)], gast.Load()), gast.Store()
-        )
-        body.append(assign(target, runtime_call("ravel_pytree", load(d_out))))
-        size = runtime_call("jac_size", load(self.x))
-        return [gast.For(store(column), _call("range", [size]), body, [], None)]
+        every = gast.Tuple([gast.Slice(None, None, None)] * 2, gast.Load())
+        target = gast.Subscript(load(self.jac), every, gast.Store())
+        columns = gast.Call(dotted("np.transpose"), [runtime_call("ravel_batch", load(d_out))], [])
+        body.append(assign(target, columns))
+        return body
 
     def reverse_rows(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
         namer = self.namer

@@ -100,6 +100,23 @@ def picked(x, choice):  # np.choose, np.pad (compiled in the one program of thei
     return chosen + padded + np.pad(x[None], 1, "symmetric")[1, 1:4]
 
 
+def scaled_and_norm(x, w):  # one output per example, one the batch shares
+    return np.tanh(x) * w, np.sum(w * w)
+
+
+def calls_helpers(x, w):  # a call on batched values calls the helper's vectorized version
+    y, norm = scaled_and_norm(x, w)
+    return y / norm
+
+
+def fills_rows(x):  # a buffer that receives batched values is made batched where made
+    out = np.zeros((3, x.shape[0]))
+    for i in range(3):
+        out[i, :] = x * (i + 1.0)
+    out[1] = 0.5  # a shared value into the batched buffer
+    return out
+
+
 # (function, arguments, in_axes, out_axes)
 V3 = RNG.normal(size=(B, 3))
 CASES = {
@@ -130,6 +147,8 @@ CASES = {
     "arrays from values, select": (built_and_selected, (V3,), 0, 0),
     "choose, pad": (picked, (V3, RNG.integers(0, 4, size=(B, 3))), 0, 0),
     "choose by a shared index": (picked, (V3, np.array([2, 0, 1])), (0, None), 0),
+    "calls a helper": (calls_helpers, (V3, RNG.normal(size=3)), (0, None), 0),
+    "fills a buffer": (fills_rows, (V3,), 0, 0),
 }
 
 
@@ -148,7 +167,7 @@ def test_vectorized_equals_the_loop(case):
 JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "products"]
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
 JIT_CASES += ["accumulator", "reshape", "concatenate and stack", "embedding lookup"]
-JIT_CASES += ["arrays from values, select"]
+JIT_CASES += ["arrays from values, select", "calls a helper", "fills a buffer"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)
@@ -290,12 +309,24 @@ def while_on_example(x):
     return x
 
 
-def helper(x):
-    return x * 2.0
+def branching_helper(x):
+    if np.sum(x) > 0:
+        return x * 2.0
+    return x
 
 
-def calls_a_helper(x):
-    return helper(x) + 1.0
+def calls_a_branching_helper(x):
+    return branching_helper(x) + 1.0
+
+
+def halves(x, n):
+    if n == 0:
+        return x
+    return halves(x * 0.5, n - 1)
+
+
+def calls_itself(x):
+    return halves(x, 2)
 
 
 def scalar_accumulator(x):
@@ -309,17 +340,30 @@ def gathers_per_example(x):
     return x[2 - (x[0] > 0)]  # a batched array indexed by a batched index
 
 
-def stores_in_place(x):
+def stores_at_a_mapped_index(x):
     y = np.zeros(3)
-    y[0] = x[1]
+    y[(x[0] > 0) * 1] = x[1]
+    return y
+
+
+def stores_into_a_view(x):
+    y = np.zeros((2, 3))
+    row = y[0]
+    row[1] = x[1]
     return y
 
 
 DECLINED = {
     "if on a mapped value": (branch_on_example, "depends on a mapped value", "np.sum(x) > 0"),
     "while on a mapped value": (while_on_example, "depends on a mapped value", "while"),
-    "call to another function": (calls_a_helper, "a call to another function", "helper(x)"),
-    "in-place store": (stores_in_place, "in-place store", "y[0] = x[1]"),
+    "call to a helper that loops": (
+        calls_a_branching_helper,
+        "branching_helper, which does not vectorize",
+        "branching_helper(x)",
+    ),
+    "recursive call": (calls_itself, "halves calls itself", "halves(x, 2)"),
+    "store at a mapped index": (stores_at_a_mapped_index, "a scatter", "y[(x[0] > 0) * 1]"),
+    "store into a view": (stores_into_a_view, "which may be a view", "row = y[0]"),
     "gather": (gathers_per_example, "indexing by a mapped value", "x[2 - (x[0] > 0)]"),
     "scalar accumulator": (scalar_accumulator, "starts as a scalar the batch shares", "for i"),
 }
@@ -338,6 +382,17 @@ def test_what_cannot_be_vectorized_loops(case):
     assert line in str(error.value)
     assert fun.__name__ in str(error.value)
     assert f"{__file__}, line " in str(error.value)
+
+
+def test_calls_and_buffers_read_as_the_batch_written_by_hand():
+    called = nx.vmap(calls_helpers, (0, None))
+    called(V3, M[0])
+    assert "_scaled_and_norm = _vmap_scaled_and_norm(x, w)\n" in called.source
+    filled = nx.vmap(fills_rows)
+    filled(V3)
+    assert "out = nxrt.batch_repeat(out, _size)\n" in filled.source
+    assert "out[:, i, :] = _mul\n" in filled.source
+    assert "out[:, 1] = 0.5\n" in filled.source
 
 
 def test_loop_method_is_kept_when_asked():

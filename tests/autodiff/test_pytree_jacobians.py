@@ -272,3 +272,117 @@ def test_structures_match_jax():
             assert_tree_close(getattr(nx, mode)(ours)(arg), want, f"{mode} against JAX")
     want = as_numpy(jax.hessian(lambda q: jnp.sum(q["w"] ** 2) + jnp.sum(jnp.sin(q["b"])))(P))
     assert_tree_close(nx.hessian(dict_loss)(P), want, "hessian against JAX")
+
+
+# -- jacfwd is one vmap of the JVP over the whole basis ---------------------------------------
+
+
+def sum_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def bins(x):  # a JVP that cannot vectorize (a store at an index x chooses): vmap loops
+    y = np.zeros(3)
+    for i in range(3):
+        y[int(x[i] > 0)] += x[i] * x[i]
+    return y
+
+
+def _column_by_column(f, x):
+    """The Jacobian as one JVP per basis vector (the loop method)."""
+    basis = np.eye(x.size).reshape((x.size, *x.shape))
+    columns = [nx.jvp(f, (x,), (e,))[1] for e in basis]
+    return np.moveaxis(np.asarray(columns), 0, -1)
+
+
+def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
+    x = np.linspace(-1.5, 2.0, 6)
+    hessian = nx.hessian(sum_logistic)
+    source = nx.source(hessian)
+    assert "_d_x = nxrt.jac_basis_all(x)\n" in source
+    assert "for _column" not in source  # no loop over the columns
+    want = numeric_tree_hessian(sum_logistic, (x,), 0)
+    looped = _column_by_column(nx.grad(sum_logistic), x)
+    for label, got in (("eager", hessian(x)), ("jit", nx.jit(hessian)(x))):
+        assert got.shape == (6, 6), label
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=label)
+        np.testing.assert_allclose(got, looped, rtol=1e-12, atol=1e-15, err_msg=label)
+    batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_sum_logistic"]
+    assert "vectorized: the whole batch at once" in batched.source  # the primal runs once
+    assert "nxrt.batch_repeat(_d_jac, _size)" in batched.source
+
+
+def test_jacfwd_of_a_jvp_that_loops():
+    x = np.array([0.3, -1.2, 2.0])
+    jacobian = nx.jacfwd(bins)
+    want = numeric_tree_jacobian(bins, (x,), 0)
+    np.testing.assert_allclose(jacobian(x), want, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(jacobian(x), _column_by_column(bins, x), rtol=1e-12)
+    batched = jacobian.generated().function.__globals__["_vmap_jvp_bins"]
+    assert "one call per example" in batched.source
+
+
+def test_jacfwd_of_scalars_and_0d_arrays():
+    for x in (1.5, np.array(1.5)):
+        got = nx.jacfwd(sum_logistic)(x)
+        s = 1.0 / (1.0 + np.exp(-1.5))
+        assert np.shape(got) == ()
+        np.testing.assert_allclose(got, s * (1.0 - s), rtol=1e-12)
+
+
+_HESSIAN_SCRIPT = """
+import numpy as np
+import numbax as nx
+
+def sum_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+print(nx.jit(nx.hessian(sum_logistic))(np.linspace(-1.0, 1.0, 4)).tolist())
+"""
+
+
+def test_a_later_process_loads_the_compiled_hessian_from_the_disk_cache(tmp_path):
+    """The vectorized JVP that jacfwd calls is compiled per call for the arguments'
+    ranks; a new process must find all of it on disk and compile nothing."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "hessian.py"
+    script.write_text(_HESSIAN_SCRIPT)
+    env = {
+        **os.environ,
+        "NUMBAX_CACHE_DIR": str(tmp_path / "cache"),
+        "NUMBAX_COMPILE_LOG": "1",
+        "NUMBAX_COMPILE_LOG_SECONDS": "0",
+    }
+    runs = [
+        subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+        for _ in range(2)
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert runs[0].stdout == runs[1].stdout
+    assert "numbax: compiled" in runs[0].stderr
+    assert "numbax: compiled" not in runs[1].stderr, runs[1].stderr[-3000:]
+
+
+def _selection(name):
+    def total(x, y):
+        if name == "where":
+            return np.sum(np.where(x > 0, x * y, y**3))
+        return np.sum(np.clip(x * x, y, 0.5) * y)
+
+    return total
+
+
+def test_jacobians_of_closures_of_one_factory_are_their_own():
+    """Closures of one factory share their derivatives' text and differ in what they
+    read: the vmapped JVP of one must not serve the other."""
+    x, y = np.array([0.5, -0.6, 0.2]), np.array([0.1, 0.2, 0.15])
+    for name in ("clip", "where", "clip"):
+        grad = nx.grad(_selection(name), argnums=(0, 1))
+        for k in (0, 1):
+            forward, reverse = nx.jacfwd(grad, argnums=k)(x, y), nx.jacrev(grad, argnums=k)(x, y)
+            for got, want in zip(forward, reverse, strict=True):
+                np.testing.assert_allclose(got, want, err_msg=f"{name}, argument {k}")

@@ -19,6 +19,7 @@ from numbax.runtime.batching import (
     batch_broadcast,
     batch_empty,
     batch_put,
+    batch_repeat,
     batch_size,
     batch_sum,
     batch_take,
@@ -109,7 +110,7 @@ def _batch_put_jit(out, i, axis, value, name):
     if isinstance(axis, types.NoneType):
 
         def unbatched(out, i, axis, value, name):
-            if np.any(out != value):
+            if np.any((out != value) & ((out == out) | (value == value))):  # NaN: NaN
                 raise ValueError("vmap: an output depends on the mapped axis, but out_axes is None")
 
         return unbatched
@@ -118,6 +119,20 @@ def _batch_put_jit(out, i, axis, value, name):
         f"def impl(out, i, axis, value, name):\n    out[{_index_text(out.ndim, a, 'i')}] = value\n"
     )
     return _define(source, "impl", {})
+
+
+@overload(batch_repeat)
+def _batch_repeat_jit(x, size):
+    if not isinstance(x, types.Array):
+        raise _fail("batch_repeat", f"expected an array, got {x}")
+
+    def impl(x, size):
+        out = np.empty((size,) + x.shape, x.dtype)
+        for i in range(size):
+            out[i] = x
+        return out
+
+    return impl
 
 
 def _mapped_leaves(expr: str, ty: types.Type) -> list[tuple[str, types.Array]]:
@@ -171,6 +186,7 @@ __all__ = [
     "batch_broadcast",
     "batch_empty",
     "batch_put",
+    "batch_repeat",
     "batch_size",
     "batch_sum",
     "batch_take",

@@ -25,13 +25,16 @@ from numbax.numba_backend.overloads.common import (
 from numbax.runtime.jacobians import (
     UNRAVEL_LENGTH,
     jac_basis,
+    jac_basis_all,
     jac_buffer,
     jac_flatten,
     jac_size,
     jac_unflatten,
     jacobian_dtype,
     jacobian_dtype_error,
+    ravel_batch,
     ravel_pytree,
+    unravel_batch,
     unravel_pytree,
 )
 
@@ -108,6 +111,85 @@ def _jac_basis_jit(x, k):
             lines += [f"    leaf{i} = one{i} if k == offset else zero{i}", "    offset += 1"]
         names.append(f"leaf{i}")
     lines.append(f"    return {_rebuild(x, iter(names), namespace)}")
+    return _define("\n".join(lines) + "\n", "impl", namespace)
+
+
+@overload(jac_basis_all)
+def _jac_basis_all_jit(x):
+    namespace: dict[str, Any] = {}
+    leaves = _paths("jac_basis_all", x)
+    lines = ["def impl(x):", f"    n = {_total('jac_basis_all', 'x', x)}", "    offset = 0"]
+    names = []
+    for i, (p, ty) in enumerate(leaves):
+        namespace[f"dt{i}"] = _dtype(ty).type
+        shape = _leaf_shape(f"x{p}", ty)
+        lines += [
+            f"    size{i} = {_leaf_size(f'x{p}', ty)}",
+            f"    part{i} = np.zeros((n, size{i}), dt{i})",
+            f"    for k in range(size{i}):",
+            f"        part{i}[offset + k, k] = 1",
+            f"    offset += size{i}",
+            f"    leaf{i} = part{i}.reshape((n,) + {shape})"
+            if shape
+            else f"    leaf{i} = part{i}[:, 0]",
+        ]
+        names.append(f"leaf{i}")
+    lines.append(f"    return {_rebuild(x, iter(names), namespace)}")
+    return _define("\n".join(lines) + "\n", "impl", namespace)
+
+
+def _rows(ty: Any) -> str:
+    """Source of a batch leaf's size per example."""
+    return " * ".join(f"x.shape[{k}]" for k in range(1, ty.ndim)) or "1"
+
+
+@overload(ravel_batch)
+def _ravel_batch_jit(x):
+    leaves = _paths("ravel_batch", x)
+    if not leaves or not all(isinstance(t, types.Array) for _, t in leaves):
+        raise _fail("ravel_batch", f"expected a batch of arrays, got {x}")
+    dtype = np.result_type(*[_dtype(t) for _, t in leaves])
+    sizes = [_rows(t).replace("x.", f"x{p}.") for p, t in leaves]
+    if len(leaves) == 1:  # a view where the batch is contiguous, as NumPy's reshape
+        p = leaves[0][0]
+        batch = f"np.ascontiguousarray(x{p})"
+        source = f"def impl(x):\n    return {batch}.reshape((x{p}.shape[0], {sizes[0]}))\n"
+        return _define(source, "impl", {})
+    lines = [
+        "def impl(x):",
+        f"    flat = np.empty((x{leaves[0][0]}.shape[0], {' + '.join(sizes)}), dt)",
+        "    offset = 0",
+    ]
+    for i, (p, _) in enumerate(leaves):
+        lines += [
+            f"    n{i} = {sizes[i]}",
+            f"    flat[:, offset : offset + n{i}] = "
+            f"np.ascontiguousarray(x{p}).reshape((x{p}.shape[0], n{i}))",
+            f"    offset += n{i}",
+        ]
+    lines.append("    return flat")
+    return _define("\n".join(lines) + "\n", "impl", {"dt": dtype.type})
+
+
+@overload(unravel_batch)
+def _unravel_batch_jit(flat, like):
+    if not isinstance(flat, types.Array) or flat.ndim != 2:
+        raise _fail("unravel_batch", f"expected a matrix, got {flat}")
+    leaves = _paths("unravel_batch", like)
+    if not all(isinstance(t, types.Array) for _, t in leaves):
+        raise _fail("unravel_batch", f"expected a batch of arrays, got {like}")
+    namespace: dict[str, Any] = {}
+    lines, names = ["def impl(flat, like):", "    offset = 0"], []
+    for i, (p, t) in enumerate(leaves):
+        size = _rows(t).replace("x.", f"like{p}.")
+        lines += [
+            f"    n{i} = {size}",
+            f"    leaf{i} = np.ascontiguousarray(flat[:, offset : offset + n{i}])"
+            f".reshape(like{p}.shape)",
+            f"    offset += n{i}",
+        ]
+        names.append(f"leaf{i}")
+    lines.append(f"    return {_rebuild(like, iter(names), namespace)}")
     return _define("\n".join(lines) + "\n", "impl", namespace)
 
 
@@ -209,17 +291,21 @@ def _jac_unflatten_jit(jac, out, x):
     row_lines, out_leaves = _offsets("jac_unflatten", "out", out, "r")
     column_lines, x_leaves = _offsets("jac_unflatten", "x", x, "c")
     lines = ["def impl(jac, out, x):", *row_lines, *column_lines]
+    batched = isinstance(jac, types.Array) and jac.ndim == 3  # a batch of buffers
+    lead, batch = (":, ", "(jac.shape[0],)") if batched else ("", None)
     blocks = []
     for i, (op, ot) in enumerate(out_leaves):
         names = []
         for j, (xp, xt) in enumerate(x_leaves):
             shapes = [s for s in (_leaf_shape(f"out{op}", ot), _leaf_shape(f"x{xp}", xt)) if s]
             if not shapes:
-                value = f"jac[r{i}, c{j}]"
+                value = f"jac[{lead}r{i}, c{j}]"
+                if batched:
+                    value = f"np.ascontiguousarray({value})"
             else:
                 value = (
-                    f"np.ascontiguousarray(jac[r{i} : r{i + 1}, c{j} : c{j + 1}])"
-                    f".reshape({' + '.join(shapes)})"
+                    f"np.ascontiguousarray(jac[{lead}r{i} : r{i + 1}, c{j} : c{j + 1}])"
+                    f".reshape({' + '.join(([batch] if batch else []) + shapes)})"
                 )
             lines.append(f"    leaf{i}_{j} = {value}")
             names.append(f"leaf{i}_{j}")

@@ -11,28 +11,46 @@ whether it is batched:
                                                   return _dot
 
 Values the batch shares stay as they are, so work that does not depend on the mapped
-arguments runs once. Control flow is kept when its tests and bounds are shared; a
-branch or loop that depends on a mapped value, a call to another function, an in-place
-store into a batch or an operation without a batching rule raises :class:`Decline`
-naming it, and ``vmap`` loops over the batch instead (always correct).
+arguments runs once. Control flow is kept when its tests and bounds are shared. A call
+to another function with batched arguments calls that function's own vectorized
+version (``call_batched``, which ``vmap`` supplies: in_axes 0 where an argument is
+batched, its outputs batched where they depend on the batch); a call on shared values
+runs once. A buffer that receives batched values in place (``jac[row, :] = v``, found by
+a small fixpoint: each try that meets such a store starts again with the buffer batched)
+is made batched where it is allocated, and its stores index past the batch axis::
+
+    _d_jac = nxrt.zeros_like(_jac)     →     _d_jac = nxrt.zeros_like(_jac)
+                                             _d_jac = nxrt.batch_repeat(_d_jac, _size)
+    _d_jac[_row, :] = _d_row                 _d_jac[:, _row, :] = _d_row
+
+A line the batch shares moves up past the batched lines just before it that it does
+not depend on: shared work runs together, and batched elementwise lines stay one run
+for ``jit`` to fuse into one loop over the batch.
+
+A branch or loop that depends on a mapped value, a store into a buffer that is not
+freshly allocated (a view or a parameter, whose owner would miss the store), a
+recursive call or an operation without a batching rule raises :class:`Decline` naming
+it, and ``vmap`` loops over the batch instead (always correct).
 """
 
 from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Callable
 from typing import Any
 
 import gast
 import numpy as np
 
 from numbax import lax
+from numbax.runtime import nxrt
 from numbax.runtime.callbacks import pure_callback
 from numbax.transform import rules
 from numbax.transform.batch.axes import batch_size
 from numbax.transform.batch.loop import SIZE
 from numbax.transform.batch.nodes import expression, literal, names, template
-from numbax.transform.cleanup import cleanup
+from numbax.transform.cleanup import cleanup, pure_values
 from numbax.transform.normalize_nodes import assign, clone, load
 from numbax.transform.operations import (
     CALL,
@@ -55,14 +73,45 @@ from numbax.transform.rules.batch_kinds import (
     Decline,
     Value,
     elementwise,
+    lift,
     text,
 )
 from numbax.transform.source import FunctionSource
 from numbax.transform.walk import walk
 
-__all__ = ["Decline", "rank_of", "vectorize"]
+__all__ = ["KEEP", "OUTPUT", "BatchedCall", "Decline", "rank_of", "vectorize"]
 
 _SCALARS = (bool, int, float, complex, np.number, np.bool_)
+
+KEEP = "as computed"
+"""``out_axes`` of a function called from vectorized code: each output leaf batched
+(axis 0) where it depends on the batch, left as it is where the batch shares it."""
+
+OUTPUT = "numbax_batched_output"
+"""The attribute of a vectorized tree holding the :class:`Value` of what it returns."""
+
+BatchedCall = Callable[[Any, tuple, tuple], tuple[str, Value]]
+"""``call_batched(function, axes, ranks)``: the name under which the generated module
+calls ``function`` vectorized (in_axes ``axes``, arguments of these per-example ranks,
+out_axes :data:`KEEP`), and the :class:`Value` of its result; raises :class:`Decline`
+where the function cannot be vectorized."""
+
+_ALLOCATORS = (
+    np.zeros,
+    np.ones,
+    np.empty,
+    np.full,
+    np.zeros_like,
+    np.ones_like,
+    np.empty_like,
+    np.full_like,
+    np.copy,
+    np.array,
+    nxrt.zeros_like,
+    nxrt.ones_like,
+    nxrt.jac_buffer,
+)
+"""Functions that return a new array: a buffer made by one may be made batched."""
 
 
 def rank_of(value: Any) -> Any:
@@ -75,6 +124,13 @@ def rank_of(value: Any) -> Any:
     if isinstance(value, (tuple, list)):
         return tuple(rank_of(v) for v in value)
     return None
+
+
+def _rank(value: Value) -> Any:
+    """The rank :func:`rank_of` gives the value (a tuple's: its elements')."""
+    if value.elements is not None:
+        return tuple(_rank(e) for e in value.elements)
+    return value.rank
 
 
 def _described(rank: Any) -> Value:
@@ -93,13 +149,37 @@ def vectorize(
     ranks: tuple,
     out_axes: Any,
     axis_name: Any = None,
+    call_batched: BatchedCall | None = None,
 ) -> gast.FunctionDef:
     """``fn`` (normalized) rewritten for a batch: parameter ``k`` mapped over
     ``axes[k]`` (None: shared), of rank ``ranks[k]`` per example; the result's batch
-    axes at ``out_axes``; the collectives over ``axis_name`` reduce over the batch.
+    axes at ``out_axes`` (:data:`KEEP`: where computed; the tree's :data:`OUTPUT` says
+    which); the collectives over ``axis_name`` reduce over the batch; ``call_batched``
+    vectorizes the functions it calls on batched values (None: such a call declines).
     Raises :class:`Decline` where it cannot."""
-    vectorizer = _Vectorizer(fn, source, resolver, axis_name)
-    return vectorizer.function(name, axes, ranks, out_axes)
+    grown: set[str] = set()
+    while True:  # to a fixpoint of the buffers that receive batched values
+        vectorizer = _Vectorizer(fn, source, resolver, axis_name, call_batched, frozenset(grown))
+        try:
+            tree = vectorizer.function(name, axes, ranks, out_axes)
+        except _Grow as grow:
+            if grow.name in grown:  # not made batched where it is allocated: a parameter
+                raise _at(grow.node, grow.reason, source) from None
+            grown.add(grow.name)
+            continue
+        setattr(tree, OUTPUT, vectorizer.output)
+        return tree
+
+
+class _Grow(Exception):  # noqa: N818 (not an error: the vectorizer starts again)
+    """A batched value stored into the shared buffer ``name``: vectorize again with the
+    buffer batched where it is allocated."""
+
+    def __init__(self, name: str, node: gast.AST) -> None:
+        super().__init__(name)
+        self.name = name
+        self.node = node
+        self.reason = f"a batched value stored into {name!r}, which is not allocated here"
 
 
 def _at(node: gast.AST, reason: str, source: FunctionSource) -> Decline:
@@ -132,9 +212,19 @@ def _changed_in_place(fn: gast.FunctionDef) -> frozenset[str]:
 
 class _Vectorizer:
     def __init__(
-        self, fn: gast.FunctionDef, source: FunctionSource, resolver: Resolver, axis_name: Any
+        self,
+        fn: gast.FunctionDef,
+        source: FunctionSource,
+        resolver: Resolver,
+        axis_name: Any,
+        call_batched: BatchedCall | None = None,
+        grown: frozenset[str] = frozenset(),
     ) -> None:
         self.fn = fn
+        self.call_batched = call_batched
+        self.grown = grown  # buffers made batched where they are allocated
+        self.pure = pure_values(fn, source)
+        self.output = UNKNOWN
         self.axis_name = axis_name
         self.source = source
         self.resolver = resolver
@@ -153,7 +243,7 @@ class _Vectorizer:
         for param, axis, rank in zip(params, axes, ranks, strict=True):
             if axis is not None and not isinstance(axis, int):
                 raise Decline(f"argument {param!r} is mapped by a pytree prefix")
-            if rank is None or (isinstance(rank, tuple) and axis is not None):
+            if axis is not None and (rank is None or isinstance(rank, tuple)):
                 raise Decline(f"argument {param!r} is mapped but not an array or a number")
             if isinstance(rank, tuple):  # a shared tuple of parameters
                 self.env[param] = _described(rank)
@@ -180,16 +270,49 @@ class _Vectorizer:
 
     # -- statements ---------------------------------------------------------------------
     def block(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
-        out = []
+        out: list[tuple[gast.stmt, bool | None]] = []
         for stmt in stmts:
             try:
                 new = self.statement(stmt)
-                out += new if isinstance(new, list) else [new]
             except Decline as decline:
                 if decline.filename is not None:
                     raise
                 raise _at(stmt, str(decline), self.source) from None
-        return out
+            for each in new if isinstance(new, list) else [new]:
+                self._place(out, each)
+        return [stmt for stmt, _ in out]
+
+    def _place(self, out: list[tuple[gast.stmt, bool | None]], stmt: gast.stmt) -> None:
+        """Append ``stmt`` to ``out`` (each statement with whether it assigns batched
+        values; None: not an assignment to names). A shared computation moves up past
+        the batched assignments just before it that only compute their values (a call
+        may change its arguments in place) and neither read nor write what it writes
+        nor write what it reads: the work the batch shares runs together, and the
+        batched elementwise lines form one run, which ``jit`` fuses into one loop over
+        the batch."""
+        batched = self._assigns_batched(stmt)
+        k = len(out)
+        if batched is False and self.pure(stmt.value):
+            read, written = set(names([stmt.value])), set(names([stmt], gast.Store))
+            while k > 0 and out[k - 1][1] and self.pure(out[k - 1][0].value):
+                before = out[k - 1][0]
+                before_read, before_written = (
+                    set(names([before.value])),
+                    set(names([before], gast.Store)),
+                )
+                if written & (before_read | before_written) or read & before_written:
+                    break
+                k -= 1
+        out.insert(k, (stmt, batched))
+
+    def _assigns_batched(self, stmt: gast.stmt) -> bool | None:
+        if not isinstance(stmt, gast.Assign) or len(stmt.targets) != 1:
+            return None
+        target = stmt.targets[0]
+        elements = target.elts if isinstance(target, gast.Tuple) else [target]
+        if not all(isinstance(e, gast.Name) for e in elements):
+            return None
+        return any(self.env.get(e.id, UNKNOWN).batched for e in elements)
 
     def statement(self, stmt: gast.stmt) -> gast.stmt | list[gast.stmt]:
         if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
@@ -223,14 +346,18 @@ class _Vectorizer:
     def _mentions_batched(self, node: gast.AST) -> bool:
         return any(self._value(load(name)).batched for name in names([node]))
 
-    def assign(self, stmt: gast.Assign) -> gast.stmt:
+    def assign(self, stmt: gast.Assign) -> gast.stmt | list[gast.stmt]:
         target = stmt.targets[0]
         if isinstance(target, gast.Name):
             value, new = self.expression(stmt.value, target.id)
             self.env[target.id] = value
             if new is not None:
                 stmt.value = new
+            if target.id in self.grown and not value.batched:
+                return [stmt, self._batched_buffer(target.id, stmt)]
             return stmt
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            return self._store(stmt, target)
         if isinstance(target, gast.Tuple) and isinstance(stmt.value, gast.Name):
             value = self._value(stmt.value)
             elements = value.elements
@@ -247,9 +374,49 @@ class _Vectorizer:
             raise Decline("an in-place store into a batch (vmap loops over the examples)")
         return stmt
 
+    def _batched_buffer(self, name: str, stmt: gast.Assign) -> gast.stmt:
+        """The new array ``name``, which receives batched values later, repeated over
+        the batch (as one example's copy of it)."""
+        call = stmt.value
+        allocates = isinstance(call, gast.Call) and (
+            self.resolver.resolve(call.func) in _ALLOCATORS
+            or (isinstance(call.func, gast.Attribute) and call.func.attr == "copy")
+        )
+        if not allocates:  # a view or an alias: its owner would miss the stores
+            raise Decline(f"a batched value stored into {name!r}, which may be a view")
+        self.env[name] = Value(self.env[name].rank, True)
+        repeated = template("nxrt.batch_repeat(x, _size)", x=load(name))
+        return gast.copy_location(assign(name, repeated), stmt)
+
+    def _store(self, stmt: gast.Assign, target: gast.Subscript) -> gast.stmt:
+        """``buffer[index] = value`` with a shared index: into a batched buffer, past
+        the batch axis (the value lifted to the stored region's rank); a batched value
+        into a shared buffer makes the buffer batched (:class:`_Grow`)."""
+        base, value = self._value(target.value), self._value(stmt.value)
+        parts = list(target.slice.elts) if isinstance(target.slice, gast.Tuple) else [target.slice]
+        if not (base.batched or value.batched or self._mentions_batched(target.slice)):
+            return stmt
+        if any(self._mentions_batched(p) for p in parts):
+            raise Decline("a store at a mapped index (a scatter; vmap loops)")
+        if base.elements is not None:
+            raise Decline("a store into a tuple")
+        if not base.batched:
+            raise _Grow(target.value.id, stmt)
+        read = gast.Subscript(load(target.value.id), clone(target.slice), gast.Load())
+        region, _ = self._subscript(read)
+        if value.batched and value.rank != region.rank:
+            if value.rank is None or region.rank is None:
+                raise Decline("a store of a batched value whose rank is not known")
+            stmt.value = expression(lift(text(stmt.value), value, region.rank))
+        every = gast.Slice(None, None, None)
+        index = gast.Tuple([every, *clone(parts)], gast.Load())
+        stmt.targets = [gast.Subscript(clone(target.value), index, gast.Store())]
+        return stmt
+
     def ret(self, stmt: gast.Return) -> gast.stmt:
         if stmt.value is None:
             raise Decline("a function that returns nothing")
+        self.output = self._value(stmt.value)
         stmt.value = self._output(stmt.value, self.out_axes)
         return stmt
 
@@ -268,12 +435,16 @@ class _Vectorizer:
                 parts = [self._output(e, axis) for e in elements]
             return gast.Tuple(parts, gast.Load())
         output = clone(atom)
+        if axis == KEEP:  # batched at 0 where it is, shared where it is
+            return output
         if axis is None:
             if value.batched:
                 raise Decline("out_axes=None for an output that depends on the batch")
             return output
         if not isinstance(axis, int):
             raise Decline(f"out_axes={axis!r}")
+        if value.batched and axis == 0:  # where the batch axis already is
+            return output
         if value.rank is None:
             raise Decline("an output whose rank is not known")
         if not value.batched:  # the same for every example: repeated over the batch
@@ -457,12 +628,30 @@ class _Vectorizer:
             return self.stacks[node.func.value.id] or UNKNOWN, None
         if op.kind == FIELD and not self._mentions_batched(node):
             return UNKNOWN, None
+        if op.kind == CALL and self.call_batched is not None and self._mentions_batched(node):
+            return self._call(node)
         if op.kind in (CALL, UNKNOWN_OP, POP, FIELD):
             if not self._mentions_batched(node):
                 return UNKNOWN, None
             what = {CALL: "a call to another function", FIELD: "a field of a batched value"}
             raise Decline(what.get(op.kind, f"{text(node)}, which has no batching rule"))
         raise Decline(f"{text(node)}, which has no batching rule")
+
+    def _call(self, call: gast.Call) -> tuple[Value, gast.expr]:
+        """A call to another function with batched arguments: a call to its vectorized
+        version, mapped over the arguments that are batched."""
+        if call.keywords or any(isinstance(a, gast.Starred) for a in call.args):
+            raise Decline(f"a call to {text(call.func)} with keyword or starred arguments")
+        callee = self.resolver.resolve(call.func)
+        if callee is LOCAL or callee is UNRESOLVED:
+            raise Decline(f"a call to {text(call.func)}, a function made while it runs")
+        values = [self._value(a) for a in call.args]
+        if any(v.batched and (v.rank is None or v.elements is not None) for v in values):
+            raise Decline(f"a call to {text(call.func)} with a batched argument of unknown rank")
+        axes = tuple(0 if v.batched else None for v in values)
+        ranks = tuple(_rank(v) for v in values)
+        name, value = self.call_batched(callee, axes, ranks)
+        return value, gast.Call(load(name), [clone(a) for a in call.args], [])
 
     def _pure_callback(self, call: gast.Call) -> tuple[Value, gast.expr | None]:
         """``pure_callback(fun, spec, *args, vmap_method=...)`` on batched arguments:

@@ -63,8 +63,10 @@ __all__ = [
 
 WITHOUT_DERIVATIVE_RULES = frozenset(
     # vmap's loop over examples: transformations compose with the vmapped function as a
-    # whole, never reading its loop; fused kernels: written after every transformation.
-    ["batch_size", "batch_take", "batch_empty", "batch_put", "first", "cotangent_as", "seed_of_sum"]
+    # whole, never reading its loop (nor the buffers its vectorized code repeats over
+    # the batch); fused kernels: written after every transformation.
+    ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_repeat", "first"]
+    + ["cotangent_as", "seed_of_sum"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
@@ -74,8 +76,9 @@ LOOPED_BY_VMAP = frozenset(
     + ["norm_exponent", "norm_weights", "prod_others", "prod_others_jvp", "tensordot_vjp_a"]
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
     + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
-    + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis", "jac_buffer"]
-    + ["jac_flatten", "ravel_pytree", "jac_size", "jac_unflatten", "unravel_pytree", "batch_sum"]
+    + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis"]
+    + ["jac_basis_all", "ravel_batch", "unravel_batch"]
+    + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]

@@ -14,6 +14,7 @@ float32 derivatives to float64, a Python float adapts to them.
 """
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -51,6 +52,19 @@ def _clip_share(op: BatchOp) -> tuple[str, int | None]:
     if rank is None:
         raise Decline(f"{op.name} of arguments whose ranks are not known")
     return op.replaced({p: op.lifted(p, rank) for p in values if op.is_batched(p)}), rank
+
+
+def _cast(dtype: str) -> Any:
+    """``np.float64(x)`` of a batch: ``astype`` (compiled code casts no array by calling
+    the scalar type)."""
+
+    def rule(op: BatchOp) -> tuple[str, int | None]:
+        source, rank = elementwise(op)
+        if not op.batched:
+            return source, rank
+        return f"np.asarray({op.text('x')}).astype({dtype})", rank
+
+    return rule
 
 
 # Each rule is checked on inputs drawn from its domain (default (-2, 2), away from 0;
@@ -169,13 +183,13 @@ define(float,         "x", linear="float(x)",                 vjp="nxrt.unbroadc
 define(complex,       "x", linear="complex(x)",               vjp="nxrt.unbroadcast(g, x)",
        samples=CASTS)
 define(np.float64,    "x", linear="np.float64(x)",            vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=["x[]"])
+       batch=_cast("np.float64"), samples=["x[]"])
 define(np.float32,    "x", linear="np.float32(x)",            vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=CASTS)
+       batch=_cast("np.float32"), samples=CASTS)
 define(np.complex128, "x", linear="np.complex128(x)",         vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=CASTS)
+       batch=_cast("np.complex128"), samples=CASTS)
 define(np.complex64,  "x", linear="np.complex64(x)",          vjp="nxrt.unbroadcast(g, x)",
-       batch=elementwise, samples=CASTS)
+       batch=_cast("np.complex64"), samples=CASTS)
 # fmt: on
 
 nondifferentiable([np.floor, np.ceil, np.round, np.sign, np.isnan, np.isfinite], batch=elementwise)

@@ -42,6 +42,8 @@ def _taken(op: BatchOp) -> tuple[str, int | None]:
     axis = op.constant("axis")
     if op.is_batched("indices") or not isinstance(axis, int) or rank is None:
         raise Decline(f"{op.name} of the flattened array, or at indices that vary")
+    if op.constant("mode") not in (None, "raise"):
+        raise Decline(f"{op.name} with mode={op.constant('mode')!r}")
     where = shifted_axis(axis, rank, op.name)
     return f"np.take({op.text('a')}, {op.text('indices')}, {where})", out
 
