@@ -181,12 +181,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             compiles = _reads_as_jit(item)
         if compiles or any(_fixture_id(d) in record["fixture"] for d in _fixture_defs(item)):
             item.add_marker(pytest.mark.jit)
-    # The compiling tests first, each group in its order: a test's time is mostly its
-    # compiles (0.2 s to minutes), so with them at the front the two xdist workers end
-    # on interpreted tests of a few milliseconds each, and one does not wait for the
-    # other's last long compile (`make test` also lets an idle worker take the other's
-    # queue: --dist worksteal).
-    items.sort(key=lambda item: item.get_closest_marker("jit") is None)
 
 
 # -- recording, and the end-of-run list of tests that compiled without the marker --------
