@@ -310,24 +310,23 @@ class _Fuser:
         ``unbroadcast`` that keeps the shape converts the dtype alone."""
         value = stmt.value
         if isinstance(value, gast.Call) and keeps_shape(value):
-            convert = gast.Attribute(
-                gast.Name("nxrt", gast.Load(), None, None), "cotangent_as", gast.Load()
-            )
-            converted = gast.Assign(stmt.targets, gast.Call(convert, value.args, []), None)
-            converted.lineno = getattr(stmt, "lineno", None)
-            return converted
+            return _runtime_assign(stmt, "cotangent_as", value.args)
         if isinstance(value, gast.Call) and is_full_broadcast(value, self.resolver):
-            line = getattr(stmt, "lineno", None)
-            first = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), "first", gast.Load())
-            stmt = gast.Assign(stmt.targets, gast.Call(first, value.args[:2], []), None)
-            stmt.lineno = line
-            return stmt
+            return _runtime_assign(stmt, "first", value.args[:2])
         if isinstance(value, gast.Call) and self.resolver.resolve(value.func) is np.where:
             cond, a, b = value.args
             line = getattr(stmt, "lineno", None)
             stmt = gast.Assign(stmt.targets, gast.IfExp(cond, a, b), None)
             stmt.lineno = line
         return stmt
+
+
+def _runtime_assign(stmt: gast.Assign, helper: str, args: list[gast.expr]) -> gast.Assign:
+    """``stmt``'s target assigned ``nxrt.<helper>(*args)``, on ``stmt``'s line."""
+    function = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
+    assign = gast.Assign(stmt.targets, gast.Call(function, args, []), None)
+    assign.lineno = getattr(stmt, "lineno", None)
+    return assign
 
 
 def fuse_elementwise(
