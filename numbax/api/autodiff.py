@@ -145,7 +145,14 @@ class Grad(Transformed):
         self.with_value = with_value
 
     def _key(self) -> tuple:
-        return (self.positions, self.as_tuple, self.has_aux, self.with_value, self.holomorphic)
+        return (
+            self.positions,
+            self.as_tuple,
+            self.has_aux,
+            self.with_value,
+            self.holomorphic,
+            self.allow_int,
+        )
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         wrt = [params(fn)[i] for i in self.positions]
@@ -239,7 +246,7 @@ class Jacobian(Transformed):
         self.holomorphic = holomorphic
 
     def _key(self) -> tuple:
-        return (self.positions, self.as_tuple, self.has_aux, self.holomorphic)
+        return (self.positions, self.as_tuple, self.has_aux, self.forward, self.holomorphic)
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         callee = callable_target(self.fun)

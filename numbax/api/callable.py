@@ -79,10 +79,11 @@ class NumbaxFunction(ABC):
         return f"{self.transformation}({callable_identity(self.fun)}; {parts})"
 
     def __numbax_reuse_key__(self) -> Hashable:
-        """What code compiled for this object depends on (:func:`reuse_key`): its kind,
-        its function's and its own parameters (argnums, options, custom rules...)."""
+        """What code compiled for this object depends on (:func:`reuse_key`): its kind
+        and transformation (one class serves ``jacfwd`` and ``jacrev``), its function's
+        and its own parameters (argnums, options, custom rules...)."""
         parts = tuple(reuse_key(p) if callable(p) else part(p) for p in self._key())
-        return (type(self), reuse_key(self.fun), parts)
+        return (type(self), self.transformation, reuse_key(self.fun), parts)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         return self if instance is None else types.MethodType(self, instance)

@@ -22,6 +22,9 @@ class PerArity(NumbaxFunction):
         self.transformation = transformation
         self._latest: Any = None
 
+    def _key(self) -> tuple:
+        return (self.transform,)  # the transformation with its options (argnums...)
+
     def for_arity(self, n: int) -> Any:
         """The transformed function for calls with ``n`` positional arguments."""
         self._latest = self._cached(

@@ -58,6 +58,36 @@ def test_reuse_key_follows_code_closure_and_globals(monkeypatch) -> None:
     assert reuse_key(nx.grad(scaled)) != reuse_key(nx.grad(scaled, argnums=(0,)))
 
 
+def star_total(*xs):
+    return np.sum(xs[0] * 2.0)
+
+
+def test_reuse_key_names_the_transformation_and_its_options() -> None:
+    """Code compiled for ``jacrev(f)`` never serves ``jacfwd(f)``: the jit of the one
+    compiled first once answered for both, so the other mode went untested under jit."""
+    transformations = [
+        nx.jacfwd(scaled),
+        nx.jacrev(scaled),
+        nx.grad(scaled),
+        nx.grad(scaled, allow_int=True),
+        nx.value_and_grad(scaled),
+        nx.hessian(scaled),
+        nx.grad(star_total),
+        nx.jacfwd(star_total),
+        nx.jacrev(star_total),
+    ]
+    keys = [reuse_key(t) for t in transformations]
+    assert len(set(keys)) == len(keys), [t for t in transformations]
+    assert reuse_key(nx.jacfwd(scaled)) == reuse_key(nx.jacfwd(scaled))
+    assert reuse_key(nx.grad(star_total)) == reuse_key(nx.grad(star_total))
+
+
+def test_jit_of_jacfwd_after_jacrev_runs_jacfwd() -> None:
+    """The generated code each ``jit`` runs is its own transformation's."""
+    backward, forward = nx.jit(nx.jacrev(scaled)), nx.jit(nx.jacfwd(scaled))
+    assert "jacrev_" in backward.source and "jacfwd_" in forward.source
+
+
 def test_new_jit_objects_reuse_and_rebinding_a_global_compiles_anew(compiles, monkeypatch) -> None:
     x = np.array([1.0, 2.0])
     for _ in range(3):
