@@ -408,10 +408,31 @@ class Transformed(NumbaxFunction):
     @property
     def source(self) -> str:
         """The generated source, followed by that of each generated function it calls
-        (a Hessian's inner derivatives, a helper's derivative), each once."""
-        return "\n\n".join(generated.text for generated in self.generated().with_callees())
+        (a Hessian's inner derivatives, a helper's derivative, the ``vmap`` of a JVP that
+        ``jacfwd`` calls), each once."""
+        texts: dict[str, None] = {}
+        todo = [self.generated()]
+        while todo:
+            generated = todo.pop(0)
+            if generated.text not in texts:
+                texts[generated.text] = None
+                todo.extend(generated.callees)
+                todo.extend(batched.shown() for batched in _vmaps_called(generated))
+        return "\n\n".join(texts)
 
     @property
     def __signature__(self) -> inspect.Signature:
         """The generated function's parameters (``inspect.signature`` reads this)."""
         return inspect.signature(self.generated().function)
+
+
+def _vmaps_called(generated: Generated) -> list[Any]:
+    """The ``vmap`` objects ``generated``'s code calls (``_vmap_<name>``, bound when
+    ``jacfwd`` batches its JVP over the basis), whose code is generated at their first
+    call for the arguments' ranks: each shows the code its last call ran."""
+    namespace = generated.function.__globals__
+    return [
+        value
+        for name, value in dict.items(namespace)
+        if name.startswith("_vmap") and getattr(value, "transformation", None) == "vmap"
+    ]

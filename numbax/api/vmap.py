@@ -365,9 +365,13 @@ class Batched(Rewritten):
     def source(self) -> str:
         """The generated code the last call ran (before any call: the loop for a call
         passing every argument positionally)."""
+        return self.shown().text
+
+    def shown(self) -> Generated:
+        """What :attr:`source` shows, with the generated functions it calls."""
         if self._last is not None:
-            return self._last.text
-        return self.loop(self._axes(len(self.parameters("vmap")), ())).text
+            return self._last
+        return self.loop(self._axes(len(self.parameters("vmap")), ()))
 
     def loop(
         self, axes: tuple, compiled: dict[str, Any] | None = None, callee: Any = None

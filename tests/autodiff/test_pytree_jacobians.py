@@ -310,6 +310,10 @@ def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
     batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_sum_logistic"]
     assert "vectorized: the whole batch at once" in batched.source  # the primal runs once
     assert "nxrt.batch_repeat(_d_jac, _size)" in batched.source
+    shown = nx.source(hessian)  # every function it calls, the vmapped JVPs included
+    for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "jvp_jacrev_", "jacrev_", "vjp_"]:
+        assert f"\ndef {name}sum_logistic(" in shown, name
+    assert batched.source in shown and "\ndef vmap_jvp_vjp_sum_logistic(" in shown
 
 
 def test_jacfwd_of_a_jvp_that_loops():
