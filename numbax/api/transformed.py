@@ -45,6 +45,7 @@ from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import vjp_function
 from numbax.transform.source import (
     FunctionSource,
+    default_names,
     describe_file,
     display_name,
     read_function,
@@ -295,12 +296,15 @@ def cache_identity(fun: Any) -> Any:
 
 def _made_bindings(fn: gast.FunctionDef, resolver: Resolver) -> dict[str, Any]:
     """Names the transformation bound itself (``nx.vmap(model)`` built once, as
-    ``_vmap_model``): free names of ``fn`` that the user's function cannot read."""
+    ``_vmap_model``; a default's value, ``_default_k``): free names of ``fn`` that the
+    user's function cannot read, and those its signature's defaults read (they run
+    with the module's ``def``, never live)."""
     source = resolver.source
+    defaults = default_names(fn)
     return {
         name: value
         for name, value in resolver.free_bindings(fn).items()
-        if name in source.closure and not _readable(source, name)
+        if name in source.closure and (name in defaults or not _readable(source, name))
     }
 
 

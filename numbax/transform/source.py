@@ -48,6 +48,13 @@ class FunctionSource:
     def name(self) -> str:
         return self.tree.name
 
+    def default_bindings(self) -> dict[str, Any]:
+        """The names the signature's defaults read (:func:`bind_defaults`) with their
+        values: what a module made of this tree must bind before its ``def`` runs."""
+        return {
+            name: self.closure[name] for name in default_names(self.tree) if name in self.closure
+        }
+
     def line(self, lineno: int) -> str:
         """The user's source line ``lineno`` (stripped), for comments and errors."""
         return linecache.getline(self.filename, lineno).strip()
@@ -217,16 +224,15 @@ def function_from_tree(
     function.__kwdefaults__ = kwdefaults or None
     function.__qualname__ = qualname
     function.__module__ = getattr(like.func, "__module__", None)
-    register_source(
-        function,
-        FunctionSource(
-            func=function,
-            tree=tree,
-            filename=like.filename,
-            firstlineno=tree.lineno,
-            globals=namespace,
-        ),
+    source = FunctionSource(
+        func=function,
+        tree=copy.copy(tree),  # its signature is rewritten, the caller's tree is not
+        filename=like.filename,
+        firstlineno=tree.lineno,
+        globals=namespace,
     )
+    bind_defaults(source)
+    register_source(function, source)
     return function
 
 
@@ -318,7 +324,7 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
         for var, cell in zip(code.co_freevars, func.__closure__, strict=True):
             with contextlib.suppress(ValueError):  # an empty cell: not assigned yet
                 closure[var] = cell.cell_contents
-    return FunctionSource(
+    source = FunctionSource(
         func=func,
         tree=tree,
         filename=code.co_filename,
@@ -326,6 +332,127 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
         globals=func.__globals__,
         closure=closure,
     )
+    bind_defaults(source)
+    return source
+
+
+_PLAIN = (bool, int, float, complex, str, bytes, type(None))
+_SPELLED_OUT = 60
+"""The longest default value written into generated text; a longer one is named."""
+
+
+def bind_defaults(source: FunctionSource) -> None:
+    """Make the defaults in ``source.tree``'s signature the values ``source.func``
+    holds (``__defaults__``, ``__kwdefaults__``), not the expressions its ``def`` wrote.
+
+    A default is a value, computed once where the user's ``def`` (or ``lambda``) ran:
+    ``lambda x, k=k: x * k`` made in a loop holds each turn's ``k``, and ``def f(x,
+    scale=SCALE)`` holds what ``SCALE`` was then. A module generated from the tree runs
+    its ``def`` elsewhere, where those names mean nothing (or something else), so each
+    default is written as:
+
+    * the user's own expression, when it is a literal (``ast.literal_eval``) whose
+      value the function holds still: ``scale=2.0``, ``axes=(0, 1)``, as before;
+    * else the value itself, when it is a plain number, string, bytes, bool, None, or a
+      tuple of those, whose ``repr`` reads back as it (so not ``nan``), and short: ``k=k``
+      holding 2.0 is written ``k=2.0``. A reader sees the value the function uses (the
+      ``def`` line's comment shows the user's ``k=k``); the text, hence the cache key,
+      holds the value, so two lambdas of one loop never share a module;
+    * else a name, ``_default_<parameter>``, bound to the very object in the closure
+      (an array, a NumPy scalar, a list, a function, ``inf``): ``k=_default_k`` reads
+      as a default, and the object keeps its identity (an array the user updates in
+      place is seen updated, as Python would). Generated modules bind it like any
+      value numbax binds (``free_bindings``), and their cache key describes it
+      (``fingerprint``: arrays by content).
+
+    Done here, where every function is read (the user's, one numbax derived from it,
+    or one it generated, read again by the next transformation), so that no
+    transformation needs to know."""
+    func, tree = source.func, source.tree
+    args = tree.args = copy.copy(tree.args)
+    positional = [*args.posonlyargs, *args.args]
+    values = tuple(func.__defaults__ or ())[-len(positional) :] if positional else ()
+    written = dict(
+        zip(_ids(positional[len(positional) - len(args.defaults) :]), args.defaults, strict=True)
+    )
+    with_default = positional[len(positional) - len(values) :]
+    args.defaults = [
+        _default(source, param.id, written.get(param.id), value)
+        for param, value in zip(with_default, values, strict=True)
+    ]
+    kwvalues = func.__kwdefaults__ or {}
+    args.kw_defaults = [
+        _default(source, param.id, old, kwvalues[param.id]) if param.id in kwvalues else None
+        for param, old in zip(args.kwonlyargs, args.kw_defaults, strict=True)
+    ]
+
+
+def default_names(tree: gast.FunctionDef) -> set[str]:
+    """The names the defaults in ``tree``'s signature read: a module runs them when its
+    ``def`` does, so it must bind them itself (they are never read live)."""
+    args = tree.args
+    return {
+        node.id
+        for default in [*args.defaults, *args.kw_defaults]
+        if default is not None
+        for node in gast.walk(default)
+        if isinstance(node, gast.Name)
+    }
+
+
+def _ids(params: list[gast.Name]) -> list[str]:
+    return [param.id for param in params]
+
+
+def _default(
+    source: FunctionSource, param: str, written: gast.expr | None, value: Any
+) -> gast.expr:
+    """The expression a generated signature gives ``param`` for its default ``value``
+    (``written``: the user's expression, if any): see :func:`bind_defaults`."""
+    if written is not None and _holds(written, value):
+        return written
+    where = written if written is not None else source.tree
+    if _spellable(value):
+        node = gast.ast_to_gast(ast.parse(repr(value), mode="eval")).body
+    else:
+        taken = {n.id for n in gast.walk(source.tree) if isinstance(n, gast.Name)}
+        node = gast.Name(
+            bind_in_closure(source, value, f"_default_{param}", taken), gast.Load(), None, None
+        )
+    for part in gast.walk(node):
+        gast.copy_location(part, where)
+    return node
+
+
+def _literal(text: str | ast.expr) -> Any:
+    """The value of the literal ``text`` (or node), or ``_UNDEFINED`` when it is none."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return _UNDEFINED
+
+
+def _holds(written: gast.expr, value: Any) -> bool:
+    """Whether ``written`` is a literal whose value is ``value`` (same type and repr)."""
+    literal = _literal(gast.gast_to_ast(copy.deepcopy(written)))
+    return (
+        literal is not _UNDEFINED and type(literal) is type(value) and repr(literal) == repr(value)
+    )
+
+
+def _spellable(value: Any) -> bool:
+    """Whether ``value`` is written into generated text as itself (:func:`bind_defaults`)."""
+    if not _plain(value):
+        return False
+    text = repr(value)
+    literal = _literal(text)
+    return len(text) <= _SPELLED_OUT and type(literal) is type(value) and repr(literal) == text
+
+
+def _plain(value: Any) -> bool:
+    if type(value) is tuple:
+        return all(_plain(item) for item in value)
+    return type(value) in _PLAIN
 
 
 _ASYNC_FLAGS = inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | inspect.CO_ITERABLE_COROUTINE
