@@ -486,11 +486,15 @@ class _Flattener(LoopLowering):
         if self.is_global_chain(node.func) and not any(isinstance(a, gast.Starred) for a in args):
             target = self.resolver.resolve(node.func)
             if is_transformable_function(target):  # a helper: its derivative takes all
-                positional = positional_arguments(target, args, keywords)
+                positional = positional_arguments(target, args, keywords, self.bind_value)
                 if positional is not None:
                     given = (len(args), tuple(k.arg for k in keywords))
                     return call(self.by_position(func, target, given), positional)
         return call(func, args, keywords)
+
+    def bind_value(self, value: Any, hint: str) -> str:
+        """A name the transformed code reads ``value`` by (a callee's default)."""
+        return bind_in_closure(self.source, value, hint, self.locals)
 
     def by_position(self, func: gast.expr, target: Any, given: tuple[int, tuple]) -> gast.expr:
         """What a call binding every argument by position calls: ``func``, or, for a

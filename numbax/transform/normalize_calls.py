@@ -3,10 +3,10 @@
 The derivative of a helper ``h(x, a=2.0)`` is generated with every parameter of ``h``
 followed by the tangents or cotangents (``vjp_h(x, a, ct)``), so the call site must pass
 every parameter in order. Normalization binds a call's keywords and fills its omitted
-defaults (when they are literals) here, once, which also spares the Numba lowering a
-keyword call.
+defaults here, once (a literal as itself, another value by a name bound to it), which
+also spares the Numba lowering a keyword call.
 
-Keyword-only parameters are bound the same way, by name (or their literal default), in
+Keyword-only parameters are bound the same way, by name (or their default), in
 signature order after the positional ones. ``h`` itself cannot take them so (and Numba
 cannot bind keyword-only parameters at all), so the call is made to ``h``'s positional
 view (:func:`positional_view`): ``def h(x, *, scale=1.0)`` read as ``def h(x, scale)``,
@@ -22,6 +22,7 @@ import copy
 import inspect
 import types
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -34,14 +35,20 @@ _BY_POSITION = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_
 
 
 def positional_arguments(
-    target: Any, args: list[gast.expr], keywords: list[gast.keyword]
+    target: Any,
+    args: list[gast.expr],
+    keywords: list[gast.keyword],
+    bind_value: Callable[[Any, str], str],
 ) -> list[gast.expr] | None:
     """``args`` and ``keywords`` as one positional list for ``target``'s signature
     (keyword-only parameters last, in their order), or None to leave the call as written
     (``*args``, ``**kwargs``, keyword-only parameters of anything but a Python function,
-    ``jit`` of one or an object with ``__numbax_by_position__`` (``vmap``), a default
-    that is not a literal, or arguments that do not bind: the call's own error then
-    tells the user)."""
+    ``jit`` of one or an object with ``__numbax_by_position__`` (``vmap``), or arguments
+    that do not bind: the call's own error then tells the user).
+
+    An omitted default is passed as the literal it is, or else as a name that
+    ``bind_value(value, hint)`` binds to that very object (an array, a NumPy scalar):
+    the callee's derivative takes every parameter, so a call cannot leave one out."""
     try:
         signature = inspect.signature(target)
     except (TypeError, ValueError):
@@ -66,6 +73,9 @@ def positional_arguments(
             bound.append(by_name.pop(param.name))
         elif param.default is not param.empty and type(param.default) in _LITERALS:
             bound.append(gast.Constant(param.default, None))
+        elif param.default is not param.empty:
+            name = bind_value(param.default, f"_default_{param.name}")
+            bound.append(gast.Name(name, gast.Load(), None, None))
         else:
             return None
     return None if by_name else bound

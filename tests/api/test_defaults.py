@@ -168,3 +168,25 @@ def test_jit_of_lambdas_differing_only_in_their_default_compile_apart(jitted_lam
     again = nx.jit(make_lambdas()[1])
     assert again(X) == pytest.approx(3.0 * np.sum(X**2))
     assert again.source == three.source
+
+
+def uses_helpers_with_defaults(x):
+    """Calls omitting a keyword-only default (a NumPy scalar and an array) and a
+    positional array default: the call site passes each by a name bound to its value."""
+    return weighted(x) + np.sum(helper_with_array_default(x))
+
+
+NP_SCALE = np.float64(1.5)
+
+
+def helper_with_array_default(x, w=WEIGHTS, s=NP_SCALE):
+    return x * w * s
+
+
+def test_calls_omitting_defaults_that_are_not_literals_differentiate():
+    want = 2 * X * WEIGHTS * SCALE + WEIGHTS * NP_SCALE
+    np.testing.assert_allclose(nx.grad(uses_helpers_with_defaults)(X), want)
+    np.testing.assert_allclose(nx.jacrev(uses_helpers_with_defaults)(X), want)
+    np.testing.assert_allclose(nx.jacfwd(uses_helpers_with_defaults)(X), want)
+    source = nx.grad(uses_helpers_with_defaults).source
+    assert "_vjp_helper_with_array_default(x, _default_w, _default_s," in source
