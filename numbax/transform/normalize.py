@@ -115,6 +115,7 @@ from numbax.transform.normalize_calls import (
 )
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
+from numbax.transform.normalize_jvp_vjp import fold_derivative_calls
 from numbax.transform.normalize_loops import LoopLowering
 from numbax.transform.normalize_nodes import (
     assign,
@@ -190,6 +191,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     expand_starred_arguments(fn, Resolver(source, local_names(fn)))
     reject_unsupported(source, transformation, fn)
     fn = fold_transformations(fn, source)
+    fn = fold_derivative_calls(fn, source, transformation)
     fn = rewrite_ravels(fn, source, transformation)
     fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)
