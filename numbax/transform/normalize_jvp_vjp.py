@@ -348,6 +348,12 @@ class _Rewriter(gast.NodeTransformer):
             if keyword.arg == "has_aux" and is_false:
                 continue
             name = f"{keyword.arg}=" if keyword.arg else "**"
+            if keyword.arg in ("fun", "primals", "tangents"):
+                raise self.refuse(
+                    node,
+                    f"{construct} with {name}{_text(keyword.value)} given by keyword",
+                    f"pass the function and its arguments to {construct} by position",
+                )
             raise self.refuse(
                 node,
                 f"{construct} with {name}{_text(keyword.value)} inside a transformed function",

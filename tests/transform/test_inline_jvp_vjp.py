@@ -200,13 +200,18 @@ def test_jvp_of_a_dict_of_arrays():
 
 def test_hvp_matches_jax():
     jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
     jnp = jax.numpy
 
     def jf(x):
         return jnp.sum(jnp.tanh(x) ** 2)
 
-    want = jax.jvp(jax.grad(jf), (X,), (V,))[1]
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        want = np.asarray(jax.jvp(jax.grad(jf), (X,), (V,))[1])
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+    assert want.dtype == np.float64
     np.testing.assert_allclose(nx.vmap(hvp_of, (None, 0))(X, V[None])[0], want, rtol=1e-13)
 
 
@@ -299,6 +304,10 @@ def jvp_with_aux(x):
     return nx.jvp(f, (x,), (V,), has_aux=True)[1]
 
 
+def jvp_by_keyword(x):
+    return nx.jvp(f, primals=(x,), tangents=(V,))[1]
+
+
 @pytest.mark.parametrize(
     "fun, line, message",
     [
@@ -310,6 +319,7 @@ def jvp_with_aux(x):
         (linearize_at_an_expression, "x * 2.0", "assign it to a name first"),
         (updates_the_point_in_place, "nx.vjp(f, y)", "pass a copy"),
         (jvp_with_aux, "has_aux=True", "has_aux=True inside a transformed function"),
+        (jvp_by_keyword, "primals=(x,)", "by position"),
     ],
     ids=lambda p: p.__name__ if callable(p) else None,
 )
