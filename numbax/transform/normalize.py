@@ -68,6 +68,9 @@ Lowerings
   evaluated once. ``x := v`` is an assignment. Comprehensions (list and dict) become
   loops that append/store into a fresh container; their loop variables stay private
   (renamed when they would clash with a name of the function).
+* Transformations built inside the function from known arguments are built once
+  beforehand (normalize_transformations.py), and ``nx.jvp``/``nx.linearize``/``nx.vjp``
+  called there become calls of the generated derivative (normalize_jvp_vjp.py).
 * Functions defined inside the function are lifted out of it first (nested.py),
   methods of objects it reads from its globals bound to them (methods.py), and starred
   arguments whose length the source says spelled out (normalize_starred.py).
