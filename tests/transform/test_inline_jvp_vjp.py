@@ -191,6 +191,16 @@ def test_vmap_over_the_tangent_of_hvp():
     np.testing.assert_allclose(got, hessian_diagonal(X) * VS, rtol=1e-13)
 
 
+def test_the_source_shows_the_generated_jvp():
+    source = nx.jacfwd(hvp).source
+    assert "_jvp_jvp_grad_f(x, V, _d_x)" in source
+    assert "def jvp_grad_f(x, _d_x):" in source
+    columns = [
+        (hessian_diagonal(X + e) - hessian_diagonal(X - e)) * V / (2 * EPS) for e in np.eye(3) * EPS
+    ]
+    np.testing.assert_allclose(nx.jacfwd(hvp)(X), np.transpose(columns), rtol=1e-6, atol=1e-9)
+
+
 def test_jvp_of_a_dict_of_arrays():
     np.testing.assert_allclose(jvp_of_a_dict(X), jvp_of_a_dict_closed(X), rtol=1e-13)
     np.testing.assert_allclose(
