@@ -4,15 +4,30 @@ and :func:`show`. ``numbax/__init__.py`` re-exports them.
 
 The transformations a user may build inside a function being transformed
 (``nx.vmap(model)(w, xs)``) are registered here with the normalizer, which builds them
-once beforehand (``numbax.transform.normalize_transformations``).
+once beforehand (``numbax.transform.normalize_transformations``); ``nx.jvp``, ``nx.vjp``
+and ``nx.linearize`` called there become calls of the generated derivative
+(``numbax.transform.normalize_jvp_vjp``).
 """
 
-from numbax.api.autodiff import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad
+from numbax.api.autodiff import (
+    grad,
+    hessian,
+    inline_derivative,
+    jacfwd,
+    jacobian,
+    jacrev,
+    jvp,
+    linearize,
+    value_and_grad,
+    vjp,
+)
 from numbax.api.custom import checkpoint, remat
 from numbax.api.jit import jit
 from numbax.api.vmap import vmap
+from numbax.transform.normalize_jvp_vjp import register_derivative_calls
 from numbax.transform.normalize_transformations import register_transformations
 
 register_transformations(
     vmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat
 )
+register_derivative_calls(jvp=jvp, vjp=vjp, linearize=linearize, derive=inline_derivative)

@@ -18,6 +18,7 @@ import numpy as np
 
 from numbax import tree_util
 from numbax.api.callable import callable_target
+from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.transformed import Derivatives, Generated, Transformed, callee_derivative, params
 from numbax.api.vmap import Batched
@@ -422,3 +423,15 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
         return tuple(_like_input(c, p) for c, p in zip(cts, primals, strict=True))
 
     return (out, vjp_fun, aux) if has_aux else (out, vjp_fun)
+
+
+def inline_derivative(fun: Callable, mode: str, n: int) -> tuple[Any, tuple]:
+    """``fun``'s generated JVP or VJP w.r.t. its first ``n`` arguments, for a call of
+    ``nx.jvp``/``nx.vjp``/``nx.linearize`` written inside a function being transformed
+    (``numbax.transform.normalize_jvp_vjp``), and the defaults of its later parameters.
+    A compiled ``fun`` gets a compiled derivative."""
+    fun = fixed_arity(fun, n, mode)
+    generated = callee_derivative(callable_target(fun), mode, tuple(range(n)))
+    defaults = _defaults_after_primals(fun, generated, n, trailing=1 if mode == "vjp" else None)
+    function = generated.function
+    return (Jitted(function) if isinstance(fun, Jitted) else function), defaults

@@ -211,8 +211,9 @@ def generate(
     resolver = Resolver(source, local_names(tree))
     # Names the user's function reads are read live; only what numbax binds itself is
     # part of the module (and of its key: a global's value is not baked in).
+    made = _made_bindings(tree, resolver)
     bindings = {
-        **_made_bindings(tree, resolver),
+        **made,
         "np": np,
         RUNTIME: runtime,
         **derivatives.bindings,
@@ -233,11 +234,25 @@ def generate(
         emitted.text,
         source,
         depends,
-        tuple(derivatives.generated) + ((origin,) if origin is not None else ()),
+        tuple(derivatives.generated)
+        + _generated_bound(made)
+        + ((origin,) if origin is not None else ()),
     )
     _of_function[function] = generated
     _generated[cache] = generated
     return generated
+
+
+def _generated_bound(made: dict[str, Any]) -> tuple[Generated, ...]:
+    """The generated functions the normalizer bound in the function's module (the JVP
+    of ``nx.jvp(nx.grad(f), ...)`` written inside it): shown with its source, and
+    generated again when they no longer hold."""
+    found = []
+    for value in made.values():
+        value = value.fun if isinstance(value, Jitted) else value
+        if isinstance(value, types.FunctionType) and value in _of_function:
+            found.append(_of_function[value])
+    return tuple(found)
 
 
 def callee_derivative(

@@ -68,6 +68,9 @@ Lowerings
   evaluated once. ``x := v`` is an assignment. Comprehensions (list and dict) become
   loops that append/store into a fresh container; their loop variables stay private
   (renamed when they would clash with a name of the function).
+* Transformations built inside the function from known arguments are built once
+  beforehand (normalize_transformations.py), and ``nx.jvp``/``nx.linearize``/``nx.vjp``
+  called there become calls of the generated derivative (normalize_jvp_vjp.py).
 * Functions defined inside the function are lifted out of it first (nested.py),
   methods of objects it reads from its globals bound to them (methods.py), and starred
   arguments whose length the source says spelled out (normalize_starred.py).
@@ -115,6 +118,7 @@ from numbax.transform.normalize_calls import (
 )
 from numbax.transform.normalize_check import CoreGrammarError, check_core
 from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
+from numbax.transform.normalize_jvp_vjp import fold_derivative_calls
 from numbax.transform.normalize_loops import LoopLowering
 from numbax.transform.normalize_nodes import (
     assign,
@@ -190,6 +194,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     expand_starred_arguments(fn, Resolver(source, local_names(fn)))
     reject_unsupported(source, transformation, fn)
     fn = fold_transformations(fn, source)
+    fn = fold_derivative_calls(fn, source, transformation)
     fn = rewrite_ravels(fn, source, transformation)
     fn = rewrite_values(fn, source, transformation)
     namer = Namer.for_function(fn)

@@ -53,7 +53,7 @@ def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.F
     """``fn`` with each transformation built from known arguments replaced by a name
     bound (in ``source.closure``) to the built object."""
     resolver = Resolver(source, local_names(fn))
-    folder = _Folder(source, resolver)
+    folder = Folder(source, resolver)
     stores: dict[str, int] = {}
     for node in walk(fn):
         if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Store):
@@ -77,7 +77,7 @@ def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.F
     return folder.visit(fn)
 
 
-class _Folder(gast.NodeTransformer):
+class Folder(gast.NodeTransformer):
     def __init__(self, source: FunctionSource, resolver: Resolver) -> None:
         self.source = source
         self.resolver = resolver
@@ -120,7 +120,7 @@ class _Folder(gast.NodeTransformer):
         if key not in _built:
             code = compile(ast.fix_missing_locations(expression), self.source.filename, "eval")
             _built[key] = eval(code, namespace)  # noqa: S307 - the user's own expression
-        return self._bind(_built[key], constructor.__name__, hint)
+        return self.bind(_built[key], constructor.__name__, hint)
 
     def _known(self, node: gast.expr) -> bool:
         """Whether the value is known before the function runs."""
@@ -140,7 +140,9 @@ class _Folder(gast.NodeTransformer):
             return self.fold(node) is not None
         return False
 
-    def _bind(self, value: Any, kind: str, hint: str | None) -> str:
+    def bind(self, value: Any, kind: str, hint: str | None) -> str:
+        """A name for `value` in the function's closure, `_<kind>_<hint>` (numbered
+        when that name is taken by something else)."""
         base = f"_{kind}_{hint or getattr(value, '__name__', 'function')}"
         base = "".join(c if c.isalnum() or c == "_" else "_" for c in base)
         name, count = base, 1
