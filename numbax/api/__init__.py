@@ -9,18 +9,8 @@ and ``nx.linearize`` called there become calls of the generated derivative
 (``numbax.transform.normalize_jvp_vjp``).
 """
 
-from numbax.api.autodiff import (
-    grad,
-    hessian,
-    inline_derivative,
-    jacfwd,
-    jacobian,
-    jacrev,
-    jvp,
-    linearize,
-    value_and_grad,
-    vjp,
-)
+from numbax.api import autodiff
+from numbax.api.autodiff import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad
 from numbax.api.custom import checkpoint, remat
 from numbax.api.jit import jit
 from numbax.api.vmap import vmap
@@ -30,4 +20,9 @@ from numbax.transform.normalize_transformations import register_transformations
 register_transformations(
     vmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat
 )
-register_derivative_calls(jvp=jvp, vjp=vjp, linearize=linearize, derive=inline_derivative)
+register_derivative_calls(
+    jvp=autodiff.jvp,
+    vjp=autodiff.vjp,
+    linearize=autodiff.linearize,
+    derive=autodiff.inline_derivative,
+)
