@@ -4,14 +4,15 @@ of operations here, so a new rule is checked as soon as it is declared.
 Each differentiable rule (functions, array methods and attributes alike) is called at
 the samples its declaration gives (``samples=``, ``domain=``; registry.py), and
 ``check_jacobians`` compares jacfwd and jacrev with central finite differences in
-float64: interpreted at every sample, and under ``nx.jit`` at the first (one compile per
-mode for all the operation's arguments). The helpers of derivative code (``nxrt.*``) are
-compiled whenever the derivatives that call them are; their own rules (for derivatives
-of derivatives) are checked interpreted, as compiling each one's Jacobians would add
-minutes to the suite. Rules with a batching rule are also batched over every input, and
-``vmap``'s vectorized method must agree with its loop (at the first sample it takes). A
-differentiable rule without samples fails ``test_every_rule_has_samples``; the few whose
-derivatives need a setting of their own name the test that checks them
+float64: interpreted at every sample, and under ``nx.jit`` at the first (a JVP and a VJP
+along random directions, one compile each for all the operation's arguments). The
+helpers of derivative code (``nxrt.*``) are compiled whenever the derivatives that call
+them are; their own rules (for derivatives of derivatives) are checked interpreted, as
+compiling each one's would add minutes to the suite. Rules with a batching rule are also
+batched over every input, and ``vmap``'s vectorized method must agree with its loop (at
+the first sample it takes), and under ``nx.jit`` too where the batching is not
+elementwise. A differentiable rule without samples fails ``test_every_rule_has_samples``;
+the few whose derivatives need a setting of their own name the test that checks them
 (``checked_elsewhere``).
 
 numbax reads a function's source, so the functions checked are written to a module
@@ -227,9 +228,10 @@ JIT_CASES = [c for c in CASES if c.jit]
 
 @pytest.mark.parametrize("case", JIT_CASES, ids=[c.id for c in JIT_CASES])
 def test_derivatives_under_jit(generated, case):
-    """The same under nx.jit, at the first sample of each NumPy operation (compiling is
-    slow: once per rule and mode, for all the operation's arguments together; the
-    interpreted Jacobians are the test above's)."""
+    """The same under nx.jit, at the first sample of each NumPy operation: its JVP and
+    VJP compiled, along a random direction (compiling is slow: one program per mode,
+    for all the operation's arguments together; the interpreted Jacobians are the test
+    above's)."""
     _check(generated, case, compiled=True)
 
 
@@ -251,6 +253,35 @@ def test_vmap_vectorized_equals_the_loop(generated, name):
     """Every input batched, at the first sample the batching rule takes (some forms are
     left to the loop: a stack of matrix products, a scan of the flattened array):
     batching the operation equals calling it once per example."""
+    case, args, got = _first_vectorized(generated, name)
+    f = getattr(generated, case.function)
+    want = nx.vmap(f, method="loop")(*args)
+    assert np.shape(got) == np.shape(want), case.id
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=case.id)
+
+
+JIT_BATCHED = [
+    name
+    for name, cases in BATCHED.items()
+    if not _is_elementwise(cases[0].rule) and any(c.jit for c in cases)
+]
+
+
+@pytest.mark.parametrize("name", JIT_BATCHED)
+def test_vmap_vectorized_under_jit(generated, name):
+    """The same batched code under nx.jit, for each NumPy operation whose batching is
+    not elementwise (an elementwise one is the operation itself on the batch; forms
+    Numba might not compile are the others': a shifted axis, a moved one)."""
+    case, args, want = _first_vectorized(generated, name)
+    f = getattr(generated, case.function)
+    got = nx.jit(nx.vmap(f, method="vectorized"))(*args)
+    assert np.shape(got) == np.shape(want), case.id
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=case.id)
+
+
+def _first_vectorized(generated: Any, name: str) -> tuple[Case, list[Any], Any]:
+    """The rule's first sample that ``vmap``'s vectorized method takes, its batched
+    inputs and the (interpreted) vectorized result."""
     declined = []
     for case in BATCHED[name]:
         f = getattr(generated, case.function)
@@ -261,9 +292,6 @@ def test_vmap_vectorized_equals_the_loop(generated, name):
         except nx.TransformError as err:
             declined.append(str(err).splitlines()[0])
             continue
-        want = nx.vmap(f, method="loop")(*args)
         assert "vectorized" in vectorized.source, case.id
-        assert np.shape(got) == np.shape(want), case.id
-        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12, err_msg=case.id)
-        return
+        return case, args, got
     pytest.fail(f"{name}: no sample is batched by its batching rule: {declined}")
