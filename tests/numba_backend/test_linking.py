@@ -7,6 +7,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 import pytest
+from numba.extending import overload
 
 import numbax as nx
 from numbax.numba_backend import linking
@@ -85,3 +86,65 @@ def test_generated_code_compiles_inside_the_block(monkeypatch):
     x = np.linspace(0.0, 1.0, 7)
     assert nx.jit(f, cache=False)(x) == pytest.approx(np.sum(np.sin(x) * x))
     assert consulted  # its helpers (the reduction, the sine kernel) sized up
+
+
+def _doubled_in_python(x):
+    """Called back through the interpreter: Numba's lifted code refers to the callable
+    through its function's environment."""
+
+
+@overload(_doubled_in_python, jit_options={"cache": False})
+def _doubled_in_python_impl(x):
+    def impl(x):
+        with numba.objmode(y="float64"):
+            y = float(x) * 2.0
+        return y
+
+    return impl
+
+
+def _adds_doubled():
+    @numba.njit
+    def caller(a):
+        return a[0] + _doubled_in_python(a[1])
+
+    return caller
+
+
+def test_an_overloads_implementation_stays_llvm_ir_until_an_address_is_asked():
+    caller = _adds_doubled()
+    with linking.linking_large_callees_late():
+        assert caller(np.array([1.0, 3.0])) == 7.0
+    library = caller.overloads[caller.signatures[0]].library
+    assert library not in linking._without_machine_code  # Python calls it
+    implementations = [lib for lib in library._linking_libraries if "impl" in lib.name]
+    assert implementations
+    assert all(lib in linking._without_machine_code for lib in implementations)
+    assert not any(name.startswith("cfunc.") for lib in implementations for name in _defined(lib))
+    # the environment of the implementation (the callable its lifted block calls) was
+    # set once its caller's module defined it
+    assert not [n for n in linking._pending_environments if "doubled" in n]
+    # and an address asked for is there, emitted then
+    implementation = implementations[0]
+    entry = [n for n in _defined(implementation) if "impl" in n][0]
+    assert implementation.get_pointer_to_function(entry) != 0
+    assert implementation not in linking._without_machine_code
+
+
+def test_a_library_left_as_llvm_ir_is_cached_as_llvm_ir():
+    """The runtime cache saves an implementation as the IR its callers link, and a later
+    process loads it as IR: machine code only if an address is asked for. (Integers: an
+    implementation of its own, which the test above did not ask an address of.)"""
+    caller = _adds_doubled()
+    with linking.linking_large_callees_late():
+        assert caller(np.array([1, 3])) == 7.0
+    library = caller.overloads[caller.signatures[0]].library
+    (implementation,) = [lib for lib in library._linking_libraries if "impl" in lib.name]
+    state = implementation.serialize_using_object_code()
+    assert state[1] == linking._IR_ONLY
+    assert implementation in linking._without_machine_code
+    loaded = implementation.codegen.unserialize_library(state)
+    assert loaded in linking._without_machine_code
+    assert set(_defined(loaded)) == set(_defined(implementation))
+    entry = [n for n in _defined(loaded) if "impl" in n][0]
+    assert loaded.get_pointer_to_function(entry) != 0
