@@ -65,9 +65,12 @@ def two_threads():
 
 def _both_threads_take_part(function, x) -> bool:
     """Whether some call of ``function`` ran on both threads: a thread takes chunks as it
-    comes, so on a busy machine one may find none left, and loops then run alone for a
-    while (a few calls, each after that while, make it sure)."""
-    for _ in range(50):
+    comes, so on a busy machine (the other core compiling, in a test run) the second may
+    find none left when the system wakes it, and loops then run alone for a while. Calls
+    over a longer array, each after that while, for up to five seconds, make it sure."""
+    x = np.resize(x, max(x.size, 40 * PARALLEL_MIN_ELEMENTS + 7))  # ~10 ms a call
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:
         threads._backoff[0] = 0  # the while is over
         if set(np.unique(function(x))) == {0, 1}:
             return True
