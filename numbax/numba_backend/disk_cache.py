@@ -44,7 +44,11 @@ from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
 from numbax.numba_backend.linking import linking_large_callees_late
+from numbax.numba_backend.symbol_names import start_numbering_at_random_offset
 from numbax.numba_backend.threads import launch as launch_threads
+
+# Libraries loaded from here were compiled by other processes: their names must not meet ours.
+start_numbering_at_random_offset()
 
 _MAGIC = b"numbax-numba-cache 1\n"
 _DIGEST = hashlib.sha256().digest_size

@@ -235,3 +235,43 @@ def test_numbax_own_elementwise_kernels_are_keyed_by_numbax_source():
     the runtime cache (keyed by all of numbax's source), not Numba's (keyed by its file)."""
     cache_of_kernel = _disk_cache(_xlogy_kernel, numba.njit(_xlogy_kernel))
     assert isinstance(cache_of_kernel, runtime_cache.RuntimeCache)
+
+
+TWO_OPERATIONS = """
+import json, sys
+import numba, numpy as np
+from numbax.numba_backend import elementary
+
+x = np.array([0.5, 1.0, 2.0])
+names = {}
+for name in sys.argv[1:]:
+    op = getattr(elementary, name)
+    program = numba.njit(lambda v: op(v))
+    assert np.allclose(program(x), getattr(np, name)(x)), name
+    library = next(iter(program.overloads.values())).library
+    names[name] = [f.name for f in library._final_module.functions if "array_impl" in f.name]
+print(json.dumps(names))
+"""
+
+
+@pytest.mark.jit
+def test_a_loaded_callee_never_shares_a_name_with_one_compiled_here(tmp_path):
+    """Numba numbers functions per process: the second process compiles log's
+    implementation as the first compiled exp's, by the same qualified name, and then
+    loads exp's from the cache. Were their symbols equal, LLVM would keep one of the two
+    (``symbol_names``), and a program would call the other's code."""
+    script = tmp_path / "two_operations.py"
+    script.write_text(TWO_OPERATIONS)
+    env = {**os.environ, "NUMBAX_CACHE_DIR": str(tmp_path / "cache")}
+
+    def run(*names: str) -> dict:
+        done = subprocess.run(
+            [sys.executable, str(script), *names], env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout.splitlines()[-1])
+
+    first = run("exp")
+    second = run("log", "exp")
+    assert first["exp"] == second["exp"], "exp's implementation is loaded from the cache"
+    assert not set(second["log"]) & set(second["exp"])
