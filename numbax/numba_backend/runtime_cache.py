@@ -266,7 +266,7 @@ class _RuntimeImpl(CompileResultCacheImpl):
 class RuntimeCache(TrustedCache):
     """The disk cache of one of numbax's implementations (see the module docstring)."""
 
-    def __init__(self, py_func: Any, identity: str) -> None:  # noqa: D107
+    def __init__(self, py_func: Any, identity: str, own_options: frozenset[str]) -> None:  # noqa: D107
         # Cache.__init__ would look for Numba's locators; the entry is named here.
         digest = hashlib.sha256(identity.encode()).hexdigest()[:24]
         name = re.sub(r"[^A-Za-z0-9_]+", "_", py_func.__qualname__)[-60:]
@@ -279,6 +279,7 @@ class RuntimeCache(TrustedCache):
             cache_path=self._cache_path, filename_base=filename_base, source_stamp=_stamp()
         )
         self._identity = identity
+        self._own_options = own_options
         self.enable()
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
@@ -288,7 +289,8 @@ class RuntimeCache(TrustedCache):
         helper compiled for a ``fastmath`` caller must not serve another)."""
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
         identity = hashlib.sha256(self._identity.encode()).hexdigest()
-        return (sig, codegen.magic_tuple(), (code, identity, _inherited_options()))
+        inherited = _inherited_options(self._own_options)
+        return (sig, codegen.magic_tuple(), (code, identity, inherited))
 
     # Loads and saves hold the entry's lock: processes compiling one helper for two
     # signatures at once would otherwise both write its first data file.
@@ -312,12 +314,24 @@ _INHERITED = ("nrt", "fastmath", "error_model", "forceinline")
 """The options Numba's CPU target copies from the caller when the callee does not set
 them (``CPUTargetOptions.finalize``)."""
 
+NEVER_INHERITED = {"fastmath": False}
+"""What every implementation here compiles with unless it says otherwise. Numba keeps one
+compiled version of a function per signature in a process, made with the options of
+whichever caller compiled it first: an ``exp`` kernel first called from
+``nx.jit(f, fastmath=True)`` was compiled with LLVM's fast-math flags, and every later
+caller in the process, without them, got its ``exp(1000.0)`` as NaN. So implementations
+never take a caller's ``fastmath``; a ``fastmath`` program's own code still has it."""
 
-def _inherited_options() -> str:
+
+def _inherited_options(own_options: frozenset[str]) -> str:
     caller = ConfigStack().top_or_none()
     if caller is None:
         return ""
-    return ";".join(f"{name}={getattr(caller, name)}" for name in _INHERITED if caller.is_set(name))
+    return ";".join(
+        f"{name}={getattr(caller, name)}"
+        for name in _INHERITED
+        if name not in own_options and caller.is_set(name)
+    )
 
 
 def cache_of(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
@@ -329,7 +343,7 @@ def cache_of(dispatcher: Dispatcher) -> RuntimeCache | NullCache:
     except _Undescribed:
         return NullCache()
     try:
-        return RuntimeCache(dispatcher.py_func, identity)
+        return RuntimeCache(dispatcher.py_func, identity, frozenset(dispatcher.targetoptions))
     except OSError:
         return NullCache()
 
@@ -366,6 +380,7 @@ def _jit_decorator(self: _OverloadFunctionTemplate) -> Callable:
         return jitter
 
     def jit(*args: Any, **options: Any) -> Callable:
+        options = {**NEVER_INHERITED, **options}
         if "cache" in options:  # an overload that chose its cache keeps Numba's
             return jitter(*args, **options)
         decorate = jitter(*args, cache=True, **options)
@@ -386,6 +401,7 @@ def _mark(fn: Any) -> Any:
 def njit(*args: Any, **options: Any) -> Any:
     """``numba.njit`` into the runtime cache (for numbax's kernels, not generated code)."""
     options.setdefault("cache", True)
+    options = {**NEVER_INHERITED, **options}
     if args and callable(args[0]):
         return numba.njit(**options)(_mark(args[0]))
     return lambda fn: numba.njit(**options)(_mark(fn))

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from numba.core import types
 from numba.core.caching import NullCache
+from numba.extending import overload
 
 from numbax.codegen import cache
 from numbax.codegen.trust import CacheWarning
@@ -96,8 +97,8 @@ def test_the_numba_options_are_part_of_the_entry(cache_dir):
 
 
 def test_options_a_helper_inherits_from_its_caller_are_part_of_its_key(cache_dir):
-    """Numba compiles a helper with its caller's ``fastmath`` and error model when the
-    helper sets none: machine code made for a ``fastmath`` caller must not serve another."""
+    """Numba compiles a helper with its caller's error model when the helper sets none:
+    machine code that raises ZeroDivisionError must not serve a caller that wants inf."""
     source = "def impl(x):\n    return x * K\n"
 
     def caller(options: dict):
@@ -106,9 +107,37 @@ def test_options_a_helper_inherits_from_its_caller_are_part_of_its_key(cache_dir
         assert runner(1.5) == 3.0
         return helper
 
-    assert misses(caller({"fastmath": True})) == 1
+    assert misses(caller({"error_model": "numpy"})) == 1
     assert hits(caller({})) == 0
     assert hits(caller({})) == 1
+
+
+INF_MINUS_INF = "def impl(x):\n    return x - x\n"  # NaN for inf; 0.0 under fast-math
+
+
+def test_a_helper_never_takes_its_first_callers_fastmath(cache_dir):
+    """Numba keeps one compiled version per signature, made for whichever caller came
+    first: a helper that took a ``fastmath`` caller's flags would serve every later caller
+    with them (``runtime_cache.NEVER_INHERITED``)."""
+    helper = runtime_cache.njit(written(INF_MINUS_INF))
+    fast = numba.njit(fastmath=True)(lambda x: helper(x))
+    plain = numba.njit(lambda x: helper(x))
+    assert np.isnan(fast(np.inf))
+    assert np.isnan(plain(np.inf))
+
+
+def test_an_overload_never_takes_its_first_callers_fastmath(cache_dir):
+    def inf_minus_inf(x):
+        return x - x
+
+    @overload(inf_minus_inf)
+    def _inf_minus_inf(x):
+        return written(INF_MINUS_INF)
+
+    fast = numba.njit(fastmath=True)(lambda x: inf_minus_inf(x))
+    plain = numba.njit(lambda x: inf_minus_inf(x))
+    assert np.isnan(fast(np.inf))
+    assert np.isnan(plain(np.inf))
 
 
 def test_numbas_own_implementations_are_kept(cache_dir):
