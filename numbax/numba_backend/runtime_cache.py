@@ -286,7 +286,7 @@ class RuntimeCache(TrustedCache):
         """Numba's key with the closure described portably (Numba pickles it, and the
         pickle of a Numba type differs between processes), and with the options a
         function compiled inside a caller inherits from it (Numba's key omits them: a
-        helper compiled for a ``fastmath`` caller must not serve another)."""
+        helper compiled for a caller with Python's error model must not serve another)."""
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
         identity = hashlib.sha256(self._identity.encode()).hexdigest()
         inherited = _inherited_options(self._own_options)
