@@ -12,7 +12,6 @@ call's arguments); it says so by its ``for_arity(n)`` method.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import inspect
 import types
@@ -24,6 +23,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.source import (
     display_name,
     read_function,
@@ -62,7 +62,7 @@ def _expand(fun: types.FunctionType, n: int, transformation: str) -> types.Funct
     """Generate ``def f(x, rest_0, rest_1): rest = (rest_0, rest_1); <f's body>`` from
     ``f(x, *rest)``'s source, reading the user's globals and closure as ``f`` does."""
     source = read_function(fun, transformation)
-    fn = copy.deepcopy(source.tree)
+    fn = clone(source.tree)
     packed = fn.args.vararg.id
     named = len(fn.args.posonlyargs) + len(fn.args.args)
     taken = {node.id for node in gast.walk(fn) if isinstance(node, gast.Name)}

@@ -24,7 +24,6 @@ known; :func:`method_of_value_error` says so and what to write instead.
 from __future__ import annotations
 
 import builtins
-import copy
 import inspect
 import types
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import (
     FunctionSource,
@@ -81,7 +81,7 @@ def _unroll_object_loops(
         for i, item in enumerate(items):
             name = _free_name(source, resolver, f"{base}_{i}", item)
             source.closure[name] = item
-            for copied in copy.deepcopy(stmt.body):
+            for copied in clone(stmt.body):
                 out.append(_Renamer(stmt.target.id, name).visit(copied))
     return out
 
@@ -193,7 +193,7 @@ def bound_method_function(method: types.MethodType, transformation: str) -> type
     if found is not None and found[0] is method.__self__:
         return found[1]
     source = read_function(method.__func__, transformation)
-    tree = copy.deepcopy(source.tree)
+    tree = clone(source.tree)
     positional = tree.args.posonlyargs or tree.args.args
     if not positional:
         raise TransformError(

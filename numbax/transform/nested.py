@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import copy
 import inspect
 import types
 import weakref
@@ -47,6 +46,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.normalize_transformations import builds_transformation
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource, LiveNamespace, function_from_tree
@@ -201,7 +201,7 @@ class _Lifter:
                     "a default value that reads the enclosing function's variables",
                     "pass the value as an argument at each call",
                 )
-        lifted = copy.deepcopy(node)
+        lifted = clone(node)
         lifted.args.args += [gast.Name(c, gast.Param(), None, None) for c in nested.captured]
         if lifted.args.defaults:  # parameters after one with a default need one too
             lifted.args.defaults += [gast.Constant(None, None) for _ in nested.captured]
@@ -407,9 +407,7 @@ class _CallRewriter(gast.NodeTransformer):
         if isinstance(given, (gast.Tuple, gast.List)) and len(given.elts) == nested.arity:
             axes = gast.Tuple(list(given.elts) + shared, gast.Load())
         elif isinstance(given, gast.Constant) and isinstance(given.value, (int, type(None))):
-            axes = gast.Tuple(
-                [copy.deepcopy(given) for _ in range(nested.arity)] + shared, gast.Load()
-            )
+            axes = gast.Tuple([clone(given) for _ in range(nested.arity)] + shared, gast.Load())
         else:
             raise self.lifter.refuse(
                 getattr(node, "lineno", None) or self.lifter.line,

@@ -18,7 +18,6 @@ keeps what the call means: ``def h(x, a=1.0, *, b)`` called as ``h(x, b=y)`` is
 from __future__ import annotations
 
 import builtins
-import copy
 import inspect
 import types
 import weakref
@@ -27,6 +26,7 @@ from typing import Any
 
 import gast
 
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.source import LiveNamespace, function_from_tree, read_function
 
 _LITERALS = (bool, int, float, complex, str, type(None))
@@ -102,7 +102,7 @@ def positional_view(function: types.FunctionType, transformation: str) -> types.
     view = _views.get(function)
     if view is None:
         source = read_function(function, transformation)
-        tree = copy.deepcopy(source.tree)
+        tree = clone(source.tree)
         tree.args.args = [*tree.args.args, *tree.args.kwonlyargs]
         tree.args.kwonlyargs, tree.args.kw_defaults, tree.args.defaults = [], [], []
         namespace = LiveNamespace({"__builtins__": builtins}, source.live)

@@ -10,8 +10,10 @@ from typing import Any
 
 import gast
 
-from numbax.transform.provenance import ADJOINT, ORIGIN
 from numbax.transform.walk import walk
+
+_AST = gast.AST
+_CONTEXT = gast.expr_context
 
 _BODY_FIELDS = ("body", "orelse", "finalbody", "handlers")
 _POSITION = ("lineno", "end_lineno", "col_offset", "end_col_offset")
@@ -114,15 +116,23 @@ def contains(stmts: list[gast.stmt] | gast.AST, kind: type) -> bool:
 
 
 def clone(node: Any) -> Any:
-    """A deep copy of a gast tree (or list of trees), several times faster than deepcopy."""
-    if isinstance(node, list):
+    """A deep copy of a gast tree (or list of trees), several times faster than deepcopy.
+
+    What numbax notes on a node besides its fields is copied with it: positions and
+    provenance (immutable, shared), statements it carries (``numbax_count``, cloned).
+    Expression contexts (``Load``, ``Store``...), which carry nothing, are shared."""
+    kind = node.__class__
+    if kind is list:
         return [clone(n) for n in node]
-    if not isinstance(node, gast.AST):
-        return node  # identifiers and literal values are immutable
-    new = node.__class__.__new__(node.__class__)
-    for name in node._fields:
-        setattr(new, name, clone(getattr(node, name, None)))
-    for name in (*node._attributes, ORIGIN, ADJOINT):
-        if hasattr(node, name):
-            setattr(new, name, getattr(node, name))
+    if not isinstance(node, _AST) or isinstance(node, _CONTEXT):
+        return node  # identifiers, literal values and contexts are immutable
+    new = kind.__new__(kind)
+    copied = new.__dict__
+    for name, value in node.__dict__.items():
+        if value.__class__ is list:
+            copied[name] = [clone(item) for item in value]
+        elif isinstance(value, _AST) and not isinstance(value, _CONTEXT):
+            copied[name] = clone(value)
+        else:
+            copied[name] = value
     return new

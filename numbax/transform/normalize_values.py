@@ -45,7 +45,6 @@ closure, as ``normalize_transformations`` binds what it builds.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import inspect
@@ -57,7 +56,7 @@ import numpy as np
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
 from numbax.transform.compositions import maximum_of, minimum_of, numpy_composition
-from numbax.transform.normalize_nodes import assign
+from numbax.transform.normalize_nodes import assign, clone
 from numbax.transform.normalize_reject import unsupported
 from numbax.transform.normalize_transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
@@ -327,7 +326,7 @@ class _Rewriter(gast.NodeTransformer):
         if target is np.block and len(node.args) == 1 and not node.keywords:
             blocks = node.args[0]
             if isinstance(blocks, gast.Name) and blocks.id in self.fixed_lists:
-                blocks = copy.deepcopy(self.fixed_lists[blocks.id])
+                blocks = clone(self.fixed_lists[blocks.id])
             depth = _depth(blocks)
             if depth in (1, 2):
                 return self.block(blocks, depth, depth)
@@ -364,7 +363,7 @@ class _Rewriter(gast.NodeTransformer):
             return _call(self.reference(of, of.__name__), node.args)
         result = node.args[0]
         for item in node.args[1:]:
-            result = _call(copy.deepcopy(node.func), [result, item])
+            result = _call(clone(node.func), [result, item])
         return result
 
     def products(self, factors: list[gast.expr]) -> gast.expr:
@@ -372,7 +371,7 @@ class _Rewriter(gast.NodeTransformer):
         dot = self.reference(np.dot, "dot")
         product = factors[0]
         for factor in factors[1:]:
-            product = _call(copy.deepcopy(dot), [product, factor])
+            product = _call(clone(dot), [product, factor])
         return product
 
     def block(self, value: gast.expr, depth: int, level: int) -> gast.expr:
@@ -470,7 +469,7 @@ class _Rewriter(gast.NodeTransformer):
                 "assign the second array to a name first (numbax reads it twice)",
             )
         operand = _call(self.reference(nxrt.outer_operand, "outer_operand"), [a, b])
-        return _call(node.func.value, [operand, copy.deepcopy(b)])
+        return _call(node.func.value, [operand, clone(b)])
 
     # -- np.r_[...], np.c_[...] -------------------------------------------------------
     def visit_Subscript(self, node: gast.Subscript) -> gast.expr:

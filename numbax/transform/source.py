@@ -29,6 +29,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
+from numbax.transform.normalize_nodes import clone
 
 _UNDEFINED = object()
 
@@ -214,7 +215,7 @@ def function_from_tree(
     file), with ``namespace`` for globals, registered so that transformations read
     ``tree`` as its source: a function numbax derived from the user's (a nested def
     lifted out, a method with its object bound)."""
-    bare = copy.deepcopy(tree)  # defaults are values of the function, not of its code
+    bare = clone(tree)  # defaults are values of the function, not of its code
     bare.args.defaults = []
     bare.args.kw_defaults = [None] * len(bare.args.kwonlyargs)
     module = ast.fix_missing_locations(gast.gast_to_ast(gast.Module([bare], [])))
@@ -241,7 +242,7 @@ def derived_tree(func: Any) -> gast.FunctionDef | None:
     nested def lifted out, a method with its object bound: :func:`function_from_tree`),
     whose text is not the user's definition; None for any other function."""
     expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
-    return None if expanded is None else copy.deepcopy(expanded.tree)
+    return None if expanded is None else clone(expanded.tree)
 
 
 _stand_ins: list[Callable[[Any], types.FunctionType | None]] = []
@@ -287,7 +288,7 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
     func = getattr(func, "py_func", func)  # a Numba-compiled function: its Python source
     expanded = _expanded.get(func) if isinstance(func, types.FunctionType) else None
     if expanded is not None:
-        return dataclasses.replace(expanded, tree=copy.deepcopy(expanded.tree))
+        return dataclasses.replace(expanded, tree=clone(expanded.tree))
     if not isinstance(func, types.FunctionType):
         raise TransformError(
             f"the source of {name!r} cannot be read: it is a {type(func).__name__}, not a "
@@ -309,8 +310,8 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
             lineno=code.co_firstlineno,
             construct="an async def",
         )
-    text = _file_text(func)
-    if not text:
+    lines = _file_lines(func)
+    if not lines:
         raise TransformError(
             f"the source of {name!r} cannot be read (it was probably created by exec or "
             "eval, or its file is gone): define it in a file or a notebook cell.",
@@ -318,7 +319,7 @@ def read_function(func: Any, transformation: str = "jit") -> FunctionSource:
             transformation=transformation,
             filename=code.co_filename,
         )
-    tree = _parse_definition(func, text, transformation)
+    tree = _definition(func, lines, transformation)
     closure = {}
     if func.__closure__:
         for var, cell in zip(code.co_freevars, func.__closure__, strict=True):
@@ -434,7 +435,7 @@ def _literal(text: str | ast.expr) -> Any:
 
 def _holds(written: gast.expr, value: Any) -> bool:
     """Whether ``written`` is a literal whose value is ``value`` (same type and repr)."""
-    literal = _literal(gast.gast_to_ast(copy.deepcopy(written)))
+    literal = _literal(gast.gast_to_ast(clone(written)))
     return (
         literal is not _UNDEFINED and type(literal) is type(value) and repr(literal) == repr(value)
     )
@@ -461,12 +462,36 @@ _FUTURE_FLAGS = functools.reduce(
 )
 
 
-def _file_text(func: types.FunctionType) -> str:
-    """The current text of the file (or notebook cell) ``func`` was compiled from."""
+def _file_lines(func: types.FunctionType) -> list[str]:
+    """The current lines of the file (or notebook cell) ``func`` was compiled from:
+    ``linecache``'s list, the same object until the file changes."""
     filename = func.__code__.co_filename
     if not (filename.startswith("<") and filename.endswith(">")):
         linecache.checkcache(filename)  # the file as it is now, not as first read
-    return "".join(linecache.getlines(filename, func.__globals__))
+    return linecache.getlines(filename, func.__globals__)
+
+
+_DEFINITIONS_KEPT = 2048
+_definitions_read: dict[tuple[str, types.CodeType], tuple[list[str], gast.FunctionDef]] = {}
+"""The definitions read so far, by file and code object, with the lines they were read
+from. A function is read again by every transformation of it and every composition,
+and finding its definition compiles and searches its whole file; while ``linecache``
+holds the same lines (the file is unchanged), a copy of the tree read before serves."""
+
+
+def _definition(
+    func: types.FunctionType, lines: list[str], transformation: str
+) -> gast.FunctionDef:
+    """``func``'s definition in ``lines`` (the caller's to edit)."""
+    key = (func.__code__.co_filename, func.__code__)
+    known = _definitions_read.get(key)
+    if known is not None and known[0] is lines:
+        return clone(known[1])
+    tree = _parse_definition(func, "".join(lines), transformation)
+    if len(_definitions_read) >= _DEFINITIONS_KEPT:
+        del _definitions_read[next(iter(_definitions_read))]  # the oldest
+    _definitions_read[key] = (lines, clone(tree))
+    return tree
 
 
 def _parse_definition(func: types.FunctionType, text: str, transformation: str) -> gast.FunctionDef:

@@ -19,19 +19,27 @@ from collections.abc import Iterator
 import gast
 
 _AST = gast.AST
+_NAME = gast.Name
+
+#: Per node class, the fields that can hold a ``Name``: every field but the expression
+#: context (``Load``, ``Store``...), a leaf that the name questions never need.
+_NAME_BEARING_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def walk(node: gast.AST) -> Iterator[gast.AST]:
     """``node`` and every node below it, as ``gast.walk`` yields them."""
     todo = deque([node])
+    take, put = todo.popleft, todo.append
     while todo:
-        node = todo.popleft()
+        node = take()
         for field in node._fields:
             value = getattr(node, field, None)
             if isinstance(value, _AST):
-                todo.append(value)
-            elif isinstance(value, list):
-                todo.extend([item for item in value if isinstance(item, _AST)])
+                put(value)
+            elif value.__class__ is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        put(item)
         yield node
 
 
@@ -44,8 +52,26 @@ def name_ids(node: gast.AST, *contexts: type[gast.expr_context]) -> set[str]:
 def name_nodes(node: gast.AST, *contexts: type[gast.expr_context]) -> list[gast.Name]:
     """The ``Name`` nodes in ``node`` (``node`` included), in no particular order; only
     those whose context is one of ``contexts`` when some are given."""
-    return [
-        name
-        for name in walk(node)
-        if isinstance(name, gast.Name) and (not contexts or isinstance(name.ctx, contexts))
-    ]
+    found = []
+    todo = [node]
+    take, put = todo.pop, todo.append
+    fields_of = _NAME_BEARING_FIELDS.get
+    while todo:
+        node = take()
+        kind = node.__class__
+        if (kind is _NAME or isinstance(node, _NAME)) and (
+            not contexts or isinstance(node.ctx, contexts)
+        ):
+            found.append(node)
+        fields = fields_of(kind)
+        if fields is None:
+            fields = _NAME_BEARING_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
+        for field in fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _AST):
+                put(value)
+            elif value.__class__ is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        put(item)
+    return found

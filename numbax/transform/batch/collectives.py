@@ -24,7 +24,6 @@ loops (the vectorized method has no such limit).
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +35,7 @@ from numbax.transform.batch.axes import Leaf, batch_size
 from numbax.transform.batch.loop import INDEX, SIZE, examples_loop
 from numbax.transform.batch.nodes import function, item, names, template
 from numbax.transform.cleanup import cleanup
-from numbax.transform.normalize_nodes import assign, at, load
+from numbax.transform.normalize_nodes import assign, at, clone, load
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.walk import walk
@@ -136,7 +135,7 @@ def part_function(fn: gast.FunctionDef, part: Part, name: str, resolver: Resolve
     """``def <name>(<inputs>): <statements>; return <outputs>`` (one output: as it is;
     several: a tuple), ``axis_index`` replaced by the example's position."""
     params = [*part.inputs, *([INDEX_PARAMETER] if part.uses_index else [])]
-    body = [_with_index(copy.deepcopy(s), resolver) for s in part.statements]
+    body = [_with_index(clone(s), resolver) for s in part.statements]
     if part.collective is not None:
         outputs = [load(n) for n in part.outputs]
         returned = outputs[0] if len(outputs) == 1 else gast.Tuple(outputs, gast.Load())

@@ -35,7 +35,6 @@ it, and ``vmap`` loops over the batch instead (always correct).
 
 from __future__ import annotations
 
-import copy
 import inspect
 from collections.abc import Callable
 from typing import Any
@@ -236,7 +235,7 @@ class _Vectorizer:
 
     # -- the function -------------------------------------------------------------------
     def function(self, name: str, axes: tuple, ranks: tuple, out_axes: Any) -> gast.FunctionDef:
-        fn = copy.deepcopy(self.fn)
+        fn = clone(self.fn)
         params = [a.id for a in fn.args.args]
         self.out_axes = out_axes
         prologue: list[gast.stmt] = [assign(SIZE, batch_size(fn.name, params, axes, None))]
@@ -488,10 +487,10 @@ class _Vectorizer:
         batched (an accumulator) is repeated over the batch before it."""
         if isinstance(stmt, gast.For):
             self._shared_test(stmt.iter, "a for loop's range")
-        original, repeated = copy.deepcopy(stmt), []
+        original, repeated = clone(stmt), []
         for _ in range(8):  # to a fixpoint of what is batched and the ranks
             entry, entry_stacks = dict(self.env), dict(self.stacks)
-            stmt = copy.deepcopy(original)
+            stmt = clone(original)
             if isinstance(stmt, gast.For) and isinstance(stmt.target, gast.Name):
                 self.env[stmt.target.id] = self._iterated(stmt.iter)
             if isinstance(stmt, gast.While):

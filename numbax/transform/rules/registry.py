@@ -49,7 +49,6 @@ lists of their own (``tests/autodiff/test_rule_table.py``):
 from __future__ import annotations
 
 import ast
-import copy
 import dataclasses
 import functools
 import importlib
@@ -63,6 +62,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.rules.batch_kinds import elementwise as batch_elementwise
 
 ANS = "ans"
@@ -163,10 +163,10 @@ def instantiate(template: gast.expr, names: Mapping[str, gast.expr]) -> gast.exp
     class _Substitute(gast.NodeTransformer):
         def visit_Name(self, node: gast.Name) -> gast.expr:
             if isinstance(node.ctx, gast.Load) and node.id in names:
-                return copy.deepcopy(names[node.id])
+                return clone(names[node.id])
             return node
 
-    return _Substitute().visit(copy.deepcopy(template))
+    return _Substitute().visit(clone(template))
 
 
 # -- the tables ----------------------------------------------------------------------
