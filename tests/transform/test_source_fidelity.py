@@ -144,6 +144,24 @@ def test_source_edited_after_import_is_refused(edited_module, transform):
     assert transform(module.f)(2.0) == (12.0 if transform is nx.grad else 8.0)
 
 
+def test_an_edit_after_a_first_read_is_refused_too(edited_module):
+    """A definition read once is kept while the file is unchanged; an edit ends that.
+    (A derivative built before the edit is of the function that runs, and stays.)"""
+    module, edit = edited_module
+    assert nx.grad(module.f)(2.0) == 4.0
+    read_function(module.f)
+    edit(MODULE.replace("x * x", "x * x * x"))
+    with pytest.raises(nx.TransformError, match="changed since it was imported"):
+        read_function(module.f)
+    assert nx.grad(module.f)(2.0) == 4.0
+
+
+def test_each_read_is_a_tree_of_its_own():
+    first, second = read_function(product).tree, read_function(product).tree
+    first.body.clear()
+    assert second.body and read_function(product).tree.body
+
+
 def test_lines_moved_by_an_edit_are_a_change(edited_module):
     module, edit = edited_module
     edit(MODULE.replace("import numpy as np\n", "import numpy as np\nSCALE = 1.0\n"))

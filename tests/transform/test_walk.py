@@ -1,5 +1,6 @@
-"""The fast walks give ``gast.walk``'s answers, and the rule table parses its templates
-only when a transformation reads them (both keep a warm start short)."""
+"""The fast walks give ``gast.walk``'s answers, ``clone`` a deep copy, and the rule
+table parses its templates only when a transformation reads them (all keep a warm
+start short)."""
 
 import subprocess
 import sys
@@ -8,6 +9,8 @@ from pathlib import Path
 import gast
 import pytest
 
+from numbax.transform.normalize_nodes import clone
+from numbax.transform.provenance import mark_rerun, reruns
 from numbax.transform.walk import name_ids, name_nodes, walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
@@ -59,3 +62,21 @@ def test_importing_the_rules_parses_no_template():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_clone_is_a_deep_copy_sharing_only_what_cannot_change(tree):
+    copied = clone(tree)
+    assert gast.dump(copied) == gast.dump(tree)
+    originals = {id(n) for n in gast.walk(tree) if not isinstance(n, gast.expr_context)}
+    assert not originals & {id(n) for n in gast.walk(copied)}
+
+
+def test_clone_copies_what_numbax_notes_on_a_node():
+    loop = gast.parse("for i in range(n):\n    s = s + i\n").body[0]
+    count = gast.parse("n_1 = len(x)").body[0]
+    loop.iter.numbax_count = [count]
+    mark_rerun(loop.body[0])
+    copied = clone(loop)
+    assert reruns(copied.body[0]) and copied.lineno == loop.lineno
+    assert gast.dump(copied.iter.numbax_count[0]) == gast.dump(count)
+    assert copied.iter.numbax_count[0] is not count
