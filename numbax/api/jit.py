@@ -393,7 +393,10 @@ class Jitted(NumbaxFunction):
     # -- inspection ----------------------------------------------------------------
     @property
     def source(self) -> str:
-        """The generated source of the most recent specialization (or the only one)."""
+        """The generated source of the most recent specialization (or the only one),
+        followed by that of each generated function it calls when it compiles a
+        transformation (``jit(hessian(f))``: the inner derivatives, the ``vmap`` of a
+        JVP), as the transformation generated them."""
         if self._latest is None:
             if self.static_argnames:
                 raise ValueError(
@@ -401,7 +404,15 @@ class Jitted(NumbaxFunction):
                     "source depends on their values. Call it once, then read .source."
                 )
             self.specialize({})
-        return self._latest.text
+        parts = getattr(self.fun, "source_parts", None)
+        called = parts()[1:] if parts is not None else []
+        if not called:
+            return self._latest.text
+        note = (
+            "# The generated functions it calls, as generated; each is compiled as it is "
+            "called,\n# specialized for Numba as the function above is."
+        )
+        return "\n\n".join([self._latest.text, note, *called])
 
     def _dispatcher(self) -> Any:
         if self._latest is None:

@@ -429,6 +429,11 @@ class Transformed(NumbaxFunction):
         """The generated source, followed by that of each generated function it calls
         (a Hessian's inner derivatives, a helper's derivative, the ``vmap`` of a JVP that
         ``jacfwd`` calls), each once."""
+        return "\n\n".join(self.source_parts())
+
+    def source_parts(self) -> list[str]:
+        """The generated module texts :attr:`source` shows: this function's first, then
+        those of the generated functions it calls."""
         texts: dict[str, None] = {}
         todo = [self.generated()]
         while todo:
@@ -437,7 +442,7 @@ class Transformed(NumbaxFunction):
                 texts[generated.text] = None
                 todo.extend(generated.callees)
                 todo.extend(batched.shown() for batched in _vmaps_called(generated))
-        return "\n\n".join(texts)
+        return list(texts)
 
     @property
     def __signature__(self) -> inspect.Signature:

@@ -303,7 +303,8 @@ def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
     assert "for _column" not in source  # no loop over the columns
     want = numeric_tree_hessian(sum_logistic, (x,), 0)
     looped = _column_by_column(nx.grad(sum_logistic), x)
-    for label, got in (("eager", hessian(x)), ("jit", nx.jit(hessian)(x))):
+    compiled = nx.jit(hessian)
+    for label, got in (("eager", hessian(x)), ("jit", compiled(x))):
         assert got.shape == (6, 6), label
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=label)
         np.testing.assert_allclose(got, looped, rtol=1e-12, atol=1e-15, err_msg=label)
@@ -314,6 +315,10 @@ def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
     for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "jvp_jacrev_", "jacrev_", "vjp_"]:
         assert f"\ndef {name}sum_logistic(" in shown, name
     assert batched.source in shown and "\ndef vmap_jvp_vjp_sum_logistic(" in shown
+    shown = nx.source(compiled)  # under jit too: its own specialization, then the rest
+    assert shown.startswith("# jit of jacfwd_jacrev_sum_logistic")
+    for name in ["vmap_jvp_jacrev_", "jvp_jacrev_", "jacrev_", "vjp_", "vmap_jvp_vjp_"]:
+        assert f"\ndef {name}sum_logistic(" in shown, name
 
 
 def test_jacfwd_of_a_jvp_that_loops():
