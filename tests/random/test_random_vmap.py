@@ -6,7 +6,12 @@ import pytest
 
 import numbax as nx
 
-KEYS = nx.random.split(nx.random.key(0), 4)
+
+@pytest.fixture(scope="module")
+def keys():
+    """Four keys (made by the compiled threefry kernels: at the first test that needs
+    them, not at collection)."""
+    return nx.random.split(nx.random.key(0), 4)
 
 
 def normal_row(key):
@@ -17,30 +22,30 @@ def uniform_from(key, low):
     return nx.random.uniform(key, (2,), minval=low, maxval=low + 1.0)
 
 
-def test_each_row_is_its_key_alone():
-    want = np.stack([normal_row(k) for k in KEYS])
-    np.testing.assert_array_equal(nx.vmap(normal_row)(KEYS), want)
+def test_each_row_is_its_key_alone(keys):
+    want = np.stack([normal_row(k) for k in keys])
+    np.testing.assert_array_equal(nx.vmap(normal_row)(keys), want)
     lows = np.arange(4.0)
-    want = np.stack([uniform_from(k, lo) for k, lo in zip(KEYS, lows, strict=True)])
-    np.testing.assert_array_equal(nx.vmap(uniform_from)(KEYS, lows), want)
+    want = np.stack([uniform_from(k, lo) for k, lo in zip(keys, lows, strict=True)])
+    np.testing.assert_array_equal(nx.vmap(uniform_from)(keys, lows), want)
 
 
-def test_under_jit():
-    want = np.stack([normal_row(k) for k in KEYS])
-    np.testing.assert_array_equal(nx.jit(nx.vmap(normal_row))(KEYS), want)
+def test_under_jit(keys):
+    want = np.stack([normal_row(k) for k in keys])
+    np.testing.assert_array_equal(nx.jit(nx.vmap(normal_row))(keys), want)
 
 
-def test_same_numbers_as_jax():
+def test_same_numbers_as_jax(keys):
     jax = pytest.importorskip("jax")
     previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
     try:
-        _compare_with_jax(jax)
+        _compare_with_jax(jax, keys)
     finally:
         jax.config.update("jax_enable_x64", previous)
 
 
-def _compare_with_jax(jax):
-    keys = jax.random.split(jax.random.PRNGKey(0), 4)
-    want = jax.vmap(lambda k: jax.random.normal(k, (3,), dtype=np.float64))(keys)
-    np.testing.assert_array_equal(nx.vmap(normal_row)(KEYS), np.asarray(want))
+def _compare_with_jax(jax, keys):
+    jax_keys = jax.random.split(jax.random.PRNGKey(0), 4)
+    want = jax.vmap(lambda k: jax.random.normal(k, (3,), dtype=np.float64))(jax_keys)
+    np.testing.assert_array_equal(nx.vmap(normal_row)(keys), np.asarray(want))
