@@ -6,6 +6,11 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut -d' ' -f1)
 
+# Byte-code caches on, whatever the environment says (an empty value is "unset" to
+# Python): each test worker and each process a test starts would otherwise compile
+# numbax's source and rewrite every test module's asserts again (about 9 s a worker).
+export PYTHONDONTWRITEBYTECODE =
+
 .PHONY: demo test test-fast jit-marks bench fuzz lint format docs clean
 
 $(PY):
