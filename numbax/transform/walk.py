@@ -14,7 +14,7 @@ no generator at all.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import gast
 
@@ -32,14 +32,7 @@ def walk(node: gast.AST) -> Iterator[gast.AST]:
     take, put = todo.popleft, todo.append
     while todo:
         node = take()
-        for field in node._fields:
-            value = getattr(node, field, None)
-            if isinstance(value, _AST):
-                put(value)
-            elif value.__class__ is list:
-                for item in value:
-                    if isinstance(item, _AST):
-                        put(item)
+        _put_children(node, node._fields, put)
         yield node
 
 
@@ -66,12 +59,17 @@ def name_nodes(node: gast.AST, *contexts: type[gast.expr_context]) -> list[gast.
         fields = fields_of(kind)
         if fields is None:
             fields = _NAME_BEARING_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
-        for field in fields:
-            value = getattr(node, field, None)
-            if isinstance(value, _AST):
-                put(value)
-            elif value.__class__ is list:
-                for item in value:
-                    if isinstance(item, _AST):
-                        put(item)
+        _put_children(node, fields, put)
     return found
+
+
+def _put_children(node: gast.AST, fields: tuple[str, ...], put: Callable) -> None:
+    """Hand ``put`` the nodes held in ``node``'s ``fields``, in order."""
+    for field in fields:
+        value = getattr(node, field, None)
+        if isinstance(value, _AST):
+            put(value)
+        elif value.__class__ is list:
+            for item in value:
+                if isinstance(item, _AST):
+                    put(item)
