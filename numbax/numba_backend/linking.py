@@ -66,6 +66,8 @@ _IR_ONLY = "numbax-llvm-ir"
 """The kind of a serialized library kept as LLVM IR (Numba's are bitcode and object)."""
 _PYTHON_ENTRY_PREFIX = "_ZN7cpython"
 """How the name of a function's Python entry point (its CPython wrapper) begins."""
+_UNRESOLVED_PREFIX = codegen.RuntimeLinker.PREFIX
+"""How the pointer through which Numba links a recursive call is named."""
 
 
 @contextlib.contextmanager
@@ -117,8 +119,36 @@ def _finalize(self: codegen.CPUCodeLibrary) -> None:
         self._finalized = True  # as LLVM IR: what callers link
         _without_machine_code.add(self)
         return None
+    if _calls_itself(self):
+        for library in _linked(self):
+            if library in _without_machine_code:
+                _without_machine_code.discard(library)
+                _emit_machine_code(library)
     _emit_machine_code(self)
     return None
+
+
+def _calls_itself(library: codegen.CPUCodeLibrary) -> bool:
+    """Whether the library's module holds a recursive call, which Numba links through a
+    pointer it fills in when the module enters the execution engine (``RuntimeLinker``).
+    Resolving it made LLVM emit the pending modules, and crashed the process when a
+    callee linked into it had been kept as LLVM IR: the callees of such a module get
+    their machine code first."""
+    return any(
+        gv.name.startswith(_UNRESOLVED_PREFIX) for gv in library._final_module.global_variables
+    )
+
+
+def _linked(library: codegen.CPUCodeLibrary) -> list[codegen.CPUCodeLibrary]:
+    """Every library linked into ``library``, directly or not."""
+    found: dict[int, codegen.CPUCodeLibrary] = {}
+    todo = list(library._linking_libraries)
+    while todo:
+        linked = todo.pop()
+        if id(linked) not in found:
+            found[id(linked)] = linked
+            todo.extend(linked._linking_libraries)
+    return list(found.values())
 
 
 def _only_compiled_code_calls(library: codegen.CPUCodeLibrary) -> bool:

@@ -4,6 +4,10 @@ linked as Numba links it."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numba
 import numpy as np
 import pytest
@@ -148,3 +152,39 @@ def test_a_library_left_as_llvm_ir_is_cached_as_llvm_ir():
     assert set(_defined(loaded)) == set(_defined(implementation))
     entry = [n for n in _defined(loaded) if "impl" in n][0]
     assert loaded.get_pointer_to_function(entry) != 0
+
+
+RECURSIVE_PROGRAM = """
+import numpy as np
+import numbax as nx
+
+
+def doubled(x, n):
+    if n == 0:
+        return x
+    return doubled(np.sin(x) * 2.0, n - 1)
+
+
+def sum_doubled(x):
+    return np.sum(doubled(x, 2))
+
+
+print(list(nx.jit(nx.grad(sum_doubled))(np.array([1.0, 0.5]))))
+"""
+
+
+def test_a_recursive_function_compiles_in_a_fresh_process(tmp_path):
+    """Numba links a recursive call through a pointer it fills in as the module enters
+    the execution engine; resolving it crashed the process (a segmentation fault) when a
+    callee linked into that module was still LLVM IR: such callees now get their machine
+    code first. A fresh process and cache: what earlier compiles left does not hide it."""
+    script = tmp_path / "recursive_program.py"
+    script.write_text(RECURSIVE_PROGRAM)
+    env = {**os.environ, "NUMBAX_CACHE_DIR": str(tmp_path / "cache"), "NUMBAX_COMPILE_LOG": "0"}
+    done = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    got = np.array(eval(done.stdout))  # noqa: S307 (a list of floats this test printed)
+    x = np.array([1.0, 0.5])
+    y = np.sin(x) * 2.0
+    want = 4.0 * np.cos(y) * np.cos(x)  # d/dx of sum(2 sin(2 sin x))
+    np.testing.assert_allclose(got, want, rtol=1e-12)
