@@ -129,10 +129,5 @@ def clone(node: Any) -> Any:
     new = kind.__new__(kind)
     copied = new.__dict__
     for name, value in node.__dict__.items():
-        if value.__class__ is list:
-            copied[name] = [clone(item) for item in value]
-        elif isinstance(value, _AST) and not isinstance(value, _CONTEXT):
-            copied[name] = clone(value)
-        else:
-            copied[name] = value
+        copied[name] = clone(value) if value.__class__ is list or isinstance(value, _AST) else value
     return new
