@@ -188,3 +188,36 @@ def test_a_recursive_function_compiles_in_a_fresh_process(tmp_path):
     y = np.sin(x) * 2.0
     want = 4.0 * np.cos(y) * np.cos(x)  # d/dx of sum(2 sin(2 sin x))
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@numba.njit
+def _users_own(x):
+    return 3.0 * x
+
+
+def test_numbax_functions_get_no_c_wrapper_and_the_users_keep_theirs():
+    """numbax's generated functions and kernels are never first-class function values:
+    no C entry point is emitted for them. A user's ``numba.njit`` function compiled inside
+    numbax's compile keeps its own, and works as a function value afterwards."""
+
+    def f(x):
+        return _users_own(np.sum(np.sin(x)))
+
+    jitted = nx.jit(f, cache=False)
+    x = np.linspace(0.0, 1.0, 5)
+    assert jitted(x) == pytest.approx(3.0 * np.sum(np.sin(x)))
+    dispatcher = jitted._latest.dispatcher
+    (compiled,) = dispatcher.overloads.values()
+    assert compiled.entry_point is not None  # the Python entry point stays
+    assert not any(name.startswith("cfunc.") for name in _defined(compiled.library))
+
+    users = _users_own.overloads[_users_own.signatures[0]]
+    assert any(name.startswith("cfunc.") for name in _defined(users.library))
+
+    as_value = numba.types.FunctionType(numba.float64(numba.float64))
+
+    @numba.njit(numba.float64(as_value, numba.float64))
+    def apply(g, y):
+        return g(y)
+
+    assert apply(_users_own, 2.0) == 6.0  # through its C entry point
