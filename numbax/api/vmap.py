@@ -338,6 +338,7 @@ class Batched(Rewritten):
             for rank, axis in zip(map(rank_of_type, types), axes, strict=True)
         )
         program = self.program(axes, ranks)
+        self._last = program  # what ``nx.show`` of the compiled caller shows
         if program.function is self.loop(axes).function:
             return self._loop_dispatcher(options)
         # whole arrays and BLAS: no prange to run (and Numba's parallel analysis cannot
@@ -363,8 +364,8 @@ class Batched(Rewritten):
 
     @property
     def source(self) -> str:
-        """The generated code the last call ran (before any call: the loop for a call
-        passing every argument positionally)."""
+        """The generated code the last call ran, or compiled code was last compiled to
+        run (before either: the loop for a call passing every argument positionally)."""
         return self.shown().text
 
     def shown(self) -> Generated:

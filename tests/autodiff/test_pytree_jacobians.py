@@ -321,6 +321,24 @@ def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
         assert f"\ndef {name}sum_logistic(" in shown, name
 
 
+def test_a_compiled_hessian_shows_the_vectorized_jvp_it_runs():
+    """Only compiled: ``nx.show`` shows the batched JVP the compiled code calls, not the
+    loop it would fall back to."""
+
+    def softplus_sum(x):
+        return np.sum(np.log1p(np.exp(x)))
+
+    compiled = nx.jit(nx.hessian(softplus_sum), cache=False)
+    x = np.linspace(-1.0, 1.0, 4)
+    np.testing.assert_allclose(
+        compiled(x), np.diag(np.exp(x) / (1.0 + np.exp(x)) ** 2), rtol=1e-12, atol=1e-15
+    )
+    shown = nx.source(compiled)
+    assert "# vmap of jvp_jacrev_softplus_sum" in shown
+    assert "one call per example, in a loop" not in shown
+    assert "vectorized: the whole batch at once" in shown
+
+
 def test_jacfwd_of_a_jvp_that_loops():
     x = np.array([0.3, -1.2, 2.0])
     jacobian = nx.jacfwd(bins)

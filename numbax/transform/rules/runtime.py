@@ -56,6 +56,23 @@ def _unbroadcast(op: BatchOp) -> tuple[str, int | None]:
     return f"nxrt.unbroadcast({value}, {repeated(like)})", rank
 
 
+def _broadcast_like(op: BatchOp) -> tuple[str, int | None]:
+    """``value`` spread to ``like``'s per-example shape: given the batch axis first
+    (new axes after it, so an example's axes align as NumPy aligns them); a shared
+    ``like`` is repeated over the batch. Against a scalar ``like`` an example's result
+    is its ``value``."""
+    rank, value_rank = op.value("like").rank, op.value("value").rank
+    if not op.batched:
+        return "", rank
+    if rank == 0 and op.is_batched("value"):
+        return op.text("value"), value_rank
+    if rank is None or value_rank is None or value_rank > rank:
+        raise Decline("a value spread to a shape of unknown or lower rank")
+    value = lift(op.text("value"), op.value("value"), rank)
+    like = op.text("like") if op.is_batched("like") else repeated(op.text("like"))
+    return f"nxrt.broadcast_like({value}, {like})", rank
+
+
 def _outer(u: str, uv, v: str, vv) -> str:
     """The outer product of two vectors per example."""
     left = f"{u}[:, :, None]" if uv.batched else f"{u}[:, None]"
@@ -149,7 +166,9 @@ define(nxrt.unbroadcast, "value, like",
        batch=_unbroadcast, samples=["value[3, 2], np.zeros(2)", "value[3, 2], 1.0"])
 define(nxrt.broadcast_like, "value, like",
        linear="nxrt.broadcast_like(value, like)",         vjp="nxrt.unbroadcast(g, value)",
-       samples=["value[2], np.zeros((3, 2))"])
+       batch=_broadcast_like,
+       samples=["value[2], np.zeros((3, 2))", "value[], np.zeros(3)", "value[3], like[3]",
+                "value[], like[]"])
 define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
        linear="nxrt.broadcast_reduced(value, a, axis, keepdims)",
        vjp="nxrt.unbroadcast(np.sum(g, axis=axis, keepdims=keepdims), value)",
