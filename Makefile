@@ -28,7 +28,7 @@ demo: $(STAMP)
 # --record-jit: which tests compiled with Numba goes to tests/numba_compiles.txt, from
 # which tests/conftest.py sets the `jit` marker (README, "Testing").
 test: $(STAMP)
-	$(PY) -m pytest -n 2 -q --record-jit
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --record-jit
 
 # The interpreted half (no Numba compile): a few minutes, for quick iterations. Tests that
 # compiled anyway are listed at the end and recorded, so the next run leaves them out.
@@ -38,7 +38,7 @@ test-fast: $(STAMP)
 # The record measured afresh: the whole suite, every test's compiles counted.
 jit-marks: $(STAMP)
 	rm -f tests/numba_compiles.txt
-	$(PY) -m pytest -n 2 -q --record-jit
+	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --record-jit
 
 # JAX and autograd (the `compare` extra) are the benchmarks' peers; the stamp makes a
 # second `make bench` skip pip. Pass options through, e.g. make bench BENCH_ARGS=--quick

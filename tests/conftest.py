@@ -16,6 +16,9 @@ parameters for ``jit``/``numba``, as a fallback, until the next recording run li
 A run without jit tests that compiled anyway lists them at its end, and records them
 when ``--record-jit`` is given, so the next fast run leaves them out.
 
+The same file keeps each test file's seconds in the last whole run (``seconds``), by
+which whole files run longest first (``make test`` hands whole files to its workers).
+
 A test recorded as compiling stays recorded when a later run sees it compile nothing:
 it can reuse what an earlier test of the same process compiled (a module-level ``jit``
 object), yet compile when it runs alone. Delete its line, or the file, to measure anew.
@@ -51,6 +54,7 @@ _HEADER = (
     "# Tests that compile with Numba (jit), tests that do not (eager), and shared fixtures\n"
     "# that compile (fixture): written by `pytest --record-jit` (make test, make test-fast)\n"
     "# from Numba's compile events; tests/conftest.py marks the `jit` tests from it.\n"
+    "# Each file's seconds in the last whole run (seconds): the longest files run first.\n"
 )
 
 
@@ -142,6 +146,18 @@ def _read_record() -> dict[str, set[str]]:
     return record
 
 
+def _read_seconds() -> dict[str, int]:
+    """Each test file's seconds in the last whole run that recorded it (``seconds``)."""
+    seconds = {}
+    if RECORD.exists():
+        for line in RECORD.read_text().splitlines():
+            kind, _, rest = line.partition(" ")
+            name, _, value = rest.rpartition(" ")
+            if kind == "seconds" and name and value.isdigit():
+                seconds[name] = int(value)
+    return seconds
+
+
 _MENTIONS_JIT = re.compile(r"\bjit\b|\bnjit\b|backend=|\bnumba\b")
 
 
@@ -171,6 +187,7 @@ def _reads_as_jit(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _longest_files_first(items)
     record = _read_record()
     for item in items:
         if item.get_closest_marker("jit"):
@@ -181,6 +198,23 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             compiles = _reads_as_jit(item)
         if compiles or any(_fixture_id(d) in record["fixture"] for d in _fixture_defs(item)):
             item.add_marker(pytest.mark.jit)
+
+
+def _longest_files_first(items: list[pytest.Item]) -> None:
+    """Whole files in order of their recorded seconds, longest first (a file not
+    recorded yet counts as the longest), each file's tests in their own order.
+
+    ``make test`` hands whole files to its workers (``--dist loadfile``): a file's
+    compiled programs are compiled by one worker only, and with the longest files taken
+    first, the run does not end waiting on one long file in one worker."""
+    seconds = _read_seconds()
+    position = {item: k for k, item in enumerate(items)}
+
+    def key(item: pytest.Item) -> tuple[int, int]:
+        path = item.nodeid.partition("::")[0]
+        return -seconds.get(path, sys.maxsize), position[item]
+
+    items.sort(key=key)
 
 
 # -- recording, and the end-of-run list of tests that compiled without the marker --------
@@ -202,8 +236,11 @@ class _Observations:
         self.eager: set[str] = set()
         self.fixtures: set[str] = set()
         self.marked_jit: set[str] = set()
+        self.seconds: dict[str, float] = {}
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        path = report.nodeid.partition("::")[0]
+        self.seconds[path] = self.seconds.get(path, 0.0) + report.duration
         if report.when == "call" and "jit" in report.keywords:
             self.marked_jit.add(report.nodeid)
         if report.when != "teardown":
@@ -257,14 +294,17 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         and not config.option.markexpr
         and not any("::" in arg for arg in config.args)
     )
-    _write_record(observations, _read_record(), whole_files)
+    _write_record(observations, _read_record(), _read_seconds(), whole_files)
 
 
-def _write_record(seen: _Observations, record: dict[str, set[str]], whole_files: bool) -> None:
+def _write_record(
+    seen: _Observations, record: dict[str, set[str]], seconds: dict[str, int], whole_files: bool
+) -> None:
     """The record with this run's observations: a test seen compiling is ``jit``; one
     seen compiling nothing is ``eager`` unless recorded ``jit`` before (it may have used
     an earlier test's compiled code). When every test of the files run ran
-    (``whole_files``), the tests of those files that did not run no longer exist."""
+    (``whole_files``), the tests of those files that did not run no longer exist, and
+    those files' seconds are this run's."""
     jit = record["jit"] | set(seen.compiled)
     eager = (record["eager"] | seen.eager) - jit
     if whole_files:
@@ -272,7 +312,9 @@ def _write_record(seen: _Observations, record: dict[str, set[str]], whole_files:
         files = {nodeid.partition("::")[0] for nodeid in ran}
         gone = {n for n in jit | eager if n.partition("::")[0] in files and n not in ran}
         jit, eager = jit - gone, eager - gone
+        seconds = {**seconds, **{path: round(t) for path, t in seen.seconds.items()}}
     lines = [f"jit {n}" for n in jit] + [f"eager {n}" for n in eager]
     lines += [f"fixture {n}" for n in record["fixture"] | seen.fixtures]
+    lines += [f"seconds {path} {value}" for path, value in seconds.items()]
     lines.sort(key=lambda line: (line.partition(" ")[2], line))
     RECORD.write_text(_HEADER + "".join(f"{line}\n" for line in lines))
