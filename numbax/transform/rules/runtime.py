@@ -63,7 +63,7 @@ def _broadcast_like(op: BatchOp) -> tuple[str, int | None]:
     is its ``value``."""
     rank, value_rank = op.value("like").rank, op.value("value").rank
     if not op.batched:
-        return "", rank
+        return "", value_rank if rank == 0 else rank
     if rank == 0 and op.is_batched("value"):
         return op.text("value"), value_rank
     if rank is None or value_rank is None or value_rank > rank:
