@@ -168,8 +168,17 @@ def test_under_jit(compiled_loss) -> None:
 
 
 def test_against_jax() -> None:
+    """In float64 on both sides (``jax_enable_x64`` set here and restored)."""
     jax = pytest.importorskip("jax")
+    previous = jax.config.jax_enable_x64
     jax.config.update("jax_enable_x64", True)
+    try:
+        _compare_with_jax(jax)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
+
+
+def _compare_with_jax(jax) -> None:
     for name in ["relu", "relu6", "sigmoid", "silu", "softplus", "log_sigmoid", "elu", "selu"]:
         mine, theirs = getattr(nn, name), getattr(jax.nn, name)
         np.testing.assert_allclose(mine(X), theirs(X), rtol=1e-12, err_msg=name)

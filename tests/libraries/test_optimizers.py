@@ -126,15 +126,24 @@ def test_autograd_style_optimizers(optimize, options) -> None:
 
 
 def test_against_jax() -> None:
-    pytest.importorskip("jax")
+    """In float64 on both sides: JAX computes in float32 unless ``jax_enable_x64`` is on
+    (set here, and restored, rather than left to whichever test ran before)."""
+    jax = pytest.importorskip("jax")
     from jax.example_libraries import optimizers as jax_optimizers
 
-    for name, args in [("adam", (0.1,)), ("momentum", (0.1, 0.9)), ("adagrad", (0.1,))]:
-        mine = getattr(optimizers, name)(*args)
-        theirs = getattr(jax_optimizers, name)(*args)
-        x = np.array([1.0, -2.0])
-        a, b = mine.init_fn(x), theirs.init_fn(x)
-        for i in range(3):
-            g = np.array([0.5, 4.0]) * (i + 1)
-            a, b = mine.update_fn(i, g, a), theirs.update_fn(i, g, b)
-        np.testing.assert_allclose(mine.params_fn(a), theirs.params_fn(b), rtol=1e-6)
+    previous = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", True)
+    try:
+        for name, args in [("adam", (0.1,)), ("momentum", (0.1, 0.9)), ("adagrad", (0.1,))]:
+            mine = getattr(optimizers, name)(*args)
+            theirs = getattr(jax_optimizers, name)(*args)
+            x = np.array([1.0, -2.0])
+            a, b = mine.init_fn(x), theirs.init_fn(x)
+            for i in range(3):
+                g = np.array([0.5, 4.0]) * (i + 1)
+                a, b = mine.update_fn(i, g, a), theirs.update_fn(i, g, b)
+            got, want = mine.params_fn(a), theirs.params_fn(b)
+            assert want.dtype == np.float64, name
+            np.testing.assert_allclose(got, want, rtol=1e-12)
+    finally:
+        jax.config.update("jax_enable_x64", previous)
