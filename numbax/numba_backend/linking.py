@@ -36,7 +36,8 @@ execution engine: the first caller's, which links it in (:func:`_set_env`).
 wrapper) for when it is used as a first-class function value. numbax never hands out its
 own functions that way, so generated code and numbax's kernels compiled during numbax's
 compiles get none (:func:`_lowering_run_pass`): their Python entry point, if any, stays.
-About 4% of a sample of the rule table's compile time; within the noise over the whole test suite.
+About 4% of a sample of the rule table's compile time; within the noise over the whole
+test suite.
 
 The replacements are installed only for the Numba versions whose code they mirror
 (:data:`_MIRRORED`); with any other, Numba's own runs unchanged.
