@@ -136,25 +136,28 @@ def _fixture_id(fixturedef: pytest.FixtureDef) -> str:
 # -- marking -----------------------------------------------------------------------------
 
 
+def _recorded() -> list[tuple[str, str]]:
+    """The record's lines as (kind, the rest)."""
+    if not RECORD.exists():
+        return []
+    return [line.partition(" ")[::2] for line in RECORD.read_text().splitlines()]
+
+
 def _read_record() -> dict[str, set[str]]:
     record: dict[str, set[str]] = {"jit": set(), "eager": set(), "fixture": set()}
-    if RECORD.exists():
-        for line in RECORD.read_text().splitlines():
-            kind, _, name = line.partition(" ")
-            if kind in record and name:
-                record[kind].add(name)
+    for kind, name in _recorded():
+        if kind in record and name:
+            record[kind].add(name)
     return record
 
 
 def _read_seconds() -> dict[str, int]:
     """Each test file's seconds in the last whole run that recorded it (``seconds``)."""
     seconds = {}
-    if RECORD.exists():
-        for line in RECORD.read_text().splitlines():
-            kind, _, rest = line.partition(" ")
-            name, _, value = rest.rpartition(" ")
-            if kind == "seconds" and name and value.isdigit():
-                seconds[name] = int(value)
+    for kind, rest in _recorded():
+        name, _, value = rest.rpartition(" ")
+        if kind == "seconds" and name and value.isdigit():
+            seconds[name] = int(value)
     return seconds
 
 
