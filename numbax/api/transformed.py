@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import re
 import types
 import weakref
 from abc import abstractmethod
@@ -243,15 +244,20 @@ def generate(
     return generated
 
 
+def generated_of(function: Any) -> Generated | None:
+    """How ``function`` was generated, if numbax generated it."""
+    return _of_function.get(function) if isinstance(function, types.FunctionType) else None
+
+
 def _generated_bound(made: dict[str, Any]) -> tuple[Generated, ...]:
     """The generated functions the normalizer bound in the function's module (the JVP
     of ``nx.jvp(nx.grad(f), ...)`` written inside it): shown with its source, and
     generated again when they no longer hold."""
     found = []
     for value in made.values():
-        value = value.fun if isinstance(value, Jitted) else value
-        if isinstance(value, types.FunctionType) and value in _of_function:
-            found.append(_of_function[value])
+        generated = generated_of(value.fun if isinstance(value, Jitted) else value)
+        if generated is not None:
+            found.append(generated)
     return tuple(found)
 
 
@@ -440,7 +446,7 @@ class Transformed(NumbaxFunction):
             generated = todo.pop(0)
             if generated.text not in texts:
                 texts[generated.text] = None
-                todo.extend(generated.callees)
+                todo.extend(c for c in generated.callees if _calls(generated, c))
                 todo.extend(batched.shown() for batched in _vmaps_called(generated))
         return list(texts)
 
@@ -448,6 +454,15 @@ class Transformed(NumbaxFunction):
     def __signature__(self) -> inspect.Signature:
         """The generated function's parameters (``inspect.signature`` reads this)."""
         return inspect.signature(self.generated().function)
+
+
+def _calls(caller: Generated, callee: Generated) -> bool:
+    """Whether ``caller``'s code names ``callee``. A function a derivative was derived
+    from is among its callees, to be generated again when it changes, but the derivative
+    runs its own code: ``jacfwd(jacrev(f))`` calls ``vmap`` of the JVP of ``jacrev(f)``,
+    never ``jacrev(f)`` itself, and shows only what it runs."""
+    names = [k for k, v in dict.items(caller.function.__globals__) if v is callee.function]
+    return any(re.search(rf"(?<![\w.]){re.escape(k)}(?!\w)", caller.text) for k in names)
 
 
 def _vmaps_called(generated: Generated) -> list[Any]:

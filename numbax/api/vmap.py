@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import gast
@@ -40,6 +41,7 @@ from numbax.api.transformed import (
     cache_identity,
     callee_derivative,
     generate,
+    generated_of,
 )
 from numbax.codegen.emit import emit_function
 from numbax.codegen.load import GENERATED_PREFIX
@@ -408,7 +410,9 @@ class Batched(Rewritten):
                 namespace.update({f"_{short}": callee, "prange": PRANGE})
                 options = ", ".join(f"{k}={v!r}" for k, v in sorted(compiled.items()))
                 header.append(f"compiled by Numba with options: {options or 'none'}")
-            self._loops[key] = _loaded(tree, header, namespace, self.fun)
+            loaded = _loaded(tree, header, namespace, self.fun)
+            called = generated_of(self.by_position)  # shown after the loop
+            self._loops[key] = replace(loaded, callees=(called,)) if called else loaded
         return self._loops[key]
 
     def _collective_parts(self) -> list | None:

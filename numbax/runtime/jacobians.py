@@ -87,10 +87,16 @@ def ravel_batch(x: Any) -> np.ndarray:
     """A batch of pytrees (every leaf with the batch axis first) as a ``(batch, size)``
     matrix: row ``b`` is :func:`ravel_pytree` of example ``b``."""
     leaves = tree_util.tree_leaves(x)
-    rows = [np.reshape(leaf, (np.shape(leaf)[0], -1)) for leaf in leaves]
+    rows = [np.reshape(leaf, (np.shape(leaf)[0], _example_size(leaf))) for leaf in leaves]
     if len(rows) == 1:
         return rows[0]
     return np.concatenate(rows, axis=1)
+
+
+def _example_size(leaf: Any) -> int:
+    """The number of elements of one example of a batched leaf (also of an empty batch,
+    where ``reshape``'s ``-1`` cannot tell)."""
+    return int(np.prod(np.shape(leaf)[1:], dtype=np.int64))
 
 
 @helper

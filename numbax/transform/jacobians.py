@@ -7,16 +7,16 @@ JVP/VJP, so a Jacobian is itself differentiable (``hessian = jacfwd(jacrev(f))``
 jittable, and readable::
 
     def jacfwd_f(x):
-        _out = f(x)
-        _jac = nxrt.jac_buffer(_out, x, 'jacfwd')
         _d_x = nxrt.jac_basis_all(x)
-        _out_again, _d_out = _vmap_jvp_f(x, _d_x)
+        _out, _d_out = _vmap_jvp_f(x, _d_x)
+        _jac = nxrt.jac_buffer(_out, x, 'jacfwd')
         _jac[:, :] = np.transpose(nxrt.ravel_batch(_d_out))
         return nxrt.jac_unflatten(_jac, _out, x)
 
 ``_vmap_jvp_f`` is ``vmap(jvp_f, in_axes=(None, 0), out_axes=(None, 0))``: vectorized
 where the JVP's body batches (then the primal part runs once, on the shared ``x``),
-else a loop over the columns. ``jacrev`` loops over the output's rows::
+else a loop over the columns. Its unbatched primal output is ``f(x)``, so ``f`` is not
+called again for the buffer's shape. ``jacrev`` loops over the output's rows::
 
     def jacrev_f(x):
         _out = f(x)
@@ -80,31 +80,27 @@ def jacobian_function(
     ``batch`` binds ``vmap`` of a derivative (``jacfwd``'s JVP over the basis)."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    stored = stored_into(fn)  # the primal call gets a copy of what it writes into
-    primal_args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
     line = fn.lineno
     body: list[gast.stmt] = []
-    out, aux = namer.fresh("out"), None
-    if has_aux:
-        value, aux = namer.fresh("value"), namer.fresh("aux")
-        body.append(assign(value, _call(callee_name, primal_args)))
-        body.append(assign(gast.Tuple([store(out), store(aux)], gast.Store()), load(value)))
-    else:
-        body.append(assign(out, _call(callee_name, primal_args)))
     wrt = [params[k] for k in positions]
     if as_tuple:  # the arguments as one pytree
         x = namer.fresh("wrt")
         body.append(assign(x, gast.Tuple([load(p) for p in wrt], gast.Load())))
     else:
         x = wrt[0]
+    out, aux = namer.fresh("out"), namer.fresh("aux") if has_aux else None
     loop = _Loop(namer, derive, callee, params, positions, wrt, x, out, namer.fresh("jac"), batch)
     checks = [gast.Constant("jacfwd" if forward else "jacrev", None)]
     if holomorphic:
         checks.append(gast.Constant(True, None))
-    body.append(assign(loop.jac, runtime_call("jac_buffer", load(out), load(x), *checks)))
-    body += (
-        loop.forward_columns(has_aux, as_tuple) if forward else loop.reverse_rows(has_aux, as_tuple)
-    )
+    buffer = assign(loop.jac, runtime_call("jac_buffer", load(out), load(x), *checks))
+    if forward:  # the vmapped JVP gives the primal output too
+        body += loop.forward_columns(aux, as_tuple, buffer)
+    else:  # the primal call gets a copy of what it writes into
+        stored = stored_into(fn)
+        args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
+        body += _primal(callee_name, args, out, aux, namer)
+        body += [buffer, *loop.reverse_rows(has_aux, as_tuple)]
     result = namer.fresh("jacobian" if as_tuple else f"jacobian_{x.lstrip('_')}")
     body.append(assign(result, runtime_call("jac_unflatten", load(loop.jac), load(out), load(x))))
     value: gast.expr = load(result)
@@ -114,6 +110,17 @@ def jacobian_function(
     new.name = name
     new.body = located(body + [gast.Return(value)], line)
     return cleanup(new), callee_name
+
+
+def _primal(
+    callee_name: str, args: list[gast.expr], out: str, aux: str | None, namer: Namer
+) -> list[gast.stmt]:
+    """``out = f(*args)``, or ``out, aux = f(*args)`` for a function with aux."""
+    if aux is None:
+        return [assign(out, _call(callee_name, args))]
+    value = namer.fresh("value")
+    pair = gast.Tuple([store(out), store(aux)], gast.Store())
+    return [assign(value, _call(callee_name, args)), assign(pair, load(value))]
 
 
 class _Loop:
@@ -130,12 +137,15 @@ class _Loop:
         targets = gast.Tuple([store(n) for n in names], gast.Store())
         return [assign(packed, value), assign(targets, load(packed))]
 
-    def forward_columns(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
+    def forward_columns(
+        self, aux: str | None, as_tuple: bool, buffer: gast.stmt
+    ) -> list[gast.stmt]:
         """Every column at once: ``vmap`` of the JVP over the batch of the input's basis
-        vectors, the batch of output tangents raveled into the buffer's columns."""
+        vectors, whose unbatched primal output is ``out`` (and ``aux``), then the Jacobian
+        ``buffer`` made for it and the batch of output tangents raveled into its columns."""
         namer = self.namer
         tangents = [namer.fresh(f"d_{x.lstrip('_')}") for x in self.wrt]
-        out_again, d_out = namer.fresh("out_again"), namer.fresh("d_out")
+        d_out = namer.fresh("d_out")
         jvp = self.derive(self.callee, "jvp", self.positions)
         in_axes = (None,) * len(self.params) + (0,) * len(tangents)
         vmapped = self.batch(jvp, in_axes, (None, 0))
@@ -145,18 +155,20 @@ class _Loop:
             body = self._unpack(tangents, basis, namer.fresh(f"d_{self.x.lstrip('_')}"))
         else:
             body = [assign(tangents[0], basis)]
-        if has_aux:
-            d_value = namer.fresh("d_value")
-            body.append(assign(gast.Tuple([store(out_again), store(d_value)], gast.Store()), call))
+        if aux is not None:  # the JVP of (out, aux): ((out, aux), (d_out, d_aux))
+            value, d_value = namer.fresh("value"), namer.fresh("d_value")
+            body.append(assign(gast.Tuple([store(value), store(d_value)], gast.Store()), call))
             body.append(
-                assign(d_out, gast.Subscript(load(d_value), gast.Constant(0, None), gast.Load()))
+                assign(gast.Tuple([store(self.out), store(aux)], gast.Store()), load(value))
             )
+            first = gast.Subscript(load(d_value), gast.Constant(0, None), gast.Load())
+            body.append(assign(d_out, first))
         else:
-            body.append(assign(gast.Tuple([store(out_again), store(d_out)], gast.Store()), call))
+            body.append(assign(gast.Tuple([store(self.out), store(d_out)], gast.Store()), call))
         every = gast.Tuple([gast.Slice(None, None, None)] * 2, gast.Load())
         target = gast.Subscript(load(self.jac), every, gast.Store())
         columns = gast.Call(dotted("np.transpose"), [runtime_call("ravel_batch", load(d_out))], [])
-        body.append(assign(target, columns))
+        body += [buffer, assign(target, columns)]
         return body
 
     def reverse_rows(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:

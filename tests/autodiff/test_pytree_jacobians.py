@@ -311,14 +311,32 @@ def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
     batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_sum_logistic"]
     assert "vectorized: the whole batch at once" in batched.source  # the primal runs once
     assert "nxrt.batch_repeat(_d_jac, _size)" in batched.source
-    shown = nx.source(hessian)  # every function it calls, the vmapped JVPs included
-    for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "jvp_jacrev_", "jacrev_", "vjp_"]:
+    shown = nx.source(hessian)  # every function it runs, the vmapped JVPs included
+    for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "vmap_jvp_vjp_"]:
         assert f"\ndef {name}sum_logistic(" in shown, name
-    assert batched.source in shown and "\ndef vmap_jvp_vjp_sum_logistic(" in shown
+    assert batched.source in shown
+    for name in ["jacrev_", "vjp_"]:  # derived from, not run: the gradient runs once
+        assert f"\ndef {name}sum_logistic(" not in shown, name
+    assert " = _jacrev_sum_logistic(x)" not in hessian.generated().text
     shown = nx.source(compiled)  # under jit too: its own specialization, then the rest
     assert shown.startswith("# jit of jacfwd_jacrev_sum_logistic")
-    for name in ["vmap_jvp_jacrev_", "jvp_jacrev_", "jacrev_", "vjp_", "vmap_jvp_vjp_"]:
+    for name in ["vmap_jvp_jacrev_", "vmap_jvp_vjp_"]:
         assert f"\ndef {name}sum_logistic(" in shown, name
+
+
+def test_before_a_call_a_jacobian_shows_the_loop_and_the_jvp_it_calls():
+    """``vmap`` picks its method at the call: before one, the JVP's loop is shown, with
+    the JVP it calls and what that calls in turn (a function of its own: the generated
+    code, and what its ``vmap`` last ran, is shared in the process)."""
+
+    def sum_cubes(x):
+        return np.sum(x * x * x)
+
+    shown = nx.source(nx.hessian(sum_cubes))
+    assert "one call per example, in a loop" in shown
+    for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "jvp_jacrev_", "jvp_vjp_"]:
+        assert f"\ndef {name}sum_cubes(" in shown, name
+    assert "\ndef jacrev_sum_cubes(" not in shown
 
 
 def test_a_compiled_hessian_shows_the_vectorized_jvp_it_runs():
@@ -413,3 +431,27 @@ def test_jacobians_of_closures_of_one_factory_are_their_own():
             forward, reverse = nx.jacfwd(grad, argnums=k)(x, y), nx.jacrev(grad, argnums=k)(x, y)
             for got, want in zip(forward, reverse, strict=True):
                 np.testing.assert_allclose(got, want, err_msg=f"{name}, argument {k}")
+
+
+def test_jacobians_of_empty_inputs_are_empty_as_in_jax():
+    """A Jacobian with no columns (or rows) is ``(0, 0)`` as in JAX, and an empty leaf
+    of a pytree gets empty blocks beside the others: the batch of no basis vectors
+    ravels to a ``(0, size)`` matrix."""
+
+    def sines(x):
+        return np.sin(x) * 2.0
+
+    empty = np.zeros(0)
+    for transformation in (nx.jacfwd(sines), nx.jacrev(sines), nx.hessian(sum_logistic)):
+        assert transformation(empty).shape == (0, 0), transformation
+    assert nx.jit(nx.hessian(sum_logistic))(empty).shape == (0, 0)
+
+    def on_dict(p):
+        return np.sum(np.sin(p["a"])) + np.sum(p["b"] ** 2)
+
+    got = nx.hessian(on_dict)({"a": empty, "b": np.array([1.0, 2.0])})
+    assert {k: {j: v.shape for j, v in row.items()} for k, row in got.items()} == {
+        "a": {"a": (0, 0), "b": (0, 2)},
+        "b": {"a": (2, 0), "b": (2, 2)},
+    }
+    np.testing.assert_array_equal(got["b"]["b"], 2.0 * np.eye(2))

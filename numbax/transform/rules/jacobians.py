@@ -23,7 +23,7 @@ def _ravel(op: BatchOp) -> tuple[str, int | None]:
         return "", 1
     if value.rank is None or value.elements is not None:
         raise Decline("ravel_pytree of a batch that may be a pytree")
-    return f"np.ascontiguousarray({op.text('x')}).reshape((_size, -1))", 1
+    return f"nxrt.ravel_batch({op.text('x')})", 1
 
 
 def _unflatten(op: BatchOp) -> tuple[str, int | None]:
