@@ -60,15 +60,20 @@ def rename_restored(fn: gast.FunctionDef) -> bool:
     namer = Namer.for_function(fn)
     changed = False
     while True:
-        pair = next(_restored_pairs(fn), None)
-        if pair is None:
+        # The closest pair of each variable: a rename touches only its variable's names,
+        # so the pairs of different variables are removed in one scan of the function;
+        # the next scan finds the pairs of a variable that one removal changed.
+        closest: dict[str, tuple[list[gast.stmt], gast.stmt, gast.stmt]] = {}
+        for block, save, restore in _restored_pairs(fn):
+            closest.setdefault(restore.targets[0].id, (block, save, restore))
+        if not closest:
             return changed
-        block, save, restore = pair
-        region = block[block.index(save) + 1 : block.index(restore)]
-        _rename_region(region, restore.targets[0].id, namer)
-        block.remove(restore)
-        if not block:
-            block.append(gast.Pass())
+        for var, (block, save, restore) in closest.items():
+            region = block[block.index(save) + 1 : block.index(restore)]
+            _rename_region(region, var, namer)
+            block.remove(restore)
+            if not block:
+                block.append(gast.Pass())
         changed = True
 
 

@@ -194,7 +194,7 @@ def test_vmap_over_the_tangent_of_hvp():
 def test_the_source_shows_the_generated_jvp():
     source = nx.jacfwd(hvp).source
     assert "_jvp_jvp_grad_f(x, V, _d_x)" in source
-    assert "def jvp_grad_f(x, _d_x):" in source
+    assert "def jvp_jvp_grad_f(x, _d_x, _d_x_2):" in source  # what it runs: the JVP of it
     columns = [
         (hessian_diagonal(X + e) - hessian_diagonal(X - e)) * V / (2 * EPS) for e in np.eye(3) * EPS
     ]
