@@ -66,14 +66,22 @@ def batch_size(name: str, args: tuple, axes: tuple, params: tuple) -> int:
     return sizes[0][1]
 
 
+EMPTY_BATCH = (
+    "vmap's loop method cannot batch an empty axis: it runs the function on the first "
+    "example to learn the shape and dtype of its output, and there is none"
+)
+
+
 @helper
 def batch_take(x: Any, i: int, axis: Any) -> Any:
-    """Example ``i`` of ``x`` along ``axis`` (``x`` itself where the axis is None)."""
+    """Example ``i`` of ``x`` along ``axis`` (``x`` itself where the axis is None). An
+    empty batch is a ValueError (:data:`EMPTY_BATCH`), here and in the Numba version,
+    which would otherwise read the first example out of bounds."""
     leaves, leaf_axes, treedef = _leaves_with_axes(x, axis)
-    taken = [
-        leaf if a is None else np.take(leaf, i, axis=a)
-        for leaf, a in zip(leaves, leaf_axes, strict=True)
-    ]
+    pairs = list(zip(leaves, leaf_axes, strict=True))
+    if any(a is not None and np.shape(leaf)[a] == 0 for leaf, a in pairs):
+        raise ValueError(EMPTY_BATCH)
+    taken = [leaf if a is None else np.take(leaf, i, axis=a) for leaf, a in pairs]
     return optree.tree_unflatten(treedef, taken)
 
 

@@ -160,3 +160,27 @@ def test_closures_of_one_factory_are_told_apart_under_jit():
     for inner, slope in ((_twice, 2.0), (_thrice, 3.0)):
         got = nx.jit(nx.vmap(nx.grad(_squared_sum_of(inner)), method="loop"))(x)
         np.testing.assert_allclose(got, np.full((2, 3), 2.0 * slope * slope))
+
+
+def _halve_until_small(x):
+    """Per-example control flow: batched by vmap's loop."""
+    while np.sum(x * x) > 1.0:
+        x = 0.5 * x
+    return x
+
+
+def test_the_loop_method_refuses_an_empty_batch_in_both_modes():
+    """The loop runs the first example to allocate the batch of outputs. An empty batch
+    has none: a clear error, interpreted and under jit, where the first example would be
+    read out of bounds (Numba does not check indices)."""
+    empty = np.zeros((0, 3))
+    np.testing.assert_allclose(
+        nx.vmap(_halve_until_small, method="loop")(np.full((2, 3), 4.0)),
+        np.full((2, 3), 0.5),
+    )
+    for batched in (
+        nx.vmap(_halve_until_small, method="loop"),
+        nx.jit(nx.vmap(_halve_until_small, method="loop")),
+    ):
+        with pytest.raises(ValueError, match="loop method cannot batch an empty axis"):
+            batched(empty)

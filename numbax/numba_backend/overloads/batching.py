@@ -16,6 +16,7 @@ from numbax.numba_backend.overloads.common import (
     _tuple_map,
 )
 from numbax.runtime.batching import (
+    EMPTY_BATCH,
     batch_broadcast,
     batch_empty,
     batch_put,
@@ -71,8 +72,13 @@ def _batch_take_jit(x, i, axis):
     a = _leaf_axis(x, axis)
     if a is None:
         return lambda x, i, axis: x
-    source = f"def impl(x, i, axis):\n    return x[{_index_text(x.ndim, a, 'i')}]\n"
-    return _define(source, "impl", {})
+    source = (
+        "def impl(x, i, axis):\n"
+        f"    if x.shape[{a}] == 0:\n"
+        "        raise ValueError(_EMPTY)\n"
+        f"    return x[{_index_text(x.ndim, a, 'i')}]\n"
+    )
+    return _define(source, "impl", {"_EMPTY": EMPTY_BATCH})
 
 
 @overload(batch_empty)
