@@ -106,9 +106,8 @@ def unravel_batch(flat: np.ndarray, like: Any) -> Any:
     leaves, treedef = tree_util.tree_flatten(like)
     parts, offset = [], 0
     for leaf in leaves:
-        shape = np.shape(leaf)
-        n = int(np.prod(shape[1:], dtype=np.int64))
-        parts.append(flat[:, offset : offset + n].reshape(shape))
+        n = _example_size(leaf)
+        parts.append(flat[:, offset : offset + n].reshape(np.shape(leaf)))
         offset += n
     return tree_util.tree_unflatten(treedef, parts)
 
