@@ -43,10 +43,11 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
         vjp,
     )
     from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
+    from numbax.api.devices import block_until_ready, device_get, device_put, devices
     from numbax.api.export import export
     from numbax.api.jit import Jitted, jit
     from numbax.api.pmap import pmap
-    from numbax.api.show import block_until_ready, show, source
+    from numbax.api.show import show, source
     from numbax.api.vmap import vmap
     from numbax.runtime.callbacks import ShapeDtypeStruct, pure_callback
 
@@ -65,7 +66,10 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["checkpoint", "custom_jvp", "custom_vjp", "remat"], "numbax.api.custom"),
     "export": "numbax.api.export",
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
-    **dict.fromkeys(["block_until_ready", "show", "source"], "numbax.api.show"),
+    **dict.fromkeys(
+        ["block_until_ready", "device_get", "device_put", "devices"], "numbax.api.devices"
+    ),
+    **dict.fromkeys(["show", "source"], "numbax.api.show"),
     "pmap": "numbax.api.pmap",
     "vmap": "numbax.api.vmap",
     **dict.fromkeys(["ShapeDtypeStruct", "pure_callback"], "numbax.runtime.callbacks"),
@@ -83,6 +87,9 @@ __all__ = [
     "custom_jvp",
     "custom_vjp",
     "debug",
+    "device_get",
+    "device_put",
+    "devices",
     "example_libraries",
     "experimental",
     "export",

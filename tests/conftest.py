@@ -39,8 +39,12 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import numba.core.event
-import pytest
+# GPU code (tests/gpu) runs on Numba's CUDA simulator, which must be chosen before Numba
+# is imported; on a machine with a GPU, NUMBA_ENABLE_CUDASIM=0 runs it on the device.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+
+import numba.core.event  # noqa: E402
+import pytest  # noqa: E402
 
 # Before numbax is imported anywhere: generated modules and Numba's disk cache go to a
 # fresh directory per test run. The xdist workers inherit it from the controller's

@@ -15,6 +15,10 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numbax"
 # module (relative to numbax/) -> modules it may import inside a function, and why.
 DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
     "api/show.py": {"IPython.display": "optional: only inside a Jupyter notebook"},
+    "numba_backend/cuda.py": {
+        "numba": "numba.cuda: the optional `cuda` extra (or the simulator), at the first GPU use",
+        "numba.cuda.extending": "numba-cuda's overloads, registered only when it is installed",
+    },
     "transform/source.py": {
         "_pytest.assertion.rewrite": "optional: reading a test module pytest rewrote"
     },

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
+from numbax.api.devices import platform_of
+from numbax.api.gpu import GpuJitted
 from numbax.api.per_arity import PerArity
 from numbax.api.stages import Lowered
 from numbax.codegen.locks import generation_lock
@@ -32,7 +34,6 @@ from numbax.transform.analysis.ranks import rank_parameters
 from numbax.transform.source import FunctionSource, read_function
 from numbax.tree_util import is_flat
 
-_GPU_BACKENDS = ("gpu", "cuda")
 _PYTHON_SCALARS = frozenset([bool, int, float, complex])
 _RANK_DECIDING_VALUES = frozenset([bool, int, str, type(None)])
 
@@ -75,6 +76,9 @@ def jit(
     )
     if fun is None:
         return functools.partial(jit, **options)
+    target = device if backend is None else backend
+    if target is not None and platform_of(target) == "gpu":
+        return GpuJitted(fun)
     if takes_star_args(fun):  # compiled per number of positional arguments, as JAX does
         return PerArity(fun, lambda f: Jitted(f, **options), "jit")
     return Jitted(fun, **options)
@@ -218,14 +222,12 @@ class Jitted(NumbaxFunction):
     # -- construction helpers ------------------------------------------------------
     @staticmethod
     def _check_backend(backend: Any) -> None:
-        if backend is None or str(backend).lower() == "cpu":
-            return
-        if str(backend).lower() in _GPU_BACKENDS:
+        """The CPU's jit; ``nx.jit(..., backend="gpu")`` makes a :class:`GpuJitted`."""
+        if backend is not None and platform_of(backend) != "cpu":
             raise RuntimeError(
-                f"jit backend {backend!r} is not available in this version of numbax: "
-                "only the CPU backend (backend=None or 'cpu') is implemented so far."
+                f"Jitted compiles for the CPU; for backend {backend!r} use "
+                "nx.jit(nx.vmap(f), backend='gpu')"
             )
-        raise RuntimeError(f"unknown jit backend {backend!r}; use None or 'cpu'")
 
     def _static_names(self, argnums: tuple[int, ...], argnames: tuple[str, ...]) -> tuple[str, ...]:
         """Static parameters by name (JAX infers names from numbers and vice versa)."""

@@ -5,8 +5,6 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from numbax.tree_util import tree_leaves
-
 
 def source(fun: Any) -> str:
     """The generated Python source of a numbax-transformed function."""
@@ -36,16 +34,3 @@ def _in_notebook() -> bool:
         return False
     shell = ipython.get_ipython()
     return shell is not None and type(shell).__name__ == "ZMQInteractiveShell"
-
-
-def block_until_ready(tree: Any) -> Any:
-    """Wait for every array in ``tree`` to be computed, and return ``tree``.
-
-    CPU results are NumPy arrays, computed by the time a call returns, so this returns
-    at once; it exists so JAX-style timing code runs unchanged.
-    """
-    for leaf in tree_leaves(tree):
-        wait = getattr(leaf, "block_until_ready", None)
-        if callable(wait):
-            wait()
-    return tree

@@ -71,8 +71,13 @@ def specialize(
     options: dict[str, Any] | None = None,
     transformation: str = "jit",
     weak_params: frozenset[str] | None = None,
+    target: str = "cpu",
 ) -> Specialization:
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
+
+    ``target``: ``"cpu"`` runs the passes that serve ``numba.njit`` (elementwise runs
+    fused into loops over arrays, tapes as arrays); ``"cuda"`` leaves them out, as a
+    device function runs on one example's scalars and allocates nothing.
 
     ``options`` are the target's compile options: they change the machine code, so they
     are part of the module's cache key. ``weak_params``: the parameters given Python
@@ -82,9 +87,12 @@ def specialize(
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
-    fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
+    kernels: list[gast.FunctionDef] = []
+    if target == "cpu":
+        fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
-    fn = array_tapes(fn)
+    if target == "cpu":
+        fn = array_tapes(fn)
     header = _header(source, transformation, statics, weak_params)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]
@@ -92,7 +100,9 @@ def specialize(
         preamble=_comment(header),
     )
     bindings = {**resolver.free_bindings(fn, *kernels), **static_bindings, **runtime_bindings}
-    key = cache_key(emitted.text, fingerprint(bindings), sorted((options or {}).items()))
+    key = cache_key(
+        emitted.text, fingerprint(bindings), sorted({**(options or {}), "target": target}.items())
+    )
     module = load_module(module_name(source.name, key), emitted.text, bindings)
     function = getattr(module, fn.name)
     # A module loaded before holds its compiled version when the function calls itself.

@@ -1,0 +1,155 @@
+"""``nx.jit(nx.vmap(f), backend="gpu")``: one GPU thread per example, on Numba's CUDA
+simulator (``tests/conftest.py``), equal to the CPU's batch.
+
+The simulator runs every thread as Python, so the batches are tiny; on a machine with a
+GPU, ``NUMBA_ENABLE_CUDASIM=0`` runs the same tests there (``benchmarks/gpu``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.numba_backend import cuda as gpu
+
+
+def newton_sqrt(a):
+    """Each example stops at its own trip count."""
+    x = a
+    while abs(x * x - a) > 1e-12:
+        x = 0.5 * (x + a / x)
+    return x
+
+
+def energy(a, b):
+    r = np.tanh(a * b) + a**2
+    if a > 0:  # a branch per example
+        r = r + np.exp(-b) * math.sin(a)
+    return r
+
+
+def row_norm(v, scale):
+    total = 0.0
+    for k in range(v.shape[0]):
+        total = total + v[k] * v[k]
+    return scale * np.sqrt(total)
+
+
+def per_example_vector(a):
+    return np.array([a, 2 * a])
+
+
+A = np.array([2.0, 3.0, 0.25, 9.0, -0.5])
+
+
+def test_each_example_runs_its_own_while_loop():
+    got = nx.jit(nx.vmap(newton_sqrt), backend="gpu")(np.abs(A))
+    np.testing.assert_allclose(nx.device_get(got), np.sqrt(np.abs(A)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("transform", ["value", "grad", "value_and_grad"])
+def test_a_branch_and_its_derivatives_inside_each_thread(transform):
+    """Forward and reverse mode inside the thread, with an unmapped argument."""
+    per_example = {
+        "value": energy,
+        "grad": nx.grad(energy, argnums=(0, 1)),
+        "value_and_grad": nx.value_and_grad(energy),
+    }[transform]
+    b = 0.7
+    got = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")(A, b)
+    want = nx.vmap(per_example, in_axes=(0, None))(A, b)
+    for g, w in zip(*(_leaves(v) for v in (got, want)), strict=True):
+        np.testing.assert_allclose(nx.device_get(g), w, rtol=1e-13)
+
+
+def test_rows_of_a_matrix_are_examples():
+    v = np.arange(12.0).reshape(4, 3)
+    got = nx.jit(nx.vmap(row_norm, in_axes=(0, None)), backend="gpu")(v, 2.0)
+    np.testing.assert_allclose(nx.device_get(got), 2 * np.linalg.norm(v, axis=1), rtol=1e-13)
+
+
+def test_results_stay_on_the_device_and_come_back_when_asked():
+    batched = nx.jit(nx.vmap(newton_sqrt), backend="gpu")
+    on_device = nx.device_put(np.array([4.0, 16.0]), nx.devices("gpu")[0])
+    assert gpu.is_device_array(on_device)
+    result = nx.block_until_ready(batched(on_device))  # a device array in, no copy
+    assert gpu.is_device_array(result)
+    assert isinstance(nx.device_get(result), np.ndarray)
+    np.testing.assert_allclose(nx.device_get({"r": result})["r"], [2.0, 4.0])
+    again = batched(result)  # a result is an argument of the next call as it is
+    np.testing.assert_allclose(nx.device_get(again), np.sqrt([2.0, 4.0]), rtol=1e-12)
+
+
+def test_dtypes_are_numpys():
+    """float32 stays float32; ``np.exp`` of a Python float is float64, as in NumPy."""
+    batched = nx.jit(nx.vmap(energy, in_axes=(0, None)), backend="gpu")
+    a = A.astype(np.float32)
+    for b in (np.float32(0.5), 0.5):
+        got = nx.device_get(batched(a, b))
+        want = nx.vmap(energy, in_axes=(0, None))(a, b)
+        assert got.dtype == want.dtype == (np.float32 if isinstance(b, np.float32) else np.float64)
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_an_empty_batch_is_refused_as_by_the_cpus_loop():
+    with pytest.raises(ValueError, match="the batch is empty"):
+        nx.jit(nx.vmap(newton_sqrt), backend="gpu")(np.array([], dtype=np.float64))
+
+
+def test_source_shows_the_kernel_its_launch_and_the_device_function():
+    batched = nx.jit(nx.vmap(nx.grad(energy)), backend="gpu")
+    assert "not called yet" in batched.source
+    batched(A, np.full(A.shape, 0.3))
+    text = nx.source(batched)
+    assert "_result = grad_energy(a[_example], b[_example])" in text
+    assert "launch: 128 threads a block" in text
+    assert "# gpu device function of grad_energy" in text
+    assert "# adjoint of line" in text  # the derivative's lines map to the user's
+
+
+def test_devices():
+    assert [d.platform for d in nx.devices()] == ["cpu"]  # numbax's default backend
+    (device,) = nx.devices("gpu")
+    assert device.platform == "gpu" and repr(device) == "CudaDevice(id=0)"
+    with pytest.raises(RuntimeError, match="unknown backend"):
+        nx.devices("tpu")
+
+
+# -- what the GPU backend refuses, and how it says so -------------------------------------
+
+
+def test_a_function_that_is_not_batched_is_refused_with_what_to_write():
+    with pytest.raises(RuntimeError, match=r"jit\(vmap\(f\), backend='gpu'\)"):
+        nx.jit(energy, backend="gpu")
+
+
+def test_an_array_result_per_example_is_refused():
+    with pytest.raises(RuntimeError, match=r"returns an array of shape \(2,\)"):
+        nx.jit(nx.vmap(per_example_vector), backend="gpu")(A)
+
+
+def test_an_axis_other_than_the_first_is_refused():
+    with pytest.raises(ValueError, match="np.moveaxis"):
+        nx.jit(nx.vmap(row_norm, in_axes=(1, None)), backend="gpu")(np.ones((3, 4)), 1.0)
+
+
+def test_a_loop_tape_is_refused_at_the_users_line():
+    """The simulator would run a Python list; a GPU cannot allocate one, so both refuse."""
+    with pytest.raises(nx.CompileError, match="tape") as info:
+        nx.jit(nx.vmap(nx.grad(newton_sqrt)), backend="gpu")(A)
+    assert info.value.filename == __file__
+    assert info.value.lineno == newton_sqrt.__code__.co_firstlineno + 3  # the while
+
+
+def test_without_numba_cuda_the_error_says_how_to_install_it(monkeypatch):
+    monkeypatch.setattr(gpu, "simulated", lambda: False)
+    monkeypatch.setattr(gpu.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(gpu.GpuUnavailableError, match=r"pip install 'numbax\[cuda\]'"):
+        nx.jit(nx.vmap(energy), backend="gpu")
+
+
+def _leaves(value):
+    return list(value) if isinstance(value, tuple) else [value]
