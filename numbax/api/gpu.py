@@ -7,9 +7,10 @@ generated code (``f`` may be ``grad``, ``value_and_grad`` or ``jvp`` of a user f
 its derivative runs inside the thread), so it follows its own control flow.
 
 Arguments mapped over their first axis are split per example; the others (``in_axes``
-None) are read whole by every thread. Each example returns numbers (or a tuple of
-them), gathered into device arrays with the batch first, which stay on the device
-until ``nx.device_get`` or ``np.asarray`` copies them back.
+None) are read whole by every thread. Each example returns numbers, or tuples of them
+nested any way; each number becomes a device array with the batch first, in the
+example's tuples. Results stay on the device until ``nx.device_get`` (or
+``np.asarray``) copies them back.
 """
 
 from __future__ import annotations
@@ -70,9 +71,9 @@ class GpuJitted(NumbaxFunction):
                 "and there is none."
             )
         kernel = self._kernel(device_args, mapped)
-        results = [gpu.empty((size,), dtype) for dtype in kernel.dtypes]
+        results = [gpu.empty((size,), dtype) for dtype in kernel.results.dtypes]
         kernel.launch(size, device_args, results)
-        return results[0] if kernel.outputs == 0 else tuple(results)
+        return kernel.results.rebuild(results)
 
     @staticmethod
     def _mapped(axis: Any) -> bool:
@@ -98,15 +99,14 @@ class GpuJitted(NumbaxFunction):
         function = gpu.device_function(read_function(self.batched.by_position, "vmap"))
         # One example run as Python on the host: how many results, and their dtypes.
         example = [gpu.to_host(a[0] if m else a) for a, m in zip(args, mapped, strict=True)]
-        outputs, dtypes = gpu.result_structure(function.generated.function(*example))
+        results = gpu.Results.of(function.generated.function(*example))
         params = list(function.generated.function.__code__.co_varnames[: len(args)])
         return gpu.per_example_kernel(
             f"_kernel_{self.batched.name}",
             function,
             params,
             mapped,
-            outputs,
-            dtypes,
+            results,
             _described(function),
         )
 

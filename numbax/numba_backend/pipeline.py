@@ -25,7 +25,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.fuse import fuse_elementwise
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
-from numbax.numba_backend.tapes import array_tapes
+from numbax.numba_backend.tapes import array_tapes, device_tapes
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.provenance import resolve
@@ -91,8 +91,7 @@ def specialize(
     if target == "cpu":
         fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
-    if target == "cpu":
-        fn = array_tapes(fn)
+    fn = array_tapes(fn) if target == "cpu" else device_tapes(fn)
     header = _header(source, transformation, statics, weak_params)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]

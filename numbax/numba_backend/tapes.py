@@ -244,22 +244,79 @@ def _stack_uses(fn, name, stmts) -> tuple[list, list] | None:
     return pushes, pops
 
 
-def _grow(name, init, pushes, pops, places, size) -> None:
+def device_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """Reverse mode's tapes in a device function (one GPU thread's code, which cannot
+    allocate): each an array in the thread's local memory (:func:`local_tape`), made at
+    the first push with room for every push the loops around it can make, and a count
+    of the values on it. A tape pushed inside a ``while`` loop, or a ``for`` loop whose
+    bounds are not constants, has no such bound and stays a list; in place."""
+    places: dict[int, _Place] = {}
+    _locate(fn.body, (), places)
+    stmts = {id(s): s for s in walk(fn) if isinstance(s, gast.stmt)}
+    namer = Namer.for_function(fn)
+    for init in list(fn.body):
+        name = _empty_list(init)
+        if name is None or not name.startswith(TAPE_PREFIX):
+            continue
+        uses = _stack_uses(fn, name, stmts)
+        if uses is None:
+            continue
+        bounds = [_pushes_bound(places[id(push)].loops) for push in uses[0]]
+        if None in bounds:
+            continue
+        size = namer.fresh(f"{name.lstrip('_')}_size")
+        _grow(name, init, *uses, places, size, capacity=max(1, sum(bounds)))
+    return fn
+
+
+def _pushes_bound(loops: tuple) -> int | None:
+    """How many times a statement inside ``loops`` can run: the product of their trip
+    counts, each a ``for`` over ``range`` of constants (None for any other loop)."""
+    bound = 1
+    for loop in loops:
+        call = loop.iter if isinstance(loop, gast.For) else None
+        if not (
+            isinstance(call, gast.Call)
+            and isinstance(call.func, gast.Name)
+            and call.func.id == "range"
+            and not call.keywords
+            and all(isinstance(a, gast.Constant) and type(a.value) is int for a in call.args)
+        ):
+            return None
+        bound *= len(range(*(a.value for a in call.args)))
+    return bound
+
+
+@lowering_helper
+def local_tape(value: Any, capacity: int) -> Any:
+    """A tape of ``capacity`` slots for values like ``value`` in one GPU thread's local
+    memory (``capacity`` a constant; a list outside device code, as :func:`tape`)."""
+    return [value] * capacity
+
+
+def _grow(name, init, pushes, pops, places, size, capacity: int | None = None) -> None:
     """A tape whose length is known only as it runs: an array that doubles when full,
-    and the number of values on it (``size``), which each push and pop counts."""
+    or one of ``capacity`` slots, made at the first push, and the number of values on it
+    (``size``), which each push and pop counts."""
     init.targets = [_store(size)]
     init.value = gast.Constant(0, None)
     for push in pushes:
         value = push.value.args[0]
         empty = gast.Compare(_load(size), [gast.Eq()], [gast.Constant(0, None)])
-        length = gast.Call(_load("len"), [_load(name)], [])
-        full = gast.Compare(_load(size), [gast.Eq()], [length])
-        make = gast.Call(_runtime_attr("tape"), [clone(value), gast.Constant(GROWN_FROM, None)], [])
-        more = gast.Call(_runtime_attr("grown"), [_load(name)], [])
-        grow = gast.If(full, [_like(gast.Assign([_store(name)], more), push)], [])
-        start = gast.If(
-            empty, [_like(gast.Assign([_store(name)], make), push)], [_like(grow, push)]
-        )
+        if capacity is None:
+            length = gast.Call(_load("len"), [_load(name)], [])
+            full = gast.Compare(_load(size), [gast.Eq()], [length])
+            first = [clone(value), gast.Constant(GROWN_FROM, None)]
+            make = gast.Call(_runtime_attr("tape"), first, [])
+            more = gast.Call(_runtime_attr("grown"), [_load(name)], [])
+            grow = [
+                _like(gast.If(full, [_like(gast.Assign([_store(name)], more), push)], []), push)
+            ]
+        else:
+            first = [clone(value), gast.Constant(capacity, None)]
+            make = gast.Call(_runtime_attr("local_tape"), first, [])
+            grow = []
+        start = gast.If(empty, [_like(gast.Assign([_store(name)], make), push)], grow)
         store = gast.Subscript(_load(name), _load(size), gast.Store())
         put = _like(gast.Assign([store], clone(value)), push)
         count = gast.BinOp(_load(size), gast.Add(), gast.Constant(1, None))

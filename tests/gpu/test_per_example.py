@@ -38,6 +38,18 @@ def row_norm(v, scale):
     return scale * np.sqrt(total)
 
 
+def damped_steps(x, rate):
+    """A bounded loop with a branch and an early exit: its tapes fit in local memory."""
+    y = 1.0
+    for _ in range(20):
+        dx = rate * (y - x)
+        x = x + 0.01 * dx
+        y = y + 0.01 * (x * 0.5 - y)
+        if x > 3.0:
+            break
+    return x + y
+
+
 def per_example_vector(a):
     return np.array([a, 2 * a])
 
@@ -63,6 +75,18 @@ def test_a_branch_and_its_derivatives_inside_each_thread(transform):
     want = nx.vmap(per_example, in_axes=(0, None))(A, b)
     for g, w in zip(*(_leaves(v) for v in (got, want)), strict=True):
         np.testing.assert_allclose(nx.device_get(g), w, rtol=1e-13)
+
+
+def test_the_gradient_of_a_bounded_loop_keeps_its_tapes_in_local_memory():
+    x = np.array([0.5, 1.0, 2.9, 5.0])  # the last two leave the loop early
+    per_example = nx.value_and_grad(damped_steps, argnums=(0, 1))
+    batched = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")
+    value, (dx, drate) = batched(x, 10.0)
+    want_value, (want_dx, want_drate) = nx.vmap(per_example, in_axes=(0, None))(x, 10.0)
+    np.testing.assert_allclose(nx.device_get(value), want_value, rtol=1e-13)
+    np.testing.assert_allclose(nx.device_get(dx), want_dx, rtol=1e-13)
+    np.testing.assert_allclose(nx.device_get(drate), want_drate, rtol=1e-13)
+    assert "_tape_x = nxrt.local_tape(x, 20)" in batched.source  # one slot an iteration
 
 
 def test_rows_of_a_matrix_are_examples():
@@ -136,8 +160,9 @@ def test_an_axis_other_than_the_first_is_refused():
         nx.jit(nx.vmap(row_norm, in_axes=(1, None)), backend="gpu")(np.ones((3, 4)), 1.0)
 
 
-def test_a_loop_tape_is_refused_at_the_users_line():
-    """The simulator would run a Python list; a GPU cannot allocate one, so both refuse."""
+def test_a_while_loops_tape_is_refused_at_the_users_line():
+    """Its trip count has no bound to size a tape in local memory by. The simulator
+    would run a Python list, which a GPU cannot allocate, so both refuse."""
     with pytest.raises(nx.CompileError, match="tape") as info:
         nx.jit(nx.vmap(nx.grad(newton_sqrt)), backend="gpu")(A)
     assert info.value.filename == __file__
@@ -152,4 +177,6 @@ def test_without_numba_cuda_the_error_says_how_to_install_it(monkeypatch):
 
 
 def _leaves(value):
-    return list(value) if isinstance(value, tuple) else [value]
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
