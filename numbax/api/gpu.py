@@ -1,48 +1,58 @@
-"""``nx.jit(vmap(f), backend="gpu")``: a batch on the GPU, one thread per example.
+"""``nx.jit(f, backend="gpu")``: one GPU thread per example, or per element.
 
 What JAX does worst on a GPU is a batch of examples that each run their own loops,
 branches and ``while`` loops: ``jax.vmap`` turns branches into selects and runs every
-lane until the slowest finishes. Here each example is a GPU thread running ``f``'s
-generated code (``f`` may be ``grad``, ``value_and_grad`` or ``jvp`` of a user function:
-its derivative runs inside the thread), so it follows its own control flow.
+lane until the slowest finishes. Here ``jit(vmap(f), backend="gpu")`` makes each example
+a GPU thread running ``f``'s generated code (``f`` may be ``grad``, ``value_and_grad``
+or ``jvp`` of a user function: its derivative runs inside the thread), so it follows its
+own control flow. Arguments mapped over their first axis are split per example; the
+others (``in_axes`` None) are read whole by every thread.
 
-Arguments mapped over their first axis are split per example; the others (``in_axes``
-None) are read whole by every thread. Each example returns numbers, or tuples of them
-nested any way; each number becomes a device array with the batch first, in the
-example's tuples. Results stay on the device until ``nx.device_get`` (or
-``np.asarray``) copies them back.
+``jit(f, backend="gpu")`` of an elementwise function (a chain of ufuncs, ``np.where``,
+arithmetic: what the CPU fuses into one loop) is one kernel with a thread per element
+of its arguments' broadcast shape. Any other function is refused at its first line
+that is not elementwise.
+
+Each example (element) returns numbers, or tuples of them nested any way; each number
+becomes a device array with the batch (the broadcast shape) first, in the example's
+tuples. Results stay on the device until ``nx.device_get`` (or ``np.asarray``) copies
+them back; device arrays of other libraries are taken without a copy.
 """
 
 from __future__ import annotations
 
+import inspect
+import math
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
+from numbax.errors import CompileError
 from numbax.numba_backend import cuda as gpu
-from numbax.transform.source import display_name, read_function
+from numbax.numba_backend.fuse import first_not_elementwise, parameters_read
+from numbax.transform.normalize import normalize
+from numbax.transform.provenance import resolve
+from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.source import FunctionSource, display_name, read_function
 
 
 class GpuJitted(NumbaxFunction):
-    """``jit(vmap(f), backend="gpu")``: call it on a batch; ``.source`` shows the kernel
-    and the device function each thread runs."""
+    """``jit(vmap(f), backend="gpu")`` or ``jit(f, backend="gpu")`` of an elementwise
+    ``f``: call it on arrays; ``.source`` shows the kernel and the device function each
+    thread runs."""
 
     transformation = "jit"
 
     def __init__(self, fun: Callable) -> None:
-        if getattr(fun, "transformation", None) != "vmap":
-            raise gpu.GpuUnavailableError(
-                f"jit(..., backend='gpu') of {display_name(fun)!r}: the GPU backend compiles "
-                "a batched function, one GPU thread per example: jit(vmap(f), "
-                "backend='gpu'). Other functions run on the CPU (backend='cpu')."
-            )
         super().__init__(fun)
         gpu.cuda_module()  # says now, not at the first call, when no GPU can run it
-        self.batched = fun
+        self.batched = self.fun if getattr(self.fun, "transformation", None) == "vmap" else None
         self._kernels: dict[tuple, gpu.PerExampleKernel] = {}
         self._last: gpu.PerExampleKernel | None = None
+        self._checked = False
+        self._reads: set[str] = set()  # the parameters an elementwise result reads
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if kwargs:
@@ -50,65 +60,99 @@ class GpuJitted(NumbaxFunction):
                 f"{display_name(self.fun)} on the GPU takes its arguments by position; "
                 f"got keyword arguments {sorted(kwargs)}"
             )
-        axes = self.batched._axes(len(args), ())
-        if len(axes) != len(args):
-            raise TypeError(
-                f"{display_name(self.batched.fun)} takes {len(axes)} arguments on the GPU "
-                f"(defaults are not filled in there); got {len(args)}"
-            )
-        mapped = tuple(self._mapped(axis) for axis in axes)
+        if self.batched is None:
+            return self._per_element(args)
+        return self._per_example(args)
+
+    # -- vmap(f): a thread per example ---------------------------------------------------
+    def _per_example(self, args: tuple) -> Any:
+        values = _with_defaults(self.batched.fun, args)
+        mapped = tuple(map(_mapped, self.batched._axes(len(args), ())))
         if self.batched.out_axes != 0:
             raise ValueError(
                 f"vmap(out_axes={self.batched.out_axes!r}) on the GPU: results have the batch "
                 "first (out_axes=0); move the axis after the call"
             )
-        device_args = [gpu.to_device(a) if _is_array(a) else a for a in args]
-        size = _batch_size(device_args, mapped)
+        device_args = [gpu.to_device(v) if _is_array(v) else v for v in values]
+        sizes = {int(a.shape[0]) for a, m in zip(device_args, mapped, strict=True) if m}
+        if len(sizes) != 1:
+            raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {sorted(sizes)}")
+        (size,) = sizes
+        read = lambda: read_function(self.batched.by_position, "vmap")  # noqa: E731
+        return self._launch(read, "vmap", device_args, mapped, size, (size,))
+
+    # -- an elementwise f: a thread per element --------------------------------------------
+    def _per_element(self, args: tuple) -> Any:
+        values = _with_defaults(self.fun, args)
+        mapped = tuple(map(_is_array, values))
+        if not any(mapped):
+            raise TypeError(
+                f"{display_name(self.fun)} on the GPU runs once per element of its array "
+                "arguments; it was given none (pass arrays, or call it on the CPU)"
+            )
+        source = self._elementwise_source()
+        params = list(inspect.signature(self.fun).parameters)
+        unread = [p for p, m in zip(params, mapped, strict=True) if m and p not in self._reads]
+        if unread:
+            raise ValueError(
+                f"{display_name(self.fun)} on the GPU: array argument {unread[0]!r} does not "
+                "reach the result, whose shape NumPy would then not broadcast with it; pass it "
+                "as a scalar, or run the function on the CPU"
+            )
+        shape = np.broadcast_shapes(*(tuple(v.shape) for v in values if _is_array(v)))
+        flat = [_flat_on_device(v, shape) if m else v for v, m in zip(values, mapped, strict=True)]
+        size = math.prod(shape)
+        return self._launch(lambda: source, "elementwise", flat, mapped, size, shape)
+
+    def _elementwise_source(self) -> FunctionSource:
+        """The function's source, once it is known to be elementwise."""
+        source = read_function(self.fun, "jit")
+        if not self._checked:
+            fn = normalize(source, "jit")
+            stmt = first_not_elementwise(fn, Resolver(source, local_names(fn)))
+            if stmt is not None:
+                origin = resolve(source.filename, stmt.lineno)
+                raise CompileError(
+                    "the GPU backend runs a function once per element of its arguments only "
+                    "when every line is elementwise (ufuncs, np.where, arithmetic), and this "
+                    "line is not. Batch it with jit(vmap(f), backend='gpu') (one thread per "
+                    "example), or run it on the CPU (backend='cpu').",
+                    function=display_name(self.fun),
+                    transformation="jit(backend='gpu')",
+                    filename=origin.filename,
+                    lineno=origin.line,
+                )
+            self._reads = parameters_read(fn)
+            self._checked = True
+        return source
+
+    # -- both ------------------------------------------------------------------------------
+    def _launch(
+        self,
+        read: Callable[[], FunctionSource],
+        kind: str,
+        args: list[Any],
+        mapped: tuple[bool, ...],
+        size: int,
+        shape: tuple[int, ...],
+    ) -> Any:
         if size == 0:
             raise ValueError(
-                f"{display_name(self.batched.fun)} on the GPU: the batch is empty. The "
-                "first call runs one example on the host to learn the dtypes of the results, "
-                "and there is none."
+                f"{display_name(self.fun)} on the GPU: the batch is empty. The first call "
+                "runs one example on the host to learn the dtypes of the results, and there "
+                "is none."
             )
-        kernel = self._kernel(device_args, mapped)
-        results = [gpu.empty((size,), dtype) for dtype in kernel.results.dtypes]
-        kernel.launch(size, device_args, results)
-        return kernel.results.rebuild(results)
-
-    @staticmethod
-    def _mapped(axis: Any) -> bool:
-        if axis is None:
-            return False
-        if axis == 0:
-            return True
-        raise ValueError(
-            f"vmap(in_axes=...) on the GPU maps arguments over their first axis (0) or not "
-            f"at all (None); got {axis!r}. Move the axis first (np.moveaxis) before the call."
-        )
-
-    def _kernel(self, args: list[Any], mapped: tuple[bool, ...]) -> gpu.PerExampleKernel:
         key = (mapped, tuple(_type_key(a) for a in args))
-        found = self._kernels.get(key)
-        if found is None:
-            found = self._cached(("kernel", key), lambda: self._build(args, mapped))
-            self._kernels[key] = found
-        self._last = found
-        return found
-
-    def _build(self, args: list[Any], mapped: tuple[bool, ...]) -> gpu.PerExampleKernel:
-        function = gpu.device_function(read_function(self.batched.by_position, "vmap"))
-        # One example run as Python on the host: how many results, and their dtypes.
-        example = [gpu.to_host(a[0] if m else a) for a, m in zip(args, mapped, strict=True)]
-        results = gpu.Results.of(function.generated.function(*example))
-        params = list(function.generated.function.__code__.co_varnames[: len(args)])
-        return gpu.per_example_kernel(
-            f"_kernel_{self.batched.name}",
-            function,
-            params,
-            mapped,
-            results,
-            _described(function),
-        )
+        kernel = self._kernels.get(key)
+        if kernel is None:
+            kernel = self._cached(("kernel", key), lambda: _build(read(), kind, args, mapped))
+            self._kernels[key] = kernel
+        self._last = kernel
+        results = [gpu.empty((size,), dtype) for dtype in kernel.results.dtypes]
+        kernel.launch(size, args, results)
+        if len(shape) != 1:
+            results = [r.reshape(shape) for r in results]
+        return kernel.results.rebuild(results)
 
     @property
     def source(self) -> str:
@@ -116,28 +160,62 @@ class GpuJitted(NumbaxFunction):
         function each thread calls."""
         if self._last is None:
             return (
-                f"# jit(vmap({display_name(self.batched.fun)}), backend='gpu'): not called yet; "
-                "the kernel is generated for the first call's argument types\n"
+                f"# jit({display_name(self.fun)}, backend='gpu'): not called yet; the kernel "
+                "is generated for the first call's argument types\n"
             )
         kernel = self._last
         return f"{kernel.text}# {kernel.launch_description}\n\n\n{kernel.function.text}"
 
 
-def _described(function: gpu.DeviceFunction) -> str:
-    """``vmap of grad_newton (file, line 2)``, from the device function's header."""
+def _build(
+    source: FunctionSource, kind: str, args: list[Any], mapped: tuple[bool, ...]
+) -> gpu.PerExampleKernel:
+    function = gpu.device_function(source)
+    # One example run as Python on the host: the structure and dtypes of its results.
+    example = [gpu.to_host(a[0] if m else a) for a, m in zip(args, mapped, strict=True)]
+    results = gpu.Results.of(function.generated.function(*example))
+    params = list(function.generated.function.__code__.co_varnames[: len(args)])
     first = function.generated.text.splitlines()[0]
-    return first.replace("# gpu device function of ", "vmap of ", 1)
+    describe = first.replace("# gpu device function of ", f"{kind} of ", 1)
+    unit = "example" if kind == "vmap" else "element"
+    name = f"_kernel_{function.generated.function.__name__}"
+    return gpu.per_example_kernel(name, function, params, mapped, results, describe, unit)
+
+
+def _mapped(axis: Any) -> bool:
+    if axis is None:
+        return False
+    if axis == 0:
+        return True
+    raise ValueError(
+        f"vmap(in_axes=...) on the GPU maps arguments over their first axis (0) or not at "
+        f"all (None); got {axis!r}. Move the axis first (np.moveaxis) before the call."
+    )
+
+
+def _with_defaults(fun: Callable, args: tuple) -> tuple:
+    """The arguments with the function's defaults after them, as it is called."""
+    bound = inspect.signature(fun).bind(*args)
+    bound.apply_defaults()
+    return tuple(bound.arguments.values())
 
 
 def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or gpu.is_device_array(value)
 
 
-def _batch_size(args: list[Any], mapped: tuple[bool, ...]) -> int:
-    sizes = {int(a.shape[0]) for a, m in zip(args, mapped, strict=True) if m}
-    if len(sizes) != 1:
-        raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {sorted(sizes)}")
-    return sizes.pop()
+def _flat_on_device(value: Any, shape: tuple[int, ...]) -> Any:
+    """An array argument of an elementwise call, broadcast to ``shape`` and flattened,
+    on the device (a device array must have that shape already)."""
+    if gpu.is_device_array(value):
+        if tuple(value.shape) != shape:
+            raise ValueError(
+                f"a device array of shape {tuple(value.shape)} in a call broadcasting to "
+                f"{shape}: give device arrays the broadcast shape (broadcasting happens on "
+                "the host, for NumPy arrays)"
+            )
+        return gpu.to_device(value).reshape(math.prod(shape))
+    return gpu.to_device(np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1))
 
 
 def _type_key(value: Any) -> tuple:

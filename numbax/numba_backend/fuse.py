@@ -35,6 +35,7 @@ import numpy as np
 from numbax.numba_backend.kept_shapes import is_full_broadcast, keeps_shape, mark_kept_shapes
 from numbax.numba_backend.rematerialize import rematerialize
 from numbax.runtime import nxrt as runtime
+from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
 from numbax.transform.walk import walk
@@ -338,3 +339,30 @@ def fuse_elementwise(
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     return fn, fuser.kernels
+
+
+def first_not_elementwise(fn: gast.FunctionDef, resolver: Resolver) -> gast.stmt | None:
+    """The first statement of normalized ``fn`` that is not one elementwise operation
+    (a branch, a loop, a reduction, a call without an elementwise rule), or None when the
+    whole body is: then ``fn`` applied to arrays is ``fn`` applied to each element of
+    the broadcast of the arguments its result reads (:func:`parameters_read`), which is
+    how the GPU target runs it."""
+    fuser = _Fuser(fn, resolver, Namer.for_function(fn))
+    *body, last = fn.body
+    for stmt in body:
+        constant = isinstance(stmt, gast.Assign) and isinstance(stmt.value, gast.Constant)
+        if not (constant or fuser.is_elementwise(stmt)):
+            return stmt
+    if not (isinstance(last, gast.Return) and isinstance(last.value, gast.Name)):
+        return last
+    return None
+
+
+def parameters_read(fn: gast.FunctionDef) -> set[str]:
+    """The parameters the result of straight-line ``fn`` is computed from."""
+    reads: dict[str, set[str]] = {a.id: {a.id} for a in fn.args.posonlyargs + fn.args.args}
+    *body, last = fn.body
+    for stmt in body:
+        sources = [reads.get(name, set()) for name in read_names(stmt.value)]
+        reads[stmt.targets[0].id] = set().union(*sources)
+    return reads.get(last.value.id, set())

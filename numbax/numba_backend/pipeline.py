@@ -91,7 +91,7 @@ def specialize(
     if target == "cpu":
         fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
-    fn = array_tapes(fn) if target == "cpu" else device_tapes(fn)
+    fn = array_tapes(fn) if target == "cpu" else device_tapes(fn, resolver.resolve)
     header = _header(source, transformation, statics, weak_params)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]

@@ -48,6 +48,7 @@ one iteration to the next). A list used in any other way stays a list.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -244,12 +245,15 @@ def _stack_uses(fn, name, stmts) -> tuple[list, list] | None:
     return pushes, pops
 
 
-def device_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
+def device_tapes(fn: gast.FunctionDef, constant: Callable[[gast.expr], Any]) -> gast.FunctionDef:
     """Reverse mode's tapes in a device function (one GPU thread's code, which cannot
     allocate): each an array in the thread's local memory (:func:`local_tape`), made at
     the first push with room for every push the loops around it can make, and a count
     of the values on it. A tape pushed inside a ``while`` loop, or a ``for`` loop whose
-    bounds are not constants, has no such bound and stays a list; in place."""
+    bounds are not known when compiling, has no such bound and stays a list; in place.
+
+    ``constant(node)``: the value of a bound that is not a literal (a global or a
+    closure variable, which compiled code freezes), or None."""
     places: dict[int, _Place] = {}
     _locate(fn.body, (), places)
     stmts = {id(s): s for s in walk(fn) if isinstance(s, gast.stmt)}
@@ -261,7 +265,7 @@ def device_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
         uses = _stack_uses(fn, name, stmts)
         if uses is None:
             continue
-        bounds = [_pushes_bound(places[id(push)].loops) for push in uses[0]]
+        bounds = [_pushes_bound(places[id(push)].loops, constant) for push in uses[0]]
         if None in bounds:
             continue
         size = namer.fresh(f"{name.lstrip('_')}_size")
@@ -269,9 +273,10 @@ def device_tapes(fn: gast.FunctionDef) -> gast.FunctionDef:
     return fn
 
 
-def _pushes_bound(loops: tuple) -> int | None:
+def _pushes_bound(loops: tuple, constant: Callable[[gast.expr], Any]) -> int | None:
     """How many times a statement inside ``loops`` can run: the product of their trip
-    counts, each a ``for`` over ``range`` of constants (None for any other loop)."""
+    counts, each a ``for`` over ``range`` of integers known when compiling (None for
+    any other loop)."""
     bound = 1
     for loop in loops:
         call = loop.iter if isinstance(loop, gast.For) else None
@@ -280,10 +285,12 @@ def _pushes_bound(loops: tuple) -> int | None:
             and isinstance(call.func, gast.Name)
             and call.func.id == "range"
             and not call.keywords
-            and all(isinstance(a, gast.Constant) and type(a.value) is int for a in call.args)
         ):
             return None
-        bound *= len(range(*(a.value for a in call.args)))
+        values = [a.value if isinstance(a, gast.Constant) else constant(a) for a in call.args]
+        if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
+            return None
+        bound *= len(range(*(int(v) for v in values)))
     return bound
 
 

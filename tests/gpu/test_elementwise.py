@@ -1,0 +1,80 @@
+"""``nx.jit(f, backend="gpu")`` of an elementwise function: one GPU thread per element
+of its arguments' broadcast, on Numba's CUDA simulator (tiny arrays), equal to NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.numba_backend import cuda as gpu
+
+
+def selu(x, alpha=1.67, lam=1.05):
+    return lam * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+
+
+def softplus_pair(x, y):
+    return np.log1p(np.exp(x * y)) - np.tanh(y)
+
+
+X = np.linspace(-2.0, 2.0, 7)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_selu_equals_numpy_in_its_dtype(dtype):
+    x = X.astype(dtype)
+    got = nx.device_get(nx.jit(selu, backend="gpu")(x))
+    assert got.dtype == selu(x).dtype == dtype
+    np.testing.assert_allclose(got, selu(x), rtol=1e-6 if dtype == np.float32 else 1e-14)
+
+
+def test_arguments_broadcast_and_results_keep_the_shape():
+    x = X[:6].reshape(2, 3)
+    y = np.array([0.5, -1.0, 2.0])
+    got = nx.jit(softplus_pair, backend="gpu")(x, y)
+    assert gpu.is_device_array(got) and got.shape == (2, 3)
+    np.testing.assert_allclose(nx.device_get(got), softplus_pair(x, y), rtol=1e-14)
+
+
+def test_a_scalar_argument_is_shared_by_every_thread():
+    got = nx.jit(selu, backend="gpu")(X, 2.0, 0.5)
+    np.testing.assert_allclose(nx.device_get(got), selu(X, 2.0, 0.5), rtol=1e-14)
+
+
+def test_the_derivative_of_an_elementwise_chain_is_elementwise_too():
+    """grad of a per-element function, vmapped, is elementwise: one thread each."""
+    per_element = nx.vmap(nx.grad(selu))
+    got = nx.jit(per_element, backend="gpu")(X)
+    np.testing.assert_allclose(nx.device_get(got), per_element(X), rtol=1e-14)
+
+
+def test_source_shows_a_thread_per_element():
+    compiled = nx.jit(selu, backend="gpu")
+    compiled(X)
+    assert "one thread per element" in compiled.source
+    assert "_result = selu(x[_example], alpha, lam)" in compiled.source
+
+
+def test_a_device_array_must_have_the_broadcast_shape():
+    on_device = nx.device_put(X, nx.devices("gpu")[0])
+    with pytest.raises(ValueError, match="broadcast shape"):
+        nx.jit(softplus_pair, backend="gpu")(on_device, X.reshape(7, 1))
+
+
+def ignores_its_first(x, y):
+    return y * 2.0
+
+
+def test_an_array_that_does_not_reach_the_result_is_refused():
+    """NumPy's result would not have its shape: a thread per element of it would."""
+    with pytest.raises(ValueError, match="'x' does not reach the result"):
+        nx.jit(ignores_its_first, backend="gpu")(X, 3.0)
+    np.testing.assert_allclose(
+        nx.device_get(nx.jit(ignores_its_first, backend="gpu")(1.0, X)), 2 * X
+    )
+
+
+def test_arrays_are_needed():
+    with pytest.raises(TypeError, match="once per element"):
+        nx.jit(selu, backend="gpu")(1.0)
