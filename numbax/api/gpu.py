@@ -24,6 +24,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -55,17 +56,40 @@ class GpuJitted(NumbaxFunction):
         self._reads: set[str] = set()  # the parameters an elementwise result reads
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        call = self._plan(args, kwargs, gpu.to_device)
+        kernel = self._kernel(call)
+        results = [gpu.empty((call.size,), dtype) for dtype in kernel.results.dtypes]
+        kernel.launch(call.size, call.args, results)
+        if len(call.shape) != 1:
+            results = [r.reshape(call.shape) for r in results]
+        return kernel.results.rebuild(results)
+
+    def kernel(self, *args: Any) -> gpu.PerExampleKernel:
+        """The kernel a call with these (host) arguments runs, generated without moving
+        anything to the device: its ``text``, and its ``launcher``'s Python function to
+        compile ahead of time (``benchmarks/gpu/ptx.py`` compiles it to PTX)."""
+        return self._kernel(self._plan(args, {}, lambda value: value))
+
+    def _plan(self, args: tuple, kwargs: dict, place: Callable[[Any], Any]) -> _Call:
         if kwargs:
             raise TypeError(
                 f"{display_name(self.fun)} on the GPU takes its arguments by position; "
                 f"got keyword arguments {sorted(kwargs)}"
             )
         if self.batched is None:
-            return self._per_element(args)
-        return self._per_example(args)
+            call = self._per_element(args, place)
+        else:
+            call = self._per_example(args, place)
+        if call.size == 0:
+            raise ValueError(
+                f"{display_name(self.fun)} on the GPU: the batch is empty. The first call "
+                "runs one example on the host to learn the dtypes of the results, and there "
+                "is none."
+            )
+        return call
 
     # -- vmap(f): a thread per example ---------------------------------------------------
-    def _per_example(self, args: tuple) -> Any:
+    def _per_example(self, args: tuple, place: Callable[[Any], Any]) -> _Call:
         values = _with_defaults(self.batched.fun, args)
         mapped = tuple(map(_mapped, self.batched._axes(len(args), ())))
         if self.batched.out_axes != 0:
@@ -73,16 +97,16 @@ class GpuJitted(NumbaxFunction):
                 f"vmap(out_axes={self.batched.out_axes!r}) on the GPU: results have the batch "
                 "first (out_axes=0); move the axis after the call"
             )
-        device_args = [gpu.to_device(v) if _is_array(v) else v for v in values]
-        sizes = {int(a.shape[0]) for a, m in zip(device_args, mapped, strict=True) if m}
+        placed = [place(v) if _is_array(v) else v for v in values]
+        sizes = {int(a.shape[0]) for a, m in zip(placed, mapped, strict=True) if m}
         if len(sizes) != 1:
             raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {sorted(sizes)}")
         (size,) = sizes
         read = lambda: read_function(self.batched.by_position, "vmap")  # noqa: E731
-        return self._launch(read, "vmap", device_args, mapped, size, (size,))
+        return _Call(read, "vmap", placed, mapped, size, (size,))
 
     # -- an elementwise f: a thread per element --------------------------------------------
-    def _per_element(self, args: tuple) -> Any:
+    def _per_element(self, args: tuple, place: Callable[[Any], Any]) -> _Call:
         values = _with_defaults(self.fun, args)
         mapped = tuple(map(_is_array, values))
         if not any(mapped):
@@ -100,9 +124,8 @@ class GpuJitted(NumbaxFunction):
                 "as a scalar, or run the function on the CPU"
             )
         shape = np.broadcast_shapes(*(tuple(v.shape) for v in values if _is_array(v)))
-        flat = [_flat_on_device(v, shape) if m else v for v, m in zip(values, mapped, strict=True)]
-        size = math.prod(shape)
-        return self._launch(lambda: source, "elementwise", flat, mapped, size, shape)
+        flat = [place(_flat(v, shape)) if m else v for v, m in zip(values, mapped, strict=True)]
+        return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape)
 
     def _elementwise_source(self) -> FunctionSource:
         """The function's source, once it is known to be elementwise."""
@@ -127,32 +150,14 @@ class GpuJitted(NumbaxFunction):
         return source
 
     # -- both ------------------------------------------------------------------------------
-    def _launch(
-        self,
-        read: Callable[[], FunctionSource],
-        kind: str,
-        args: list[Any],
-        mapped: tuple[bool, ...],
-        size: int,
-        shape: tuple[int, ...],
-    ) -> Any:
-        if size == 0:
-            raise ValueError(
-                f"{display_name(self.fun)} on the GPU: the batch is empty. The first call "
-                "runs one example on the host to learn the dtypes of the results, and there "
-                "is none."
-            )
-        key = (mapped, tuple(_type_key(a) for a in args))
+    def _kernel(self, call: _Call) -> gpu.PerExampleKernel:
+        key = (call.mapped, tuple(_type_key(a) for a in call.args))
         kernel = self._kernels.get(key)
         if kernel is None:
-            kernel = self._cached(("kernel", key), lambda: _build(read(), kind, args, mapped))
+            kernel = self._cached(("kernel", key), lambda: _build(call))
             self._kernels[key] = kernel
         self._last = kernel
-        results = [gpu.empty((size,), dtype) for dtype in kernel.results.dtypes]
-        kernel.launch(size, args, results)
-        if len(shape) != 1:
-            results = [r.reshape(shape) for r in results]
-        return kernel.results.rebuild(results)
+        return kernel
 
     @property
     def source(self) -> str:
@@ -167,19 +172,32 @@ class GpuJitted(NumbaxFunction):
         return f"{kernel.text}# {kernel.launch_description}\n\n\n{kernel.function.text}"
 
 
-def _build(
-    source: FunctionSource, kind: str, args: list[Any], mapped: tuple[bool, ...]
-) -> gpu.PerExampleKernel:
-    function = gpu.device_function(source)
+@dataclass
+class _Call:
+    """A call prepared for the kernel: where the function's source comes from, what
+    kind of kernel runs it (``vmap``: per example; ``elementwise``: per element), the
+    arguments (mapped ones over their first axis), and the batch's size and shape."""
+
+    read: Callable[[], FunctionSource]
+    kind: str
+    args: list[Any]
+    mapped: tuple[bool, ...]
+    size: int
+    shape: tuple[int, ...]
+
+
+def _build(call: _Call) -> gpu.PerExampleKernel:
+    function = gpu.device_function(call.read())
     # One example run as Python on the host: the structure and dtypes of its results.
-    example = [gpu.to_host(a[0] if m else a) for a, m in zip(args, mapped, strict=True)]
+    pairs = zip(call.args, call.mapped, strict=True)
+    example = [gpu.to_host(a[0] if m else a) for a, m in pairs]
     results = gpu.Results.of(function.generated.function(*example))
-    params = list(function.generated.function.__code__.co_varnames[: len(args)])
+    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     first = function.generated.text.splitlines()[0]
-    describe = first.replace("# gpu device function of ", f"{kind} of ", 1)
-    unit = "example" if kind == "vmap" else "element"
+    describe = first.replace("# gpu device function of ", f"{call.kind} of ", 1)
+    unit = "example" if call.kind == "vmap" else "element"
     name = f"_kernel_{function.generated.function.__name__}"
-    return gpu.per_example_kernel(name, function, params, mapped, results, describe, unit)
+    return gpu.per_example_kernel(name, function, params, call.mapped, results, describe, unit)
 
 
 def _mapped(axis: Any) -> bool:
@@ -204,9 +222,9 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or gpu.is_device_array(value)
 
 
-def _flat_on_device(value: Any, shape: tuple[int, ...]) -> Any:
-    """An array argument of an elementwise call, broadcast to ``shape`` and flattened,
-    on the device (a device array must have that shape already)."""
+def _flat(value: Any, shape: tuple[int, ...]) -> Any:
+    """An array argument of an elementwise call, broadcast to ``shape`` and flattened (a
+    device array must have that shape already: it is not copied)."""
     if gpu.is_device_array(value):
         if tuple(value.shape) != shape:
             raise ValueError(
@@ -215,7 +233,7 @@ def _flat_on_device(value: Any, shape: tuple[int, ...]) -> Any:
                 "the host, for NumPy arrays)"
             )
         return gpu.to_device(value).reshape(math.prod(shape))
-    return gpu.to_device(np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1))
+    return np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1)
 
 
 def _type_key(value: Any) -> tuple:

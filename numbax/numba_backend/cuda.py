@@ -28,7 +28,7 @@ import numpy as np
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import CompileError
-from numbax.numba_backend import elementary, tapes
+from numbax.numba_backend import boundary, elementary, tapes
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.transform.provenance import resolve
@@ -98,8 +98,9 @@ _registered: list[bool] = []
 
 
 def _register_device_overloads() -> None:
-    """Give each function of :data:`_DEVICE_MATH`, and :func:`tapes.local_tape`, its
-    numba-cuda implementation (once; the simulator runs their Python)."""
+    """Give each function of :data:`_DEVICE_MATH`, ``keep_dtype`` and
+    :func:`tapes.local_tape` their numba-cuda implementations (once; the simulator runs
+    their Python)."""
     if _registered:
         return
     _registered.append(True)
@@ -107,7 +108,14 @@ def _register_device_overloads() -> None:
 
     for name, body in _DEVICE_MATH.items():
         overload(getattr(elementary, name), target="cuda")(_typing(name, body))
+    overload(boundary.keep_dtype, target="cuda")(_identity)
     overload(tapes.local_tape, target="cuda", prefer_literal=True, inline="always")(_local_tape)
+
+
+def _identity(value):  # noqa: ANN001, ANN202
+    """``keep_dtype`` in device code: a thread's result is written to an array of its
+    dtype, so no 0-d array needs to carry it (as on the CPU, to Python)."""
+    return lambda value: value
 
 
 def _local_tape(value, capacity):  # noqa: ANN001, ANN202 (Numba reads annotations as types)

@@ -366,3 +366,20 @@ def parameters_read(fn: gast.FunctionDef) -> set[str]:
         sources = [reads.get(name, set()) for name in read_names(stmt.value)]
         reads[stmt.targets[0].id] = set().union(*sources)
     return reads.get(last.value.id, set())
+
+
+def scalar_selects(fn: gast.FunctionDef, resolver: Resolver) -> gast.FunctionDef:
+    """Every ``t = np.where(c, a, b)`` of ``fn`` as ``t = a if c else b``, as in a fused
+    kernel: for device code, whose values are one thread's numbers (numba-cuda has no
+    ``np.where`` of scalars); in place."""
+    for node in walk(fn):
+        value = getattr(node, "value", None)
+        if (
+            isinstance(node, gast.Assign)
+            and isinstance(value, gast.Call)
+            and len(value.args) == 3
+            and resolver.resolve(value.func) is np.where
+        ):
+            cond, a, b = value.args
+            node.value = gast.IfExp(cond, a, b)
+    return fn

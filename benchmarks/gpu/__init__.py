@@ -1,0 +1,1 @@
+"""GPU benchmarks and the device check (``benchmarks/gpu/README.md``)."""

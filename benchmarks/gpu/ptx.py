@@ -1,0 +1,92 @@
+"""Compile the GPU workloads' kernels to PTX on a machine without a GPU.
+
+    python -m benchmarks.gpu.ptx [--cc 9.0] [--out DIR]
+
+Numba's CUDA simulator runs generated code as Python, so it cannot tell whether
+numba-cuda compiles it. This does, with no GPU and no driver: numba-cuda and the CUDA
+toolkit's compilers (NVVM, NVRTC: ``pip install 'numbax[cuda]'``) compile each kernel
+and the device functions it calls for the compute capability given (numba-cuda asks
+the current device for it, which is answered here instead). It prints each kernel's
+size in PTX and its local memory (the tapes of per-example gradients).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import types
+from pathlib import Path
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.gpu.ptx", description=__doc__)
+    parser.add_argument("--cc", default="9.0", help="compute capability (9.0: H100, H200)")
+    parser.add_argument("--out", type=Path, help="write each kernel's PTX there")
+    parser.add_argument("--steps", type=int, default=1000, help="Lorenz steps")
+    args = parser.parse_args(argv)
+    cc = tuple(int(part) for part in args.cc.split("."))
+
+    import numba.cuda.dispatcher
+    from numba import cuda
+
+    device = types.SimpleNamespace(compute_capability=cc)  # the GPU there is not
+    numba.cuda.dispatcher.get_current_device = lambda: device
+    cuda.is_available = lambda: True
+
+    import numpy as np
+
+    import numbax as nx
+    from benchmarks.gpu import workloads as w
+
+    x = np.linspace(-1.0, 1.0, 8)
+    programs = {
+        "selu float32": (
+            nx.jit(w.selu, backend="gpu"),
+            (x.astype(np.float32), w.SELU_ALPHA, w.SELU_LAMBDA),
+        ),
+        "lorenz value_and_grad": (
+            nx.jit(
+                nx.vmap(
+                    nx.value_and_grad(w.lorenz(args.steps), argnums=(0, 1, 2)),
+                    in_axes=(0, 0, 0, None, None, None),
+                ),
+                backend="gpu",
+            ),
+            (x, x, x, 10.0, 28.0, 8.0 / 3.0),
+        ),
+        "newton value_and_grad": (
+            nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
+            (x + 2.0, x),
+        ),
+    }
+    failed = False
+    for name, (compiled, inputs) in programs.items():
+        kernel = compiled.kernel(*inputs)
+        signature = (numba.int64, *map(_numba_type, inputs))
+        signature += tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
+        try:
+            ptx, _ = cuda.compile_ptx(kernel.launcher.py_func, signature, cc=cc)
+        except Exception as err:  # noqa: BLE001 - reported per kernel
+            failed = True
+            print(f"{name}: FAILED: {type(err).__name__}: {err}")
+            continue
+        local = re.findall(r"\.local\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)
+        print(f"{name}: {len(ptx):,} characters of PTX, {sum(map(int, local)):,} B local")
+        if args.out:
+            args.out.mkdir(parents=True, exist_ok=True)
+            (args.out / f"{name.replace(' ', '_')}.ptx").write_text(ptx)
+    return 1 if failed else 0
+
+
+def _numba_type(value):
+    import numba
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return numba.from_dtype(value.dtype)[::1]
+    return numba.typeof(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

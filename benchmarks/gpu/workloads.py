@@ -1,0 +1,93 @@
+"""The GPU workloads, as a NumPy user writes them, and their JAX twins.
+
+Each per-example body runs its own control flow: the Lorenz-63 trajectory a fixed
+number of steps, the Newton solve until its own tolerance (bounded, so that its
+gradient's tape fits in a thread's local memory).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+SELU_ALPHA = 1.6732632423543772
+SELU_LAMBDA = 1.0507009873554805
+
+
+def selu(x, alpha=SELU_ALPHA, lam=SELU_LAMBDA):
+    return lam * np.where(x > 0, x, alpha * np.exp(x) - alpha)
+
+
+def lorenz(steps: int, dt: float = 0.001):
+    """The squared distance from the origin after ``steps`` Euler steps of Lorenz-63."""
+
+    def trajectory(x, y, z, sigma, rho, beta):
+        for _ in range(steps):
+            dx = sigma * (y - x)
+            dy = x * (rho - z) - y
+            dz = x * y - beta * z
+            x = x + dt * dx
+            y = y + dt * dy
+            z = z + dt * dz
+        return x * x + y * y + z * z
+
+    return trajectory
+
+
+def newton(max_steps: int = 60):
+    """The real root of ``x**3 + a*x - b`` (``a > 0``), to 1e-12, by Newton's method."""
+
+    def root(a, b):
+        x = b / (1.0 + a)
+        for _ in range(max_steps):
+            fx = x * x * x + a * x - b
+            if abs(fx) < 1e-12:
+                break
+            x = x - fx / (3.0 * x * x + a)
+        return x
+
+    return root
+
+
+# -- JAX twins --------------------------------------------------------------------------
+
+
+def jax_twins(steps: int, max_steps: int = 60) -> dict:
+    """The same workloads in JAX, jitted: ``vmap`` of ``value_and_grad`` of a
+    ``fori_loop`` (a ``while_loop`` has no reverse mode in JAX, so the Newton solve runs
+    every step and freezes converged examples with ``where``)."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.config.update("jax_enable_x64", True)
+
+    def selu_jax(x):
+        return SELU_LAMBDA * jnp.where(x > 0, x, SELU_ALPHA * jnp.exp(x) - SELU_ALPHA)
+
+    def trajectory(x, y, z, sigma, rho, beta, dt=0.001):
+        def step(_, s):
+            x, y, z = s
+            return (
+                x + dt * sigma * (y - x),
+                y + dt * (x * (rho - z) - y),
+                z + dt * (x * y - beta * z),
+            )
+
+        x, y, z = jax.lax.fori_loop(0, steps, step, (x, y, z))
+        return x * x + y * y + z * z
+
+    def root(a, b):
+        def step(_, x):
+            fx = x * x * x + a * x - b
+            return jnp.where(jnp.abs(fx) < 1e-12, x, x - fx / (3.0 * x * x + a))
+
+        return jax.lax.fori_loop(0, max_steps, step, b / (1.0 + a))
+
+    lorenz_vg = jax.vmap(
+        jax.value_and_grad(trajectory, argnums=(0, 1, 2)), in_axes=(0, 0, 0, None, None, None)
+    )
+    newton_vg = jax.vmap(jax.value_and_grad(root, argnums=(0, 1)))
+    return {
+        "selu": jax.jit(selu_jax),
+        "lorenz": jax.jit(lorenz_vg),
+        "newton": jax.jit(newton_vg),
+    }
