@@ -24,11 +24,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba.core.errors import NumbaError
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import CompileError
 from numbax.numba_backend import boundary, elementary, tapes
+from numbax.numba_backend.cpu import translate_numba_error
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.transform.provenance import resolve
@@ -246,9 +248,14 @@ class PerExampleKernel:
     launcher: Any
 
     def launch(self, size: int, args: Sequence[Any], results: Sequence[Any]) -> None:
-        """Run the kernel over ``size`` examples, writing ``results`` (device arrays)."""
+        """Run the kernel over ``size`` examples, writing ``results`` (device arrays).
+        numba-cuda compiles it at the first launch: what it cannot compile is a
+        :class:`CompileError` at the user's line."""
         blocks = max(1, min(MAX_BLOCKS, -(-size // THREADS_PER_BLOCK)))
-        self.launcher[blocks, THREADS_PER_BLOCK](size, *args, *results)
+        try:
+            self.launcher[blocks, THREADS_PER_BLOCK](size, *args, *results)
+        except NumbaError as err:
+            raise translate_numba_error(err, self.function.generated) from err
 
     @property
     def launch_description(self) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 import math
 
+import numba.core.errors
 import numpy as np
 import pytest
 
@@ -192,6 +193,32 @@ def test_a_while_loops_tape_is_refused_at_the_users_line():
         nx.jit(nx.vmap(nx.grad(newton_sqrt)), backend="gpu")(A)
     assert info.value.filename == __file__
     assert info.value.lineno == _line_of(newton_sqrt, "while")
+
+
+def test_what_numba_cuda_cannot_compile_is_named_at_the_users_line(monkeypatch):
+    """The simulator compiles nothing; on a GPU, numba-cuda's typing error at the first
+    launch becomes numbax's CompileError at the line it points to."""
+    batched = nx.jit(nx.vmap(energy, in_axes=(0, None)), backend="gpu")
+    kernel = batched.kernel(A, 0.5)
+    path = kernel.function.generated.path
+    line = next(
+        n
+        for n, text in enumerate(kernel.function.text.splitlines(), start=1)
+        if "math.sin(a)" in text and not text.lstrip().startswith("#")
+    )
+
+    class Launcher:
+        def __getitem__(self, config):
+            def launch(*args):
+                message = f'Unknown attribute\n\nFile "{path}", line {line}:\n'
+                raise numba.core.errors.TypingError(message)
+
+            return launch
+
+    monkeypatch.setattr(kernel, "launcher", Launcher())
+    with pytest.raises(nx.CompileError, match="Numba cannot compile it") as info:
+        batched(A, 0.5)
+    assert (info.value.filename, info.value.lineno) == (__file__, _line_of(energy, "math.sin"))
 
 
 def test_without_numba_cuda_the_error_says_how_to_install_it(monkeypatch):
