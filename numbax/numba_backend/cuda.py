@@ -28,6 +28,7 @@ from numba.core.errors import NumbaError
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
+from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import boundary, elementary, tapes
 from numbax.numba_backend.cpu import translate_numba_error
@@ -173,7 +174,9 @@ def device_function(
     """``source`` generated for the device and compiled as a device function; the user
     functions it calls become device functions too (a device function cannot call
     itself: CUDA's stack is too small for recursion Numba would allow)."""
-    key = (source.filename, source.firstlineno, source.name, repr(statics))
+    # by what the function's code freezes (closure values, globals): two closures of
+    # one factory are two device functions
+    key = (reuse_key(source.func), repr(statics))
     found = _device_functions.get(key)
     if found is not None:
         return found
@@ -186,9 +189,14 @@ def device_function(
     finally:
         _compiling.discard(key)
     if generated.calls_itself:
-        raise GpuUnavailableError(
-            f"{display_name(source.func)} calls itself, which a GPU device function cannot "
-            "do: write the recursion as a loop, or use backend='cpu'."
+        raise CompileError(
+            "it calls itself, which a GPU device function cannot do (a thread's stack is "
+            "too small for recursion): write the recursion as a loop, or run it on the CPU "
+            "(backend='cpu').",
+            function=display_name(source.func),
+            transformation="jit(backend='gpu')",
+            filename=source.filename,
+            lineno=source.firstlineno,
         )
     _refuse_tapes(generated)
     found = DeviceFunction(generated, cuda.jit(device=True)(generated.function))
@@ -224,8 +232,7 @@ def _compile_callee(func: Any) -> Any:
     if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
         func = func.__numbax_primal__()  # custom_jvp(f), checkpoint(f): f itself
     source = read_function(func)
-    key = (source.filename, source.firstlineno, source.name, repr(None))
-    if key in _compiling:
+    if (reuse_key(source.func), repr(None)) in _compiling:
         return RECURSIVE
     return device_function(source).dispatcher
 

@@ -111,6 +111,24 @@ def test_a_loop_bounded_by_a_closure_variable_sizes_its_tapes_by_its_value():
     assert "nxrt.local_tape(x, 6)" in batched.source
 
 
+def test_two_closures_of_one_factory_are_two_device_functions():
+    x = np.array([0.3, 1.2])
+    for steps in (2, 3):
+        got = nx.jit(nx.vmap(relaxation(steps), in_axes=(0, None)), backend="gpu")(x, 0.4)
+        want = nx.vmap(relaxation(steps), in_axes=(0, None))(x, 0.4)
+        np.testing.assert_allclose(nx.device_get(got), want, rtol=1e-14)
+
+
+def countdown(n):
+    return 0.0 if n <= 0 else 1.0 + countdown(n - 1)
+
+
+def test_recursion_is_refused_at_the_function():
+    with pytest.raises(nx.CompileError, match="calls itself") as info:
+        nx.jit(nx.vmap(countdown), backend="gpu")(np.array([3, 4]))
+    assert info.value.lineno == countdown.__code__.co_firstlineno
+
+
 def test_rows_of_a_matrix_are_examples():
     v = np.arange(12.0).reshape(4, 3)
     got = nx.jit(nx.vmap(row_norm, in_axes=(0, None)), backend="gpu")(v, 2.0)
