@@ -52,7 +52,8 @@ class GpuJitted(NumbaxFunction):
         self.batched = self.fun if getattr(self.fun, "transformation", None) == "vmap" else None
         self._kernels: dict[tuple, gpu.PerExampleKernel] = {}
         self._last: gpu.PerExampleKernel | None = None
-        self._checked = False
+        self._signature = inspect.signature(self.fun if self.batched is None else self.batched.fun)
+        self._elementwise: FunctionSource | None = None  # read and checked at the first call
         self._reads: set[str] = set()  # the parameters an elementwise result reads
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -90,7 +91,7 @@ class GpuJitted(NumbaxFunction):
 
     # -- vmap(f): a thread per example ---------------------------------------------------
     def _per_example(self, args: tuple, place: Callable[[Any], Any]) -> _Call:
-        values = _with_defaults(self.batched.fun, args)
+        values = self._with_defaults(args)
         mapped = tuple(map(_mapped, self.batched._axes(len(args), ())))
         if self.batched.out_axes != 0:
             raise ValueError(
@@ -107,7 +108,7 @@ class GpuJitted(NumbaxFunction):
 
     # -- an elementwise f: a thread per element --------------------------------------------
     def _per_element(self, args: tuple, place: Callable[[Any], Any]) -> _Call:
-        values = _with_defaults(self.fun, args)
+        values = self._with_defaults(args)
         mapped = tuple(map(_is_array, values))
         if not any(mapped):
             raise TypeError(
@@ -115,7 +116,7 @@ class GpuJitted(NumbaxFunction):
                 "arguments; it was given none (pass arrays, or call it on the CPU)"
             )
         source = self._elementwise_source()
-        params = list(inspect.signature(self.fun).parameters)
+        params = list(self._signature.parameters)
         unread = [p for p, m in zip(params, mapped, strict=True) if m and p not in self._reads]
         if unread:
             raise ValueError(
@@ -127,10 +128,17 @@ class GpuJitted(NumbaxFunction):
         flat = [place(_flat(v, shape)) if m else v for v, m in zip(values, mapped, strict=True)]
         return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape)
 
+    def _with_defaults(self, args: tuple) -> tuple:
+        """The arguments with the function's defaults after them, as it is called."""
+        bound = self._signature.bind(*args)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
+
     def _elementwise_source(self) -> FunctionSource:
-        """The function's source, once it is known to be elementwise."""
-        source = read_function(self.fun, "jit")
-        if not self._checked:
+        """The function's source, once it is known to be elementwise (read and checked
+        at the first call)."""
+        if self._elementwise is None:
+            source = read_function(self.fun, "jit")
             fn = normalize(source, "jit")
             stmt = first_not_elementwise(fn, Resolver(source, local_names(fn)))
             if stmt is not None:
@@ -146,8 +154,8 @@ class GpuJitted(NumbaxFunction):
                     lineno=origin.line,
                 )
             self._reads = parameters_read(fn)
-            self._checked = True
-        return source
+            self._elementwise = source
+        return self._elementwise
 
     # -- both ------------------------------------------------------------------------------
     def _kernel(self, call: _Call) -> gpu.PerExampleKernel:
@@ -209,13 +217,6 @@ def _mapped(axis: Any) -> bool:
         f"vmap(in_axes=...) on the GPU maps arguments over their first axis (0) or not at "
         f"all (None); got {axis!r}. Move the axis first (np.moveaxis) before the call."
     )
-
-
-def _with_defaults(fun: Callable, args: tuple) -> tuple:
-    """The arguments with the function's defaults after them, as it is called."""
-    bound = inspect.signature(fun).bind(*args)
-    bound.apply_defaults()
-    return tuple(bound.arguments.values())
 
 
 def _is_array(value: Any) -> bool:
