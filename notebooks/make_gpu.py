@@ -1,0 +1,111 @@
+"""Writes 07_gpu.ipynb (kept as code so its text is reviewable in diffs)."""
+
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+cells = [
+    new_markdown_cell(
+        "# The GPU: a thread per trajectory, with its gradient\n\n"
+        '`nx.jit(nx.vmap(f), backend="gpu")` runs each example as one GPU thread of a '
+        "numba-cuda kernel. Each thread follows its own loops and branches, and a "
+        "derivative of `f` runs inside the thread, its tape in the thread's local memory. "
+        "Here: a batch of Lorenz-63 trajectories, each with the gradient of where it ends "
+        "with respect to where it starts and to the parameter `rho`.\n\n"
+        "On a machine without an NVIDIA GPU this notebook runs on Numba's CUDA simulator, "
+        "which runs every thread as Python: the sizes are then tiny."
+    ),
+    new_code_cell(
+        "import os\n"
+        "import shutil\n\n"
+        "# Before Numba is imported: the simulator where there is no GPU.\n"
+        'has_gpu = shutil.which("nvidia-smi") is not None\n'
+        'os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "0" if has_gpu else "1")\n'
+        "\n"
+        "import numpy as np\n\n"
+        "import numbax as nx\n\n"
+        'SIMULATED = os.environ["NUMBA_ENABLE_CUDASIM"] == "1"\n'
+        "TRAJECTORIES, STEPS = (4, 50) if SIMULATED else (100_000, 1_000)\n"
+        'print(nx.devices("gpu"), "(simulated)" if SIMULATED else "")'
+    ),
+    new_markdown_cell(
+        "## One trajectory, written as a loop\n\n"
+        "Explicit Euler steps of the Lorenz system from `(x, y, z)`; the result is the "
+        "squared distance from the origin at the end. `STEPS` is a global, frozen when "
+        "compiling, so each thread's tape has a known size."
+    ),
+    new_code_cell(
+        "def trajectory(x, y, z, rho, sigma=10.0, beta=8.0 / 3.0, dt=0.002):\n"
+        "    for _ in range(STEPS):\n"
+        "        dx = sigma * (y - x)\n"
+        "        dy = x * (rho - z) - y\n"
+        "        dz = x * y - beta * z\n"
+        "        x = x + dt * dx\n"
+        "        y = y + dt * dy\n"
+        "        z = z + dt * dz\n"
+        "    return x * x + y * y + z * z"
+    ),
+    new_markdown_cell(
+        "## The batch on the GPU\n\n"
+        "`value_and_grad` of one trajectory, with respect to its start and to `rho`; "
+        "`vmap` maps it over the starts and shares `rho` (`in_axes=None`); `jit(..., "
+        'backend="gpu")` makes it one kernel. The results are device arrays until '
+        "`nx.device_get` copies them back."
+    ),
+    new_code_cell(
+        "per_trajectory = nx.value_and_grad(trajectory, argnums=(0, 1, 2, 3))\n"
+        'batch = nx.jit(nx.vmap(per_trajectory, in_axes=(0, 0, 0, None)), backend="gpu")\n\n'
+        "rng = np.random.default_rng(0)\n"
+        "starts = [rng.uniform(-10.0, 10.0, TRAJECTORIES) for _ in range(3)]\n"
+        "value, (dx, dy, dz, drho) = batch(*starts, 28.0)\n"
+        "value, drho = nx.device_get((value, drho))\n"
+        "print(value[:4])\n"
+        "print(drho[:4])"
+    ),
+    new_markdown_cell(
+        "The same numbers as numbax on the CPU (interpreted here, for the first "
+        "trajectories), and the derivative in `rho` as central differences give it:"
+    ),
+    new_code_cell(
+        "k = min(TRAJECTORIES, 64)\n"
+        "cpu_value, cpu_grads = nx.vmap(per_trajectory, in_axes=(0, 0, 0, None))(\n"
+        "    *(s[:k] for s in starts), 28.0\n"
+        ")\n"
+        "np.testing.assert_allclose(value[:k], cpu_value, rtol=1e-10)\n"
+        "np.testing.assert_allclose(drho[:k], cpu_grads[3], rtol=1e-8)\n"
+        "eps = 1e-6\n"
+        "ends = [trajectory(*(s[0] for s in starts), rho) for rho in (28.0 + eps, 28.0 - eps)]\n"
+        "print('central difference:', (ends[0] - ends[1]) / (2 * eps), ' gradient:', drho[0])"
+    ),
+    new_markdown_cell(
+        "## What runs\n\n"
+        "The kernel: thread `i` calls the generated `value_and_grad_trajectory` on "
+        "trajectory `i` and writes each number it returns. Below it, the device function: "
+        "the forward loop pushing the values it overwrites on tapes in local memory "
+        "(`nxrt.local_tape(x, STEPS)`: one slot a step), then the loop run backwards, each "
+        "line commented with the line of `trajectory` it comes from."
+    ),
+    new_code_cell("nx.show(batch)"),
+    new_markdown_cell(
+        "## Elementwise functions\n\n"
+        "A function made only of elementwise operations runs with a thread per element "
+        "of its arguments' broadcast:"
+    ),
+    new_code_cell(
+        "def selu(x, alpha=1.6732632423543772, lam=1.0507009873554805):\n"
+        "    return lam * np.where(x > 0, x, alpha * np.exp(x) - alpha)\n\n\n"
+        "x = np.linspace(-3.0, 3.0, 7 if SIMULATED else 10**8).astype(np.float32)\n"
+        'y = nx.jit(selu, backend="gpu")(x)\n'
+        "np.testing.assert_allclose(nx.device_get(y)[:7], selu(x[:7]), rtol=1e-6)\n"
+        "print(y.dtype, y.shape)"
+    ),
+]
+
+notebook = new_notebook(cells=cells)
+notebook.metadata["kernelspec"] = {
+    "name": "python3",
+    "display_name": "Python 3",
+    "language": "python",
+}
+nbformat.write(notebook, Path(__file__).with_name("07_gpu.ipynb"))
