@@ -55,6 +55,10 @@ def main(argv: list[str] | None = None) -> int:
             ),
             (x, x, x, 10.0, 28.0, 8.0 / 3.0),
         ),
+        "random draws": (
+            nx.jit(nx.vmap(w.noisy_position, in_axes=(0, None)), backend="gpu"),
+            (nx.random.split(nx.random.key(0), 8), 1.0),
+        ),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
             (x + 2.0, x),
@@ -63,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     for name, (compiled, inputs) in programs.items():
         kernel = compiled.kernel(*inputs)
-        signature = (numba.int64, *map(_numba_type, inputs))
+        signature = (numba.int64, *map(numba.typeof, inputs))
         signature += tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
         try:
             ptx, _ = cuda.compile_ptx(kernel.launcher.py_func, signature, cc=cc)
@@ -77,15 +81,6 @@ def main(argv: list[str] | None = None) -> int:
             args.out.mkdir(parents=True, exist_ok=True)
             (args.out / f"{name.replace(' ', '_')}.ptx").write_text(ptx)
     return 1 if failed else 0
-
-
-def _numba_type(value):
-    import numba
-    import numpy as np
-
-    if isinstance(value, np.ndarray):
-        return numba.from_dtype(value.dtype)[::1]
-    return numba.typeof(value)
 
 
 if __name__ == "__main__":

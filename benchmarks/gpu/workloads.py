@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+import numbax as nx
+
 SELU_ALPHA = 1.6732632423543772
 SELU_LAMBDA = 1.0507009873554805
 
@@ -46,6 +48,11 @@ def newton(max_steps: int = 60):
         return x
 
     return root
+
+
+def noisy_position(key, mu):
+    """A draw per example from its own key (``nx.random`` inside a thread)."""
+    return mu + 0.1 * nx.random.normal(key) * nx.random.uniform(key, minval=0.5, maxval=1.5)
 
 
 # -- JAX twins --------------------------------------------------------------------------

@@ -30,7 +30,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
-from numbax.numba_backend import boundary, elementary, tapes
+from numbax.numba_backend import boundary, elementary, random_device, tapes
 from numbax.numba_backend.cpu import translate_numba_error
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
@@ -66,8 +66,6 @@ def cuda_module() -> Any:
         )
     from numba import cuda  # the optional `cuda` extra, loaded at its one point of use
 
-    if not simulated():
-        _register_device_overloads()
     if not cuda.is_available():
         raise GpuUnavailableError(
             "backend='gpu' found no usable CUDA GPU (numba.cuda.is_available() is False: "
@@ -100,15 +98,18 @@ kernels serve SIMD lanes a GPU thread does not have)."""
 _registered: list[bool] = []
 
 
-def _register_device_overloads() -> None:
-    """Give each function of :data:`_DEVICE_MATH`, ``keep_dtype`` and
-    :func:`tapes.local_tape` their numba-cuda implementations (once; the simulator runs
-    their Python)."""
+def _register_device_overloads(cuda: Any) -> None:
+    """Give each function of :data:`_DEVICE_MATH`, ``keep_dtype``,
+    :func:`tapes.local_tape` and numbax.random's scalar draws their numba-cuda
+    implementations (each once; the simulator runs their Python)."""
+    if simulated():
+        return
+    from numba.cuda.extending import overload  # numba-cuda's, with the package
+
+    random_device.register(cuda, overload)  # those numbax.random registered since
     if _registered:
         return
     _registered.append(True)
-    from numba.cuda.extending import overload  # numba-cuda's, with the package
-
     for name, body in _DEVICE_MATH.items():
         overload(getattr(elementary, name), target="cuda")(_typing(name, body))
     overload(boundary.keep_dtype, target="cuda")(_identity)
@@ -199,6 +200,7 @@ def device_function(
             lineno=source.firstlineno,
         )
     _refuse_tapes(generated)
+    _register_device_overloads(cuda)  # after its calls were resolved (numbax.random loaded)
     found = DeviceFunction(generated, cuda.jit(device=True)(generated.function))
     _device_functions[key] = found
     return found

@@ -41,7 +41,7 @@ from numbax.numba_backend.random_kernels import (
     uniform_between_flat,
 )
 
-__all__ = ["IMPLEMENTATIONS", "JitImplementation", "register_random"]
+__all__ = ["IMPLEMENTATIONS", "JitImplementation", "register_random", "registered_samplers"]
 # and, for random_jit_more, the shared pieces of an implementation
 __all__ += ["check_key", "dims_of", "dtype_of", "finish", "key_words", "shape_kind"]
 __all__ += ["shape_size", "spread"]
@@ -57,15 +57,25 @@ class JitImplementation(NamedTuple):
     """Type constant arguments as literals first (``axis``, ``replace``, ``mode``...)."""
 
 
+_SAMPLERS: dict[str, Callable[..., Any]] = {}
+
+
 def register_random(sampler: Callable[..., Any], implementation: JitImplementation) -> None:
     """Have ``nx.jit`` compile calls of ``sampler`` (a numbax.random function) with
     ``implementation``.
 
     The public function itself is overloaded, so generated code keeps the user's call
     (``nx.random.normal(key, (3,))``), interpreted it runs the plain function, and
-    compiled Numba types it with ``implementation.typer``.
+    compiled Numba types it with ``implementation.typer``. The GPU target finds it by
+    name (:func:`registered_samplers`).
     """
     overload(sampler, prefer_literal=implementation.prefer_literal)(implementation.typer)
+    _SAMPLERS[sampler.__name__] = sampler
+
+
+def registered_samplers() -> dict[str, Callable[..., Any]]:
+    """numbax.random's functions registered so far, by name."""
+    return dict(_SAMPLERS)
 
 
 @helper_jit

@@ -3,9 +3,12 @@ the CPU (each example its own key)."""
 
 from __future__ import annotations
 
+import numba
 import numpy as np
+import pytest
 
 import numbax as nx
+from numbax.numba_backend import random_device
 
 
 def noisy_step(key, mu):
@@ -26,3 +29,19 @@ def test_a_gradient_through_a_draw():
     per_example = nx.grad(noisy_step, argnums=1)
     got = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")(keys, 2.0)
     np.testing.assert_array_equal(nx.device_get(got), np.ones(3))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 1701])
+def test_the_device_draws_are_the_cpus_draws(seed):
+    """numba-cuda's versions of ``normal`` and ``uniform`` (what a GPU compiles, which the
+    simulator does not run), compiled for the CPU: the CPU's values, ``normal`` to a few
+    ulp (its ``log`` is the C library's there, libdevice's on a GPU)."""
+    draws = random_device.scalar_draws(numba.njit, "cpu check")
+    key = nx.random.key(seed)
+    for dtype, ulps in ((np.float64, 4), (np.float32, 3)):
+        got = draws["normal"][np.dtype(dtype)](key[0], key[1])
+        want = nx.random.normal(key, dtype=dtype)
+        assert abs(got - want) <= ulps * np.spacing(np.abs(want)), (dtype, got, want)
+        lo, hi = dtype(-1.0), dtype(2.5)
+        got = draws["uniform"][np.dtype(dtype)](key[0], key[1], lo, hi)
+        assert got == nx.random.uniform(key, dtype=dtype, minval=lo, maxval=hi)

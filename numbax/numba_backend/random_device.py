@@ -1,0 +1,184 @@
+"""numbax.random's scalar draws in GPU device code: numba-cuda overloads.
+
+A thread of a per-example kernel draws numbers, not arrays (it cannot allocate one):
+``normal(key)`` and ``uniform(key, minval=..., maxval=...)`` with the default empty
+shape, as float32 or float64. Each is the CPU's draw of element 0 (``random_kernels``):
+the same Threefry-2x32 counter hash, compiled for the device from the same Python
+(``scalar_core``), the same bits-to-float, and for ``normal`` XLA's ``erfinv``
+polynomials, with ``log`` from CUDA's libdevice where the CPU uses numbax's own
+vectorizable kernel, so a normal draw may differ from the CPU's in its last bits.
+
+The public functions live in ``numbax.random``, a layer above: they are registered here
+by name as that package registers them for the CPU (:func:`random_jit.register_random`),
+and :func:`register` gives those it finds their device implementations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.core import errors
+
+from numbax.numba_backend.generated import define
+from numbax.numba_backend.random_jit import check_key, dtype_of, registered_samplers
+from numbax.numba_backend.random_kernels import scalar_core
+from numbax.numba_backend.random_tables import (
+    ERFINV_F32,
+    ERFINV_F64,
+    LOG1P_DENOMINATOR,
+    LOG1P_NUMERATOR,
+)
+
+_DONE: set[str] = set()
+
+
+def register(cuda: Any, overload: Callable[..., Any]) -> None:
+    """Give the scalar draws numbax.random has registered so far their numba-cuda
+    implementations (each once; a later call adds those registered since)."""
+    found = {name: f for name, f in registered_samplers().items() if name in _TYPERS}
+    if not found.keys() - _DONE:
+        return
+    draws = scalar_draws(cuda.jit(device=True), "cuda")
+    for name, sampler in found.items():
+        if name not in _DONE:
+            overload(sampler, target="cuda")(_TYPERS[name](draws))
+            _DONE.add(name)
+
+
+_cached_draws: dict[str, dict[str, Any]] = {}
+
+
+def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, Any]:
+    """Element 0 of ``uniform`` and ``normal`` by name and dtype, compiled with
+    ``device`` (``cuda.jit(device=True)``; ``numba.njit`` for a check of these formulas
+    on the CPU), once per ``target``."""
+    if target in _cached_draws:
+        return _cached_draws[target]
+    core = scalar_core(device)
+    f32, f64 = np.float32, np.float64
+    central32, tail32 = (_horner(b[3], f32, device) for b in ERFINV_F32)
+    central64, middle64, tail64 = (_horner(b[3], f64, device) for b in ERFINV_F64)
+    num32, den32 = (_horner(c, f32, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
+    num64, den64 = (_horner(c, f64, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
+    small32, small64 = f32(np.sqrt(2.0) - 1.0), f64(np.sqrt(2.0) - 1.0)
+    lo32, lo64 = np.nextafter(f32(-1.0), f32(0.0)), np.nextafter(f64(-1.0), f64(0.0))
+    sqrt2_32, sqrt2_64 = f32(np.sqrt(2.0)), f64(np.sqrt(2.0))
+    unit32, unit64 = core.unit_f32, core.unit_f64
+
+    @device
+    def log1p32(a):
+        a2 = a * a
+        near = a + (f32(-0.5) * a2 + (a * a2) * (num32(a) / den32(a)))
+        return near if abs(a) < small32 else f32(math.log(a + f32(1.0)))
+
+    @device
+    def log1p64(a):
+        a2 = a * a
+        near = a + (f64(-0.5) * a2 + (a * a2) * (num64(a) / den64(a)))
+        return near if abs(a) < small64 else math.log(a + 1.0)
+
+    @device
+    def erfinv32(x):
+        w = -log1p32(x * -x)
+        p = central32(w - f32(2.5)) if w < f32(5.0) else tail32(f32(math.sqrt(w)) - f32(3.0))
+        edge = f32(np.inf) if x > f32(0.0) else f32(-np.inf)
+        return edge if abs(x) == f32(1.0) else p * x
+
+    @device
+    def erfinv64(x):
+        w = -log1p64(x * -x)
+        s = math.sqrt(w)
+        if w < 6.25:
+            p = central64(w - 3.125)
+        elif w < 16.0:
+            p = middle64(s - 3.25)
+        else:
+            p = tail64(s - 5.0)
+        edge = np.inf if x > 0.0 else -np.inf
+        return edge if abs(x) == 1.0 else p * x
+
+    @device
+    def normal32(k0, k1):
+        u = unit32(k0, k1, 0) * (f32(1.0) - lo32) + lo32
+        return sqrt2_32 * erfinv32(max(lo32, u))
+
+    @device
+    def normal64(k0, k1):
+        u = unit64(k0, k1, 0) * (1.0 - lo64) + lo64
+        return sqrt2_64 * erfinv64(max(lo64, u))
+
+    @device
+    def uniform32(k0, k1, lo, hi):
+        return max(lo, unit32(k0, k1, 0) * (hi - lo) + lo)
+
+    @device
+    def uniform64(k0, k1, lo, hi):
+        return max(lo, unit64(k0, k1, 0) * (hi - lo) + lo)
+
+    found = {
+        "normal": {np.dtype(f32): normal32, np.dtype(f64): normal64},
+        "uniform": {np.dtype(f32): uniform32, np.dtype(f64): uniform64},
+    }
+    _cached_draws[target] = found
+    return found
+
+
+def _horner(coefficients: Any, dtype: type, device: Callable[[Callable], Any]) -> Any:
+    """``p(t)`` by Horner's rule in ``dtype`` as a device function (``random_kernels``'s,
+    for the device)."""
+    names = [f"c{j}" for j in range(len(coefficients))]
+    lines = [f"def horner(t):\n    p = {names[0]}"]
+    lines += [f"    p = p * t + {name}" for name in names[1:]]
+    constants = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
+    source = "\n".join(lines) + "\n    return p\n"
+    return device(define(source, constants, "random device horner", "horner"))
+
+
+def _scalar_only(name: str, shape: Any) -> None:
+    if isinstance(shape, types.Omitted):
+        shape = shape.value
+    empty = shape == () or isinstance(shape, types.BaseTuple) and len(shape) == 0
+    if not empty:
+        raise errors.TypingError(
+            f"numbax.random.{name} in GPU device code draws one number (shape=()): a thread "
+            "cannot allocate an array of draws. Draw each number from its own key "
+            "(nx.random.fold_in(key, i)), or run the function on the CPU."
+        )
+
+
+def _float_draw(name: str, draws: dict, dtype: Any) -> tuple[Any, Any]:
+    want = dtype_of(name, dtype, np.float64)
+    if want not in draws[name]:
+        raise errors.TypingError(f"numbax.random.{name} on the GPU draws float32 or float64")
+    return draws[name][want], want.type
+
+
+def _normal(draws: dict) -> Callable[..., Any]:
+    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
+        check_key("normal", key)
+        _scalar_only("normal", shape)
+        draw, _ = _float_draw("normal", draws, dtype)
+        return lambda key, shape=(), dtype=float: draw(key[0], key[1])
+
+    return typer
+
+
+def _uniform(draws: dict) -> Callable[..., Any]:
+    def typer(key, shape=(), dtype=float, minval=0.0, maxval=1.0):  # noqa: ANN001, ANN202
+        check_key("uniform", key)
+        _scalar_only("uniform", shape)
+        draw, scalar = _float_draw("uniform", draws, dtype)
+
+        def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+            return draw(key[0], key[1], scalar(minval), scalar(maxval))
+
+        return impl
+
+    return typer
+
+
+_TYPERS = {"normal": _normal, "uniform": _uniform}
