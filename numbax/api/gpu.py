@@ -46,7 +46,22 @@ class GpuJitted(NumbaxFunction):
 
     transformation = "jit"
 
-    def __init__(self, fun: Callable) -> None:
+    def __init__(self, fun: Callable, **options: Any) -> None:
+        """``options``: ``nx.jit``'s. JAX's ``donate_argnums`` and ``keep_unused`` are
+        taken and do nothing (results are new device arrays); the others are refused
+        rather than ignored."""
+        unsupported = {
+            k: v
+            for k, v in options.items()
+            if k not in ("donate_argnums", "keep_unused", "device", "backend")
+            and v is not None
+            and v is not False
+        }
+        if unsupported:
+            raise TypeError(
+                f"jit(..., backend='gpu') does not take {sorted(unsupported)} yet: static "
+                "arguments, inlining and Numba's CPU options are for the CPU backend"
+            )
         super().__init__(fun)
         gpu.cuda_module()  # says now, not at the first call, when no GPU can run it
         self.batched = self.fun if getattr(self.fun, "transformation", None) == "vmap" else None
@@ -129,9 +144,17 @@ class GpuJitted(NumbaxFunction):
         return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape)
 
     def _with_defaults(self, args: tuple) -> tuple:
-        """The arguments with the function's defaults after them, as it is called."""
+        """The arguments with the function's defaults after them, as it is called; each
+        must be an array or a number (a thread reads nothing else)."""
         bound = self._signature.bind(*args)
         bound.apply_defaults()
+        for name, value in bound.arguments.items():
+            if not (_is_array(value) or isinstance(value, bool | int | float | np.number)):
+                raise TypeError(
+                    f"{display_name(self.fun)} on the GPU: argument {name!r} is a "
+                    f"{type(value).__name__}; a GPU thread takes arrays and numbers. Pass "
+                    "the leaves of a pytree as arguments of their own, or run it on the CPU."
+                )
         return tuple(bound.arguments.values())
 
     def _elementwise_source(self) -> FunctionSource:

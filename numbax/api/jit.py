@@ -78,7 +78,7 @@ def jit(
         return functools.partial(jit, **options)
     target = device if backend is None else backend
     if target is not None and platform_of(target) == "gpu":
-        return GpuJitted(fun)
+        return GpuJitted(fun, **options)
     if takes_star_args(fun):  # compiled per number of positional arguments, as JAX does
         return PerArity(fun, lambda f: Jitted(f, **options), "jit")
     return Jitted(fun, **options)

@@ -239,6 +239,18 @@ def test_what_numba_cuda_cannot_compile_is_named_at_the_users_line(monkeypatch):
     assert (info.value.filename, info.value.lineno) == (__file__, _line_of(energy, "math.sin"))
 
 
+def test_options_the_gpu_does_not_take_are_refused_not_ignored():
+    with pytest.raises(TypeError, match=r"does not take \['static_argnums'\]"):
+        nx.jit(nx.vmap(newton_sqrt), backend="gpu", static_argnums=0)
+    compiled = nx.jit(nx.vmap(newton_sqrt), backend="gpu", donate_argnums=0)  # JAX's: no effect
+    np.testing.assert_allclose(nx.device_get(compiled(np.array([4.0]))), [2.0])
+
+
+def test_a_pytree_argument_is_refused_with_what_to_pass():
+    with pytest.raises(TypeError, match="argument 'b' is a dict"):
+        nx.jit(nx.vmap(energy, in_axes=(0, None)), backend="gpu")(A, {"b": 1.0})
+
+
 def test_without_numba_cuda_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(gpu, "simulated", lambda: False)
     monkeypatch.setattr(gpu.importlib.util, "find_spec", lambda name: None)
