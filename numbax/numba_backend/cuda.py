@@ -291,6 +291,9 @@ def per_example_kernel(
     header comment; ``unit`` what a thread takes (an example, an element)."""
     cuda = cuda_module()
     callee = function.generated.function.__name__
+    taken = {"_size", "_example", "_result", "cuda", callee}
+    if any(p in taken or p.startswith("_out_") for p in params):  # the kernel's own names
+        params = [f"_arg_{k}" for k in range(len(params))]
     example = [f"{p}[_example]" if m else p for p, m in zip(params, mapped, strict=True)]
     outs = [f"_out_{k}" for k in range(len(results.paths))]
     lines = [

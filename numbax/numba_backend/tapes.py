@@ -279,15 +279,10 @@ def _pushes_bound(loops: tuple, constant: Callable[[gast.expr], Any]) -> int | N
     any other loop)."""
     bound = 1
     for loop in loops:
-        call = loop.iter if isinstance(loop, gast.For) else None
-        if not (
-            isinstance(call, gast.Call)
-            and isinstance(call.func, gast.Name)
-            and call.func.id == "range"
-            and not call.keywords
-        ):
+        args = _range(loop.iter) if isinstance(loop, gast.For) else None
+        if args is None:
             return None
-        values = [a.value if isinstance(a, gast.Constant) else constant(a) for a in call.args]
+        values = [a.value if isinstance(a, gast.Constant) else constant(a) for a in args]
         if not all(isinstance(v, int | np.integer) and not isinstance(v, bool) for v in values):
             return None
         bound *= len(range(*(int(v) for v in values)))

@@ -129,6 +129,15 @@ def test_recursion_is_refused_at_the_function():
     assert info.value.lineno == countdown.__code__.co_firstlineno
 
 
+def clashing(_size, cuda):
+    return _size * cuda
+
+
+def test_parameters_named_like_the_kernels_own_names():
+    got = nx.jit(nx.vmap(clashing), backend="gpu")(A, A + 1.0)
+    np.testing.assert_allclose(nx.device_get(got), A * (A + 1.0))
+
+
 def test_rows_of_a_matrix_are_examples():
     v = np.arange(12.0).reshape(4, 3)
     got = nx.jit(nx.vmap(row_norm, in_axes=(0, None)), backend="gpu")(v, 2.0)
