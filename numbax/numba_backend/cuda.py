@@ -255,6 +255,7 @@ class PerExampleKernel:
     results: Results
     text: str
     launcher: Any
+    unit: str = "example"
 
     def launch(self, size: int, args: Sequence[Any], results: Sequence[Any]) -> None:
         """Run the kernel over ``size`` examples, writing ``results`` (device arrays).
@@ -270,8 +271,8 @@ class PerExampleKernel:
     def launch_description(self) -> str:
         return (
             f"launch: {THREADS_PER_BLOCK} threads a block, one block per "
-            f"{THREADS_PER_BLOCK} examples (at most {MAX_BLOCKS:,} blocks; each thread "
-            "then takes every gridsize-th example)"
+            f"{THREADS_PER_BLOCK} {self.unit}s (at most {MAX_BLOCKS:,} blocks; each thread "
+            f"then takes every gridsize-th {self.unit})"
         )
 
 
@@ -314,7 +315,7 @@ def per_example_kernel(
     key = cache_key(text, function.generated.path, "cuda-kernel")
     module = load_module(module_name(name, key), text, namespace)
     launcher = cuda.jit(getattr(module, name))
-    return PerExampleKernel(name, function, tuple(mapped), results, text, launcher)
+    return PerExampleKernel(name, function, tuple(mapped), results, text, launcher, unit)
 
 
 # -- device arrays ------------------------------------------------------------------------
