@@ -23,9 +23,8 @@ import numpy as np
 from numba import types
 from numba.core import errors
 
-from numbax.numba_backend.generated import define
 from numbax.numba_backend.random_jit import check_key, dtype_of, registered_samplers
-from numbax.numba_backend.random_kernels import scalar_core
+from numbax.numba_backend.random_kernels import horner, scalar_core
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
     ERFINV_F64,
@@ -60,10 +59,10 @@ def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, An
         return _cached_draws[target]
     core = scalar_core(device)
     f32, f64 = np.float32, np.float64
-    central32, tail32 = (_horner(b[3], f32, device) for b in ERFINV_F32)
-    central64, middle64, tail64 = (_horner(b[3], f64, device) for b in ERFINV_F64)
-    num32, den32 = (_horner(c, f32, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
-    num64, den64 = (_horner(c, f64, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
+    central32, tail32 = (horner(b[3], f32, device) for b in ERFINV_F32)
+    central64, middle64, tail64 = (horner(b[3], f64, device) for b in ERFINV_F64)
+    num32, den32 = (horner(c, f32, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
+    num64, den64 = (horner(c, f64, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
     small32, small64 = f32(np.sqrt(2.0) - 1.0), f64(np.sqrt(2.0) - 1.0)
     lo32, lo64 = np.nextafter(f32(-1.0), f32(0.0)), np.nextafter(f64(-1.0), f64(0.0))
     sqrt2_32, sqrt2_64 = f32(np.sqrt(2.0)), f64(np.sqrt(2.0))
@@ -125,17 +124,6 @@ def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, An
     }
     _cached_draws[target] = found
     return found
-
-
-def _horner(coefficients: Any, dtype: type, device: Callable[[Callable], Any]) -> Any:
-    """``p(t)`` by Horner's rule in ``dtype`` as a device function (``random_kernels``'s,
-    for the device)."""
-    names = [f"c{j}" for j in range(len(coefficients))]
-    lines = [f"def horner(t):\n    p = {names[0]}"]
-    lines += [f"    p = p * t + {name}" for name in names[1:]]
-    constants = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
-    source = "\n".join(lines) + "\n    return p\n"
-    return device(define(source, constants, "random device horner", "horner"))
 
 
 def _scalar_only(name: str, shape: Any) -> None:

@@ -257,9 +257,12 @@ def uniform_between_flat(k0: np.uint32, k1: np.uint32, lo: np.ndarray, hi: np.nd
 # -- normal: XLA's erfinv, as numbax.random.core._erfinv computes it -----------------------
 
 
-def _horner(coefficients: Sequence[float], dtype: type) -> Any:
+def horner(
+    coefficients: Sequence[float], dtype: type, jit: Callable[[Callable], Any] = helper_jit
+) -> Any:
     """A compiled ``p(t)`` by Horner's rule, coefficients highest degree first, in
-    ``dtype``, as ``numbax.random.core._horner`` evaluates it.
+    ``dtype``, as ``numbax.random.core._horner`` evaluates it (``jit``: for the CPU, or
+    ``cuda.jit(device=True)``).
 
     Written out as straight-line code with the constants bound as globals: a loop over
     a tuple of 23 coefficients is neither unrolled nor vectorized by LLVM (the tuple is
@@ -270,19 +273,19 @@ def _horner(coefficients: Sequence[float], dtype: type) -> Any:
     lines += [f"    p = p * t + {name}" for name in names[1:]]
     constants = {name: dtype(c) for name, c in zip(names, coefficients, strict=True)}
     source = "\n".join(lines) + "\n    return p\n"
-    return helper_jit(define(source, constants, "random horner", "horner"))
+    return jit(define(source, constants, "random horner", "horner"))
 
 
 def _branches(table: tuple, dtype: type) -> list[Any]:
-    return [_horner(branch[3], dtype) for branch in table]
+    return [horner(branch[3], dtype) for branch in table]
 
 
 _F32_CENTRAL, _F32_TAIL = _branches(ERFINV_F32, np.float32)
 _F64_CENTRAL, _F64_MIDDLE, _F64_TAIL = _branches(ERFINV_F64, np.float64)
-_LOG1P_NUM_F32 = _horner(LOG1P_NUMERATOR, np.float32)
-_LOG1P_DEN_F32 = _horner(LOG1P_DENOMINATOR, np.float32)
-_LOG1P_NUM_F64 = _horner(LOG1P_NUMERATOR, np.float64)
-_LOG1P_DEN_F64 = _horner(LOG1P_DENOMINATOR, np.float64)
+_LOG1P_NUM_F32 = horner(LOG1P_NUMERATOR, np.float32)
+_LOG1P_DEN_F32 = horner(LOG1P_DENOMINATOR, np.float32)
+_LOG1P_NUM_F64 = horner(LOG1P_NUMERATOR, np.float64)
+_LOG1P_DEN_F64 = horner(LOG1P_DENOMINATOR, np.float64)
 
 
 _LO_F32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
