@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
-from numbax.errors import CompileError
 from numbax.numba_backend import cuda as gpu
 from numbax.numba_backend.fuse import first_not_elementwise, parameters_read
 from numbax.transform.normalize import normalize
@@ -166,15 +165,14 @@ class GpuJitted(NumbaxFunction):
             stmt = first_not_elementwise(fn, Resolver(source, local_names(fn)))
             if stmt is not None:
                 origin = resolve(source.filename, stmt.lineno)
-                raise CompileError(
+                raise gpu.refusal(
                     "the GPU backend runs a function once per element of its arguments only "
                     "when every line is elementwise (ufuncs, np.where, arithmetic), and this "
                     "line is not. Batch it with jit(vmap(f), backend='gpu') (one thread per "
                     "example), or run it on the CPU (backend='cpu').",
-                    function=display_name(self.fun),
-                    transformation="jit(backend='gpu')",
-                    filename=origin.filename,
-                    lineno=origin.line,
+                    self.fun,
+                    origin.filename,
+                    origin.line,
                 )
             self._reads = parameters_read(fn)
             self._elementwise = source

@@ -190,20 +190,34 @@ def device_function(
     finally:
         _compiling.discard(key)
     if generated.calls_itself:
-        raise CompileError(
+        raise refusal(
             "it calls itself, which a GPU device function cannot do (a thread's stack is "
             "too small for recursion): write the recursion as a loop, or run it on the CPU "
             "(backend='cpu').",
-            function=display_name(source.func),
-            transformation="jit(backend='gpu')",
-            filename=source.filename,
-            lineno=source.firstlineno,
+            source.func,
+            source.filename,
+            source.firstlineno,
         )
     _refuse_tapes(generated)
     _register_device_overloads(cuda)  # after its calls were resolved (numbax.random loaded)
     found = DeviceFunction(generated, cuda.jit(device=True)(generated.function))
     _device_functions[key] = found
     return found
+
+
+def refusal(
+    message: str, func: Any, filename: str, line: int | None, construct: str | None = None
+) -> CompileError:
+    """What the GPU target cannot run, as numbax's error at the user's ``filename`` and
+    ``line`` (for ``func``, the function being compiled)."""
+    return CompileError(
+        message,
+        function=display_name(func),
+        transformation="jit(backend='gpu')",
+        filename=filename,
+        lineno=line,
+        construct=construct,
+    )
 
 
 def _refuse_tapes(generated: Specialization) -> None:
@@ -214,17 +228,16 @@ def _refuse_tapes(generated: Specialization) -> None:
     for number, line in enumerate(lines, start=1):
         if tapes.TAPE_PREFIX in line and ".append(" in line:
             origin = resolve(generated.path, number)  # the user's line, through compositions
-            raise CompileError(
+            raise refusal(
                 "its derivative keeps a tape of the values this loop overwrites, and the "
                 "loop's trip count has no bound known when compiling (a while loop, or a "
                 "range of values computed at run time), so a GPU thread cannot size the "
                 "tape in its local memory. Bound the loop (for _ in range(N), N a constant, "
                 "a global or a closure variable, and break when done), or differentiate it "
                 "on the CPU (backend='cpu').",
-                function=display_name(generated.source.func),
-                transformation="jit(backend='gpu')",
-                filename=origin.filename,
-                lineno=origin.line,
+                generated.source.func,
+                origin.filename,
+                origin.line,
                 construct="a loop's reverse-mode tape",
             )
 
