@@ -59,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
             nx.jit(nx.vmap(w.noisy_position, in_axes=(0, None)), backend="gpu"),
             (nx.random.split(nx.random.key(0), 8), 1.0),
         ),
+        "mean square": (nx.jit(w.mean_square, backend="gpu"), (x.reshape(2, 4),)),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
             (x + 2.0, x),
@@ -66,21 +67,41 @@ def main(argv: list[str] | None = None) -> int:
     }
     failed = False
     for name, (compiled, inputs) in programs.items():
-        kernel = compiled.kernel(*inputs)
-        signature = (numba.int64, *map(numba.typeof, inputs))
-        signature += tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
-        try:
-            ptx, _ = cuda.compile_ptx(kernel.launcher.py_func, signature, cc=cc)
-        except Exception as err:  # noqa: BLE001 - reported per kernel
-            failed = True
-            print(f"{name}: FAILED: {type(err).__name__}: {err}")
-            continue
-        local = re.findall(r"\.local\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)
-        print(f"{name}: {len(ptx):,} characters of PTX, {sum(map(int, local)):,} B local")
-        if args.out:
-            args.out.mkdir(parents=True, exist_ok=True)
-            (args.out / f"{name.replace(' ', '_')}.ptx").write_text(ptx)
+        for part, launcher, signature in _launchers(compiled.kernel(*inputs), inputs):
+            label = f"{name} ({part})" if part else name
+            try:
+                ptx, _ = cuda.compile_ptx(launcher.py_func, signature, cc=cc)
+            except Exception as err:  # noqa: BLE001 - reported per kernel
+                failed = True
+                print(f"{label}: FAILED: {type(err).__name__}: {err}")
+                continue
+            local = re.findall(r"\.local\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\]", ptx)
+            print(f"{label}: {len(ptx):,} characters of PTX, {sum(map(int, local)):,} B local")
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"{label.replace(' ', '_')}.ptx").write_text(ptx)
     return 1 if failed else 0
+
+
+def _launchers(kernel, inputs):  # noqa: ANN001, ANN202
+    """Each launcher of ``kernel`` (one for a thread per example; rows, blocks and
+    finish for a reduction) with the types it is launched with for ``inputs``."""
+    import numba
+
+    from numbax.numba_backend.cuda_reduction import ReductionKernels
+
+    size = numba.int64
+    if not isinstance(kernel, ReductionKernels):
+        results = tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
+        return [("", kernel.launcher, (size, *map(numba.typeof, inputs), *results))]
+    # a reduction's array arguments are flattened, in the order it reads their axes
+    arguments = tuple(numba.typeof(v.reshape(-1) if hasattr(v, "shape") else v) for v in inputs)
+    out = numba.from_dtype(kernel.dtype)[::1]
+    return [
+        ("rows", kernel.rows, (size, size, size, *arguments, out)),
+        ("blocks", kernel.blocks, (size, size, size, size, *arguments, out)),
+        ("finish", kernel.finish, (size, size, size, out, out)),
+    ]
 
 
 if __name__ == "__main__":

@@ -10,8 +10,10 @@ others (``in_axes`` None) are read whole by every thread.
 
 ``jit(f, backend="gpu")`` of an elementwise function (a chain of ufuncs, ``np.where``,
 arithmetic: what the CPU fuses into one loop) is one kernel with a thread per element
-of its arguments' broadcast shape. Any other function is refused at its first line
-that is not elementwise.
+of its arguments' broadcast shape. One that returns a reduction of such values
+(``np.sum``, ``prod``, ``max``, ``min``, ``mean``, with ``axis`` and ``keepdims``) runs
+them inside reduction kernels (``numba_backend/cuda_reduction.py``). Any other function
+is refused at its first line that is not elementwise.
 
 Each example (element) returns numbers, or tuples of them nested any way; each number
 becomes a device array with the batch (the broadcast shape) first, in the example's
@@ -24,14 +26,21 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
 from numbax.numba_backend import cuda as gpu
+from numbax.numba_backend import cuda_reduction
 from numbax.numba_backend.fuse import first_not_elementwise, parameters_read
+from numbax.numba_backend.reduction_tail import (
+    NotReducible,
+    TrailingReduction,
+    operand_function,
+    trailing_reduction,
+)
 from numbax.transform.normalize import normalize
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
@@ -64,25 +73,32 @@ class GpuJitted(NumbaxFunction):
         super().__init__(fun)
         gpu.cuda_module()  # says now, not at the first call, when no GPU can run it
         self.batched = self.fun if getattr(self.fun, "transformation", None) == "vmap" else None
-        self._kernels: dict[tuple, gpu.PerExampleKernel] = {}
-        self._last: gpu.PerExampleKernel | None = None
+        self._kernels: dict[tuple, gpu.PerExampleKernel | cuda_reduction.ReductionKernels] = {}
+        self._last: gpu.PerExampleKernel | cuda_reduction.ReductionKernels | None = None
+        self._last_launch = ""
         self._signature = inspect.signature(self.fun if self.batched is None else self.batched.fun)
         self._elementwise: FunctionSource | None = None  # read and checked at the first call
+        self._reduction: TrailingReduction | None = None  # what it returns, if a reduction
         self._reads: set[str] = set()  # the parameters an elementwise result reads
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         call = self._plan(args, kwargs, gpu.to_device)
         kernel = self._kernel(call)
+        if call.reduced is not None:
+            self._last_launch = kernel.launch_description(*call.reduced.sizes)
+            return kernel.run(*call.reduced.sizes, call.args).reshape(call.reduced.shape)
+        self._last_launch = kernel.launch_description
         results = [gpu.empty((call.size,), dtype) for dtype in kernel.results.dtypes]
-        kernel.launch(call.size, call.args, results)
+        if call.size:
+            kernel.launch(call.size, call.args, results)
         if len(call.shape) != 1:
             results = [r.reshape(call.shape) for r in results]
         return kernel.results.rebuild(results)
 
-    def kernel(self, *args: Any) -> gpu.PerExampleKernel:
+    def kernel(self, *args: Any) -> gpu.PerExampleKernel | cuda_reduction.ReductionKernels:
         """The kernel a call with these (host) arguments runs, generated without moving
-        anything to the device: its ``text``, and its ``launcher``'s Python function to
-        compile ahead of time (``benchmarks/gpu/ptx.py`` compiles it to PTX)."""
+        anything to the device: its ``text``, and its launchers' Python functions to
+        compile ahead of time (``benchmarks/gpu/ptx.py`` compiles them to PTX)."""
         return self._kernel(self._plan(args, {}, lambda value: value))
 
     def _plan(self, args: tuple, kwargs: dict, place: Callable[[Any], Any]) -> _Call:
@@ -95,7 +111,7 @@ class GpuJitted(NumbaxFunction):
             call = self._per_element(args, place)
         else:
             call = self._per_example(args, place)
-        if call.size == 0:
+        if call.size == 0 and call.kind == "vmap":
             raise ValueError(
                 f"{display_name(self.fun)} on the GPU: the batch is empty. The first call "
                 "runs one example on the host to learn the dtypes of the results, and there "
@@ -139,8 +155,37 @@ class GpuJitted(NumbaxFunction):
                 "as a scalar, or run the function on the CPU"
             )
         shape = np.broadcast_shapes(*(tuple(v.shape) for v in values if _is_array(v)))
-        flat = [place(_flat(v, shape)) if m else v for v, m in zip(values, mapped, strict=True)]
-        return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape)
+        reduced = None if self._reduction is None else self._reduced(shape)
+        order = None if reduced is None else reduced.order
+        flat = [
+            place(_flat(v, shape, order)) if m else v for v, m in zip(values, mapped, strict=True)
+        ]
+        return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape, reduced)
+
+    def _reduced(self, shape: tuple[int, ...]) -> _Reduced:
+        """How the function's trailing reduction runs on arguments broadcast to
+        ``shape``: the reduced axes are made neighbours (moved last, on the host, when
+        they are not), and the result gets NumPy's shape."""
+        reduction = self._reduction
+        axes = reduction.axes(len(shape))
+        kept = tuple(a for a in range(len(shape)) if a not in axes)
+        order = None
+        if axes and axes != tuple(range(axes[0], axes[-1] + 1)):
+            order = (*kept, *axes)
+            axes = tuple(range(len(kept), len(shape)))
+        laid_out = shape if order is None else tuple(shape[a] for a in order)
+        sizes = cuda_reduction.layout(laid_out, axes)
+        if sizes[1] == 0 and reduction.reducer in ("max", "min"):
+            name = {"max": "maximum", "min": "minimum"}[reduction.reducer]
+            raise ValueError(
+                f"zero-size array to reduction operation {name} which has no identity "
+                f"({display_name(self.fun)} on the GPU, as in NumPy)"
+            )
+        if reduction.keepdims:
+            result = tuple(1 if a not in kept else n for a, n in enumerate(shape))
+        else:
+            result = tuple(shape[a] for a in kept)
+        return _Reduced(reduction.reducer, sizes, order, result)
 
     def _with_defaults(self, args: tuple) -> tuple:
         """The arguments with the function's defaults after them, as it is called; each
@@ -158,11 +203,21 @@ class GpuJitted(NumbaxFunction):
 
     def _elementwise_source(self) -> FunctionSource:
         """The function's source, once it is known to be elementwise (read and checked
-        at the first call)."""
+        at the first call); when it returns a reduction, the source of the values it
+        reduces."""
         if self._elementwise is None:
             source = read_function(self.fun, "jit")
             fn = normalize(source, "jit")
-            stmt = first_not_elementwise(fn, Resolver(source, local_names(fn)))
+            resolver = Resolver(source, local_names(fn))
+            try:
+                reduction = trailing_reduction(fn, resolver)
+            except NotReducible as err:
+                origin = resolve(source.filename, err.line)
+                raise gpu.refusal(str(err), self.fun, origin.filename, origin.line) from None
+            if reduction is not None:
+                fn = operand_function(fn, reduction)
+                source = replace(source, tree=fn)
+            stmt = first_not_elementwise(fn, resolver)
             if stmt is not None:
                 origin = resolve(source.filename, stmt.lineno)
                 raise gpu.refusal(
@@ -175,11 +230,12 @@ class GpuJitted(NumbaxFunction):
                     origin.line,
                 )
             self._reads = parameters_read(fn)
+            self._reduction = reduction
             self._elementwise = source
         return self._elementwise
 
     # -- both ------------------------------------------------------------------------------
-    def _kernel(self, call: _Call) -> gpu.PerExampleKernel:
+    def _kernel(self, call: _Call) -> Any:
         key = (call.mapped, tuple(_type_key(a) for a in call.args))
         kernel = self._kernels.get(key)
         if kernel is None:
@@ -198,14 +254,28 @@ class GpuJitted(NumbaxFunction):
                 "is generated for the first call's argument types\n"
             )
         kernel = self._last
-        return f"{kernel.text}# {kernel.launch_description}\n\n\n{kernel.function.text}"
+        launch = self._last_launch or "launch: chosen at the call, from its sizes"
+        return f"{kernel.text}# {launch}\n\n\n{kernel.function.text}"
+
+
+@dataclass(frozen=True)
+class _Reduced:
+    """How a trailing reduction runs: its reducer, the ``(outer, reduced, inner)``
+    sizes of the arguments' layout, the order the host puts their axes in first (None:
+    as they are) and the result's shape."""
+
+    reducer: str
+    sizes: tuple[int, int, int]
+    order: tuple[int, ...] | None
+    shape: tuple[int, ...]
 
 
 @dataclass
 class _Call:
     """A call prepared for the kernel: where the function's source comes from, what
     kind of kernel runs it (``vmap``: per example; ``elementwise``: per element), the
-    arguments (mapped ones over their first axis), and the batch's size and shape."""
+    arguments (mapped ones over their first axis), the batch's size and shape, and the
+    reduction of the elementwise values, if the function returns one."""
 
     read: Callable[[], FunctionSource]
     kind: str
@@ -213,16 +283,30 @@ class _Call:
     mapped: tuple[bool, ...]
     size: int
     shape: tuple[int, ...]
+    reduced: _Reduced | None = None
 
 
-def _build(call: _Call) -> gpu.PerExampleKernel:
-    function = gpu.device_function(call.read())
+def _build(call: _Call) -> gpu.PerExampleKernel | cuda_reduction.ReductionKernels:
+    part = "whole" if call.reduced is None else "reduced values"
+    function = gpu.device_function(call.read(), part=part)
     # One example run as Python on the host: the structure and dtypes of its results.
+    # Without elements, a zero of each array's dtype (elementwise code is straight-line).
     pairs = zip(call.args, call.mapped, strict=True)
-    example = [gpu.to_host(a[0] if m else a) for a, m in pairs]
-    results = gpu.Results.of(function.generated.function(*example))
+    if call.size:
+        example = [gpu.to_host(a[0] if m else a) for a, m in pairs]
+    else:
+        example = [np.zeros((), a.dtype) if m else a for a, m in pairs]
+    with np.errstate(all="ignore"):
+        results = gpu.Results.of(function.generated.function(*example))
     params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     first = function.generated.text.splitlines()[0]
+    if call.reduced is not None:
+        reducer = call.reduced.reducer
+        dtype = cuda_reduction.REDUCERS[reducer](np.zeros(1, results.dtypes[0])).dtype
+        describe = first.replace("# gpu device function of ", f"{reducer} of the values of ", 1)
+        return cuda_reduction.reduction_kernels(
+            function, params, call.mapped, reducer, dtype, describe
+        )
     describe = first.replace("# gpu device function of ", f"{call.kind} of ", 1)
     unit = "example" if call.kind == "vmap" else "element"
     name = f"_kernel_{function.generated.function.__name__}"
@@ -244,9 +328,10 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or gpu.is_device_array(value)
 
 
-def _flat(value: Any, shape: tuple[int, ...]) -> Any:
-    """An array argument of an elementwise call, broadcast to ``shape`` and flattened (a
-    device array must have that shape already: it is not copied)."""
+def _flat(value: Any, shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> Any:
+    """An array argument of an elementwise call, broadcast to ``shape``, its axes put in
+    ``order`` (None: as they are) and flattened. A device array must have that shape and
+    order already: it is not copied."""
     if gpu.is_device_array(value):
         if tuple(value.shape) != shape:
             raise ValueError(
@@ -254,8 +339,17 @@ def _flat(value: Any, shape: tuple[int, ...]) -> Any:
                 f"{shape}: give device arrays the broadcast shape (broadcasting happens on "
                 "the host, for NumPy arrays)"
             )
+        if order is not None:
+            raise ValueError(
+                f"a device array reduced over axes that are not next to each other (the "
+                f"reduction reads its axes in the order {order}): transpose it so they are, "
+                "or pass a NumPy array (the host reorders those)"
+            )
         return gpu.to_device(value).reshape(math.prod(shape))
-    return np.ascontiguousarray(np.broadcast_to(value, shape)).reshape(-1)
+    broadcast = np.broadcast_to(value, shape)
+    if order is not None:
+        broadcast = broadcast.transpose(order)
+    return np.ascontiguousarray(broadcast).reshape(-1)
 
 
 def _type_key(value: Any) -> tuple:

@@ -170,14 +170,17 @@ _compiling: set[tuple[Any, ...]] = set()
 
 
 def device_function(
-    source: FunctionSource, statics: dict[str, Any] | None = None
+    source: FunctionSource, statics: dict[str, Any] | None = None, part: str = "whole"
 ) -> DeviceFunction:
     """``source`` generated for the device and compiled as a device function; the user
     functions it calls become device functions too (a device function cannot call
-    itself: CUDA's stack is too small for recursion Numba would allow)."""
+    itself: CUDA's stack is too small for recursion Numba would allow).
+
+    ``part``: which part of the function ``source.tree`` holds, when not all of it
+    (``"reduced values"``: a reduction's operand, for ``cuda_reduction``)."""
     # by what the function's code freezes (closure values, globals): two closures of
     # one factory are two device functions
-    key = (reuse_key(source.func), repr(statics))
+    key = (reuse_key(source.func), repr(statics), part)
     found = _device_functions.get(key)
     if found is not None:
         return found
@@ -247,7 +250,7 @@ def _compile_callee(func: Any) -> Any:
     if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
         func = func.__numbax_primal__()  # custom_jvp(f), checkpoint(f): f itself
     source = read_function(func)
-    if (reuse_key(source.func), repr(None)) in _compiling:
+    if (reuse_key(source.func), repr(None), "whole") in _compiling:
         return RECURSIVE
     return device_function(source).dispatcher
 

@@ -1,0 +1,238 @@
+"""``nx.jit(f, backend="gpu")`` of a function returning a reduction of elementwise
+values (``np.sum(f(x), axis=...)``): the values are made inside the reduction kernels.
+On Numba's CUDA simulator (tiny arrays), equal to NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import numbax as nx
+from numbax.numba_backend import cuda_reduction
+
+
+def total(x):
+    return np.sum(np.exp(-x) * x + 1.0)
+
+
+def sum_over(axis, keepdims=False):
+    def reduced(x, y):
+        scaled = x * y
+        return np.sum(np.tanh(scaled), axis=axis, keepdims=keepdims)
+
+    return reduced
+
+
+def largest(x):
+    return np.max(np.sin(x), axis=-1)
+
+
+def smallest(x, shift):
+    return (x - shift).min(axis=0)
+
+
+def average(x):
+    return np.mean(x * x, axis=(0, 2))
+
+
+def product(x):
+    return np.prod(1.0 + x * 0.01, axis=1)
+
+
+X3 = np.linspace(-2.0, 2.0, 24).reshape(2, 3, 4)
+Y = np.array([0.5, -1.0, 2.0, 1.5])
+
+
+def _run(function, *args):
+    return nx.device_get(nx.jit(function, backend="gpu")(*args))
+
+
+@pytest.mark.parametrize(
+    ("axis", "keepdims"),
+    [
+        (None, False),
+        (0, False),
+        (1, True),
+        (-1, False),
+        ((0, 1), False),
+        ((0, 2), True),
+        ((), False),
+    ],
+)
+def test_a_sum_over_any_axes_equals_numpys(axis, keepdims):
+    """Neighbouring axes are one reduced axis; others are moved next to each other."""
+    function = sum_over(axis, keepdims)
+    got = _run(function, X3, Y)
+    want = function(X3, Y)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    ("function", "args"),
+    [(largest, (X3,)), (smallest, (X3, 0.5)), (average, (X3,)), (product, (X3,))],
+)
+def test_each_reduction_equals_numpys(function, args):
+    got = _run(function, *args)
+    np.testing.assert_allclose(got, function(*args), rtol=1e-13)
+
+
+def test_many_values_are_reduced_by_blocks_and_their_parts():
+    """A full reduction, and a last axis, take a block of threads per output (and a
+    second kernel combining each output's parts, when it has several)."""
+    full = np.linspace(-3.0, 3.0, 300)
+    rows = np.linspace(-3.0, 3.0, 2 * 1100).reshape(2, 1100)
+    assert cuda_reduction.uses_blocks(1, 300, 1)
+    assert cuda_reduction.parts_per_output(2, 1100) == 2
+    np.testing.assert_allclose(_run(total, full), total(full), rtol=1e-13)
+    np.testing.assert_allclose(_run(largest, rows), largest(rows), rtol=1e-15)
+    compiled = nx.jit(largest, backend="gpu")
+    compiled(rows)
+    assert "launch: blocks, 2 outputs of 1,100 values each in 2 parts" in compiled.source
+
+
+def test_nan_wins_in_max_and_min_as_in_numpy():
+    x = np.array([[1.0, np.nan, 3.0], [4.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(_run(largest, x), largest(x))
+    np.testing.assert_array_equal(_run(smallest, x, 0.0), smallest(x, 0.0))
+
+
+def integer_sum(x):
+    return np.sum(x * 2)
+
+
+def count_positive(x):
+    return np.sum(x > 0.0, axis=0)
+
+
+def test_result_dtypes_are_numpys():
+    """float32 stays float32; integers and booleans sum to int64; a mean is a float."""
+    x32 = X3.astype(np.float32)
+    got = _run(average, x32)
+    assert got.dtype == average(x32).dtype == np.float32
+    np.testing.assert_allclose(got, average(x32), rtol=1e-6)
+    ints = np.arange(10, dtype=np.int32)
+    assert _run(integer_sum, ints).dtype == integer_sum(ints).dtype == np.int64
+    assert _run(integer_sum, ints) == integer_sum(ints)
+    np.testing.assert_array_equal(_run(count_positive, X3), count_positive(X3))
+    assert _run(average, np.ones((2, 3, 4), np.int32)).dtype == np.float64
+
+
+def test_a_full_reduction_is_a_zero_dimensional_device_array():
+    result = nx.jit(total, backend="gpu")(np.ones(5))
+    assert result.shape == ()
+    assert nx.device_get(result) == total(np.ones(5))
+
+
+def test_empty_reductions_are_numpys():
+    empty = np.zeros((3, 0))
+    np.testing.assert_array_equal(_run(sum_over(1), empty, 1.0), np.zeros(3))
+    assert _run(sum_over(0), empty, 1.0).shape == (0,)
+    with pytest.raises(ValueError, match="zero-size array to reduction operation maximum"):
+        _run(largest, empty)
+
+
+def test_source_shows_the_kernels_and_the_values_they_reduce():
+    compiled = nx.jit(sum_over(1), backend="gpu")
+    compiled(X3, Y)
+    text = compiled.source
+    assert "# gpu kernels: sum of the values of reduced" in text
+    assert "_value = reduced(x[_element], y[_element])" in text
+    assert "launch: rows, 8 outputs of 3 values each" in text
+    assert "return nxrt.keep_dtype(_tanh)" in text  # the device function returns the values
+
+
+def test_a_device_array_is_reduced_without_a_copy_over_neighbouring_axes():
+    on_device = nx.device_put(X3, nx.devices("gpu")[0])
+    np.testing.assert_allclose(
+        nx.device_get(nx.jit(average, backend="gpu")(X3)), average(X3), rtol=1e-13
+    )
+    with pytest.raises(ValueError, match="not next to each other"):
+        nx.jit(average, backend="gpu")(on_device)
+    np.testing.assert_allclose(
+        nx.device_get(nx.jit(largest, backend="gpu")(on_device)), largest(X3), rtol=1e-15
+    )
+
+
+# -- what is refused, and how it says so ----------------------------------------------------
+
+
+def with_dtype(x):
+    return np.sum(x * x, dtype=np.float32)
+
+
+def with_runtime_axis(x, axis):
+    return np.sum(x * x, axis=axis)
+
+
+def then_more(x):
+    s = np.sum(x * x)
+    return np.sqrt(s)
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "message", "text"),
+    [
+        (with_dtype, (X3,), r"dtype=\.\.\.\) is not run on the GPU", "np.sum(x * x, dtype"),
+        (with_runtime_axis, (X3, 1), "axis= must be a constant", "axis=axis"),
+        (then_more, (X3,), "every line is elementwise", "s = np.sum"),
+    ],
+)
+def test_what_the_kernels_do_not_run_is_refused_at_the_users_line(function, args, message, text):
+    with pytest.raises(nx.CompileError, match=message) as info:
+        nx.jit(function, backend="gpu")(*args)
+    assert info.value.filename == __file__
+    assert info.value.lineno == _line_of(function, text)
+
+
+def test_an_axis_out_of_range_is_numpys_error():
+    with pytest.raises(np.exceptions.AxisError):
+        _run(sum_over(3), X3, Y)
+
+
+def _line_of(function, text):
+    import inspect
+
+    lines, first = inspect.getsourcelines(function)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+# -- generated cases: any shape, any axes, any reduction ------------------------------------
+
+REDUCERS = {"sum": np.sum, "prod": np.prod, "max": np.max, "min": np.min, "mean": np.mean}
+
+
+def reduction_of(name, axis, keepdims):
+    reduce = REDUCERS[name]
+
+    def reduced(x, y):
+        return reduce(np.sin(x) + y, axis=axis, keepdims=keepdims)
+
+    return reduced
+
+
+@st.composite
+def reductions(draw):
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=4)))
+    axes = draw(st.lists(st.integers(-len(shape), len(shape) - 1), max_size=len(shape)))
+    axes = tuple(dict.fromkeys(a % len(shape) for a in axes))  # NumPy refuses repeats
+    axis = draw(st.sampled_from([None, axes, *axes]))
+    return draw(st.sampled_from(sorted(REDUCERS))), axis, draw(st.booleans()), shape
+
+
+@settings(max_examples=60, deadline=None)
+@given(reductions(), st.randoms(use_true_random=False))
+def test_generated_reductions_equal_numpys(case, random):
+    """Layouts (neighbouring axes or moved ones), keepdims and broadcasting of a
+    second argument, against NumPy; the reductions of a thread each (rows)."""
+    name, axis, keepdims, shape = case
+    x = np.asarray([random.uniform(-2.0, 2.0) for _ in range(int(np.prod(shape)))])
+    x = x.reshape(shape)
+    y = np.linspace(0.5, 1.5, shape[-1])
+    function = reduction_of(name, axis, keepdims)
+    got = _run(function, x, y)
+    want = function(x, y)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
