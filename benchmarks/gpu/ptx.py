@@ -59,6 +59,10 @@ def main(argv: list[str] | None = None) -> int:
             nx.jit(nx.vmap(w.noisy_position, in_axes=(0, None)), backend="gpu"),
             (nx.random.split(nx.random.key(0), 8), 1.0),
         ),
+        "random walk": (
+            nx.jit(nx.vmap(w.random_walk(10), in_axes=(0, None)), backend="gpu"),
+            (nx.random.split(nx.random.key(0), 8), 0.0),
+        ),
         "mean square": (nx.jit(w.mean_square, backend="gpu"), (x.reshape(2, 4),)),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),

@@ -61,6 +61,21 @@ def noisy_position(key, mu):
     return mu + 0.1 * nx.random.normal(key) * nx.random.uniform(key, minval=0.5, maxval=1.5)
 
 
+def random_walk(steps: int):
+    """A walk of ``steps`` exponential steps, each to the left or the right by a coin:
+    keys made inside the thread (``fold_in``, ``split``), one per step."""
+
+    def walk(key, start):
+        position = start
+        for i in range(steps):
+            step_key, coin_key = nx.random.split(nx.random.fold_in(key, i))
+            size = nx.random.exponential(step_key)
+            position = position + (size if nx.random.bernoulli(coin_key, 0.5) else -size)
+        return position
+
+    return walk
+
+
 # -- JAX twins --------------------------------------------------------------------------
 
 

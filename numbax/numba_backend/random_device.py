@@ -1,8 +1,12 @@
 """numbax.random's scalar draws in GPU device code: numba-cuda overloads.
 
 A thread of a per-example kernel draws numbers, not arrays (it cannot allocate one):
-``normal(key)`` and ``uniform(key, minval=..., maxval=...)`` with the default empty
-shape, as float32 or float64. Each is the CPU's draw of element 0 (``random_kernels``):
+``normal(key)``, ``uniform(key, minval=..., maxval=...)``, ``exponential(key)`` and
+``bernoulli(key, p)`` with the default empty shape, as float32 or float64 (bernoulli: a
+boolean). Keys a thread makes (``fold_in(key, i)``, ``split(key, num)`` with ``num`` a
+constant) are pairs of uint32 words, tuples, where the CPU has arrays of two: a key
+from ``split`` is ``keys[i]`` or unpacked, as with arrays, and a draw takes either.
+Each is the CPU's draw of element 0 (``random_kernels``):
 the same Threefry-2x32 counter hash, compiled for the device from the same Python
 (``scalar_core``), the same bits-to-float, and for ``normal`` XLA's ``erfinv``
 polynomials, with ``log`` from CUDA's libdevice where the CPU uses numbax's own
@@ -23,7 +27,7 @@ import numpy as np
 from numba import types
 from numba.core import errors
 
-from numbax.numba_backend.random_jit import check_key, dtype_of, registered_samplers
+from numbax.numba_backend.random_jit import dtype_of, registered_samplers
 from numbax.numba_backend.random_kernels import horner, scalar_core
 from numbax.numba_backend.random_tables import (
     ERFINV_F32,
@@ -44,7 +48,8 @@ def register(cuda: Any, overload: Callable[..., Any]) -> None:
     draws = scalar_draws(cuda.jit(device=True), "cuda")
     for name, sampler in found.items():
         if name not in _DONE:
-            overload(sampler, target="cuda")(_TYPERS[name](draws))
+            literal = name == "split"  # num: a constant, the number of keys in the tuple
+            overload(sampler, target="cuda", prefer_literal=literal)(_TYPERS[name](draws))
             _DONE.add(name)
 
 
@@ -52,9 +57,10 @@ _cached_draws: dict[str, dict[str, Any]] = {}
 
 
 def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, Any]:
-    """Element 0 of ``uniform`` and ``normal`` by name and dtype, compiled with
-    ``device`` (``cuda.jit(device=True)``; ``numba.njit`` for a check of these formulas
-    on the CPU), once per ``target``."""
+    """Element 0 of ``uniform``, ``normal`` and ``exponential`` by name and dtype, and
+    the key functions (``fold_in``; ``split``'s key ``i``: ``split_one``), compiled
+    with ``device`` (``cuda.jit(device=True)``; ``numba.njit`` for a check of these
+    formulas on the CPU), once per ``target``."""
     if target in _cached_draws:
         return _cached_draws[target]
     core = scalar_core(device)
@@ -118,9 +124,29 @@ def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, An
     def uniform64(k0, k1, lo, hi):
         return max(lo, unit64(k0, k1, 0) * (hi - lo) + lo)
 
+    @device
+    def exponential32(k0, k1):
+        return -log1p32(-unit32(k0, k1, 0))
+
+    @device
+    def exponential64(k0, k1):
+        return -log1p64(-unit64(k0, k1, 0))
+
+    threefry, hash_index = core.threefry2x32, core.hash_index
+
+    @device
+    def fold_in(k0, k1, data):
+        return threefry(k0, k1, np.uint32(0), np.uint32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
+
+    @device
+    def split_one(k0, k1, i):
+        return hash_index(k0, k1, i)
+
     found = {
         "normal": {np.dtype(f32): normal32, np.dtype(f64): normal64},
         "uniform": {np.dtype(f32): uniform32, np.dtype(f64): uniform64},
+        "exponential": {np.dtype(f32): exponential32, np.dtype(f64): exponential64},
+        "keys": {"fold_in": fold_in, "split_one": split_one},
     }
     _cached_draws[target] = found
     return found
@@ -145,12 +171,94 @@ def _float_draw(name: str, draws: dict, dtype: Any) -> tuple[Any, Any]:
     return draws[name][want], want.type
 
 
+def check_key(name: str, key: types.Type) -> None:
+    """A typing error unless ``key`` is key data in device code: a uint32 array (of
+    shape (2,): an argument's key) or a pair of uint32 (a key the thread made)."""
+    pair = isinstance(key, types.UniTuple) and key.count == 2 and key.dtype == types.uint32
+    array = isinstance(key, types.Array) and key.ndim == 1 and key.dtype == types.uint32
+    if not (pair or array):
+        raise errors.TypingError(
+            f"numbax.random.{name} expects a PRNG key: a uint32 array of shape (2,), or a key "
+            f"made by fold_in or split in the thread; got {key}"
+        )
+
+
 def _normal(draws: dict) -> Callable[..., Any]:
     def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
         check_key("normal", key)
         _scalar_only("normal", shape)
         draw, _ = _float_draw("normal", draws, dtype)
         return lambda key, shape=(), dtype=float: draw(key[0], key[1])
+
+    return typer
+
+
+def _exponential(draws: dict) -> Callable[..., Any]:
+    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202
+        check_key("exponential", key)
+        _scalar_only("exponential", shape)
+        draw, _ = _float_draw("exponential", draws, dtype)
+        return lambda key, shape=(), dtype=float: draw(key[0], key[1])
+
+    return typer
+
+
+def _bernoulli(draws: dict) -> Callable[..., Any]:
+    def typer(key, p=0.5, shape=None, mode="low"):  # noqa: ANN001, ANN202
+        check_key("bernoulli", key)
+        if not (shape is None or isinstance(shape, types.NoneType | types.Omitted)):
+            _scalar_only("bernoulli", shape)
+        chosen = mode.value if isinstance(mode, types.Omitted) else mode
+        if getattr(chosen, "literal_value", chosen) != "low":
+            raise errors.TypingError(
+                "numbax.random.bernoulli on the GPU draws with mode='low' (the default)"
+            )
+        if not isinstance(p, types.Float):
+            raise errors.TypingError(
+                f"numbax.random.bernoulli on the GPU takes one float probability p; got {p}"
+            )
+        dtype = np.dtype(np.float32 if p.bitwidth == 32 else np.float64)
+        draw, zero, one = draws["uniform"][dtype], dtype.type(0.0), dtype.type(1.0)
+
+        def impl(key, p=0.5, shape=None, mode="low"):
+            return draw(key[0], key[1], zero, one) < p
+
+        return impl
+
+    return typer
+
+
+def _fold_in(draws: dict) -> Callable[..., Any]:
+    fold = draws["keys"]["fold_in"]
+
+    def typer(key, data):  # noqa: ANN001, ANN202
+        check_key("fold_in", key)
+        if not isinstance(data, types.Integer):
+            raise errors.TypingError(f"numbax.random.fold_in takes an integer scalar; got {data}")
+        return lambda key, data: fold(key[0], key[1], data)
+
+    return typer
+
+
+MAX_SPLIT = 64
+"""The most keys ``split`` makes in device code: they are a tuple, one type per count."""
+
+
+def _split(draws: dict) -> Callable[..., Any]:
+    one = draws["keys"]["split_one"]
+
+    def typer(key, num=2):  # noqa: ANN001, ANN202
+        check_key("split", key)
+        count = num.value if isinstance(num, types.Omitted) else num
+        count = getattr(count, "literal_value", count)
+        if not (isinstance(count, int) and 0 < count <= MAX_SPLIT):
+            raise errors.TypingError(
+                "numbax.random.split in GPU device code makes a constant number of keys, 1 to "
+                f"{MAX_SPLIT} (a tuple of them); got num={num}. Derive keys in a loop with "
+                "fold_in(key, i) instead."
+            )
+        body = ", ".join(f"one(key[0], key[1], {i})" for i in range(count))
+        return eval(f"lambda key, num=2: ({body},)", {"one": one})  # noqa: S307 (constants)
 
     return typer
 
@@ -169,4 +277,11 @@ def _uniform(draws: dict) -> Callable[..., Any]:
     return typer
 
 
-_TYPERS = {"normal": _normal, "uniform": _uniform}
+_TYPERS = {
+    "normal": _normal,
+    "uniform": _uniform,
+    "exponential": _exponential,
+    "bernoulli": _bernoulli,
+    "fold_in": _fold_in,
+    "split": _split,
+}

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from benchmarks.gpu import workloads
 from numbax.numba_backend import random_device
 
 
@@ -45,3 +46,29 @@ def test_the_device_draws_are_the_cpus_draws(seed):
         lo, hi = dtype(-1.0), dtype(2.5)
         got = draws["uniform"][np.dtype(dtype)](key[0], key[1], lo, hi)
         assert got == nx.random.uniform(key, dtype=dtype, minval=lo, maxval=hi)
+
+
+def test_keys_made_in_a_thread_draw_as_on_the_cpu():
+    """fold_in and split inside each thread (tuples of two words on a GPU), exponential
+    and bernoulli draws from them."""
+    keys = nx.random.split(nx.random.key(7), 4)
+    walk = nx.vmap(workloads.random_walk(5), in_axes=(0, None))
+    got = nx.jit(walk, backend="gpu")(keys, 0.5)
+    np.testing.assert_array_equal(nx.device_get(got), walk(keys, 0.5))
+
+
+@pytest.mark.parametrize("seed", [0, 3, 1701])
+def test_the_device_keys_and_exponentials_are_the_cpus(seed):
+    """What numba-cuda compiles for fold_in, split's keys and exponential (the simulator
+    runs the CPU's functions instead), compiled for the CPU."""
+    draws = random_device.scalar_draws(numba.njit, "cpu check")
+    key = nx.random.key(seed)
+    for data in (0, 5, 2**32 + 3, -1):
+        assert draws["keys"]["fold_in"](key[0], key[1], data) == tuple(nx.random.fold_in(key, data))
+    split = nx.random.split(key, 5)
+    for i in range(5):
+        assert draws["keys"]["split_one"](key[0], key[1], i) == tuple(split[i])
+    for dtype, ulps in ((np.float64, 2), (np.float32, 2)):
+        got = draws["exponential"][np.dtype(dtype)](key[0], key[1])
+        want = nx.random.exponential(key, dtype=dtype)
+        assert abs(got - want) <= ulps * np.spacing(np.abs(want)), (dtype, got, want)
