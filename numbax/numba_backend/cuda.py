@@ -30,7 +30,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
-from numbax.numba_backend import boundary, elementary, random_device, tapes
+from numbax.numba_backend import boundary, device_ufuncs, elementary, random_device, tapes
 from numbax.numba_backend.cpu import translate_numba_error
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.pipeline import Specialization, specialize
@@ -112,6 +112,10 @@ def _register_device_overloads(cuda: Any) -> None:
     _registered.append(True)
     for name, body in _DEVICE_MATH.items():
         overload(getattr(elementary, name), target="cuda")(_typing(name, body))
+    for helper in device_ufuncs.MATH.values():
+        name = helper.__name__.removeprefix("device_")
+        arguments = ", ".join(helper.__code__.co_varnames[: helper.__code__.co_argcount])
+        overload(helper, target="cuda")(_typing(name, f"math.{name}({arguments})", arguments))
     overload(boundary.keep_dtype, target="cuda")(_identity)
     overload(tapes.local_tape, target="cuda", prefer_literal=True, inline="always")(_local_tape)
 
@@ -137,13 +141,12 @@ def _local_tape(value, capacity):  # noqa: ANN001, ANN202 (Numba reads annotatio
     return make
 
 
-def _typing(name: str, body: str) -> Any:
-    """The typing function of an overload whose implementation is ``lambda x: body``
-    (named after the function; without annotations, which Numba would read as types)."""
-    implementation = eval(f"lambda x: {body}", {"math": math})  # noqa: S307 (a constant)
-
-    def typing(x):  # noqa: ANN001, ANN202
-        return implementation
+def _typing(name: str, body: str, arguments: str = "x") -> Any:
+    """The typing function of an overload whose implementation is ``lambda <arguments>:
+    body`` (named after the function; without annotations, which Numba would read as
+    types)."""
+    implementation = eval(f"lambda {arguments}: {body}", {"math": math})  # noqa: S307
+    typing = eval(f"lambda {arguments}: implementation", {"implementation": implementation})  # noqa: S307
 
     typing.__name__ = typing.__qualname__ = f"device_{name}"
     return typing

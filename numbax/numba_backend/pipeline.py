@@ -23,6 +23,7 @@ from numbax.codegen.cache import cache_key, portable_path
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
+from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.tapes import array_tapes, device_tapes
@@ -93,7 +94,10 @@ def specialize(
     else:
         fn = scalar_selects(fn, resolver)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
-    fn = array_tapes(fn) if target == "cpu" else device_tapes(fn, resolver.resolve)
+    if target == "cpu":
+        fn = array_tapes(fn)
+    else:
+        fn = scalar_ufuncs(device_tapes(fn, resolver.resolve), resolver.resolve)
     header = _header(source, transformation, statics, weak_params)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]

@@ -1,0 +1,106 @@
+"""NumPy's ufuncs on one GPU thread's numbers.
+
+numba-cuda compiles only some ufuncs in device code (the trigonometric ones, ``log``,
+comparisons, ``maximum``...), not ``np.sqrt``, ``np.abs``, ``np.square`` or the
+arithmetic ufuncs: such a call runs on the simulator and fails to compile on a GPU. In
+a device function each is written as what it means on numbers: an operator, the
+builtin ``abs``, or ``nxrt.device_<name>`` (``math.<name>`` on a GPU, NumPy's ufunc on
+the simulator, which runs the generated Python).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+import numpy as np
+
+from numbax.numba_backend import elementary
+from numbax.numba_backend.redirects import lowering_helper
+from numbax.transform.ad_common import RUNTIME, runtime_call
+
+_BINARY = {
+    np.add: gast.Add,
+    np.subtract: gast.Sub,
+    np.multiply: gast.Mult,
+    np.true_divide: gast.Div,
+    np.floor_divide: gast.FloorDiv,
+    np.remainder: gast.Mod,
+    np.power: gast.Pow,
+}
+_UNARY = {np.negative: gast.USub, np.positive: gast.UAdd}
+
+
+@lowering_helper
+def device_sqrt(x: Any) -> Any:
+    """``np.sqrt`` of a number in device code (``math.sqrt`` on a GPU)."""
+    return np.sqrt(x)
+
+
+@lowering_helper
+def device_isfinite(x: Any) -> Any:
+    """``np.isfinite`` of a number in device code (``math.isfinite`` on a GPU)."""
+    return np.isfinite(x)
+
+
+@lowering_helper
+def device_isinf(x: Any) -> Any:
+    """``np.isinf`` of a number in device code (``math.isinf`` on a GPU)."""
+    return np.isinf(x)
+
+
+@lowering_helper
+def device_copysign(x1: Any, x2: Any) -> Any:
+    """``np.copysign`` of numbers in device code (``math.copysign`` on a GPU)."""
+    return np.copysign(x1, x2)
+
+
+MATH = {
+    np.sqrt: device_sqrt,
+    np.isfinite: device_isfinite,
+    np.isinf: device_isinf,
+    np.copysign: device_copysign,
+}
+"""The ufuncs written as a helper whose numba-cuda overload is ``math``'s function of
+the same name (``cuda._register_device_overloads``)."""
+
+
+def scalar_ufuncs(fn: gast.FunctionDef, resolve: Any) -> gast.FunctionDef:
+    """Each call in lowered ``fn`` of a ufunc numba-cuda does not compile, written as
+    what it means on numbers (see the module's docstring). ``resolve(node)``: the
+    object a call's function names."""
+    return _OnNumbers(resolve).visit(fn)
+
+
+class _OnNumbers(gast.NodeTransformer):
+    def __init__(self, resolve: Any) -> None:
+        self.resolve = resolve
+
+    def visit_Call(self, call: gast.Call) -> gast.expr:  # noqa: N802 (the visitor's name)
+        self.generic_visit(call)  # the arguments first
+        if call.keywords:
+            return call
+        ufunc, args = self._ufunc(call.func), call.args
+        if ufunc is None:
+            return call
+        if ufunc in _BINARY and len(args) == 2:
+            return gast.copy_location(gast.BinOp(args[0], _BINARY[ufunc](), args[1]), call)
+        if ufunc in _UNARY and len(args) == 1:
+            return gast.copy_location(gast.UnaryOp(_UNARY[ufunc](), args[0]), call)
+        if ufunc is np.absolute and len(args) == 1:
+            builtin = gast.Name("abs", gast.Load(), None, None)
+            return gast.copy_location(gast.Call(builtin, args, []), call)
+        if ufunc is np.square and len(args) == 1 and isinstance(args[0], gast.Name):
+            return gast.copy_location(gast.BinOp(args[0], gast.Mult(), args[0]), call)
+        if ufunc in MATH and len(args) == MATH[ufunc].__code__.co_argcount:
+            return gast.copy_location(runtime_call(MATH[ufunc].__name__, *args), call)
+        return call
+
+    def _ufunc(self, func: gast.expr) -> np.ufunc | None:
+        """The NumPy ufunc ``func`` names, directly or as the lowering redirected it
+        (``nxrt.power``: ``elementary.power``)."""
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            if func.value.id == RUNTIME and func.attr == elementary.power.__name__:
+                return np.power
+        found = self.resolve(func)
+        return found if isinstance(found, np.ufunc) else None
