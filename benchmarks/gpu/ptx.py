@@ -63,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
             nx.jit(nx.vmap(w.random_walk(10), in_axes=(0, None)), backend="gpu"),
             (nx.random.split(nx.random.key(0), 8), 0.0),
         ),
-        "mean square": (nx.jit(w.mean_square, backend="gpu"), (x.reshape(2, 4),)),
+        "root mean square": (nx.jit(w.root_mean_square, backend="gpu"), (x.reshape(2, 4),)),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
             (x + 2.0, x),
@@ -100,11 +100,12 @@ def _launchers(kernel, inputs):  # noqa: ANN001, ANN202
         return [("", kernel.launcher, (size, *map(numba.typeof, inputs), *results))]
     # a reduction's array arguments are flattened, in the order it reads their axes
     arguments = tuple(numba.typeof(v.reshape(-1) if hasattr(v, "shape") else v) for v in inputs)
-    out = numba.from_dtype(kernel.dtype)[::1]
+    partial = numba.from_dtype(kernel.dtype)[::1]
+    out = numba.from_dtype(kernel.result_dtype)[::1]
     return [
         ("rows", kernel.rows, (size, size, size, *arguments, out)),
-        ("blocks", kernel.blocks, (size, size, size, size, *arguments, out)),
-        ("finish", kernel.finish, (size, size, size, out, out)),
+        ("blocks", kernel.blocks, (size, size, size, size, *arguments, partial)),
+        ("finish", kernel.finish, (size, size, size, *arguments, partial, out)),
     ]
 
 

@@ -19,10 +19,10 @@ def selu(x, alpha=SELU_ALPHA, lam=SELU_LAMBDA):
     return lam * np.where(x > 0, x, alpha * np.exp(x) - alpha)
 
 
-def mean_square(x):
-    """The mean of each row's squares: a reduction of elementwise values (the squares
-    are made inside the reduction kernels, never stored)."""
-    return np.mean(x * x, axis=-1)
+def root_mean_square(x):
+    """Each row's root mean square: a reduction of elementwise values (the squares are
+    made inside the reduction kernels, never stored), then a function of its result."""
+    return np.sqrt(np.mean(np.square(np.abs(x)), axis=-1))
 
 
 def lorenz(steps: int, dt: float = 0.001):

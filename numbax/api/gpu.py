@@ -10,10 +10,11 @@ others (``in_axes`` None) are read whole by every thread.
 
 ``jit(f, backend="gpu")`` of an elementwise function (a chain of ufuncs, ``np.where``,
 arithmetic: what the CPU fuses into one loop) is one kernel with a thread per element
-of its arguments' broadcast shape. One that returns a reduction of such values
-(``np.sum``, ``prod``, ``max``, ``min``, ``mean``, with ``axis`` and ``keepdims``) runs
-them inside reduction kernels (``numba_backend/cuda_reduction.py``). Any other function
-is refused at its first line that is not elementwise.
+of its arguments' broadcast shape. One that reduces such values (``np.sum``, ``prod``,
+``max``, ``min``, ``mean``, with ``axis`` and ``keepdims``), and may compute its result
+elementwise from the reduced value (``np.sqrt(np.sum(x * x, axis=1))``), runs them
+inside reduction kernels (``numba_backend/cuda_reduction.py``). Any other function is
+refused at its first line that is not elementwise.
 
 Each example (element) returns numbers, or tuples of them nested any way; each number
 becomes a device array with the batch (the broadcast shape) first, in the example's
@@ -38,6 +39,7 @@ from numbax.numba_backend.fuse import first_not_elementwise, parameters_read
 from numbax.numba_backend.reduction_tail import (
     NotReducible,
     TrailingReduction,
+    finishing_function,
     operand_function,
     trailing_reduction,
 )
@@ -79,6 +81,7 @@ class GpuJitted(NumbaxFunction):
         self._signature = inspect.signature(self.fun if self.batched is None else self.batched.fun)
         self._elementwise: FunctionSource | None = None  # read and checked at the first call
         self._reduction: TrailingReduction | None = None  # what it returns, if a reduction
+        self._finishing: FunctionSource | None = None  # its lines after the reduction
         self._reads: set[str] = set()  # the parameters an elementwise result reads
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
@@ -147,6 +150,15 @@ class GpuJitted(NumbaxFunction):
             )
         source = self._elementwise_source()
         params = list(self._signature.parameters)
+        if self._reduction is not None:
+            after = [p for p, m in zip(params, mapped, strict=True) if m]
+            after = sorted(set(after) & self._reduction.after_reads)
+            if after:
+                raise ValueError(
+                    f"{display_name(self.fun)} on the GPU: after its reduction it reads array "
+                    f"argument {after[0]!r}; the lines after the reduction compute from the "
+                    "reduced value and numbers only. Pass a number, or run it on the CPU."
+                )
         unread = [p for p, m in zip(params, mapped, strict=True) if m and p not in self._reads]
         if unread:
             raise ValueError(
@@ -185,7 +197,7 @@ class GpuJitted(NumbaxFunction):
             result = tuple(1 if a not in kept else n for a, n in enumerate(shape))
         else:
             result = tuple(shape[a] for a in kept)
-        return _Reduced(reduction.reducer, sizes, order, result)
+        return _Reduced(reduction.reducer, sizes, order, result, self._finishing)
 
     def _with_defaults(self, args: tuple) -> tuple:
         """The arguments with the function's defaults after them, as it is called; each
@@ -214,10 +226,14 @@ class GpuJitted(NumbaxFunction):
             except NotReducible as err:
                 origin = resolve(source.filename, err.line)
                 raise gpu.refusal(str(err), self.fun, origin.filename, origin.line) from None
+            finishing = None if reduction is None else finishing_function(fn, reduction)
             if reduction is not None:
                 fn = operand_function(fn, reduction)
                 source = replace(source, tree=fn)
             stmt = first_not_elementwise(fn, resolver)
+            if stmt is None and finishing is not None:
+                stmt = first_not_elementwise(finishing, resolver)
+                self._finishing = replace(source, tree=finishing)
             if stmt is not None:
                 origin = resolve(source.filename, stmt.lineno)
                 raise gpu.refusal(
@@ -255,7 +271,9 @@ class GpuJitted(NumbaxFunction):
             )
         kernel = self._last
         launch = self._last_launch or "launch: chosen at the call, from its sizes"
-        return f"{kernel.text}# {launch}\n\n\n{kernel.function.text}"
+        text = f"{kernel.text}# {launch}\n\n\n{kernel.function.text}"
+        finishing = getattr(kernel, "finishing", None)
+        return text if finishing is None else f"{text}\n\n{finishing.text}"
 
 
 @dataclass(frozen=True)
@@ -268,6 +286,7 @@ class _Reduced:
     sizes: tuple[int, int, int]
     order: tuple[int, ...] | None
     shape: tuple[int, ...]
+    after: FunctionSource | None = None  # the function's lines after the reduction
 
 
 @dataclass
@@ -303,9 +322,15 @@ def _build(call: _Call) -> gpu.PerExampleKernel | cuda_reduction.ReductionKernel
     if call.reduced is not None:
         reducer = call.reduced.reducer
         dtype = cuda_reduction.REDUCERS[reducer](np.zeros(1, results.dtypes[0])).dtype
+        result, finishing = dtype, None
+        if call.reduced.after is not None:
+            finishing = gpu.device_function(call.reduced.after, part="after the reduction")
+            with np.errstate(all="ignore"):
+                value = finishing.generated.function(dtype.type(1), *example)
+            result = gpu.Results.of(value).dtypes[0]
         describe = first.replace("# gpu device function of ", f"{reducer} of the values of ", 1)
         return cuda_reduction.reduction_kernels(
-            function, params, call.mapped, reducer, dtype, describe
+            function, params, call.mapped, reducer, (dtype, result), describe, finishing
         )
     describe = first.replace("# gpu device function of ", f"{call.kind} of ", 1)
     unit = "example" if call.kind == "vmap" else "element"

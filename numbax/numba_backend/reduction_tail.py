@@ -1,7 +1,9 @@
 """A function that ends in a reduction of its elementwise values: ``return
-np.sum(f(x), axis=...)``, split into the reduction and ``f``, the function returning
-what it reduces. The GPU target runs ``f`` once per element inside its reduction
-kernels (``cuda_reduction.py``), so the values are combined as they are made.
+np.sum(f(x), axis=...)``, or ``g`` of one, ``np.sqrt(np.sum(f(x), axis=...))``, split
+into ``f`` (the function returning what is reduced), the reduction, and ``g`` (the
+function of the reduced value: the lines after the reduction). The GPU target runs
+``f`` once per element inside its reduction kernels (``cuda_reduction.py``), so the
+values are combined as they are made, and ``g`` once per result as it is written.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ class NotReducible(Exception):
 
 @dataclass(frozen=True)
 class TrailingReduction:
-    """``return <reducer>(<operand>, axis=<axis>, keepdims=<keepdims>)``, at ``line``;
+    """``<target> = <reducer>(<operand>, axis=<axis>, keepdims=<keepdims>)``, at
+    ``line``, the ``index``-th statement of the function's body; the statements after
+    it compute the result from ``target``, reading the parameters ``after_reads``.
     ``constants``: the names normalization gave its arguments' values (``_tuple = (0,
     1)``), which only the reduction reads."""
 
@@ -51,6 +55,9 @@ class TrailingReduction:
     keepdims: bool
     operand: str
     line: int
+    target: str
+    index: int
+    after_reads: frozenset[str] = frozenset()
     constants: frozenset[str] = frozenset()
 
     def axes(self, ndim: int) -> tuple[int, ...]:
@@ -64,27 +71,36 @@ class TrailingReduction:
 
 
 def trailing_reduction(fn: gast.FunctionDef, resolver: Resolver) -> TrailingReduction | None:
-    """The reduction normalized ``fn`` returns, when its last two statements are ``t =
-    reduction(operand, ...)`` and ``return t``; None otherwise. A reduction with
+    """The last reduction of normalized ``fn``, a statement ``t = reduction(operand,
+    ...)`` followed only by assignments computed from ``t`` (and numbers, parameters)
+    and the ``return``; None when ``fn`` has no such statement. A reduction with
     arguments the kernels do not take (``dtype``, ``out``, ``where``, ``initial``, an
-    ``axis`` known only at run time) is :class:`NotReducible`."""
-    if len(fn.body) < 2:
+    ``axis`` known only at run time), or lines after it that read values computed
+    before it, are :class:`NotReducible`."""
+    last = fn.body[-1]
+    if not (isinstance(last, gast.Return) and isinstance(last.value, gast.Name)):
         return None
-    stmt, last = fn.body[-2:]
-    if not (
-        isinstance(last, gast.Return)
-        and isinstance(last.value, gast.Name)
-        and isinstance(stmt, gast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], gast.Name)
-        and stmt.targets[0].id == last.value.id
-        and isinstance(stmt.value, gast.Call)
-    ):
-        return None
+    for index in range(len(fn.body) - 2, -1, -1):
+        stmt = fn.body[index]
+        if _assigned(stmt) is None:
+            return None
+        if isinstance(stmt.value, gast.Call):
+            reducer, operand, args = _reduction_call(stmt.value, resolver)
+            if reducer is not None and isinstance(operand, gast.Name):
+                return _reduction(fn, index, reducer, operand.id, args, resolver)
+    return None
+
+
+def _reduction(
+    fn: gast.FunctionDef,
+    index: int,
+    reducer: str,
+    operand: str,
+    args: list[gast.expr],
+    resolver: Resolver,
+) -> TrailingReduction:
+    stmt = fn.body[index]
     call = stmt.value
-    reducer, operand, args = _reduction_call(call, resolver)
-    if reducer is None or not isinstance(operand, gast.Name):
-        return None
     given = dict(zip(("axis",), args, strict=False))
     if len(args) > 1:
         raise NotReducible(
@@ -101,7 +117,8 @@ def trailing_reduction(fn: gast.FunctionDef, resolver: Resolver) -> TrailingRedu
                 stmt.lineno,
             )
         given[keyword.arg] = keyword.value
-    values = _literals(fn.body[:-2])
+    before, after = fn.body[:index], fn.body[index + 1 :]
+    values = _literals(before)
     axis = _constant(given.get("axis"), values, resolver, stmt.lineno, "axis")
     keepdims = _constant(given.get("keepdims"), values, resolver, stmt.lineno, "keepdims")
     try:
@@ -111,23 +128,64 @@ def trailing_reduction(fn: gast.FunctionDef, resolver: Resolver) -> TrailingRedu
             f"axis={axis!r}: give an int, a tuple of ints or None", stmt.lineno
         ) from None
     named = {v.id for v in given.values() if isinstance(v, gast.Name)}
-    read_elsewhere = {
+    constants = frozenset(named - _reads(before))
+    target = stmt.targets[0].id
+    params = {a.id for a in fn.args.posonlyargs + fn.args.args}
+    made_before = {_assigned(s) for s in before} - params
+    for later in after:
+        early = sorted((_reads([later]) & made_before) - {target})
+        if early:
+            raise NotReducible(
+                f"after its reduction (line {stmt.lineno}), this line reads {early[0]!r}, made "
+                "before it; on the GPU the lines after a function's one reduction compute "
+                "from the reduced value, numbers and scalar arguments only. Run the function "
+                "on the CPU (backend='cpu'), or return the reduction and finish on the host.",
+                later.lineno,
+            )
+    after_reads = frozenset(_reads(after) & params)
+    return TrailingReduction(
+        reducer, axis, bool(keepdims), operand, stmt.lineno, target, index, after_reads, constants
+    )
+
+
+def _reads(body: list[gast.stmt]) -> set[str]:
+    return {
         n.id
-        for s in fn.body[:-2]
+        for s in body
         for n in gast.walk(s)
         if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
     }
-    constants = frozenset(named - read_elsewhere)
-    return TrailingReduction(reducer, axis, bool(keepdims), operand.id, stmt.lineno, constants)
 
 
 def operand_function(fn: gast.FunctionDef, reduction: TrailingReduction) -> gast.FunctionDef:
     """A copy of ``fn`` that returns what its trailing reduction reduces."""
     split = copy.deepcopy(fn)
+    reducing = split.body[reduction.index]
     returned = gast.Return(value=gast.Name(reduction.operand, gast.Load(), None, None))
-    gast.copy_location(returned, split.body[-2])
-    kept = [s for s in split.body[:-2] if _assigned(s) not in reduction.constants]
+    gast.copy_location(returned, reducing)
+    before = split.body[: reduction.index]
+    kept = [s for s in before if _assigned(s) not in reduction.constants]
     split.body = [*kept, returned]
+    return split
+
+
+def finishing_function(
+    fn: gast.FunctionDef, reduction: TrailingReduction
+) -> gast.FunctionDef | None:
+    """A copy of ``fn`` that computes its result from the reduced value, its first
+    parameter (before ``fn``'s own, so their defaults stay last); None when ``fn``
+    returns the reduced value as it is."""
+    after = fn.body[reduction.index + 1 :]
+    if len(after) == 1:
+        return None
+    split = copy.deepcopy(fn)
+    split.name = f"{fn.name}_after"
+    reduced = gast.Name(reduction.target, gast.Param(), None, None)
+    if split.args.posonlyargs:
+        split.args.posonlyargs = [reduced, *split.args.posonlyargs]
+    else:
+        split.args.args = [reduced, *split.args.args]
+    split.body = split.body[reduction.index + 1 :]
     return split
 
 

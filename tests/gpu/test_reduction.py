@@ -167,9 +167,9 @@ def with_runtime_axis(x, axis):
     return np.sum(x * x, axis=axis)
 
 
-def then_more(x):
-    s = np.sum(x * x)
-    return np.sqrt(s)
+def then_not_elementwise(x):
+    s = np.sum(x * x, axis=0)
+    return np.cumsum(s)
 
 
 @pytest.mark.parametrize(
@@ -177,7 +177,7 @@ def then_more(x):
     [
         (with_dtype, (X3,), r"dtype=\.\.\.\) is not run on the GPU", "np.sum(x * x, dtype"),
         (with_runtime_axis, (X3, 1), "axis= must be a constant", "axis=axis"),
-        (then_more, (X3,), "every line is elementwise", "s = np.sum"),
+        (then_not_elementwise, (X3,), "every line is elementwise", "return np.cumsum"),
     ],
 )
 def test_what_the_kernels_do_not_run_is_refused_at_the_users_line(function, args, message, text):
@@ -236,3 +236,49 @@ def test_generated_reductions_equal_numpys(case, random):
     want = function(x, y)
     assert np.shape(got) == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+# -- lines after the reduction ----------------------------------------------------------------
+
+
+def norms(x, eps=1e-12):
+    return np.sqrt(np.sum(x * x, axis=-1) + eps)
+
+
+def log_sum_exp(x, shift):
+    total = np.sum(np.exp(x - shift))
+    return shift + np.log(total)
+
+
+def test_the_lines_after_a_reduction_run_on_each_result():
+    np.testing.assert_allclose(_run(norms, X3), norms(X3), rtol=1e-14)
+    np.testing.assert_allclose(_run(log_sum_exp, X3, 2.0), log_sum_exp(X3, 2.0), rtol=1e-14)
+    compiled = nx.jit(norms, backend="gpu")
+    compiled(np.linspace(0.0, 1.0, 300))  # blocks, then finish writes norms_after
+    assert "_out[_o] = norms_after(_accumulator, x, eps)" in compiled.source
+    assert "def norms_after(_sum, x, eps=1e-12):" in compiled.source
+
+
+def reads_before(x):
+    squares = x * x
+    total = np.sum(squares)
+    return total / squares
+
+
+def two_reductions(x):
+    return np.sum(x) / np.max(x)
+
+
+def reads_an_array_after(x, scale):
+    return np.sum(x * x) * scale
+
+
+def test_what_the_lines_after_a_reduction_may_not_read_is_refused():
+    with pytest.raises(nx.CompileError, match="reads 'squares', made before it") as info:
+        _run(reads_before, X3)
+    assert info.value.lineno == _line_of(reads_before, "return total / squares")
+    with pytest.raises(nx.CompileError, match="reads '_sum', made before it"):
+        _run(two_reductions, X3)
+    with pytest.raises(ValueError, match="reads array argument 'scale'"):
+        _run(reads_an_array_after, X3, np.ones(3))
+    assert _run(reads_an_array_after, X3, 2.0) == pytest.approx(reads_an_array_after(X3, 2.0))
