@@ -193,6 +193,9 @@ def device_function(
         generated = specialize(
             source, _compile_callee, statics, transformation="gpu device function", target="cuda"
         )
+    except device_ufuncs.NotOnDevice as err:
+        origin = resolve(source.filename, err.line or source.firstlineno)
+        raise refusal(str(err), source.func, origin.filename, origin.line) from None
     finally:
         _compiling.discard(key)
     if generated.calls_itself:

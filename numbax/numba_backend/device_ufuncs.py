@@ -64,11 +64,34 @@ MATH = {
 """The ufuncs written as a helper whose numba-cuda overload is ``math``'s function of
 the same name (``cuda._register_device_overloads``)."""
 
+COMPILED_BY_NUMBA_CUDA = frozenset(
+    "arccos arccosh arcsin arcsinh arctan arctan2 arctanh bitwise_and bitwise_or "
+    "bitwise_xor conjugate cos cosh deg2rad degrees divide equal fmax fmin greater "
+    "greater_equal hypot invert isnan left_shift less less_equal log log10 log2 "
+    "logical_and logical_not logical_or logical_xor maximum minimum not_equal rad2deg "
+    "radians right_shift sin sinh tan tanh".split()
+)
+"""The ufuncs numba-cuda (0.30) compiles in device code, by name (its ``ufunc_db``)."""
+
+
+class NotOnDevice(Exception):
+    """A ufunc that neither numba-cuda compiles nor this module writes on numbers, at
+    ``line`` of the function being compiled."""
+
+    def __init__(self, ufunc: np.ufunc, line: int | None) -> None:
+        super().__init__(
+            f"np.{ufunc.__name__} is not compiled by numba-cuda in device code. Write it "
+            "with math's functions or arithmetic (math.floor, x - y...), or run the "
+            "function on the CPU (backend='cpu')."
+        )
+        self.line = line
+
 
 def scalar_ufuncs(fn: gast.FunctionDef, resolve: Any) -> gast.FunctionDef:
     """Each call in lowered ``fn`` of a ufunc numba-cuda does not compile, written as
-    what it means on numbers (see the module's docstring). ``resolve(node)``: the
-    object a call's function names."""
+    what it means on numbers (see the module's docstring); :class:`NotOnDevice` for one
+    that cannot be, so the simulator does not run what a GPU would not compile.
+    ``resolve(node)``: the object a call's function names."""
     return _OnNumbers(resolve).visit(fn)
 
 
@@ -94,6 +117,8 @@ class _OnNumbers(gast.NodeTransformer):
             return gast.copy_location(gast.BinOp(args[0], gast.Mult(), args[0]), call)
         if ufunc in MATH and len(args) == MATH[ufunc].__code__.co_argcount:
             return gast.copy_location(runtime_call(MATH[ufunc].__name__, *args), call)
+        if ufunc.__name__ not in COMPILED_BY_NUMBA_CUDA:
+            raise NotOnDevice(ufunc, getattr(call, "lineno", None))
         return call
 
     def _ufunc(self, func: gast.expr) -> np.ufunc | None:

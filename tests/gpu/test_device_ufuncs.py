@@ -6,6 +6,7 @@ simulator runs that code, equal to NumPy, and a GPU compiles it
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import numbax as nx
 
@@ -34,3 +35,17 @@ def test_the_device_function_writes_them_as_operators_builtins_and_math():
     assert not [line for line in code if "np." in line]
     for spelling in ("abs(x)", "nxrt.device_sqrt(", "y * y", "nxrt.device_copysign("):
         assert spelling in device, spelling
+
+
+def rounded(x):
+    return np.floor(x) + 0.5
+
+
+def test_a_ufunc_numba_cuda_does_not_compile_is_refused_at_its_line():
+    """On the simulator too, which would run it, where a GPU would not compile it."""
+    with pytest.raises(nx.CompileError, match="np.floor is not compiled by numba-cuda") as info:
+        nx.jit(rounded, backend="gpu")(X)
+    assert (info.value.filename, info.value.lineno) == (
+        __file__,
+        rounded.__code__.co_firstlineno + 1,
+    )
