@@ -100,6 +100,30 @@ cells = [
         "np.testing.assert_allclose(nx.device_get(y)[:7], selu(x[:7]), rtol=1e-6)\n"
         "print(y.dtype, y.shape)"
     ),
+    new_markdown_cell(
+        "## Reductions\n\n"
+        "A function that reduces elementwise values (`np.sum`, `prod`, `max`, `min`, "
+        "`mean`, with `axis` and `keepdims`), and may finish each result elementwise, "
+        "makes the values inside the reduction kernels: here the squares of each row are "
+        "never stored. Many outputs take a thread each; few long ones (a whole array, or "
+        "each row's last axis) a block of threads each, combined in shared memory."
+    ),
+    new_code_cell(
+        "def row_norms(x, eps=1e-12):\n"
+        "    return np.sqrt(np.sum(np.square(x), axis=-1) + eps)\n\n\n"
+        "rows = rng.standard_normal((3, 200) if SIMULATED else (100_000, 1_000))\n"
+        'norms = nx.jit(row_norms, backend="gpu")\n'
+        "got = nx.device_get(norms(rows))\n"
+        "np.testing.assert_allclose(got, row_norms(rows), rtol=1e-12)\n"
+        "print(got[:3])"
+    ),
+    new_markdown_cell(
+        "The kernels, and the device functions they call: `row_norms` gives a value per "
+        "element, `row_norms_after` finishes each row's sum. `np.square` and `np.sqrt` "
+        "are written as what they are on one number (numba-cuda compiles neither ufunc in "
+        "device code)."
+    ),
+    new_code_cell("nx.show(norms)"),
 ]
 
 notebook = new_notebook(cells=cells)
