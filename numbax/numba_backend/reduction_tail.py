@@ -99,6 +99,8 @@ def _reduction(
     args: list[gast.expr],
     resolver: Resolver,
 ) -> TrailingReduction:
+    """The reduction ``fn.body[index]``, its arguments checked and read, and what the
+    lines after it read."""
     stmt = fn.body[index]
     call = stmt.value
     given = dict(zip(("axis",), args, strict=False))
