@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any
 
 SIZES = {
-    "full": {"selu": 10**8, "lorenz": 10**5, "steps": 1000, "newton": 10**5},
-    "tiny": {"selu": 300, "lorenz": 3, "steps": 20, "newton": 5},
+    "full": {"selu": 10**8, "rms": (10**5, 10**3), "lorenz": 10**5, "steps": 1000, "newton": 10**5},
+    "tiny": {"selu": 300, "rms": (3, 200), "lorenz": 3, "steps": 20, "newton": 5},
 }
 CHECKED = 64  # examples compared with the CPU
 
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--simulator", action="store_true", help="run on Numba's CUDA simulator (no GPU)"
     )
-    parser.add_argument("--only", default="selu,lorenz,newton", help="workloads, by name")
+    parser.add_argument("--only", default="selu,rms,lorenz,newton", help="workloads, by name")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per row")
     args = parser.parse_args(argv)
     if args.simulator:  # before Numba is imported
@@ -73,6 +73,30 @@ def _selu(sizes: dict, repeat: int) -> tuple[dict, bool]:
         row["note"] = f"{copy / median:.0%} of the device-to-device copy bandwidth"
     row.update(_jax(lambda: w.jax_twins(0)["selu"], (x,), repeat))
     row.update(_cupy_selu(x, repeat))
+    return row, ok
+
+
+def _rms(sizes: dict, repeat: int) -> tuple[dict, bool]:
+    """Each row's root mean square: a reduction that reads every byte once (its note
+    compares its read bandwidth with a copy's, which reads and writes each byte)."""
+    import numpy as np
+
+    import numbax as nx
+    from benchmarks.gpu import workloads as w
+
+    x = np.random.default_rng(3).standard_normal(sizes["rms"]).astype(np.float32)
+    on_device = nx.device_put(x, nx.devices("gpu")[0])
+    compiled = nx.jit(w.root_mean_square, backend="gpu")
+    first, result = _first(lambda: compiled(on_device))
+    ok = _close(nx.device_get(result), w.root_mean_square(x), 1e-4)
+    median, low = _timed(lambda: compiled(on_device), repeat)
+    rows, columns = x.shape
+    row = {"workload": f"row RMS, {rows:.0e} × {columns} float32", "first": first}
+    row["numbax"] = (median, low)
+    copy = _copy_seconds(on_device.reshape(x.size), repeat)
+    if copy is not None:
+        row["note"] = f"reads at {copy / median / 2:.0%} of the copy's bandwidth"
+    row.update(_jax(lambda: w.jax_twins(0)["rms"], (x,), repeat))
     return row, ok
 
 
@@ -132,6 +156,7 @@ def _newton(sizes: dict, repeat: int) -> tuple[dict, bool]:
 
 WORKLOADS: dict[str, Callable[[dict, int], tuple[dict, bool]]] = {
     "selu": _selu,
+    "rms": _rms,
     "lorenz": _lorenz,
     "newton": _newton,
 }

@@ -91,6 +91,9 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
     def selu_jax(x):
         return SELU_LAMBDA * jnp.where(x > 0, x, SELU_ALPHA * jnp.exp(x) - SELU_ALPHA)
 
+    def root_mean_square_jax(x):
+        return jnp.sqrt(jnp.mean(jnp.square(jnp.abs(x)), axis=-1))
+
     def trajectory(x, y, z, sigma, rho, beta, dt=0.001):
         def step(_, s):
             x, y, z = s
@@ -116,6 +119,7 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
     newton_vg = jax.vmap(jax.value_and_grad(root, argnums=(0, 1)))
     return {
         "selu": jax.jit(selu_jax),
+        "rms": jax.jit(root_mean_square_jax),
         "lorenz": jax.jit(lorenz_vg),
         "newton": jax.jit(newton_vg),
     }
