@@ -10,10 +10,8 @@ compiling again, and compiles the user functions the generated code calls the sa
 from __future__ import annotations
 
 import inspect
-import re
 import types
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, NoReturn
 
 import numba
@@ -22,7 +20,6 @@ from numba.core import errors as numba_errors
 
 from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
-from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import (
@@ -32,9 +29,9 @@ from numbax.numba_backend import (
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
+from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.numba_backend.startup import preload_blas_bindings
-from numbax.transform.provenance import Origin, resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 preload_blas_bindings()
@@ -128,8 +125,10 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
     if isinstance(err, NUMBA_ERRORS):
         for index, arg in enumerate(args):
             if not _numba_can_type(arg):
-                raise _untypeable_argument_error(compiled, index, type(arg).__name__) from err
-        raise translate_numba_error(err, compiled) from err
+                raise untypeable_argument_error(
+                    compiled.generated, index, type(arg).__name__
+                ) from err
+        raise translate_numba_error(err, compiled.generated) from err
     raise err
 
 
@@ -243,92 +242,3 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
 
 def _helper_options(options: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in options.items() if k != "inline"}
-
-
-_ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;]*m")
-_LOCATION = re.compile(r'File "([^"]+)", line (\d+)')
-_OWN_MESSAGE = re.compile(r"^\s*(?:\w+Error: )?(numbax: .*)$", re.MULTILINE)
-_UNTYPEABLE_ARGUMENT = re.compile(r"argument (\d+): Cannot determine Numba type of (<[^>]+>)")
-
-
-def _untypeable_argument_error(compiled: Compiled, index: int, type_name: str) -> CompileError:
-    params = list(inspect.signature(compiled.python_function).parameters)
-    name = params[index] if index < len(params) else f"#{index}"
-    return CompileError(
-        f"argument {name!r} is a {type_name}, which compiled code cannot take. Pass arrays, "
-        "scalars, or pytrees of them; mark the argument static (static_argnums / "
-        "static_argnames) if it only configures the function.",
-        function=display_name(compiled.source.func),
-        transformation="jit",
-        filename=compiled.source.filename,
-        lineno=compiled.source.firstlineno,
-    )
-
-
-def translate_numba_error(err: Exception, compiled: Compiled) -> CompileError:
-    """A :class:`CompileError` naming the user's function, line and the rejected construct."""
-    message = _ANSI_ESCAPE.sub("", str(err))  # Numba highlights parts of its messages
-    user_line = None
-    locations = _LOCATION.findall(message)
-    for path, line in locations:
-        if path.endswith(compiled.path.rsplit("/", 1)[-1]):
-            user_line = compiled.emitted.user_line(int(line))
-            break
-    source = compiled.source
-    filename, quoted = source.filename, None
-    if user_line is not None:
-        quoted = source.line(user_line)
-    else:  # in a function inlined into this one: its module maps the line back
-        origin = _inlined_origin(locations)
-        if origin is not None:
-            filename, user_line, quoted = origin.filename, origin.line, origin.text
-    bad_argument = _UNTYPEABLE_ARGUMENT.search(message)
-    if bad_argument:
-        return _untypeable_argument_error(compiled, int(bad_argument[1]), bad_argument[2])
-    own = _OWN_MESSAGE.search(message)  # a refusal of numbax's own overloads says why
-    construct = own[1] if own else _first_meaningful_line(message)
-    detail = f"Numba cannot compile it: {construct}"
-    if quoted:
-        detail += f"\n  in: {quoted}"
-    if "Cannot request literal type" in message:
-        detail += f"\n  {_NOT_LITERAL}"
-    detail += (
-        "\n  Rewrite that line with operations Numba supports (see the generated source "
-        f"in {compiled.path}), or call the function without jit."
-    )
-    return CompileError(
-        detail,
-        function=display_name(source.func),
-        transformation="jit",
-        filename=filename,
-        lineno=user_line,
-        construct=construct,
-    )
-
-
-def _inlined_origin(locations: list[tuple[str, str]]) -> Origin | None:
-    """The user's line behind the first of Numba's ``locations`` in a generated module
-    (one inlined into the failing function), if any."""
-    for path, line in locations:
-        if Path(path).name.startswith(GENERATED_PREFIX):
-            origin = resolve(path, int(line))
-            if origin.filename != path:
-                return origin
-    return None
-
-
-_NOT_LITERAL = (
-    "An argument that decides the rank of a result (keepdims=, a tuple axis=, ord= of "
-    "a norm, einsum's subscripts, tensordot's axes) must be known when compiling: a "
-    "constant, or a parameter of the jitted function (marked static with "
-    "static_argnames), not a value chosen at run time, as by an if/else. Compute both "
-    "results in the branches instead (r = np.sum(x, 0, keepdims=True) if ... else ...)."
-)
-
-
-def _first_meaningful_line(message: str) -> str:
-    for line in message.splitlines():
-        line = line.strip()
-        if line and not line.startswith(("-", "=", ">>>")) and "Failed in" not in line:
-            return line
-    return message.strip()

@@ -31,8 +31,8 @@ from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import boundary, device_ufuncs, elementary, random_device, tapes
-from numbax.numba_backend.cpu import translate_numba_error
 from numbax.numba_backend.lower import RECURSIVE
+from numbax.numba_backend.numba_errors import translate_numba_error
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.transform.provenance import resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -287,7 +287,12 @@ class PerExampleKernel:
         try:
             self.launcher[blocks, THREADS_PER_BLOCK](size, *args, *results)
         except NumbaError as err:
-            raise translate_numba_error(err, self.function.generated) from err
+            raise translate_numba_error(
+                err,
+                self.function.generated,
+                "jit(backend='gpu')",
+                "run it on the CPU (backend='cpu')",
+            ) from err
 
     @property
     def launch_description(self) -> str:

@@ -31,8 +31,8 @@ from numba.core.errors import NumbaError
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
-from numbax.numba_backend.cpu import translate_numba_error
 from numbax.numba_backend.cuda import MAX_BLOCKS, THREADS_PER_BLOCK, DeviceFunction, cuda_module
+from numbax.numba_backend.numba_errors import translate_numba_error
 
 REDUCERS = {
     "sum": np.sum,
@@ -118,7 +118,12 @@ class ReductionKernels:
                 outputs, parts, reduced, *args, partial, out
             )
         except NumbaError as err:
-            raise translate_numba_error(err, self.function.generated) from err
+            raise translate_numba_error(
+                err,
+                self.function.generated,
+                "jit(backend='gpu')",
+                "run it on the CPU (backend='cpu')",
+            ) from err
         return out
 
     def launch_description(self, outer: int, reduced: int, inner: int) -> str:

@@ -246,6 +246,7 @@ def test_what_numba_cuda_cannot_compile_is_named_at_the_users_line(monkeypatch):
     with pytest.raises(nx.CompileError, match="Numba cannot compile it") as info:
         batched(A, 0.5)
     assert (info.value.filename, info.value.lineno) == (__file__, _line_of(energy, "math.sin"))
+    assert "jit(backend='gpu')" in str(info.value) and "backend='cpu'" in str(info.value)
 
 
 def test_options_the_gpu_does_not_take_are_refused_not_ignored():
