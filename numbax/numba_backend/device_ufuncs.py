@@ -101,11 +101,11 @@ class _OnNumbers(gast.NodeTransformer):
 
     def visit_Call(self, call: gast.Call) -> gast.expr:  # noqa: N802 (the visitor's name)
         self.generic_visit(call)  # the arguments first
-        if call.keywords:
-            return call
         ufunc, args = self._ufunc(call.func), call.args
         if ufunc is None:
             return call
+        if call.keywords:  # dtype=, out=...: as written, where numba-cuda compiles it
+            return self._compiled(ufunc, call)
         if ufunc in _BINARY and len(args) == 2:
             return gast.copy_location(gast.BinOp(args[0], _BINARY[ufunc](), args[1]), call)
         if ufunc in _UNARY and len(args) == 1:
@@ -113,10 +113,18 @@ class _OnNumbers(gast.NodeTransformer):
         if ufunc is np.absolute and len(args) == 1:
             builtin = gast.Name("abs", gast.Load(), None, None)
             return gast.copy_location(gast.Call(builtin, args, []), call)
-        if ufunc is np.square and len(args) == 1 and isinstance(args[0], gast.Name):
-            return gast.copy_location(gast.BinOp(args[0], gast.Mult(), args[0]), call)
+        if ufunc is np.square and len(args) == 1:
+            square = gast.BinOp(args[0], gast.Pow(), gast.Constant(2, None))
+            if isinstance(args[0], gast.Name):
+                square = gast.BinOp(args[0], gast.Mult(), args[0])
+            return gast.copy_location(square, call)
         if ufunc in MATH and len(args) == MATH[ufunc].__code__.co_argcount:
             return gast.copy_location(runtime_call(MATH[ufunc].__name__, *args), call)
+        return self._compiled(ufunc, call)
+
+    @staticmethod
+    def _compiled(ufunc: np.ufunc, call: gast.Call) -> gast.Call:
+        """``call`` as it is, where numba-cuda compiles ``ufunc``; else refused."""
         if ufunc.__name__ not in COMPILED_BY_NUMBA_CUDA:
             raise NotOnDevice(ufunc, getattr(call, "lineno", None))
         return call
