@@ -144,6 +144,12 @@ def _reduction(
                 "on the CPU (backend='cpu'), or return the reduction and finish on the host.",
                 later.lineno,
             )
+    if len(after) > 1 and target not in _reads(after):
+        raise NotReducible(
+            "the function's result does not use its reduction, so it would not have the "
+            "reduction's shape; on the GPU the lines after the reduction compute from it",
+            after[-1].lineno,
+        )
     after_reads = frozenset(_reads(after) & params)
     return TrailingReduction(
         reducer, axis, bool(keepdims), operand, stmt.lineno, target, index, after_reads, constants

@@ -273,7 +273,14 @@ def reads_an_array_after(x, scale):
     return np.sum(x * x) * scale
 
 
+def ignores_its_reduction(x, c):
+    unused = np.sum(x)  # noqa: F841 (the point of the test)
+    return c * 2.0
+
+
 def test_what_the_lines_after_a_reduction_may_not_read_is_refused():
+    with pytest.raises(nx.CompileError, match="does not use its reduction"):
+        _run(ignores_its_reduction, X3, 1.5)
     with pytest.raises(nx.CompileError, match="reads 'squares', made before it") as info:
         _run(reads_before, X3)
     assert info.value.lineno == _line_of(reads_before, "return total / squares")
