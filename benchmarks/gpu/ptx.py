@@ -64,6 +64,10 @@ def main(argv: list[str] | None = None) -> int:
             (nx.random.split(nx.random.key(0), 8), 0.0),
         ),
         "root mean square": (nx.jit(w.root_mean_square, backend="gpu"), (x.reshape(2, 4),)),
+        "selu broadcast": (
+            nx.jit(w.selu, backend="gpu"),
+            (x.reshape(8, 1), x[:3].reshape(1, 3), w.SELU_LAMBDA),
+        ),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
             (x + 2.0, x),
@@ -71,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     failed = False
     for name, (compiled, inputs) in programs.items():
-        for part, launcher, signature in _launchers(compiled.kernel(*inputs), inputs):
+        for part, launcher, signature in _launchers(compiled, inputs):
             label = f"{name} ({part})" if part else name
             try:
                 ptx, _ = cuda.compile_ptx(launcher.py_func, signature, cc=cc)
@@ -87,25 +91,27 @@ def main(argv: list[str] | None = None) -> int:
     return 1 if failed else 0
 
 
-def _launchers(kernel, inputs):  # noqa: ANN001, ANN202
-    """Each launcher of ``kernel`` (one for a thread per example; rows, blocks and
-    finish for a reduction) with the types it is launched with for ``inputs``."""
+def _launchers(compiled, inputs):  # noqa: ANN001, ANN202
+    """Each launcher of ``compiled``'s kernel for ``inputs`` (one for a thread per
+    example; rows, blocks and finish for a reduction) with the types it is launched
+    with."""
     import numba
 
     from numbax.numba_backend.cuda_reduction import ReductionKernels
 
+    kernel = compiled.kernel(*inputs)
+    arguments, locate = compiled.kernel_arguments(*inputs)
+    given = tuple(map(numba.typeof, [*arguments, *locate]))
     size = numba.int64
     if not isinstance(kernel, ReductionKernels):
         results = tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
-        return [("", kernel.launcher, (size, *map(numba.typeof, inputs), *results))]
-    # a reduction's array arguments are flattened, in the order it reads their axes
-    arguments = tuple(numba.typeof(v.reshape(-1) if hasattr(v, "shape") else v) for v in inputs)
+        return [("", kernel.launcher, (size, *given, *results))]
     partial = numba.from_dtype(kernel.dtype)[::1]
     out = numba.from_dtype(kernel.result_dtype)[::1]
     return [
-        ("rows", kernel.rows, (size, size, size, *arguments, out)),
-        ("blocks", kernel.blocks, (size, size, size, size, *arguments, partial)),
-        ("finish", kernel.finish, (size, size, size, *arguments, partial, out)),
+        ("rows", kernel.rows, (size, size, size, *given, out)),
+        ("blocks", kernel.blocks, (size, size, size, size, *given, partial)),
+        ("finish", kernel.finish, (size, size, size, *given, partial, out)),
     ]
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -89,11 +89,12 @@ class GpuJitted(NumbaxFunction):
         kernel = self._kernel(call)
         if call.reduced is not None:
             self._last_launch = kernel.launch_description(*call.reduced.sizes)
-            return kernel.run(*call.reduced.sizes, call.args).reshape(call.reduced.shape)
+            reduced = kernel.run(*call.reduced.sizes, call.args, call.locate)
+            return reduced.reshape(call.reduced.shape)
         self._last_launch = kernel.launch_description
         results = [gpu.empty((call.size,), dtype) for dtype in kernel.results.dtypes]
         if call.size:
-            kernel.launch(call.size, call.args, results)
+            kernel.launch(call.size, call.args, results, call.locate)
         if len(call.shape) != 1:
             results = [r.reshape(call.shape) for r in results]
         return kernel.results.rebuild(results)
@@ -103,6 +104,13 @@ class GpuJitted(NumbaxFunction):
         anything to the device: its ``text``, and its launchers' Python functions to
         compile ahead of time (``benchmarks/gpu/ptx.py`` compiles them to PTX)."""
         return self._kernel(self._plan(args, {}, lambda value: value))
+
+    def kernel_arguments(self, *args: Any) -> tuple[list[Any], list[Any]]:
+        """What :meth:`kernel`'s launchers are given for these (host) arguments: the
+        arguments as the kernel reads them (an elementwise call's arrays flat), and
+        the shape and strides that locate broadcast ones (empty when none is)."""
+        call = self._plan(args, {}, lambda value: value)
+        return call.args, call.locate
 
     def _plan(self, args: tuple, kwargs: dict, place: Callable[[Any], Any]) -> _Call:
         if kwargs:
@@ -169,15 +177,24 @@ class GpuJitted(NumbaxFunction):
         shape = np.broadcast_shapes(*(tuple(v.shape) for v in values if _is_array(v)))
         reduced = None if self._reduction is None else self._reduced(shape)
         order = None if reduced is None else reduced.order
-        flat = [
-            place(_flat(v, shape, order)) if m else v for v, m in zip(values, mapped, strict=True)
-        ]
-        return _Call(lambda: source, "elementwise", flat, mapped, math.prod(shape), shape, reduced)
+        flat, broadcast, strides = [], [], []
+        for value, m in zip(values, mapped, strict=True):
+            data, stride = _argument(value, shape, order) if m else (value, None)
+            flat.append(place(data) if m else data)
+            broadcast.append(stride is not None)
+            strides += [stride] if stride is not None else []
+        laid_out = shape if order is None else tuple(shape[a] for a in order)
+        locate = [laid_out, *strides] if strides else []
+        size = math.prod(shape)
+        call = _Call(lambda: source, "elementwise", flat, mapped, size, shape, reduced)
+        call.broadcast, call.locate = tuple(broadcast), locate
+        return call
 
     def _reduced(self, shape: tuple[int, ...]) -> _Reduced:
         """How the function's trailing reduction runs on arguments broadcast to
-        ``shape``: the reduced axes are made neighbours (moved last, on the host, when
-        they are not), and the result gets NumPy's shape."""
+        ``shape``: the reduced axes are made neighbours (moved last when they are not:
+        the arguments are then read through permuted strides), and the result gets
+        NumPy's shape."""
         reduction = self._reduction
         axes = reduction.axes(len(shape))
         kept = tuple(a for a in range(len(shape)) if a not in axes)
@@ -252,7 +269,7 @@ class GpuJitted(NumbaxFunction):
 
     # -- both ------------------------------------------------------------------------------
     def _kernel(self, call: _Call) -> Any:
-        key = (call.mapped, tuple(_type_key(a) for a in call.args))
+        key = (call.mapped, call.broadcast, tuple(_type_key(a) for a in call.args))
         kernel = self._kernels.get(key)
         if kernel is None:
             kernel = self._cached(("kernel", key), lambda: _build(call))
@@ -279,8 +296,8 @@ class GpuJitted(NumbaxFunction):
 @dataclass(frozen=True)
 class _Reduced:
     """How a trailing reduction runs: its reducer, the ``(outer, reduced, inner)``
-    sizes of the arguments' layout, the order the host puts their axes in first (None:
-    as they are) and the result's shape."""
+    sizes of the arguments' layout, the order the kernels read their axes in (None: as
+    they are) and the result's shape."""
 
     reducer: str
     sizes: tuple[int, int, int]
@@ -294,7 +311,9 @@ class _Call:
     """A call prepared for the kernel: where the function's source comes from, what
     kind of kernel runs it (``vmap``: per example; ``elementwise``: per element), the
     arguments (mapped ones over their first axis), the batch's size and shape, and the
-    reduction of the elementwise values, if the function returns one."""
+    reduction of the elementwise values, if the function returns one. ``broadcast[k]``:
+    whether mapped argument ``k`` is read through strides, which ``locate`` gives after
+    the shape of the elements' array (``cuda.broadcast_parameters``)."""
 
     read: Callable[[], FunctionSource]
     kind: str
@@ -303,6 +322,8 @@ class _Call:
     size: int
     shape: tuple[int, ...]
     reduced: _Reduced | None = None
+    broadcast: tuple[bool, ...] = ()
+    locate: list[Any] = field(default_factory=list)
 
 
 def _build(call: _Call) -> gpu.PerExampleKernel | cuda_reduction.ReductionKernels:
@@ -330,12 +351,21 @@ def _build(call: _Call) -> gpu.PerExampleKernel | cuda_reduction.ReductionKernel
             result = gpu.Results.of(value).dtypes[0]
         describe = first.replace("# gpu device function of ", f"{reducer} of the values of ", 1)
         return cuda_reduction.reduction_kernels(
-            function, params, call.mapped, reducer, (dtype, result), describe, finishing
+            function,
+            params,
+            call.mapped,
+            reducer,
+            (dtype, result),
+            describe,
+            finishing,
+            call.broadcast,
         )
     describe = first.replace("# gpu device function of ", f"{call.kind} of ", 1)
     unit = "example" if call.kind == "vmap" else "element"
     name = f"_kernel_{function.generated.function.__name__}"
-    return gpu.per_example_kernel(name, function, params, call.mapped, results, describe, unit)
+    return gpu.per_example_kernel(
+        name, function, params, call.mapped, results, describe, unit, call.broadcast
+    )
 
 
 def _mapped(axis: Any) -> bool:
@@ -353,28 +383,33 @@ def _is_array(value: Any) -> bool:
     return isinstance(value, np.ndarray) or gpu.is_device_array(value)
 
 
-def _flat(value: Any, shape: tuple[int, ...], order: tuple[int, ...] | None = None) -> Any:
-    """An array argument of an elementwise call, broadcast to ``shape``, its axes put in
-    ``order`` (None: as they are) and flattened. A device array must have that shape and
-    order already: it is not copied."""
+def _argument(
+    value: Any, shape: tuple[int, ...], order: tuple[int, ...] | None
+) -> tuple[Any, tuple[int, ...] | None]:
+    """An array argument of an elementwise call broadcasting to ``shape``, as a kernel
+    reads it: its elements in C order, flat, and None when they are the broadcast's own
+    (its shape, axes in ``order`` None); else its strides in elements along each axis of
+    ``shape`` put in ``order``, 0 where it is broadcast. Nothing is copied on the device."""
+    own = tuple(value.shape)
     if gpu.is_device_array(value):
-        if tuple(value.shape) != shape:
+        data = gpu.to_device(value)
+        if not getattr(data, "is_c_contiguous", lambda: True)():
             raise ValueError(
-                f"a device array of shape {tuple(value.shape)} in a call broadcasting to "
-                f"{shape}: give device arrays the broadcast shape (broadcasting happens on "
-                "the host, for NumPy arrays)"
+                f"a device array of shape {own} with strides {tuple(data.strides)} (not "
+                "C-contiguous): the GPU kernels read arrays in C order; pass a contiguous "
+                "copy (cupy.ascontiguousarray, or a NumPy array)"
             )
-        if order is not None:
-            raise ValueError(
-                f"a device array reduced over axes that are not next to each other (the "
-                f"reduction reads its axes in the order {order}): transpose it so they are, "
-                "or pass a NumPy array (the host reorders those)"
-            )
-        return gpu.to_device(value).reshape(math.prod(shape))
-    broadcast = np.broadcast_to(value, shape)
+    else:
+        data = np.ascontiguousarray(value)
+    flat = data.reshape(math.prod(own))
+    if own == shape and order is None:
+        return flat, None
+    pad = len(shape) - len(own)
+    c_strides = [math.prod(own[j + 1 :]) for j in range(len(own))]
+    strides = [0 if d < pad or own[d - pad] == 1 else c_strides[d - pad] for d in range(len(shape))]
     if order is not None:
-        broadcast = broadcast.transpose(order)
-    return np.ascontiguousarray(broadcast).reshape(-1)
+        strides = [strides[a] for a in order]
+    return flat, tuple(strides)
 
 
 def _type_key(value: Any) -> tuple:

@@ -56,10 +56,27 @@ def test_source_shows_a_thread_per_element():
     assert "_result = selu(x[_example], alpha, lam)" in compiled.source
 
 
-def test_a_device_array_must_have_the_broadcast_shape():
-    on_device = nx.device_put(X, nx.devices("gpu")[0])
-    with pytest.raises(ValueError, match="broadcast shape"):
-        nx.jit(softplus_pair, backend="gpu")(on_device, X.reshape(7, 1))
+def test_arguments_broadcast_on_the_device_without_copies():
+    """Each argument is read at its own size, through strides that are 0 where it is
+    broadcast: a device array of any broadcastable shape, a NumPy one not spread out."""
+    gpu_device = nx.devices("gpu")[0]
+    row, column = nx.device_put(X, gpu_device), nx.device_put(X[:3].reshape(3, 1), gpu_device)
+    got = nx.jit(softplus_pair, backend="gpu")(row, column)
+    assert got.shape == (3, 7)
+    want = softplus_pair(X, X[:3].reshape(3, 1))
+    np.testing.assert_allclose(nx.device_get(got), want, rtol=1e-14)
+    compiled = nx.jit(softplus_pair, backend="gpu")
+    compiled(X.reshape(7, 1, 1), X[:2].reshape(1, 2, 1))
+    assert "y[_broadcast_offset(_example, _shape, _strides_1)]" in compiled.source
+
+
+def test_a_device_array_that_is_not_contiguous_is_refused_with_what_to_pass():
+    on_device = nx.device_put(np.ones((3, 4)), nx.devices("gpu")[0])
+    strided = on_device[:, ::2]
+    if getattr(strided, "is_c_contiguous", lambda: True)():
+        pytest.skip("this simulator's device arrays do not say whether they are contiguous")
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        nx.jit(softplus_pair, backend="gpu")(strided, 1.0)
 
 
 def ignores_its_first(x, y):

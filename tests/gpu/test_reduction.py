@@ -139,21 +139,27 @@ def test_source_shows_the_kernels_and_the_values_they_reduce():
     compiled(X3, Y)
     text = compiled.source
     assert "# gpu kernels: sum of the values of reduced" in text
-    assert "_value = reduced(x[_element], y[_element])" in text
+    assert (
+        "_value = reduced(x[_element], y[_broadcast_offset(_element, _shape, _strides_1)])" in text
+    )
     assert "launch: rows, 8 outputs of 3 values each" in text
     assert "return nxrt.keep_dtype(_tanh)" in text  # the device function returns the values
 
 
-def test_a_device_array_is_reduced_without_a_copy_over_neighbouring_axes():
-    on_device = nx.device_put(X3, nx.devices("gpu")[0])
+def test_device_arrays_of_any_broadcastable_shape_are_reduced_without_a_copy():
+    """Axes that are not neighbours, and an argument broadcast over some of them, are
+    read through strides on the device."""
+    gpu_device = nx.devices("gpu")[0]
+    on_device = nx.device_put(X3, gpu_device)
     np.testing.assert_allclose(
-        nx.device_get(nx.jit(average, backend="gpu")(X3)), average(X3), rtol=1e-13
+        nx.device_get(nx.jit(average, backend="gpu")(on_device)), average(X3), rtol=1e-13
     )
-    with pytest.raises(ValueError, match="not next to each other"):
-        nx.jit(average, backend="gpu")(on_device)
-    np.testing.assert_allclose(
-        nx.device_get(nx.jit(largest, backend="gpu")(on_device)), largest(X3), rtol=1e-15
-    )
+    column = nx.device_put(Y[:3].reshape(3, 1), gpu_device)
+    for keepdims in (False, True):
+        function = sum_over((0, 2), keepdims)
+        got = nx.device_get(nx.jit(function, backend="gpu")(on_device, column))
+        want = function(X3, Y[:3].reshape(3, 1))
+        np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-14)
 
 
 # -- what is refused, and how it says so ----------------------------------------------------
