@@ -124,6 +124,23 @@ cells = [
         "device code)."
     ),
     new_code_cell("nx.show(norms)"),
+    new_markdown_cell(
+        "## Several reductions: softmax\n\n"
+        "A function whose lines read its reductions runs as stages, one after another: "
+        "here each row's `max`, the `sum` of `exp(x - max)`, then the quotient. The "
+        "exponentials are made again in the last stage rather than stored, and the "
+        "per-row results are read through strides (0 along the row), never spread out."
+    ),
+    new_code_cell(
+        "def softmax(x):\n"
+        "    e = np.exp(x - np.max(x, axis=-1, keepdims=True))\n"
+        "    return e / np.sum(e, axis=-1, keepdims=True)\n\n\n"
+        'probabilities = nx.jit(softmax, backend="gpu")\n'
+        "got = nx.device_get(probabilities(rows))\n"
+        "np.testing.assert_allclose(got, softmax(rows), rtol=1e-12)\n"
+        "print(got.sum(axis=-1)[:3])\n"
+        'print([line for line in nx.source(probabilities).splitlines() if "# ---- stage" in line])'
+    ),
 ]
 
 notebook = new_notebook(cells=cells)

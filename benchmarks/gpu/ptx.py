@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
             (nx.random.split(nx.random.key(0), 8), 0.0),
         ),
         "root mean square": (nx.jit(w.root_mean_square, backend="gpu"), (x.reshape(2, 4),)),
+        "softmax": (nx.jit(w.softmax, backend="gpu"), (x.reshape(2, 4),)),
         "selu broadcast": (
             nx.jit(w.selu, backend="gpu"),
             (x.reshape(8, 1), x[:3].reshape(1, 3), w.SELU_LAMBDA),
@@ -92,27 +93,31 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _launchers(compiled, inputs):  # noqa: ANN001, ANN202
-    """Each launcher of ``compiled``'s kernel for ``inputs`` (one for a thread per
-    example; rows, blocks and finish for a reduction) with the types it is launched
-    with."""
+    """Each launcher of ``compiled``'s kernels for ``inputs`` (one for a thread per
+    example or element; rows, blocks and finish for a reduction; a function of several
+    stages has each stage's) with the types it is launched with."""
     import numba
 
     from numbax.numba_backend.cuda_reduction import ReductionKernels
 
-    kernel = compiled.kernel(*inputs)
-    arguments, locate = compiled.kernel_arguments(*inputs)
-    given = tuple(map(numba.typeof, [*arguments, *locate]))
-    size = numba.int64
-    if not isinstance(kernel, ReductionKernels):
-        results = tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
-        return [("", kernel.launcher, (size, *given, *results))]
-    partial = numba.from_dtype(kernel.dtype)[::1]
-    out = numba.from_dtype(kernel.result_dtype)[::1]
-    return [
-        ("rows", kernel.rows, (size, size, size, *given, out)),
-        ("blocks", kernel.blocks, (size, size, size, size, *given, partial)),
-        ("finish", kernel.finish, (size, size, size, *given, partial, out)),
-    ]
+    stages = compiled.stage_kernels(*inputs)
+    found = []
+    for number, (kernel, arguments, locate) in enumerate(stages, start=1):
+        given = tuple(map(numba.typeof, [*arguments, *locate]))
+        stage = f"stage {number}, " if len(stages) > 1 else ""
+        size = numba.int64
+        if not isinstance(kernel, ReductionKernels):
+            results = tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
+            found.append((stage.rstrip(", "), kernel.launcher, (size, *given, *results)))
+            continue
+        partial = numba.from_dtype(kernel.dtype)[::1]
+        out = numba.from_dtype(kernel.result_dtype)[::1]
+        found += [
+            (f"{stage}rows", kernel.rows, (size, size, size, *given, out)),
+            (f"{stage}blocks", kernel.blocks, (size, size, size, size, *given, partial)),
+            (f"{stage}finish", kernel.finish, (size, size, size, *given, partial, out)),
+        ]
+    return found
 
 
 if __name__ == "__main__":

@@ -25,6 +25,13 @@ def root_mean_square(x):
     return np.sqrt(np.mean(np.square(np.abs(x)), axis=-1))
 
 
+def softmax(x):
+    """Each row's softmax: three kernels (each row's max, the sum of ``exp(x - max)``,
+    the quotient), the exponentials made again where a later one reads them."""
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
 def lorenz(steps: int, dt: float = 0.001):
     """The squared distance from the origin after ``steps`` Euler steps of Lorenz-63."""
 

@@ -289,6 +289,24 @@ def element_access(
     return access
 
 
+KERNEL_HELPERS = ("_broadcast_offset",)
+"""The device functions every generated kernel may call (:func:`kernel_helpers`)."""
+
+
+def kernel_parameters(params: Sequence[str], own: set[str], outputs: int = 0) -> list[str]:
+    """The user's parameter names for a kernel whose own names are ``own`` (and
+    :func:`broadcast_parameters`', ``outputs`` results ``_out_<k>``): each that is one of
+    them gets a ``_`` after it, until it is not."""
+    own = {*own, "_shape", *(f"_out_{k}" for k in range(outputs))}
+    own |= {f"_strides_{k}" for k in range(len(params))}
+    renamed = []
+    for p in params:
+        while p in own or p in renamed:
+            p = f"{p}_"
+        renamed.append(p)
+    return renamed
+
+
 def broadcast_parameters(broadcast: Sequence[bool]) -> list[str]:
     """The kernel's parameters that locate broadcast arguments' elements: the shape of
     the elements' array, then each such argument's strides."""
@@ -362,9 +380,8 @@ def per_example_kernel(
     cuda = cuda_module()
     callee = function.generated.function.__name__
     broadcast = broadcast or [False] * len(params)
-    taken = {"_size", "_example", "_result", "_shape", "cuda", callee, "_broadcast_offset"}
-    if any(p in taken or p.startswith(("_out_", "_strides_")) for p in params):
-        params = [f"_arg_{k}" for k in range(len(params))]  # not the kernel's own names
+    own = {"_size", "_example", "_result", "cuda", callee, *KERNEL_HELPERS}
+    params = kernel_parameters(params, own, len(results.paths))
     example = element_access(params, mapped, broadcast, "_example")
     outs = [f"_out_{k}" for k in range(len(results.paths))]
     lines = [
@@ -394,7 +411,8 @@ _helpers: dict[str, Any] = {}
 def kernel_helpers(cuda: Any) -> dict[str, Any]:
     """The device functions generated kernels call besides the user's: compiled once."""
     if not _helpers:
-        _helpers["_broadcast_offset"] = cuda.jit(device=True)(broadcast_offset)
+        (name,) = KERNEL_HELPERS
+        _helpers[name] = cuda.jit(device=True)(broadcast_offset)
     return dict(_helpers)
 
 

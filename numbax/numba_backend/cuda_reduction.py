@@ -32,6 +32,7 @@ from numba.core.errors import NumbaError
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.cuda import (
+    KERNEL_HELPERS,
     MAX_BLOCKS,
     THREADS_PER_BLOCK,
     DeviceFunction,
@@ -39,6 +40,7 @@ from numbax.numba_backend.cuda import (
     cuda_module,
     element_access,
     kernel_helpers,
+    kernel_parameters,
 )
 from numbax.numba_backend.numba_errors import translate_numba_error
 
@@ -60,6 +62,13 @@ _COMBINE = {
     "max": "{a} if {a} >= {b} or {a} != {a} else {b}",
     "min": "{a} if {a} <= {b} or {a} != {a} else {b}",
 }
+
+_KERNEL_NAMES = set(
+    "cuda _identity _accumulator _accumulator_type _outputs _reduced _inner _parts _partial "
+    "_out _o _start _r _element _value _shared _thread _task _first _width _mine _theirs "
+    "_count _part".split()
+)
+"""The names the reduction kernels' text uses besides the user's parameters."""
 
 BLOCKS_BELOW_OUTPUTS = 32_768
 """Fewer outputs than this (or a reduced last axis) and at least a block's worth of
@@ -196,9 +205,7 @@ def reduction_kernels(
     callee = function.generated.function.__name__
     finisher = None if finishing is None else finishing.generated.function.__name__
     broadcast = broadcast or [False] * len(params)
-    taken = {"cuda", callee, "_identity", "_accumulator", finisher}
-    if any(p in taken or p.startswith("_") for p in params):  # the kernels' own names
-        params = [f"arg_{k}" for k in range(len(params))]
+    params = kernel_parameters(params, _KERNEL_NAMES | {callee, finisher, *KERNEL_HELPERS})
     element = element_access(params, mapped, broadcast, "_element")
     value = f"{callee}({', '.join(element)})"
     combine = _COMBINE[reducer]

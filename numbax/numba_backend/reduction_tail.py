@@ -269,3 +269,102 @@ def _axis(value: object) -> int | tuple[int, ...]:
     if isinstance(value, tuple):
         return tuple(operator.index(v) for v in value)
     return operator.index(value)
+
+
+def kernel_stages(
+    fn: gast.FunctionDef, resolver: Resolver, attach: bool = True
+) -> list[gast.FunctionDef]:
+    """Normalized straight-line ``fn`` as the functions the GPU runs one after another:
+    one per reduction its result needs, computing that reduction's values and reducing
+    them, then, unless the last one ends the function, one computing the result
+    elementwise. A stage's parameters are the earlier reductions it reads (first, by
+    their names), then ``fn``'s own.
+
+    ``softmax``'s ``e = np.exp(x - np.max(x, axis=-1, keepdims=True))``, ``return e /
+    np.sum(e, axis=-1, keepdims=True)`` is ``max`` of ``x``, ``sum`` of ``exp(x -
+    max)`` and ``exp(x - max) / sum``: values are made again where a later stage reads
+    them, never stored. A function with no reduction its result needs is one stage,
+    itself. ``attach``: whether lines after the last reduction that read only its value
+    and parameters finish its results in its kernels (else they are a stage of their
+    own, as when a parameter they read is an array)."""
+    *body, last = fn.body
+    if not isinstance(last, gast.Return):
+        return [fn]
+    reducing = {_assigned(s): k for k, s in enumerate(body) if _reduces(s, resolver)}
+    targets = set(reducing)
+    used: set[str] = set()
+    pending = _reads(_closure(body, _reads([last]), targets) + [last]) & targets
+    while pending:
+        target = pending.pop()
+        used.add(target)
+        k = reducing[target]
+        pending |= (
+            _reads(_closure(body[:k], _reads([body[k]]), targets) + [body[k]]) & targets
+        ) - used
+    if not used:
+        return [fn]
+    order = sorted(used, key=reducing.get)
+    stages = []
+    for number, target in enumerate(order, start=1):
+        k = reducing[target]
+        reducer = _reduction_call(body[k].value, resolver)[0]
+        needed = [*_closure(body[:k], _reads([body[k]]), targets), body[k]]
+        stages.append((f"{fn.name}_{number}_{reducer}", needed, target))
+    final = _closure(body, _reads([last]), targets)
+    ending, k = order[-1], reducing[order[-1]]
+    rest = [s for s in final if body.index(s) > k]
+    made_before = {_assigned(s) for s in final if body.index(s) < k}
+    returns_it = not rest and _reads([last]) == {ending}
+    if returns_it or attach and not (_reads([*rest, last]) & (made_before | (targets - {ending}))):
+        name, needed, _ = stages[-1]
+        stages[-1] = (fn.name if len(stages) == 1 else name, [*needed, *rest], None)
+        return [_stage(fn, n, b, t, targets, last) for n, b, t in stages]
+    result = [_stage(fn, n, b, t, targets) for n, b, t in stages]
+    return [*result, _stage(fn, f"{fn.name}_result", final, None, targets, last)]
+
+
+def _reduces(stmt: gast.stmt, resolver: Resolver) -> bool:
+    if _assigned(stmt) is None or not isinstance(stmt.value, gast.Call):
+        return False
+    reducer, operand, _ = _reduction_call(stmt.value, resolver)
+    return reducer is not None and isinstance(operand, gast.Name)
+
+
+def _closure(body: list[gast.stmt], wanted: set[str], stops: set[str]) -> list[gast.stmt]:
+    """The statements of ``body`` that what ``wanted`` names is computed from, in order;
+    the names in ``stops`` (earlier reductions) are inputs, not followed."""
+    wanted = set(wanted) - stops
+    kept = []
+    for stmt in reversed(body):
+        name = _assigned(stmt)
+        if name in wanted and name not in stops:
+            kept.append(stmt)
+            wanted |= _reads([stmt]) - stops
+    return kept[::-1]
+
+
+def _stage(
+    fn: gast.FunctionDef,
+    name: str,
+    body: list[gast.stmt],
+    result: str | None,
+    targets: set[str],
+    returned: gast.Return | None = None,
+) -> gast.FunctionDef:
+    """A copy of ``fn`` named ``name`` running ``body`` and returning ``result`` (or as
+    ``returned`` does, when ``result`` is None), whose first parameters are the earlier
+    reductions it reads."""
+    stage = copy.deepcopy(fn)
+    stage.name = name
+    body = copy.deepcopy(body)
+    if result is not None:
+        returned = gast.Return(value=gast.Name(result, gast.Load(), None, None))
+        gast.copy_location(returned, body[-1])
+    stage.body = [*body, copy.deepcopy(returned)]
+    inputs = sorted((_reads(stage.body) & targets) - {_assigned(s) for s in body})
+    params = [gast.Name(t, gast.Param(), None, None) for t in inputs]
+    if stage.args.posonlyargs:
+        stage.args.posonlyargs = [*params, *stage.args.posonlyargs]
+    else:
+        stage.args.args = [*params, *stage.args.args]
+    return stage

@@ -284,14 +284,57 @@ def ignores_its_reduction(x, c):
     return c * 2.0
 
 
-def test_what_the_lines_after_a_reduction_may_not_read_is_refused():
+def test_a_result_that_does_not_use_its_reduction_is_refused():
     with pytest.raises(nx.CompileError, match="does not use its reduction"):
         _run(ignores_its_reduction, X3, 1.5)
-    with pytest.raises(nx.CompileError, match="reads 'squares', made before it") as info:
-        _run(reads_before, X3)
-    assert info.value.lineno == _line_of(reads_before, "return total / squares")
-    with pytest.raises(nx.CompileError, match="reads '_sum', made before it"):
-        _run(two_reductions, X3)
-    with pytest.raises(ValueError, match="reads array argument 'scale'"):
-        _run(reads_an_array_after, X3, np.ones(3))
-    assert _run(reads_an_array_after, X3, 2.0) == pytest.approx(reads_an_array_after(X3, 2.0))
+
+
+# -- several stages: reductions whose results later lines read --------------------------------
+
+
+def softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def standardize(x, eps=1e-5):
+    mean = np.mean(x, axis=0)
+    variance = np.mean((x - mean) ** 2, axis=0)
+    return (x - mean) / np.sqrt(variance + eps)
+
+
+@pytest.mark.parametrize(
+    ("function", "args"),
+    [
+        (softmax, (X3,)),
+        (standardize, (X3,)),
+        (reads_before, (X3,)),
+        (two_reductions, (X3 + 3.0,)),
+        (reads_an_array_after, (X3, np.linspace(1.0, 2.0, 4))),
+        (reads_an_array_after, (X3, 2.0)),
+    ],
+)
+def test_functions_of_several_stages_equal_numpys(function, args):
+    got = _run(function, *args)
+    want = function(*args)
+    assert np.shape(got) == np.shape(want)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
+
+
+def test_each_stage_is_shown_and_reads_earlier_results_without_spreading_them():
+    compiled = nx.jit(softmax, backend="gpu")
+    compiled(X3)
+    text = compiled.source
+    for number, name in enumerate(["softmax_1_max", "softmax_2_sum", "softmax_result"], 1):
+        assert f"# ---- stage {number} of 3: {name} ----" in text
+    assert "def softmax_result(_max, _sum, x):" in text
+    assert "_max[_broadcast_offset(_example, _shape, _strides_0)]" in text
+
+
+def named_like_the_kernels(_value, _o, _shape):
+    return np.sum(_value * _o + _shape, axis=0)
+
+
+def test_parameters_named_like_the_kernels_own_names():
+    args = (X3, Y, 2.0)
+    np.testing.assert_allclose(_run(named_like_the_kernels, *args), named_like_the_kernels(*args))
