@@ -88,7 +88,10 @@ class ElementwiseStage:
         return kernel.results.rebuild(results)
 
     def kernel(self, call: KernelCall, cache: Cache) -> Kernel:
-        self.last = cache(("kernel", self.name, call.key), lambda: build_kernel(call))
+        """The kernel for ``call``, made once per argument types (a stage that finishes
+        its results is another stage than one of the same name that does not)."""
+        key = ("kernel", self.name, self.finishing is not None, call.key)
+        self.last = cache(key, lambda: build_kernel(call))
         return self.last
 
     def plan(self, values: list[Any], place: Callable[[Any], Any]) -> KernelCall:

@@ -321,6 +321,22 @@ def test_functions_of_several_stages_equal_numpys(function, args):
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-15)
 
 
+def centred_total(x, scale):
+    largest = np.max(x)
+    total = np.sum(x - largest)
+    return total * scale
+
+
+def test_lines_after_the_last_reduction_are_a_stage_of_their_own_when_they_read_an_array():
+    """One function, called with a number and then an array for ``scale``: finished in
+    the reduction's kernels, then in a stage of its own; each its own kernels."""
+    compiled = nx.jit(centred_total, backend="gpu")
+    scales = (2.0, np.linspace(1.0, 2.0, 3), 3)
+    for scale in scales:
+        got = nx.device_get(compiled(X3, scale))
+        np.testing.assert_allclose(got, centred_total(X3, scale), rtol=1e-13)
+
+
 def test_each_stage_is_shown_and_reads_earlier_results_without_spreading_them():
     compiled = nx.jit(softmax, backend="gpu")
     compiled(X3)
