@@ -11,6 +11,7 @@ import pytest
 
 from numbax.runtime import nxrt
 from numbax.transform import rules
+from numbax.transform.rules import special  # noqa: F401 (registered on SciPy's import)
 from numbax.transform.rules.registry import _ATTRIBUTES, _METHODS
 
 EMITTED_BY_TRANSFORMATIONS = [
