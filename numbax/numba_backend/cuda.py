@@ -116,8 +116,42 @@ def _register_device_overloads(cuda: Any) -> None:
         name = helper.__name__.removeprefix("device_")
         arguments = ", ".join(helper.__code__.co_varnames[: helper.__code__.co_argcount])
         overload(helper, target="cuda")(_typing(name, f"math.{name}({arguments})", arguments))
+    for helper in device_ufuncs.LIBDEVICE.values():
+        overload(helper, target="cuda")(_libdevice_typing(helper.__name__.removeprefix("device_")))
+    overload(device_ufuncs.device_sign, target="cuda")(_sign)
     overload(boundary.keep_dtype, target="cuda")(_identity)
     overload(tapes.local_tape, target="cuda", prefer_literal=True, inline="always")(_local_tape)
+
+
+def _libdevice_typing(name: str) -> Any:
+    """The typing function of an overload calling libdevice's ``name`` (``namef`` for
+    float32; an integer is taken as a float64, as NumPy's ufuncs do)."""
+    from numba import types
+    from numba.cuda import libdevice  # with numba-cuda, as above
+
+    single, double = getattr(libdevice, f"{name}f"), getattr(libdevice, name)
+
+    def typing(x):  # noqa: ANN001, ANN202 (Numba reads annotations as types)
+        if x == types.float32:
+            return lambda x: single(x)
+        if isinstance(x, types.Float | types.Integer | types.Boolean):
+            return lambda x: double(float(x))
+        return None
+
+    typing.__name__ = typing.__qualname__ = f"device_{name}"
+    return typing
+
+
+def _sign(x):  # noqa: ANN001, ANN202
+    """``np.sign`` on one number: -1, 0 or 1 of its type, NaN itself."""
+    from numba import types
+    from numba.np.numpy_support import as_dtype
+
+    if not isinstance(x, types.Float | types.Integer):
+        return None
+    kind = as_dtype(x).type
+    minus, zero, plus = kind(-1), kind(0), kind(1)
+    return lambda x: plus if x > 0 else (minus if x < 0 else (zero if x == 0 else x))
 
 
 def _identity(value):  # noqa: ANN001, ANN202

@@ -4,8 +4,8 @@ numba-cuda compiles only some ufuncs in device code (the trigonometric ones, ``l
 comparisons, ``maximum``...), not ``np.sqrt``, ``np.abs``, ``np.square`` or the
 arithmetic ufuncs: such a call runs on the simulator and fails to compile on a GPU. In
 a device function each is written as what it means on numbers: an operator, the
-builtin ``abs``, or ``nxrt.device_<name>`` (``math.<name>`` on a GPU, NumPy's ufunc on
-the simulator, which runs the generated Python).
+builtin ``abs``, or ``nxrt.device_<name>`` (``math.<name>`` or libdevice's function on a
+GPU, NumPy's ufunc on the simulator, which runs the generated Python).
 """
 
 from __future__ import annotations
@@ -64,6 +64,50 @@ MATH = {
 """The ufuncs written as a helper whose numba-cuda overload is ``math``'s function of
 the same name (``cuda._register_device_overloads``)."""
 
+
+@lowering_helper
+def device_floor(x: Any) -> Any:
+    """``np.floor`` of a number in device code (libdevice's ``floor``/``floorf``)."""
+    return np.floor(x)
+
+
+@lowering_helper
+def device_ceil(x: Any) -> Any:
+    """``np.ceil`` of a number in device code (libdevice's ``ceil``/``ceilf``)."""
+    return np.ceil(x)
+
+
+@lowering_helper
+def device_trunc(x: Any) -> Any:
+    """``np.trunc`` of a number in device code (libdevice's ``trunc``/``truncf``)."""
+    return np.trunc(x)
+
+
+@lowering_helper
+def device_rint(x: Any) -> Any:
+    """``np.rint`` of a number in device code (libdevice's ``rint``/``rintf``: to the
+    nearest integer, halves to even, as NumPy)."""
+    return np.rint(x)
+
+
+@lowering_helper
+def device_sign(x: Any) -> Any:
+    """``np.sign`` of a number in device code: -1, 0 or 1 in its dtype, NaN kept."""
+    return np.sign(x)
+
+
+LIBDEVICE = {
+    np.floor: device_floor,
+    np.ceil: device_ceil,
+    np.trunc: device_trunc,
+    np.rint: device_rint,
+}
+"""The ufuncs written as a helper whose numba-cuda overload is libdevice's function of
+the same name (float32: its ``f`` variant); NumPy gives a float of an integer too."""
+
+ON_NUMBERS = {**MATH, **LIBDEVICE, np.sign: device_sign}
+"""Every ufunc written as a ``device_<name>`` helper."""
+
 COMPILED_BY_NUMBA_CUDA = frozenset(
     "arccos arccosh arcsin arcsinh arctan arctan2 arctanh bitwise_and bitwise_or "
     "bitwise_xor conjugate cos cosh deg2rad degrees divide equal fmax fmin greater "
@@ -118,8 +162,9 @@ class _OnNumbers(gast.NodeTransformer):
             if isinstance(args[0], gast.Name):
                 square = gast.BinOp(args[0], gast.Mult(), args[0])
             return gast.copy_location(square, call)
-        if ufunc in MATH and len(args) == MATH[ufunc].__code__.co_argcount:
-            return gast.copy_location(runtime_call(MATH[ufunc].__name__, *args), call)
+        helper = ON_NUMBERS.get(ufunc)
+        if helper is not None and len(args) == helper.__code__.co_argcount:
+            return gast.copy_location(runtime_call(helper.__name__, *args), call)
         return self._compiled(ufunc, call)
 
     @staticmethod

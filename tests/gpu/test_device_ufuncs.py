@@ -37,13 +37,28 @@ def test_the_device_function_writes_them_as_operators_builtins_and_math():
         assert spelling in device, spelling
 
 
+def roundings(x):
+    return np.floor(x) + 2.0 * np.ceil(x) - np.trunc(x) * np.rint(x) + np.sign(x)
+
+
+def test_roundings_and_sign_give_numpys_values():
+    """libdevice's floor, ceil, trunc and rint on a GPU (halves to even, as NumPy)."""
+    x = np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 2.7, np.nan, np.inf])
+    with np.errstate(invalid="ignore"):  # inf - inf, in both
+        got = nx.device_get(nx.jit(roundings, backend="gpu")(x))
+        np.testing.assert_array_equal(got, roundings(x))
+    compiled = nx.jit(roundings, backend="gpu")
+    compiled(x.astype(np.float32))
+    assert "nxrt.device_floor(x)" in compiled.source and "nxrt.device_sign(x)" in compiled.source
+
+
 def rounded(x):
-    return np.floor(x) + 0.5
+    return np.fmod(x, 2.0) + 0.5
 
 
 def test_a_ufunc_numba_cuda_does_not_compile_is_refused_at_its_line():
     """On the simulator too, which would run it, where a GPU would not compile it."""
-    with pytest.raises(nx.CompileError, match="np.floor is not compiled by numba-cuda") as info:
+    with pytest.raises(nx.CompileError, match="np.fmod is not compiled by numba-cuda") as info:
         nx.jit(rounded, backend="gpu")(X)
     assert (info.value.filename, info.value.lineno) == (
         __file__,
