@@ -43,10 +43,9 @@ def roundings(x):
 
 def test_roundings_and_sign_give_numpys_values():
     """libdevice's floor, ceil, trunc and rint on a GPU (halves to even, as NumPy)."""
-    x = np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 2.7, np.nan, np.inf])
-    with np.errstate(invalid="ignore"):  # inf - inf, in both
-        got = nx.device_get(nx.jit(roundings, backend="gpu")(x))
-        np.testing.assert_array_equal(got, roundings(x))
+    x = np.array([-2.5, -1.5, -0.5, -0.0, 0.0, 0.5, 1.5, 2.5, 2.7, np.nan, 1e300])
+    got = nx.device_get(nx.jit(roundings, backend="gpu")(x))
+    np.testing.assert_array_equal(got, roundings(x))
     compiled = nx.jit(roundings, backend="gpu")
     compiled(x.astype(np.float32))
     assert "nxrt.device_floor(x)" in compiled.source and "nxrt.device_sign(x)" in compiled.source
