@@ -22,8 +22,22 @@ from collections.abc import Callable
 from typing import Any
 
 SIZES = {
-    "full": {"selu": 10**8, "rms": (10**5, 10**3), "lorenz": 10**5, "steps": 1000, "newton": 10**5},
-    "tiny": {"selu": 300, "rms": (3, 200), "lorenz": 3, "steps": 20, "newton": 5},
+    "full": {
+        "selu": 10**8,
+        "rms": (10**5, 10**3),
+        "softmax": (10**5, 10**3),
+        "lorenz": 10**5,
+        "steps": 1000,
+        "newton": 10**5,
+    },
+    "tiny": {
+        "selu": 300,
+        "rms": (3, 200),
+        "softmax": (2, 130),
+        "lorenz": 3,
+        "steps": 20,
+        "newton": 5,
+    },
 }
 CHECKED = 64  # examples compared with the CPU
 
@@ -34,7 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--simulator", action="store_true", help="run on Numba's CUDA simulator (no GPU)"
     )
-    parser.add_argument("--only", default="selu,rms,lorenz,newton", help="workloads, by name")
+    parser.add_argument(
+        "--only", default="selu,rms,softmax,lorenz,newton", help="workloads, by name"
+    )
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per row")
     args = parser.parse_args(argv)
     if args.simulator:  # before Numba is imported
@@ -100,6 +116,27 @@ def _rms(sizes: dict, repeat: int) -> tuple[dict, bool]:
     return row, ok
 
 
+def _softmax(sizes: dict, repeat: int) -> tuple[dict, bool]:
+    """Each row's softmax: three stages (max, sum, quotient), the exponentials made
+    again in the last rather than stored."""
+    import numpy as np
+
+    import numbax as nx
+    from benchmarks.gpu import workloads as w
+
+    x = np.random.default_rng(4).standard_normal(sizes["softmax"]).astype(np.float32)
+    on_device = nx.device_put(x, nx.devices("gpu")[0])
+    compiled = nx.jit(w.softmax, backend="gpu")
+    first, result = _first(lambda: compiled(on_device))
+    ok = _close(nx.device_get(result), w.softmax(x), 1e-5)
+    median, low = _timed(lambda: compiled(on_device), repeat)
+    rows, columns = x.shape
+    row = {"workload": f"row softmax, {rows:.0e} × {columns} float32", "first": first}
+    row["numbax"] = (median, low)
+    row.update(_jax(lambda: w.jax_twins(0)["softmax"], (x,), repeat))
+    return row, ok
+
+
 def _lorenz(sizes: dict, repeat: int) -> tuple[dict, bool]:
     import numpy as np
 
@@ -157,6 +194,7 @@ def _newton(sizes: dict, repeat: int) -> tuple[dict, bool]:
 WORKLOADS: dict[str, Callable[[dict, int], tuple[dict, bool]]] = {
     "selu": _selu,
     "rms": _rms,
+    "softmax": _softmax,
     "lorenz": _lorenz,
     "newton": _newton,
 }

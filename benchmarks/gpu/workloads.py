@@ -101,6 +101,10 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
     def root_mean_square_jax(x):
         return jnp.sqrt(jnp.mean(jnp.square(jnp.abs(x)), axis=-1))
 
+    def softmax_jax(x):
+        e = jnp.exp(x - jnp.max(x, axis=-1, keepdims=True))
+        return e / jnp.sum(e, axis=-1, keepdims=True)
+
     def trajectory(x, y, z, sigma, rho, beta, dt=0.001):
         def step(_, s):
             x, y, z = s
@@ -127,6 +131,7 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
     return {
         "selu": jax.jit(selu_jax),
         "rms": jax.jit(root_mean_square_jax),
+        "softmax": jax.jit(softmax_jax),
         "lorenz": jax.jit(lorenz_vg),
         "newton": jax.jit(newton_vg),
     }
