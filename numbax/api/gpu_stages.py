@@ -17,6 +17,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any
 
+import gast
 import numpy as np
 
 from numbax.api.gpu_kernels import Kernel, KernelCall, Reduced, build_kernel, is_array
@@ -162,19 +163,48 @@ class ElementwiseStage:
     def _check_elementwise(self, source: FunctionSource, fn: Any, resolver: Resolver) -> None:
         stmt = first_not_elementwise(fn, resolver)
         if stmt is not None:
+            operation = _operation(stmt, resolver)
+            instead = (
+                "Batch it with jit(vmap(f), backend='gpu') (one thread per example), or run "
+                "it on the CPU (backend='cpu')."
+            )
+            if any(word in operation for word in ("@", "matmul", "dot", "linalg", "einsum")):
+                instead = (
+                    "Matrix products and linear algebra are not run by numbax's GPU kernels "
+                    "yet: compute them with CuPy (cupy.matmul, cupy.linalg) and pass the "
+                    "result, whose device array numbax takes without a copy, or run the "
+                    "function on the CPU (backend='cpu')."
+                )
             raise self._refusal(
                 "the GPU backend runs a function once per element of its arguments only "
                 "when every line is elementwise (ufuncs, np.where, arithmetic) or a "
-                "reduction of such values, and this line is neither. Batch it with "
-                "jit(vmap(f), backend='gpu') (one thread per example), or run it on the "
-                "CPU (backend='cpu').",
+                f"reduction of such values, and this line {operation} is neither. {instead}",
                 source,
                 stmt.lineno,
+                construct=operation.removeprefix("(").removesuffix(")") or None,
             )
 
-    def _refusal(self, message: str, source: FunctionSource, line: int) -> Exception:
+    def _refusal(
+        self, message: str, source: FunctionSource, line: int, construct: str | None = None
+    ) -> Exception:
         origin = resolve(source.filename, line)
-        return gpu.refusal(message, self.fun, origin.filename, origin.line)
+        return gpu.refusal(message, self.fun, origin.filename, origin.line, construct)
+
+
+def _operation(stmt: Any, resolver: Resolver) -> str:
+    """What ``stmt`` does that a kernel does not run, for its refusal: ``(the matrix
+    product @)``, ``(numpy.cumsum)``..., or nothing when it is not one operation."""
+    value = getattr(stmt, "value", None)
+    if isinstance(value, gast.BinOp) and isinstance(value.op, gast.MatMult):
+        return "(the matrix product @)"
+    if isinstance(value, gast.Call):
+        function = resolver.resolve(value.func)
+        name = getattr(function, "__name__", None)
+        module = getattr(function, "__module__", None) or ""
+        if name is not None:
+            module = "numpy" if module.startswith("numpy") else module
+            return f"({module + '.' if module else ''}{name})"
+    return ""
 
 
 def elementwise_stages(fun: Callable, attach: bool = True) -> list[ElementwiseStage]:

@@ -93,3 +93,19 @@ def test_an_array_the_result_does_not_read_is_not_its_shape():
 def test_arrays_are_needed():
     with pytest.raises(TypeError, match="once per element of the arrays it reads"):
         nx.jit(selu, backend="gpu")(1.0)
+
+
+def linear(x, w):
+    return np.tanh(x @ w)
+
+
+def running_total(x):
+    return np.cumsum(x) * 2.0
+
+
+def test_an_operation_the_kernels_do_not_run_is_named_in_its_refusal():
+    with pytest.raises(nx.CompileError, match=r"\(the matrix product @\).*cupy.matmul") as info:
+        nx.jit(linear, backend="gpu")(np.ones((2, 3)), np.ones((3, 2)))
+    assert info.value.construct == "the matrix product @"
+    with pytest.raises(nx.CompileError, match=r"\(numpy.cumsum\) is neither"):
+        nx.jit(running_total, backend="gpu")(X)
