@@ -18,6 +18,7 @@ DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
     "numba_backend/cuda.py": {
         "numba": "numba.cuda: the optional `cuda` extra (or the simulator), at the first GPU use",
         "numba.cuda.extending": "numba-cuda's overloads, registered only when it is installed",
+        "numba.cuda": "libdevice's functions, for numba-cuda's overloads (as above)",
     },
     "transform/source.py": {
         "_pytest.assertion.rewrite": "optional: reading a test module pytest rewrote"

@@ -24,7 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import types
 from numba.core.errors import NumbaError
+from numba.np.numpy_support import as_dtype
 
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
@@ -126,7 +128,6 @@ def _register_device_overloads(cuda: Any) -> None:
 def _libdevice_typing(name: str) -> Any:
     """The typing function of an overload calling libdevice's ``name`` (``namef`` for
     float32; an integer is taken as a float64, as NumPy's ufuncs do)."""
-    from numba import types
     from numba.cuda import libdevice  # with numba-cuda, as above
 
     single, double = getattr(libdevice, f"{name}f"), getattr(libdevice, name)
@@ -144,9 +145,6 @@ def _libdevice_typing(name: str) -> Any:
 
 def _sign(x):  # noqa: ANN001, ANN202
     """``np.sign`` on one number: -1, 0 or 1 of its type, NaN itself."""
-    from numba import types
-    from numba.np.numpy_support import as_dtype
-
     if not isinstance(x, types.Float | types.Integer):
         return None
     kind = as_dtype(x).type
@@ -163,7 +161,7 @@ def _identity(value):  # noqa: ANN001, ANN202
 def _local_tape(value, capacity):  # noqa: ANN001, ANN202 (Numba reads annotations as types)
     """``cuda.local.array(capacity, <value's type>)``: the capacity is a constant of the
     generated code, which the array's size must be."""
-    from numba import cuda, types  # with numba-cuda, as above
+    from numba import cuda  # with numba-cuda, as above
 
     if not isinstance(capacity, types.IntegerLiteral):
         return None
