@@ -63,6 +63,10 @@ def main(argv: list[str] | None = None) -> int:
             nx.jit(nx.vmap(w.random_walk(10), in_axes=(0, None)), backend="gpu"),
             (nx.random.split(nx.random.key(0), 8), 0.0),
         ),
+        "gamma draws": (
+            nx.jit(nx.vmap(w.gamma_draws, in_axes=(0, None)), backend="gpu"),
+            (nx.random.split(nx.random.key(0), 8), 2.5),
+        ),
         "root mean square": (nx.jit(w.root_mean_square, backend="gpu"), (x.reshape(2, 4),)),
         "softmax": (nx.jit(w.softmax, backend="gpu"), (x.reshape(2, 4),)),
         "selu broadcast": (

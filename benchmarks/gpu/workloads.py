@@ -83,6 +83,11 @@ def random_walk(steps: int):
     return walk
 
 
+def gamma_draws(key, a):
+    """A gamma draw per example (its rejection loop runs to each thread's own end)."""
+    return nx.random.gamma(key, a)
+
+
 # -- JAX twins --------------------------------------------------------------------------
 
 

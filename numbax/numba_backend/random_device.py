@@ -1,11 +1,12 @@
 """numbax.random's scalar draws in GPU device code: numba-cuda overloads.
 
 A thread of a per-example kernel draws numbers, not arrays (it cannot allocate one):
-``normal(key)``, ``uniform(key, minval=..., maxval=...)``, ``exponential(key)`` and
-``bernoulli(key, p)`` with the default empty shape, as float32 or float64 (bernoulli: a
-boolean). Keys a thread makes (``fold_in(key, i)``, ``split(key, num)`` with ``num`` a
-constant) are pairs of uint32 words, tuples, where the CPU has arrays of two: a key
-from ``split`` is ``keys[i]`` or unpacked, as with arrays, and a draw takes either.
+``normal(key)``, ``uniform(key, minval=..., maxval=...)``, ``exponential(key)``,
+``gamma(key, a)`` and ``bernoulli(key, p)`` with the default empty shape, as float32 or
+float64 (bernoulli: a boolean). Keys a thread makes (``fold_in(key, i)``, ``split(key,
+num)`` with ``num`` a constant) are pairs of uint32 words, tuples, where the CPU has
+arrays of two: a key from ``split`` is ``keys[i]`` or unpacked, as with arrays, and a
+draw takes either.
 Each is the CPU's draw of element 0 (``random_kernels``):
 the same Threefry-2x32 counter hash, compiled for the device from the same Python
 (``scalar_core``), the same bits-to-float, and for ``normal`` XLA's ``erfinv``
@@ -57,7 +58,8 @@ _cached_draws: dict[str, dict[str, Any]] = {}
 
 
 def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, Any]:
-    """Element 0 of ``uniform``, ``normal`` and ``exponential`` by name and dtype, and
+    """Element 0 of ``uniform``, ``normal``, ``exponential`` and ``gamma`` by name and
+    dtype, and
     the key functions (``fold_in``; ``split``'s key ``i``: ``split_one``), compiled
     with ``device`` (``cuda.jit(device=True)``; ``numba.njit`` for a check of these
     formulas on the CPU), once per ``target``."""
@@ -146,10 +148,50 @@ def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, An
         "normal": {np.dtype(f32): normal32, np.dtype(f64): normal64},
         "uniform": {np.dtype(f32): uniform32, np.dtype(f64): uniform64},
         "exponential": {np.dtype(f32): exponential32, np.dtype(f64): exponential64},
+        "gamma": {
+            np.dtype(f32): _gamma_one(device, hash_index, unit32, normal32, f32),
+            np.dtype(f64): _gamma_one(device, hash_index, unit64, normal64, f64),
+        },
         "keys": {"fold_in": fold_in, "split_one": split_one},
     }
     _cached_draws[target] = found
     return found
+
+
+def _gamma_one(
+    device: Callable[[Callable], Any], hash_index: Any, unit: Any, normal: Any, kind: type
+) -> Any:
+    """``random_kernels_more._gamma_one`` (JAX's Marsaglia and Tsang loop, with JAX's
+    key splits, ``alpha < 1`` boosted to ``alpha + 1``) for one ``kind`` of float,
+    with that kind's draws; ``log`` is libdevice's on a GPU."""
+    zero, one, two, half = kind(0.0), kind(1.0), kind(2.0), kind(0.5)
+    third, squeeze = kind(1.0 / 3.0), kind(0.0331)
+
+    @device
+    def gamma_one(k0, k1, alpha):
+        boost = alpha >= one
+        d = (alpha if boost else alpha + one) - third
+        c = third / kind(math.sqrt(d))
+        key0, key1 = hash_index(k0, k1, 0)
+        sub0, sub1 = hash_index(k0, k1, 1)
+        big_x, big_v, big_u = zero, one, two
+        while big_u >= one - squeeze * (big_x * big_x) and kind(math.log(big_u)) >= (
+            big_x * half + d * (one - big_v + kind(math.log(big_v)))
+        ):
+            x_key0, x_key1 = hash_index(key0, key1, 1)
+            u_key0, u_key1 = hash_index(key0, key1, 2)
+            key0, key1 = hash_index(key0, key1, 0)
+            x, v = zero, -one
+            while v <= zero:
+                draw0, draw1 = hash_index(x_key0, x_key1, 1)
+                x_key0, x_key1 = hash_index(x_key0, x_key1, 0)
+                x = normal(draw0, draw1)
+                v = one + x * c
+            big_x, big_v, big_u = x * x, (v * v) * v, unit(u_key0, u_key1, 0)
+        sample = one - unit(sub0, sub1, 0)
+        return (d * big_v) * (one if boost else sample ** (one / alpha))
+
+    return gamma_one
 
 
 def _scalar_only(name: str, shape: Any) -> None:
@@ -228,6 +270,29 @@ def _bernoulli(draws: dict) -> Callable[..., Any]:
     return typer
 
 
+def _gamma(draws: dict) -> Callable[..., Any]:
+    one = draws["keys"]["split_one"]
+
+    def typer(key, a, shape=None, dtype=float):  # noqa: ANN001, ANN202
+        check_key("gamma", key)
+        if not (shape is None or isinstance(shape, types.NoneType | types.Omitted)):
+            _scalar_only("gamma", shape)
+        if not isinstance(a, types.Float | types.Integer):
+            raise errors.TypingError(
+                f"numbax.random.gamma on the GPU takes one number a (a thread draws one "
+                f"number); got {a}"
+            )
+        draw, scalar = _float_draw("gamma", draws, dtype)
+
+        def impl(key, a, shape=None, dtype=float):
+            element0, element1 = one(key[0], key[1], 0)  # split(key, 1)[0], as on the CPU
+            return draw(element0, element1, scalar(a))
+
+        return impl
+
+    return typer
+
+
 def _fold_in(draws: dict) -> Callable[..., Any]:
     fold = draws["keys"]["fold_in"]
 
@@ -282,6 +347,7 @@ _TYPERS = {
     "uniform": _uniform,
     "exponential": _exponential,
     "bernoulli": _bernoulli,
+    "gamma": _gamma,
     "fold_in": _fold_in,
     "split": _split,
 }

@@ -72,3 +72,30 @@ def test_the_device_keys_and_exponentials_are_the_cpus(seed):
         got = draws["exponential"][np.dtype(dtype)](key[0], key[1])
         want = nx.random.exponential(key, dtype=dtype)
         assert abs(got - want) <= ulps * np.spacing(np.abs(want)), (dtype, got, want)
+
+
+def gamma_step(key, a):
+    return nx.random.gamma(key, a) * 0.5
+
+
+def test_gamma_draws_in_each_thread_as_on_the_cpu():
+    keys = nx.random.split(nx.random.key(11), 4)
+    batched = nx.vmap(gamma_step, in_axes=(0, None))
+    for a in (0.5, 3.0):
+        got = nx.jit(batched, backend="gpu")(keys, a)
+        np.testing.assert_array_equal(nx.device_get(got), batched(keys, a))
+
+
+@pytest.mark.parametrize("seed", [0, 7, 1701])
+@pytest.mark.parametrize("a", [0.3, 1.0, 2.5, 40.0])
+def test_the_device_gamma_is_the_cpus(seed, a):
+    """What numba-cuda compiles for ``gamma`` (Marsaglia and Tsang's loop with JAX's key
+    splits), compiled for the CPU: the CPU's draw, to rounding (its ``log`` is the C
+    library's here, numbax's own on the CPU)."""
+    draws = random_device.scalar_draws(numba.njit, "cpu check")
+    key = nx.random.key(seed)
+    element = nx.random.split(key, 1)[0]
+    for dtype, rtol in ((np.float64, 1e-13), (np.float32, 1e-5)):
+        got = draws["gamma"][np.dtype(dtype)](element[0], element[1], dtype(a))
+        want = nx.random.gamma(key, a, dtype=dtype)
+        np.testing.assert_allclose(got, want, rtol=rtol)
