@@ -296,6 +296,20 @@ def _compile_callee(func: Any) -> Any:
 # -- per-example kernels --------------------------------------------------------------------
 
 
+def grid(threads: int) -> int:
+    """Blocks of :data:`THREADS_PER_BLOCK` for ``threads`` threads (at most
+    :data:`MAX_BLOCKS`; a grid-stride loop takes the rest)."""
+    return max(1, min(MAX_BLOCKS, -(-threads // THREADS_PER_BLOCK)))
+
+
+def launch_error(err: NumbaError, function: DeviceFunction) -> CompileError:
+    """What numba-cuda could not compile at a kernel's first launch, at the user's line
+    in ``function`` (the device function the kernel calls)."""
+    return translate_numba_error(
+        err, function.generated, "jit(backend='gpu')", "run it on the CPU (backend='cpu')"
+    )
+
+
 def broadcast_offset(flat: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> int:
     """Where an argument keeps element ``flat`` of a C-ordered array of ``shape``: its
     own ``strides``, in elements, are 0 along the axes it is broadcast over (a kernel's
@@ -373,16 +387,10 @@ class PerExampleKernel:
         ``locate``: the values of :func:`broadcast_parameters`, if any. numba-cuda
         compiles it at the first launch: what it cannot compile is a
         :class:`CompileError` at the user's line."""
-        blocks = max(1, min(MAX_BLOCKS, -(-size // THREADS_PER_BLOCK)))
         try:
-            self.launcher[blocks, THREADS_PER_BLOCK](size, *args, *locate, *results)
+            self.launcher[grid(size), THREADS_PER_BLOCK](size, *args, *locate, *results)
         except NumbaError as err:
-            raise translate_numba_error(
-                err,
-                self.function.generated,
-                "jit(backend='gpu')",
-                "run it on the CPU (backend='cpu')",
-            ) from err
+            raise launch_error(err, self.function) from err
 
     @property
     def launch_description(self) -> str:

@@ -39,10 +39,11 @@ from numbax.numba_backend.cuda import (
     broadcast_parameters,
     cuda_module,
     element_access,
+    grid,
     kernel_helpers,
     kernel_parameters,
+    launch_error,
 )
-from numbax.numba_backend.numba_errors import translate_numba_error
 
 REDUCERS = {
     "sum": np.sum,
@@ -129,22 +130,17 @@ class ReductionKernels:
             return out
         try:
             if not uses_blocks(outputs, reduced, inner):
-                self.rows[_grid(outputs), THREADS_PER_BLOCK](outputs, reduced, inner, *args, out)
+                self.rows[grid(outputs), THREADS_PER_BLOCK](outputs, reduced, inner, *args, out)
                 return out
             parts = parts_per_output(outputs, reduced)
             partial = cuda.device_array((outputs * parts,), self.dtype)
             blocks = min(MAX_BLOCKS, outputs * parts)
             self.blocks[blocks, THREADS_PER_BLOCK](outputs, reduced, inner, parts, *args, partial)
-            self.finish[_grid(outputs), THREADS_PER_BLOCK](
+            self.finish[grid(outputs), THREADS_PER_BLOCK](
                 outputs, parts, reduced, *args, partial, out
             )
         except NumbaError as err:
-            raise translate_numba_error(
-                err,
-                self.function.generated,
-                "jit(backend='gpu')",
-                "run it on the CPU (backend='cpu')",
-            ) from err
+            raise launch_error(err, self.function) from err
         return out
 
     def launch_description(self, outer: int, reduced: int, inner: int) -> str:
@@ -179,10 +175,6 @@ def parts_per_output(outputs: int, reduced: int) -> int:
 
 def _count(number: int, noun: str) -> str:
     return f"{number:,} {noun}" + ("" if number == 1 else "s")
-
-
-def _grid(threads: int) -> int:
-    return max(1, min(MAX_BLOCKS, -(-threads // THREADS_PER_BLOCK)))
 
 
 def reduction_kernels(
