@@ -82,7 +82,11 @@ class GpuJitted(NumbaxFunction):
             return run_stages(self._ran, values, self._cached)
         call = self._per_example(values, args, gpu.to_device)
         kernel = self._kernel(call)
-        results = [gpu.empty((call.size,), dtype) for dtype in kernel.results.dtypes]
+        shapes = kernel.results.shapes
+        results = [
+            gpu.empty((call.size, *shape), dtype)
+            for dtype, shape in zip(kernel.results.dtypes, shapes, strict=True)
+        ]
         kernel.launch(call.size, call.args, results)
         return kernel.results.rebuild(results)
 
@@ -167,7 +171,15 @@ class GpuJitted(NumbaxFunction):
                 f"vmap(out_axes={self.batched.out_axes!r}) on the GPU: results have the batch "
                 "first (out_axes=0); move the axis after the call"
             )
-        placed = [place(v) if is_array(v) else v for v in values]
+        placed = [
+            # a 0-d array read whole is a number in a thread, as in JAX
+            gpu.to_host(v)[()]
+            if is_array(v) and not m and len(v.shape) == 0
+            else place(v)
+            if is_array(v)
+            else v
+            for v, m in zip(values, mapped, strict=True)
+        ]
         sizes = {int(a.shape[0]) for a, m in zip(placed, mapped, strict=True) if m}
         if len(sizes) != 1:
             raise ValueError(f"vmap got inconsistent sizes for the mapped axis: {sorted(sizes)}")

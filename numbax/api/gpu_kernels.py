@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from numbax.numba_backend import cuda as gpu
-from numbax.numba_backend import cuda_reduction
+from numbax.numba_backend import cuda_reduction, local_arrays
 from numbax.transform.source import FunctionSource
 
 Kernel = gpu.PerExampleKernel | cuda_reduction.ReductionKernels
@@ -54,8 +54,16 @@ class KernelCall:
     @property
     def key(self) -> tuple:
         """What the kernel's code depends on: which arguments are split and how, and
-        their types."""
-        return (self.mapped, self.broadcast, tuple(type_key(a) for a in self.args))
+        their types; for a thread per example, the shapes of its arrays (the arrays it
+        makes take their shapes from them)."""
+        types = tuple(type_key(a) for a in self.args)
+        if self.kind != "vmap":
+            return (self.mapped, self.broadcast, types)
+        shapes = tuple(
+            tuple(a.shape[1:] if m else a.shape) if hasattr(a, "shape") else ()
+            for a, m in zip(self.args, self.mapped, strict=True)
+        )
+        return (self.mapped, self.broadcast, types, shapes)
 
 
 def build_kernel(call: KernelCall) -> Kernel:
@@ -68,9 +76,11 @@ def build_kernel(call: KernelCall) -> Kernel:
         example = [gpu.to_host(a[0] if m else a) for a, m in pairs]
     else:
         example = [np.zeros((), a.dtype) if m else a for a, m in pairs]
+    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
+    if call.kind == "vmap":  # and the shapes of the arrays each example makes
+        return _per_example(call, function, example, params)
     with np.errstate(all="ignore"):
         results = gpu.Results.of(function.generated.function(*example))
-    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     first = function.generated.text.splitlines()[0]
     if call.reduced is not None:
         reducer = call.reduced.reducer
@@ -94,11 +104,27 @@ def build_kernel(call: KernelCall) -> Kernel:
             call.broadcast,
         )
     describe = first.replace("# gpu device function of ", f"{call.kind} of ", 1)
-    unit = "example" if call.kind == "vmap" else "element"
     name = f"_kernel_{function.generated.function.__name__}"
     return gpu.per_example_kernel(
-        name, function, params, call.mapped, results, describe, unit, call.broadcast
+        name, function, params, call.mapped, results, describe, "element", call.broadcast
     )
+
+
+def _per_example(
+    call: KernelCall, function: gpu.DeviceFunction, example: list[Any], params: list[str]
+) -> Kernel:
+    """vmap's kernel: its device function generated again for the shapes of the arrays
+    one example makes and returns, when it makes or returns any."""
+    recording = local_arrays.record_arrays(gpu.host_function(call.read()).function, example)
+    arrays = recording.needs_local_arrays
+    if arrays:
+        shapes = local_arrays.ThreadArrays.of(recording)
+        function = gpu.device_function(call.read(), part=call.part, arrays=shapes)
+    results = gpu.Results.of(recording.result, arrays=arrays)
+    first = function.generated.text.splitlines()[0]
+    describe = first.replace("# gpu device function of ", "vmap of ", 1)
+    name = f"_kernel_{function.generated.function.__name__}"
+    return gpu.per_example_kernel(name, function, params, call.mapped, results, describe)
 
 
 def is_array(value: Any) -> bool:

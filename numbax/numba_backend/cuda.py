@@ -32,7 +32,14 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
-from numbax.numba_backend import boundary, device_ufuncs, elementary, random_device, tapes
+from numbax.numba_backend import (
+    boundary,
+    device_ufuncs,
+    elementary,
+    local_arrays,
+    random_device,
+    tapes,
+)
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error
 from numbax.numba_backend.pipeline import Specialization, specialize
@@ -205,17 +212,22 @@ _compiling: set[tuple[Any, ...]] = set()
 
 
 def device_function(
-    source: FunctionSource, statics: dict[str, Any] | None = None, part: str = "whole"
+    source: FunctionSource,
+    statics: dict[str, Any] | None = None,
+    part: str = "whole",
+    arrays: local_arrays.ThreadArrays | None = None,
 ) -> DeviceFunction:
     """``source`` generated for the device and compiled as a device function; the user
     functions it calls become device functions too (a device function cannot call
     itself: CUDA's stack is too small for recursion Numba would allow).
 
     ``part``: which part of the function ``source.tree`` holds, when not all of it
-    (``"reduced values"``: a reduction's operand, for ``cuda_reduction``)."""
+    (``"reduced values"``: a reduction's operand, for ``cuda_reduction``). ``arrays``:
+    the shapes of the arrays it makes and returns, for one example
+    (:func:`host_function` learns them), when it makes any."""
     # by what the function's code freezes (closure values, globals): two closures of
     # one factory are two device functions
-    key = (reuse_key(source.func), repr(statics), part)
+    key = (reuse_key(source.func), repr(statics), part, arrays)
     found = _device_functions.get(key)
     if found is not None:
         return found
@@ -223,9 +235,15 @@ def device_function(
     _compiling.add(key)
     try:
         generated = specialize(
-            source, _compile_callee, statics, transformation="gpu device function", target="cuda"
+            source,
+            _compile_callee,
+            statics,
+            transformation="gpu device function",
+            target="cuda",
+            arrays=arrays,
+            extra_bindings=local_arrays.bindings(cuda) if arrays is not None else None,
         )
-    except device_ufuncs.NotOnDevice as err:
+    except (device_ufuncs.NotOnDevice, local_arrays.NotInThread) as err:
         origin = resolve(source.filename, err.line or source.firstlineno)
         raise refusal(str(err), source.func, origin.filename, origin.line) from None
     finally:
@@ -244,6 +262,40 @@ def device_function(
     found = DeviceFunction(generated, cuda.jit(device=True)(generated.function))
     _device_functions[key] = found
     return found
+
+
+_host_functions: dict[tuple[Any, ...], Specialization] = {}
+
+
+def host_function(source: FunctionSource, part: str = "whole") -> Specialization:
+    """The code a device function runs, as Python on the host's arrays (with the user
+    functions it calls the same way): one example runs it to learn the types and the
+    shapes of what the thread makes and returns."""
+    key = (reuse_key(source.func), part)
+    found = _host_functions.get(key)
+    if found is None:
+        _compiling.add(("host", *key))
+        try:
+            found = specialize(
+                source,
+                _host_callee,
+                transformation="host run of a gpu device function",
+                target="host",
+            )
+        finally:
+            _compiling.discard(("host", *key))
+        _host_functions[key] = found
+    return found
+
+
+def _host_callee(func: Any) -> Any:
+    """What the host's run of device code calls for a user function."""
+    if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
+        func = func.__numbax_primal__()
+    source = read_function(func)
+    if ("host", reuse_key(source.func), "whole") in _compiling:
+        return RECURSIVE
+    return host_function(source).function
 
 
 def refusal(
@@ -288,7 +340,7 @@ def _compile_callee(func: Any) -> Any:
     if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
         func = func.__numbax_primal__()  # custom_jvp(f), checkpoint(f): f itself
     source = read_function(func)
-    if (reuse_key(source.func), repr(None), "whole") in _compiling:
+    if (reuse_key(source.func), repr(None), "whole", None) in _compiling:
         return RECURSIVE
     return device_function(source).dispatcher
 
@@ -424,6 +476,10 @@ def per_example_kernel(
     params = kernel_parameters(params, own, len(results.paths))
     example = element_access(params, mapped, broadcast, "_example")
     outs = [f"_out_{k}" for k in range(len(results.paths))]
+    arguments = ", ".join(
+        example
+        + [f"{out}[_example]" for out, shape in zip(outs, results.shapes, strict=True) if shape]
+    )
     lines = [
         f"# gpu kernel: {describe}",
         f"# one thread per {unit}: thread i runs the function on {unit} i, with its own",
@@ -433,16 +489,31 @@ def per_example_kernel(
         "",
         f"def {name}(_size, {', '.join([*params, *broadcast_parameters(broadcast), *outs])}):",
         "    for _example in range(cuda.grid(1), _size, cuda.gridsize(1)):",
-        f"        _result = {callee}({', '.join(example)})",
     ]
-    for out, path in zip(outs, results.paths, strict=True):
-        lines.append(f"        {out}[_example] = _result{''.join(f'[{i}]' for i in path)}")
+    lines += _writes(callee, arguments, outs, results)
     text = "\n".join(lines) + "\n"
     namespace = {"cuda": cuda, callee: function.dispatcher, **kernel_helpers(cuda)}
     key = cache_key(text, function.generated.path, "cuda-kernel")
     module = load_module(module_name(name, key), text, namespace)
     launcher = cuda.jit(getattr(module, name))
     return PerExampleKernel(name, function, tuple(mapped), results, text, launcher, unit)
+
+
+def _writes(callee: str, arguments: str, outs: list[str], results: Results) -> list[str]:
+    """The lines of a kernel's loop that call the device function and write what it
+    returns into the result arrays (its arrays it writes itself)."""
+    if not results.written:
+        lines = [f"        _result = {callee}({arguments})"]
+        for out, path in zip(outs, results.paths, strict=True):
+            lines.append(f"        {out}[_example] = _result{''.join(f'[{i}]' for i in path)}")
+        return lines
+    numbers = [out for out, shape in zip(outs, results.shapes, strict=True) if not shape]
+    if not numbers:
+        return [f"        {callee}({arguments})"]
+    lines = [f"        _result = {callee}({arguments})"]
+    if len(numbers) == 1:
+        return [*lines, f"        {numbers[0]}[_example] = _result"]
+    return lines + [f"        {out}[_example] = _result[{k}]" for k, out in enumerate(numbers)]
 
 
 _helpers: dict[str, Any] = {}
@@ -472,7 +543,8 @@ def to_device(value: Any) -> Any:
         return value
     if hasattr(value, "__cuda_array_interface__"):
         return cuda.as_cuda_array(value)  # CuPy, PyTorch, JAX: shared, not copied
-    return cuda.to_device(np.ascontiguousarray(value))
+    host = np.asarray(value)  # a number stays 0-d (np.ascontiguousarray makes it 1-d)
+    return cuda.to_device(host if host.flags.c_contiguous else np.ascontiguousarray(host))
 
 
 def to_host(value: Any) -> Any:
@@ -505,25 +577,29 @@ def gpu_names() -> list[str]:
 
 @dataclass(frozen=True)
 class Results:
-    """What one example returns: numbers, in tuples nested any way. ``paths``: each
-    number's indices into them (``()``: the result is one number); ``dtypes``: theirs;
-    ``structure``: the result with each number replaced by its position in ``paths``."""
+    """What one example returns: numbers and arrays, in tuples nested any way.
+    ``paths``: each leaf's indices into them (``()``: the result is one leaf);
+    ``dtypes`` and ``shapes``: theirs (``()`` for a number); ``structure``: the result
+    with each leaf replaced by its position in ``paths``."""
 
     paths: tuple[tuple[int, ...], ...]
     dtypes: tuple[np.dtype, ...]
     structure: Any
+    shapes: tuple[tuple[int, ...], ...] = ()
 
     @classmethod
-    def of(cls, value: Any) -> Results:
-        """The results' shape from one example's value; refuses arrays (a thread cannot
-        allocate one to return)."""
+    def of(cls, value: Any, arrays: bool = False) -> Results:
+        """The results' structure from one example's value; ``arrays``: whether its
+        leaves may be arrays (a device function that writes them into local memory,
+        ``local_arrays``), else an array is refused."""
         paths: list[tuple[int, ...]] = []
         dtypes: list[np.dtype] = []
+        shapes: list[tuple[int, ...]] = []
 
-        def number(v: Any, path: tuple[int, ...]) -> Any:
+        def leaf(v: Any, path: tuple[int, ...]) -> Any:
             if isinstance(v, tuple):
-                return tuple(number(item, (*path, k)) for k, item in enumerate(v))
-            if np.ndim(v) != 0:
+                return tuple(leaf(item, (*path, k)) for k, item in enumerate(v))
+            if np.ndim(v) != 0 and not arrays:
                 raise GpuUnavailableError(
                     "on the GPU each example must return numbers (or tuples of numbers); this "
                     f"one returns an array of shape {np.shape(v)}. Return its elements, or "
@@ -531,13 +607,20 @@ class Results:
                 )
             paths.append(path)
             dtypes.append(np.result_type(v))
+            shapes.append(tuple(int(n) for n in np.shape(v)))
             return len(paths) - 1
 
-        structure = number(value, ())
-        return cls(tuple(paths), tuple(dtypes), structure)
+        structure = leaf(value, ())
+        return cls(tuple(paths), tuple(dtypes), structure, tuple(shapes))
+
+    @property
+    def written(self) -> bool:
+        """Whether the device function writes its array leaves into the kernel's result
+        arrays and returns its numbers only, flat (``local_arrays``)."""
+        return any(self.shapes)
 
     def rebuild(self, arrays: Sequence[Any]) -> Any:
-        """The batch's results in the example's structure, an array for each number."""
+        """The batch's results in the example's structure, an array for each leaf."""
 
         def place(node: Any) -> Any:
             return tuple(map(place, node)) if isinstance(node, tuple) else arrays[node]

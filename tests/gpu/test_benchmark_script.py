@@ -14,7 +14,7 @@ def test_the_benchmarks_run_and_agree_with_the_cpu(capsys):
     assert main(["--tiny"]) == 0
     table = capsys.readouterr().out
     rows = [line for line in table.splitlines() if line.startswith("| ")]
-    assert len(rows) == 6  # the header and a row per workload
+    assert len(rows) == 7  # the header and a row per workload
 
 
 def test_a_kernel_is_generated_ahead_of_a_call_without_moving_data():

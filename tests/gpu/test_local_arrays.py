@@ -1,0 +1,137 @@
+"""Arrays inside a GPU thread (``numba_backend/local_arrays.py``): each example's array
+code, and its gradient's, as loops over local memory, equal to the CPU's batch.
+
+On the simulator the threads run as Python, so the examples are few and small;
+``benchmarks/gpu/ptx.py`` compiles the MLP's kernel for a GPU with numba-cuda.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import numbax as nx
+
+RNG = np.random.default_rng(7)
+W1, B1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=4), RNG.normal(size=4)
+X, Y = RNG.normal(size=(3, 3)), RNG.normal(size=3)
+PARAMETERS = (None, None, None, 0, 0)
+
+
+def mlp_loss(w1, b1, w2, x, y):
+    h = np.tanh(w1 @ x + b1)
+    p = np.dot(w2, h)
+    return (p - y) ** 2 + 0.1 * np.sum(h * h)
+
+
+SIZE = 3
+
+
+def weighted_norm(v, weights):
+    """A loop writing the gradient's array element by element (its bound a constant, so
+    that the tape of ``total`` fits in the thread's local memory)."""
+    total = 0.0
+    for k in range(SIZE):
+        total = total + weights[k] * v[k] * v[k]
+    return np.sqrt(total)
+
+
+def broadcast_rows(m, row, column):
+    """Broadcasting inside the thread: a matrix with a row and a column."""
+    scaled = m * row + np.exp(column)
+    return np.sum(scaled * scaled) + m[1] @ row
+
+
+def grown_in_a_loop(v):
+    for _ in range(3):
+        v = v * 0.5
+    return np.sum(v)
+
+
+def sliced(v):
+    return np.sum(v[1:] * 2.0)
+
+
+def both(v):
+    return v * 2.0, np.sum(v)
+
+
+def _check(per_example, axes, *args, rtol=1e-12):
+    got = nx.jit(nx.vmap(per_example, in_axes=axes), backend="gpu")(*args)
+    want = nx.vmap(per_example, in_axes=axes)(*args)
+    for g, w in zip(_leaves(got), _leaves(want), strict=True):
+        host = nx.device_get(g)
+        assert host.shape == np.shape(w) and host.dtype == np.result_type(w)
+        np.testing.assert_allclose(host, w, rtol=rtol)
+
+
+def test_per_example_gradients_of_an_mlp():
+    _check(nx.grad(mlp_loss, argnums=(0, 1, 2)), PARAMETERS, W1, B1, W2, X, Y)
+
+
+def test_a_value_with_its_gradient_arrays():
+    """Numbers returned and arrays written, in one result."""
+    _check(nx.value_and_grad(mlp_loss, argnums=(0, 3)), PARAMETERS, W1, B1, W2, X, Y)
+
+
+def test_float32_stays_float32():
+    args = [a.astype(np.float32) for a in (W1, B1, W2, X, Y)]
+    _check(nx.grad(mlp_loss, argnums=(0, 1)), PARAMETERS, *args, rtol=1e-5)
+
+
+def test_a_gradient_written_element_by_element_in_a_loop():
+    _check(nx.grad(weighted_norm), (0, None), X, np.array([1.0, 2.0, 0.5]))
+
+
+def test_broadcasting_inside_the_thread():
+    m = RNG.normal(size=(3, 2, 3))
+    row, column = RNG.normal(size=3), RNG.normal(size=(2, 1))
+    _check(broadcast_rows, (0, None, None), m, row, column)
+    _check(nx.grad(broadcast_rows, argnums=(0, 1, 2)), (0, None, None), m, row, column)
+
+
+def test_arrays_returned_per_example():
+    _check(both, 0, X)
+
+
+def test_the_source_shows_the_loops_under_the_users_lines():
+    batched = nx.jit(nx.vmap(nx.grad(mlp_loss), in_axes=PARAMETERS), backend="gpu")
+    batched(W1, B1, W2, X, Y)
+    text = nx.source(batched)
+    assert "arrays in local memory, for one example's shapes: w1 (4, 3) float64" in text
+    assert "_matmul = cuda.local.array((4,), np.float64)" in text
+    assert "# line 23: h = np.tanh(w1 @ x + b1)" in text.replace(
+        f"line {_line_of(mlp_loss, 'np.tanh')}", "line 23"
+    )
+    assert "_result_0[_i0, _i1] = _ct_w1[_i0, _i1]" in text
+    assert "_out_0[_example]" in text
+
+
+def test_a_new_array_in_every_pass_of_a_loop_is_refused_at_its_line():
+    with pytest.raises(nx.CompileError, match="new array in every pass of a loop") as info:
+        nx.jit(nx.vmap(grown_in_a_loop), backend="gpu")(X)
+    assert info.value.lineno == _line_of(grown_in_a_loop, "v = v * 0.5")
+
+
+def test_a_slice_is_a_view_of_the_examples_array():
+    _check(sliced, 0, X)
+
+
+def test_what_a_thread_cannot_run_on_arrays_is_named_at_the_users_line():
+    """The adjoint of a slice adds into part of an array; not written yet."""
+    with pytest.raises(nx.CompileError, match="nxrt.index_add") as info:
+        nx.jit(nx.vmap(nx.grad(sliced)), backend="gpu")(X)
+    assert info.value.lineno == _line_of(sliced, "v[1:]")
+
+
+def _line_of(function, text):
+    lines, first = inspect.getsourcelines(function)
+    return first + next(k for k, line in enumerate(lines) if text in line)
+
+
+def _leaves(value):
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
