@@ -29,6 +29,7 @@ SIZES = {
         "lorenz": 10**5,
         "steps": 1000,
         "newton": 10**5,
+        "mlp": 10**6,
     },
     "tiny": {
         "selu": 300,
@@ -37,6 +38,7 @@ SIZES = {
         "lorenz": 3,
         "steps": 20,
         "newton": 5,
+        "mlp": 3,
     },
 }
 CHECKED = 64  # examples compared with the CPU
@@ -49,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         "--simulator", action="store_true", help="run on Numba's CUDA simulator (no GPU)"
     )
     parser.add_argument(
-        "--only", default="selu,rms,softmax,lorenz,newton", help="workloads, by name"
+        "--only", default="selu,rms,softmax,mlp,lorenz,newton", help="workloads, by name"
     )
     parser.add_argument("--repeat", type=int, default=None, help="timed calls per row")
     args = parser.parse_args(argv)
@@ -191,7 +193,37 @@ def _newton(sizes: dict, repeat: int) -> tuple[dict, bool]:
     return row, ok
 
 
+def _mlp(sizes: dict, repeat: int) -> tuple[dict, bool]:
+    import numpy as np
+
+    import numbax as nx
+    from benchmarks.gpu import workloads as w
+
+    n = sizes["mlp"]
+    rng = np.random.default_rng(3)
+    params = w.mlp_parameters()
+    x, y = rng.normal(size=(n, w.MLP_SIZES[0])), rng.normal(size=n)
+    per_example = nx.grad(w.mlp_loss, argnums=(0, 1, 2, 3))
+    axes = (None, None, None, None, 0, 0)
+    compiled = nx.jit(nx.vmap(per_example, in_axes=axes), backend="gpu")
+    inputs = nx.device_put((*params, x, y), nx.devices("gpu")[0])
+    first, result = _first(lambda: compiled(*inputs))
+    k = min(n, CHECKED)
+    want = nx.vmap(per_example, in_axes=axes)(*params, x[:k], y[:k])
+    ok = _close_trees(_head(nx.device_get(result), k), want, 1e-9)
+    median, low = _timed(lambda: compiled(*inputs), repeat)
+    inputs_, hidden = w.MLP_SIZES
+    row = {
+        "workload": f"per-example MLP gradients ({inputs_}-{hidden}-1, tanh), {n:.0e} examples",
+        "first": first,
+        "numbax": (median, low),
+    }
+    row.update(_jax(lambda: w.jax_twins(0)["mlp"], (*params, x, y), repeat))
+    return row, ok
+
+
 WORKLOADS: dict[str, Callable[[dict, int], tuple[dict, bool]]] = {
+    "mlp": _mlp,
     "selu": _selu,
     "rms": _rms,
     "softmax": _softmax,

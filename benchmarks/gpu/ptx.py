@@ -73,6 +73,16 @@ def main(argv: list[str] | None = None) -> int:
             nx.jit(w.selu, backend="gpu"),
             (x.reshape(8, 1), x[:3].reshape(1, 3), w.SELU_LAMBDA),
         ),
+        "mlp per-example gradients": (
+            nx.jit(
+                nx.vmap(
+                    nx.grad(w.mlp_loss, argnums=(0, 1, 2, 3)),
+                    in_axes=(None, None, None, None, 0, 0),
+                ),
+                backend="gpu",
+            ),
+            (*w.mlp_parameters(), np.ones((8, w.MLP_SIZES[0])), x),
+        ),
         "newton value_and_grad": (
             nx.jit(nx.vmap(nx.value_and_grad(w.newton(), argnums=(0, 1))), backend="gpu"),
             (x + 2.0, x),
@@ -111,7 +121,10 @@ def _launchers(compiled, inputs):  # noqa: ANN001, ANN202
         stage = f"stage {number}, " if len(stages) > 1 else ""
         size = numba.int64
         if not isinstance(kernel, ReductionKernels):
-            results = tuple(numba.from_dtype(d)[::1] for d in kernel.results.dtypes)
+            results = tuple(
+                numba.types.Array(numba.from_dtype(d), 1 + len(shape), "C")
+                for d, shape in zip(kernel.results.dtypes, kernel.results.shapes, strict=True)
+            )
             found.append((stage.rstrip(", "), kernel.launcher, (size, *given, *results)))
             continue
         partial = numba.from_dtype(kernel.dtype)[::1]

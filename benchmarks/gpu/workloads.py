@@ -2,7 +2,9 @@
 
 Each per-example body runs its own control flow: the Lorenz-63 trajectory a fixed
 number of steps, the Newton solve until its own tolerance (bounded, so that its
-gradient's tape fits in a thread's local memory).
+gradient's tape fits in a thread's local memory). The MLP's per-example gradient works
+on arrays of its example: its layers' activations and cotangents live in the thread's
+local memory.
 """
 
 from __future__ import annotations
@@ -83,6 +85,27 @@ def random_walk(steps: int):
     return walk
 
 
+MLP_SIZES = (8, 16)  # inputs, hidden units
+
+
+def mlp_loss(w1, b1, w2, b2, x, y):
+    """The squared error of a one-hidden-layer MLP on one example."""
+    h = np.tanh(w1 @ x + b1)
+    prediction = np.dot(w2, h) + b2
+    return (prediction - y) ** 2
+
+
+def mlp_parameters(seed: int = 0) -> tuple:
+    inputs, hidden = MLP_SIZES
+    rng = np.random.default_rng(seed)
+    return (
+        rng.normal(0.0, 0.5, (hidden, inputs)),
+        rng.normal(0.0, 0.1, hidden),
+        rng.normal(0.0, 0.5, hidden),
+        0.1,
+    )
+
+
 def gamma_draws(key, a):
     """A gamma draw per example (its rejection loop runs to each thread's own end)."""
     return nx.random.gamma(key, a)
@@ -129,6 +152,13 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
 
         return jax.lax.fori_loop(0, max_steps, step, b / (1.0 + a))
 
+    def mlp_loss_jax(w1, b1, w2, b2, x, y):
+        h = jnp.tanh(w1 @ x + b1)
+        return (jnp.dot(w2, h) + b2 - y) ** 2
+
+    mlp_grads = jax.vmap(
+        jax.grad(mlp_loss_jax, argnums=(0, 1, 2, 3)), in_axes=(None, None, None, None, 0, 0)
+    )
     lorenz_vg = jax.vmap(
         jax.value_and_grad(trajectory, argnums=(0, 1, 2)), in_axes=(0, 0, 0, None, None, None)
     )
@@ -139,4 +169,5 @@ def jax_twins(steps: int, max_steps: int = 60) -> dict:
         "softmax": jax.jit(softmax_jax),
         "lorenz": jax.jit(lorenz_vg),
         "newton": jax.jit(newton_vg),
+        "mlp": jax.jit(mlp_grads),
     }
