@@ -350,6 +350,10 @@ class _Writer:
         if operation is None:
             raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
         args = _arguments(value)
+        if isinstance(value, gast.Call) and value.keywords:
+            raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+        if operation in ("sum", "mean", "prod", *_EXTREMA) and _full(args[1:]):
+            args = args[:1]  # axis=None, keepdims=False: the whole array
         shapes = [self._shape(a) for a in args]
         if operation in ("dot", "matmul", "vdot", "inner") and shapes == [shapes[0], shapes[0]]:
             return self.contraction(name, "k,k->", args, (), stmt)
@@ -359,7 +363,36 @@ class _Writer:
         if operation == "unbroadcast" and self._shape(args[1]) == ():
             spec = _letters(len(shapes[0])) + "->"
             return self.contraction(name, spec, args[:1], (), stmt)
+        if operation in _EXTREMA and len(args) == 1:
+            return self.extremum(name, args[0], _EXTREMA[operation])
+        if operation in ("mean", "prod") and len(args) == 1:
+            return self.mean_or_product(name, operation, args[0])
+        if operation == "reduced_count" and len(args) == 2:
+            size = int(np.prod(shapes[0])) // max(1, int(np.prod(shapes[1])))
+            dtype = _inexact(self._dtype(args[:1]))
+            return [_parse(f"{name} = {_dtype_text(dtype)}({size})")[0]]
         raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+
+    def extremum(self, name: str, array: gast.expr, compare: str) -> list[gast.stmt]:
+        """``name = np.max(array)`` (``compare`` ``>``) or ``np.min`` (``<``): a NaN
+        wins, as in NumPy."""
+        shape = self._shape(array)
+        element = f"{_text(array)}[{_indices(len(shape))}]"
+        first = f"{_text(array)}[{', '.join('0' for _ in shape)}]"
+        body = f"if {element} {compare} {name} or {element} != {element}:\n    {name} = {element}"
+        return _parse(f"{name} = {first}\n" + _nest(shape, body))
+
+    def mean_or_product(self, name: str, operation: str, array: gast.expr) -> list[gast.stmt]:
+        shape = self._shape(array)
+        dtype = self._dtype([array])
+        element = f"{_text(array)}[{_indices(len(shape))}]"
+        if operation == "prod":
+            start, step = f"{_dtype_text(dtype)}(1)", f"{name} *= {element}"
+            return _parse(f"{name} = {start}\n" + _nest(shape, step))
+        start = f"{_dtype_text(_inexact(dtype))}(0)"
+        size = int(np.prod(shape))
+        text = f"{name} = {start}\n" + _nest(shape, f"{name} += {element}")
+        return _parse(text + f"\n{name} = {name} / {_dtype_text(_inexact(dtype))}({size})")
 
     def result(self, stmt: gast.Return) -> list[gast.stmt]:
         """``return`` of a result with arrays: each written into its ``_result_<j>``."""
@@ -450,6 +483,10 @@ class _Writer:
             made = self.from_numbers(name, args[0])
             if made is not None:
                 return made
+        if operation == "tie_weights" and _full(args[2:]):
+            return self.tie_weights(name, args[0], args[1])
+        if operation == "prod_others" and _full(args[1:]) and ranks[0] == 1:
+            return self.prod_others(name, args[0])
         if operation in ("zeros_like", "zeros"):
             return self.elementwise(name, gast.Constant(0, None), stmt, allocate=True)
         if operation in ("ones_like", "ones"):
@@ -469,6 +506,34 @@ class _Writer:
         return [self._allocation(name)] + [
             _assign_element(name, k, element) for k, element in enumerate(value.elts)
         ]
+
+    def tie_weights(self, name: str, array: gast.expr, extremum: gast.expr) -> list[gast.stmt]:
+        """``1/count`` where ``array`` attains its ``extremum`` (its ``count`` ties share
+        the derivative, as in JAX), 0 elsewhere; NaN everywhere when it attains it
+        nowhere (a NaN extremum)."""
+        shape = self.arrays[name].shape
+        count = self.namer.fresh("count")
+        at = f"{_text(array)}[{_indices(len(shape))}] == {_text(extremum)}"
+        counted = f"{count} = 0\n" + _nest(shape, f"if {at}:\n    {count} += 1")
+        share = f"(1.0 / {count} if {at} else 0.0) if {count} else np.nan"
+        weight = f"{name}[{_indices(len(shape))}] = {share}"
+        return _parse(counted) + [self._allocation(name)] + _parse(_nest(shape, weight))
+
+    def prod_others(self, name: str, array: gast.expr) -> list[gast.stmt]:
+        """Each element's product of the others: the products before it, then after it
+        (exact with zeros, never a quotient)."""
+        (n,) = self.arrays[name].shape
+        before, after = self.namer.fresh("before"), self.namer.fresh("after")
+        one = f"{_dtype_text(self.arrays[name].dtype)}(1)"
+        a = _text(array)
+        text = (
+            f"{before} = {one}\n"
+            f"for _i0 in range({n}):\n    {name}[_i0] = {before}\n    {before} *= {a}[_i0]\n"
+            f"{after} = {one}\n"
+            f"for _i0 in range({n - 1}, -1, -1):\n    {name}[_i0] *= {after}\n"
+            f"    {after} *= {a}[_i0]"
+        )
+        return [self._allocation(name), *_parse(text)]
 
     def contraction(
         self, name: str, spec: str, operands: list[gast.expr], shape: tuple, stmt: Any
@@ -643,7 +708,8 @@ _NUMBERS_OF_AN_ARRAY = ("shape", "ndim", "size")
 
 _ARRAY_OPERATIONS = frozenset(
     "matmul dot vdot inner outer sum unbroadcast broadcast_reduced matmul_vjp_x matmul_vjp_y "
-    "dot_vjp_a dot_vjp_b zeros_like zeros ones_like ones array asarray".split()
+    "dot_vjp_a dot_vjp_b zeros_like zeros ones_like ones array asarray max amax min amin mean "
+    "prod reduced_count tie_weights prod_others".split()
 )
 
 _PRODUCTS = {(1, 1): "k,k->", (2, 1): "ik,k->i", (1, 2): "k,kn->n", (2, 2): "ik,kn->in"}
@@ -708,6 +774,19 @@ def _constant(node: gast.expr) -> Any:
     raise NotInThread(
         f"{_text(node)!r}: an axis a GPU thread needs as a constant", getattr(node, "lineno", None)
     )
+
+
+_EXTREMA = {"max": ">", "amax": ">", "min": "<", "amin": "<"}
+
+
+def _full(options: list[gast.expr]) -> bool:
+    """Whether a reduction's ``axis`` and ``keepdims`` (when given) are None and False:
+    over the whole array."""
+    return all(isinstance(o, gast.Constant) and o.value in (None, False) for o in options)
+
+
+def _inexact(dtype: np.dtype) -> np.dtype:
+    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
 
 
 def _letters(rank: int) -> str:

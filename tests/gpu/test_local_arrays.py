@@ -135,3 +135,15 @@ def _leaves(value):
     if isinstance(value, tuple):
         return [leaf for v in value for leaf in _leaves(v)]
     return [value]
+
+
+def log_sum_exp(v, s):
+    """A per-example reduction by the maximum, its ties, and a product."""
+    m = np.max(v)
+    return m + np.log(np.sum(np.exp(v - m))) + s * np.prod(v) + np.mean(v * s) - np.min(v)
+
+
+def test_the_reductions_of_an_example_and_their_derivatives():
+    v = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, 0.0], [3.0, 3.0, -2.0]])  # ties, a zero
+    _check(log_sum_exp, (0, None), v, 0.7)
+    _check(nx.grad(log_sum_exp, argnums=(0, 1)), (0, None), v, 0.7)
