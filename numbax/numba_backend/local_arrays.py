@@ -21,6 +21,7 @@ the operation, rather than given to numba-cuda to fail on.
 
 from __future__ import annotations
 
+import copy
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -184,12 +185,16 @@ def array_leaves(value: Any) -> Iterator[bool]:
 # -- the pass ----------------------------------------------------------------------------
 
 
-def local_arrays(fn: gast.FunctionDef, arrays: ThreadArrays) -> gast.FunctionDef:
+def local_arrays(
+    fn: gast.FunctionDef, arrays: ThreadArrays, resolve: Callable[[gast.expr], Any]
+) -> gast.FunctionDef:
     """``fn`` (lowered device code) with each array it makes in local memory and each
     operation on arrays written as loops, for the arrays of :func:`record_arrays`. Leaf
     ``k`` of its result, when ``arrays.returned[k]`` says it is an array, is written
-    into the parameter ``_result_<j>`` (``j`` counting the array leaves) instead."""
-    writer = _Writer(fn, arrays)
+    into the parameter ``_result_<j>`` (``j`` counting the array leaves) instead.
+    ``resolve(node)``: the object a call's function names (a NumPy ufunc is
+    elementwise)."""
+    writer = _Writer(fn, arrays, resolve)
     body = writer.block(fn.body, in_loop=False)
     fn.body = _without(body, writer.unread_tuples(body))
     outputs = sum(arrays.returned)
@@ -198,8 +203,13 @@ def local_arrays(fn: gast.FunctionDef, arrays: ThreadArrays) -> gast.FunctionDef
 
 
 class _Writer:
-    def __init__(self, fn: gast.FunctionDef, arrays: ThreadArrays) -> None:
-        self.fn = fn
+    def __init__(
+        self, fn: gast.FunctionDef, arrays: ThreadArrays, resolve: Callable[[gast.expr], Any]
+    ) -> None:
+        self.resolve = resolve  # the object a call's function names
+        # what names read and hold, from the code as it was (the blocks are rewritten
+        # as they are read)
+        self.fn = copy.deepcopy(fn)
         self.arrays = dict(arrays.arrays)
         self.varying = set(arrays.varying)
         self.returned = list(arrays.returned)
@@ -210,6 +220,9 @@ class _Writer:
         self.listed: set[str] = set()  # those made into local arrays
         self.namer = Namer.for_function(fn)
         self.made: set[str] = set()  # names holding arrays made here (not an argument's)
+        self.renamed: set[tuple[str, str]] = set()  # (y, t): `t = ...; y = t` made one
+        self.buffers: list[gast.stmt] | None = None  # made before the outermost loop
+        self.hoisted: list[gast.stmt] | None = None  # where _allocate puts them now
         self.index_adds: dict[str, int] = {}  # name: its `name = index_add(name, ...)`
         for node in gast.walk(fn):
             if isinstance(node, gast.Assign) and isinstance(node.value, gast.Call):
@@ -222,15 +235,47 @@ class _Writer:
     # -- statements ------------------------------------------------------------------
     def block(self, stmts: list[gast.stmt], in_loop: bool) -> list[gast.stmt]:
         out: list[gast.stmt] = []
-        for stmt in stmts:
+        index = 0
+        while index < len(stmts):
+            stmt = stmts[index]
+            if in_loop and index + 1 < len(stmts):
+                merged = self._named(stmt, stmts[index + 1])
+                if merged is not None:
+                    stmt, index = merged, index + 1
             out += self.statement(stmt, in_loop)
+            index += 1
         return out
+
+    def _named(self, made: gast.stmt, named: gast.stmt) -> gast.Assign | None:
+        """``t = <value>`` then ``y = t``, with ``t`` read nowhere else (a temporary of
+        the core language), as one ``y = <value>``: in a loop ``y`` is then the only name
+        of the array the line makes."""
+        if not (_assigns_name(made) and _assigns_name(named)):
+            return None
+        temporary, name = made.targets[0].id, named.targets[0].id
+        if not (isinstance(named.value, gast.Name) and named.value.id == temporary):
+            return None
+        if self._reads(temporary) != 1 or temporary == name:
+            return None
+        held = self.arrays.get(temporary)
+        if held is None or held != self.arrays.get(name) or {temporary, name} & self.varying:
+            return None
+        self.renamed.add((name, temporary))
+        merged = gast.Assign([gast.Name(name, gast.Store(), None, None)], made.value, None)
+        vars(merged).update({k: v for k, v in vars(made).items() if k not in made._fields})
+        return merged
 
     def statement(self, stmt: gast.stmt, in_loop: bool) -> list[gast.stmt]:
         if isinstance(stmt, gast.For | gast.While):
+            outermost = self.buffers is None
+            if outermost:
+                self.buffers = []
             stmt.body = self.block(stmt.body, in_loop=True)
             stmt.orelse = self.block(stmt.orelse, in_loop=True)
-            return [stmt]
+            if not outermost:
+                return [stmt]
+            buffers, self.buffers = self.buffers, None
+            return _located(buffers, stmt) + [stmt]
         if isinstance(stmt, gast.If):
             stmt.body = self.block(stmt.body, in_loop)
             stmt.orelse = self.block(stmt.orelse, in_loop)
@@ -266,7 +311,8 @@ class _Writer:
         if name not in self.arrays:
             if not self._reads_arrays(value):
                 return [stmt]  # numbers only
-            return self.to_number(name, value, stmt)
+            if not self._inferred(name, value):
+                return self.to_number(name, value, stmt)
         self._fixed(name, stmt)
         if isinstance(value, gast.Name | gast.Subscript):
             return [stmt]  # another name for an array, or a view of one: nothing to make
@@ -275,11 +321,7 @@ class _Writer:
             if added is not None:
                 return added
         if in_loop:
-            raise NotInThread(
-                f"{name} is a new array in every pass of a loop, which a GPU thread cannot "
-                "keep: write the loop's arrays element by element into arrays made before it",
-                getattr(stmt, "lineno", None),
-            )
+            return self.in_a_loop(name, value, stmt)
         if any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(value)):
             # written while read (``_ct_x = _ct_x + t``): into an array of its own
             own = self.namer.fresh(name)
@@ -292,6 +334,68 @@ class _Writer:
         if self._elementwise(value):
             return self.elementwise(name, value, stmt, allocate=True)
         raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+
+    def in_a_loop(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
+        """``name = value`` in a loop: written into a buffer of the statement's own, made
+        before the outermost loop, then given the name. Sound where no other name may
+        hold the buffer (``name`` is the only one: no copy, view or tuple of it) and the
+        buffer is not read while written (``value`` reads ``name`` only elementwise, at
+        the element written; else through a second buffer)."""
+        if self._aliased(name) or self._viewed(name):
+            raise NotInThread(
+                f"{name} is a new array in every pass of a loop, and another name may hold "
+                "it (a copy, a view, a tuple), which a GPU thread's one buffer for it cannot "
+                "keep apart: write the loop's arrays element by element into arrays made "
+                "before it",
+                getattr(stmt, "lineno", None),
+            )
+        own = self.namer.fresh(f"{name.lstrip('_')}_buffer")
+        self.arrays[own] = self.arrays[name]
+        reads_itself = any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(value))
+        saved, self.buffers = self.buffers, None
+        self.hoisted = saved
+        try:
+            if reads_itself and not self._elementwise_of_itself(name, value):
+                written = self.namer.fresh(f"{name.lstrip('_')}_next")
+                self.arrays[written] = self.arrays[name]
+                made = self._make(written, value, stmt)
+                made += _parse(
+                    _nest(self.arrays[name].shape, _copy(own, written, self.arrays[name].rank))
+                )
+            else:
+                made = self._make(own, value, stmt)
+        finally:
+            self.hoisted, self.buffers = None, saved
+        return [*made, _assign(name, gast.Name(own, gast.Load(), None, None))]
+
+    def _make(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
+        operation = self._operation(value)
+        if operation is not None:
+            return self.array_operation(name, operation, value, stmt)
+        if self._elementwise(value):
+            return self.elementwise(name, value, stmt, allocate=True)
+        raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+
+    def _elementwise_of_itself(self, name: str, value: gast.expr) -> bool:
+        """Whether ``value`` is elementwise and reads ``name`` only whole (at the element
+        being written, as its shape is the result's)."""
+        if self._operation(value) is not None or not self._elementwise(value):
+            return False
+        return not any(
+            isinstance(n, gast.Subscript) and _names(list(gast.walk(n.value)), name)
+            for n in gast.walk(value)
+        )
+
+    def _viewed(self, name: str) -> bool:
+        """Whether a view of ``name``'s array (a row, a slice) is given a name."""
+        return any(
+            isinstance(n, gast.Assign)
+            and isinstance(n.value, gast.Subscript)
+            and _names([n.value.value], name)
+            and isinstance(n.targets[0], gast.Name)
+            and n.targets[0].id in self.arrays
+            for n in gast.walk(self.fn)
+        )
 
     def index_add(self, name: str, value: gast.Call, stmt: Any) -> list[gast.stmt] | None:
         """``name = index_add(a, index, v)`` as ``a[index] += v`` in place, where no other
@@ -335,7 +439,8 @@ class _Writer:
             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
                 value, target = node.value, node.targets[0].id
                 if isinstance(value, gast.Name) and name in (value.id, target):
-                    return True
+                    if (target, value.id) not in self.renamed:
+                        return True
                 if isinstance(value, gast.Tuple) and _names(value.elts, name):
                     if self._reads(target) != 1 or not _names(list(gast.walk(final)), target):
                         return True
@@ -503,7 +608,7 @@ class _Writer:
             return None
         if self.arrays[name].shape != (len(value.elts),) or self._reads_arrays(value):
             return None
-        return [self._allocation(name)] + [
+        return self._allocate(name) + [
             _assign_element(name, k, element) for k, element in enumerate(value.elts)
         ]
 
@@ -517,7 +622,7 @@ class _Writer:
         counted = f"{count} = 0\n" + _nest(shape, f"if {at}:\n    {count} += 1")
         share = f"(1.0 / {count} if {at} else 0.0) if {count} else np.nan"
         weight = f"{name}[{_indices(len(shape))}] = {share}"
-        return _parse(counted) + [self._allocation(name)] + _parse(_nest(shape, weight))
+        return _parse(counted) + self._allocate(name) + _parse(_nest(shape, weight))
 
     def prod_others(self, name: str, array: gast.expr) -> list[gast.stmt]:
         """Each element's product of the others: the products before it, then after it
@@ -533,7 +638,7 @@ class _Writer:
             f"for _i0 in range({n - 1}, -1, -1):\n    {name}[_i0] *= {after}\n"
             f"    {after} *= {a}[_i0]"
         )
-        return [self._allocation(name), *_parse(text)]
+        return self._allocate(name) + _parse(text)
 
     def contraction(
         self, name: str, spec: str, operands: list[gast.expr], shape: tuple, stmt: Any
@@ -558,7 +663,7 @@ class _Writer:
             inner = f"{element} = {zero}\n" + inner
         for c in reversed(output):
             inner = f"for _{c} in range({sizes[c]}):\n" + _indent(inner)
-        return ([self._allocation(name)] if output else []) + _parse(inner)
+        return (self._allocate(name) if output else []) + _parse(inner)
 
     def unbroadcast(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
         """The cotangent ``value`` summed down to ``name``'s shape (``like``'s)."""
@@ -571,7 +676,7 @@ class _Writer:
             c for k, c in enumerate(letters) if k >= extra and shape[k - extra] == source[k]
         )
         if len(kept) != len(shape):  # axes of size 1 kept: summed into index 0
-            out = [self._allocation(name)]
+            out = self._allocate(name)
             out += _parse(_nest(shape, f"{name}[{_indices(len(shape))}] = 0"))
             target = ", ".join(
                 f"_i{k}" if shape[k] == source[k + extra] else "0" for k in range(len(shape))
@@ -597,7 +702,7 @@ class _Writer:
             if keepdims or k not in reduced
         ]
         body = f"{name}[{_indices(len(shape))}] = {_text(value)}[{', '.join(index)}]"
-        return [self._allocation(name), *_parse(_nest(shape, body))]
+        return self._allocate(name) + _parse(_nest(shape, body))
 
     def elementwise(
         self, name: str, value: gast.expr, stmt: Any, allocate: bool
@@ -606,14 +711,21 @@ class _Writer:
         shape = self.arrays[name].shape
         element = _Indexed(self, shape).visit(value)
         body = f"{name}[{_indices(len(shape))}] = {_text(element)}"
-        return ([self._allocation(name)] if allocate else []) + _parse(_nest(shape, body))
+        return (self._allocate(name) if allocate else []) + _parse(_nest(shape, body))
 
     # -- what values are -------------------------------------------------------------
-    def _allocation(self, name: str) -> gast.stmt:
+    def _allocate(self, name: str) -> list[gast.stmt]:
+        """``name = cuda.local.array(<its shape>, <its dtype>)``: where it is written, or
+        before the outermost loop when it is written in one (its buffer is then the
+        same in every pass)."""
         self.made.add(name)
         array = self.arrays[name]
         shape = f"({array.shape[0]},)" if array.rank == 1 else str(array.shape)
-        return _parse(f"{name} = cuda.local.array({shape}, {_dtype_text(array.dtype)})")[0]
+        made = _parse(f"{name} = cuda.local.array({shape}, {_dtype_text(array.dtype)})")
+        if self.hoisted is None:
+            return made
+        self.hoisted += made
+        return []
 
     def _fixed(self, name: str, stmt: Any) -> None:
         if name in self.varying:
@@ -670,8 +782,36 @@ class _Writer:
                 return False
             if isinstance(node, gast.Call):
                 name = _runtime_name(node)
-                if name not in ELEMENTWISE_RUNTIME and not _is_math(node):
+                if name in ELEMENTWISE_RUNTIME or _is_math(node):
+                    continue
+                ufunc = self.resolve(node.func)
+                if not (isinstance(ufunc, np.ufunc) and ufunc.signature is None):
                     return False
+                if node.keywords or (ufunc.nin, ufunc.nout) != (len(node.args), 1):
+                    return False
+        return True
+
+    def _inferred(self, name: str, value: gast.expr) -> bool:
+        """Whether ``name``, which the host's run never gave an array (it is written on
+        a path that run did not take), holds one here: an elementwise line of float64
+        arrays it knows, whose shape is their broadcast. Noted in :attr:`arrays`; False
+        where that cannot be told."""
+        if name in self.numbers or not self._elementwise(value):
+            return False
+        leaves = [
+            n
+            for n in gast.walk(value)
+            if isinstance(n, gast.Name) and n.id in self.arrays and isinstance(n.ctx, gast.Load)
+        ]
+        dtypes = {self.arrays[n.id].dtype for n in leaves}
+        if not leaves or dtypes != {np.dtype(np.float64)}:
+            return False  # float32 could become float64 with a number beside it
+        if isinstance(value, gast.Compare | gast.BoolOp) or any(
+            isinstance(n, gast.Subscript) for n in gast.walk(value)
+        ):
+            return False  # booleans, or rows of arrays: not inferred
+        shape = np.broadcast_shapes(*(self.arrays[n.id].shape for n in leaves))
+        self.arrays[name] = ArrayValue(tuple(shape), np.dtype(np.float64))
         return True
 
 
@@ -850,6 +990,18 @@ def _without(stmts: list[gast.stmt], names: set[str]) -> list[gast.stmt]:
                 setattr(stmt, block, _without(getattr(stmt, block), names))
         kept.append(stmt)
     return kept
+
+
+def _assigns_name(stmt: gast.stmt) -> bool:
+    return (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+    )
+
+
+def _copy(target: str, source: str, rank: int) -> str:
+    return f"{target}[{_indices(rank)}] = {source}[{_indices(rank)}]"
 
 
 def _assign_element(name: str, index: int, value: gast.expr) -> gast.Assign:

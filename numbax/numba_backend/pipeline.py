@@ -102,7 +102,7 @@ def specialize(
     elif target == "cuda":
         fn = scalar_ufuncs(device_tapes(fn, resolver.resolve), resolver.resolve)
         if arrays is not None:
-            fn = local_arrays(fn, arrays)
+            fn = local_arrays(fn, arrays, resolver.resolve)
     else:
         fn = device_tapes(fn, resolver.resolve)
     held = None

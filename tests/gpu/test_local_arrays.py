@@ -44,10 +44,19 @@ def broadcast_rows(m, row, column):
     return np.sum(scaled * scaled) + m[1] @ row
 
 
-def grown_in_a_loop(v):
+def grown_in_a_loop(v, w):
     for _ in range(3):
         v = v * 0.5
+        v = np.tanh(w @ v) + v  # a product of the array the loop carries
     return np.sum(v)
+
+
+def kept_in_a_loop(v):
+    first = v
+    for _ in range(2):
+        v = v * 0.5
+        first = v  # another name for the loop's array
+    return np.sum(first + v)
 
 
 def sliced(v):
@@ -109,10 +118,19 @@ def test_the_source_shows_the_loops_under_the_users_lines():
     assert "_out_0[_example]" in text
 
 
-def test_a_new_array_in_every_pass_of_a_loop_is_refused_at_its_line():
-    with pytest.raises(nx.CompileError, match="new array in every pass of a loop") as info:
-        nx.jit(nx.vmap(grown_in_a_loop), backend="gpu")(X)
-    assert info.value.lineno == _line_of(grown_in_a_loop, "v = v * 0.5")
+def test_arrays_made_in_every_pass_of_a_loop():
+    """Each written into a buffer made before the loop, the same in every pass."""
+    w = np.eye(3) * 0.3 + 0.1
+    _check(grown_in_a_loop, (0, None), X, w)
+    batched = nx.jit(nx.vmap(grown_in_a_loop, in_axes=(0, None)), backend="gpu")
+    batched(X, w)
+    assert "_v_buffer = cuda.local.array((3,), np.float64)\n    _matmul_buffer" in batched.source
+
+
+def test_another_name_for_an_array_made_in_a_loop_is_refused_at_its_line():
+    with pytest.raises(nx.CompileError, match="another name may hold it") as info:
+        nx.jit(nx.vmap(kept_in_a_loop), backend="gpu")(X)
+    assert info.value.lineno == _line_of(kept_in_a_loop, "v = v * 0.5")
 
 
 def test_a_slice_is_a_view_of_the_examples_array():
