@@ -279,6 +279,9 @@ class _Writer:
         if isinstance(stmt, gast.If):
             stmt.body = self.block(stmt.body, in_loop)
             stmt.orelse = self.block(stmt.orelse, in_loop)
+            if not stmt.body and not stmt.orelse:
+                return []  # a tape made at the first pass, now made before the loop
+            stmt.body = stmt.body or [gast.Pass()]
             return [stmt]
         if isinstance(stmt, gast.Return):
             return _located(self.result(stmt), stmt)
@@ -294,6 +297,8 @@ class _Writer:
                 return _located(self.assign(target.id, stmt.value, stmt, in_loop), stmt)
             if isinstance(target, gast.Subscript) and not self._reads_arrays(stmt.value):
                 return [stmt]  # one element of an array: a number
+            if isinstance(target, gast.Subscript) and _names([target.value], _base(target)):
+                return _located(self.store(target, stmt.value, stmt), stmt)
         if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
             name = stmt.target.id
             if name in self.arrays:
@@ -308,6 +313,9 @@ class _Writer:
         return [stmt]
 
     def assign(self, name: str, value: gast.expr, stmt: gast.stmt, in_loop: bool) -> list:
+        if isinstance(value, gast.Call) and _runtime_name(value) == "local_tape":
+            if self._reads_arrays(value.args[0]):
+                return self.tape(name, value)
         if name not in self.arrays:
             if not self._reads_arrays(value):
                 return [stmt]  # numbers only
@@ -335,6 +343,31 @@ class _Writer:
             return self.elementwise(name, value, stmt, allocate=True)
         raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
 
+    def tape(self, name: str, value: gast.Call) -> list[gast.stmt]:
+        """A tape of ``capacity`` arrays like ``value`` (a loop's reverse-mode tape): one
+        array with a row for each, made before the outermost loop."""
+        array, capacity = value.args
+        if not isinstance(capacity, gast.Constant):
+            raise NotInThread(_unknown(value), getattr(value, "lineno", None))
+        held = self.arrays[array.id] if isinstance(array, gast.Name) else None
+        if held is None:
+            raise NotInThread(_unknown(value), getattr(value, "lineno", None))
+        self.arrays[name] = ArrayValue((int(capacity.value), *held.shape), held.dtype)
+        return self._allocate(name)
+
+    def store(self, target: gast.Subscript, value: gast.expr, stmt: Any) -> list[gast.stmt]:
+        """``a[k] = <array>`` (a tape's push, a row written): element by element into
+        the row, which has the value's shape."""
+        if not (isinstance(target.value, gast.Name) and target.value.id in self.arrays):
+            raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+        row = self._indexed_shape(target)
+        if not (self._elementwise(value) and self._operation(value) is None):
+            raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+        element = _Indexed(self, row).visit(value)
+        index = target.slice.elts if isinstance(target.slice, gast.Tuple) else [target.slice]
+        at = ", ".join([*(_text(i) for i in index), _indices(len(row))]).rstrip(", ")
+        return _parse(_nest(row, f"{target.value.id}[{at}] = {_text(element)}"))
+
     def in_a_loop(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
         """``name = value`` in a loop: written into a buffer of the statement's own, made
         before the outermost loop, then given the name. Sound where no other name may
@@ -349,6 +382,9 @@ class _Writer:
                 "before it",
                 getattr(stmt, "lineno", None),
             )
+        if self._operation(value) == "unbroadcast" and _names(value.args[:1], name):
+            if self._shape(value.args[0]) == self.arrays[name].shape:
+                return []  # its own cotangent, of its own shape: as it is
         own = self.namer.fresh(f"{name.lstrip('_')}_buffer")
         self.arrays[own] = self.arrays[name]
         reads_itself = any(isinstance(n, gast.Name) and n.id == name for n in gast.walk(value))
@@ -358,7 +394,7 @@ class _Writer:
             if reads_itself and not self._elementwise_of_itself(name, value):
                 written = self.namer.fresh(f"{name.lstrip('_')}_next")
                 self.arrays[written] = self.arrays[name]
-                made = self._make(written, value, stmt)
+                made = self._make(written, value, stmt) + self._allocate(own)
                 made += _parse(
                     _nest(self.arrays[name].shape, _copy(own, written, self.arrays[name].rank))
                 )
@@ -432,8 +468,9 @@ class _Writer:
 
     def _aliased(self, name: str) -> bool:
         """Whether another name may hold ``name``'s array: one name given the other,
-        a call that may return it as it is (``unbroadcast`` of the same shape), or a
-        tuple that is not only the result returned at the end."""
+        ``keep_dtype`` of it (but in the last return), or a tuple that is not only the
+        result returned at the end (``unbroadcast`` of the same shape gives it as it is
+        only outside loops, where no buffer is written twice)."""
         final = _returned(self.fn)
         for node in gast.walk(self.fn):
             if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
@@ -442,12 +479,32 @@ class _Writer:
                     if (target, value.id) not in self.renamed:
                         return True
                 if isinstance(value, gast.Tuple) and _names(value.elts, name):
-                    if self._reads(target) != 1 or not _names(list(gast.walk(final)), target):
+                    if self._reads(target) != 1 or target not in self._result_tuples():
                         return True
-            if isinstance(node, gast.Call) and node is not final and _names(node.args, name):
-                if _runtime_name(node) in ("unbroadcast", "keep_dtype"):
+            if isinstance(node, gast.Call) and node is not final and _names(node.args[:1], name):
+                if _runtime_name(node) == "keep_dtype":
                     return True
         return False
+
+    def _result_tuples(self) -> set[str]:
+        """The names of tuples the last ``return`` reads, directly or in other tuples,
+        made outside any loop (a buffer they hold is not written again)."""
+        displays = {
+            n.targets[0].id: n.value
+            for n in self.fn.body
+            if _assigns_name(n) and isinstance(n.value, gast.Tuple)
+        }
+        final = _returned(self.fn)
+        found: set[str] = set()
+        if final is None:
+            return found
+        todo = [n.id for n in gast.walk(final) if isinstance(n, gast.Name)]
+        while todo:
+            name = todo.pop()
+            if name in displays and name not in found:
+                found.add(name)
+                todo += [n.id for n in gast.walk(displays[name]) if isinstance(n, gast.Name)]
+        return found
 
     def to_number(self, name: str, value: gast.expr, stmt: gast.stmt) -> list:
         """``name = <a number computed from arrays>``: a sum or a product of vectors."""
@@ -584,6 +641,8 @@ class _Writer:
             return self.unbroadcast(name, args[0], stmt)
         if operation == "broadcast_reduced":
             return self.spread(name, args, stmt)
+        if operation in ("owned", "copy") and len(args) == 1:  # a fresh copy
+            return self.elementwise(name, args[0], stmt, allocate=True)
         if operation in ("array", "asarray") and len(args) == 1:
             made = self.from_numbers(name, args[0])
             if made is not None:
@@ -668,8 +727,10 @@ class _Writer:
     def unbroadcast(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
         """The cotangent ``value`` summed down to ``name``'s shape (``like``'s)."""
         shape, source = self.arrays[name].shape, self._shape(value)
-        if source == shape:
+        if source == shape and self.hoisted is None:
             return [_assign(name, value)]  # the same shape: the same values
+        if source == shape:  # in a loop: a copy, so that no two names hold one buffer
+            return self.elementwise(name, value, stmt, allocate=True)
         extra = len(source) - len(shape)
         letters = _letters(len(source))
         kept = "".join(
@@ -849,7 +910,7 @@ _NUMBERS_OF_AN_ARRAY = ("shape", "ndim", "size")
 _ARRAY_OPERATIONS = frozenset(
     "matmul dot vdot inner outer sum unbroadcast broadcast_reduced matmul_vjp_x matmul_vjp_y "
     "dot_vjp_a dot_vjp_b zeros_like zeros ones_like ones array asarray max amax min amin mean "
-    "prod reduced_count tie_weights prod_others".split()
+    "prod reduced_count tie_weights prod_others owned copy".split()
 )
 
 _PRODUCTS = {(1, 1): "k,k->", (2, 1): "ik,k->i", (1, 2): "k,kn->n", (2, 2): "ik,kn->in"}
@@ -998,6 +1059,11 @@ def _assigns_name(stmt: gast.stmt) -> bool:
         and len(stmt.targets) == 1
         and isinstance(stmt.targets[0], gast.Name)
     )
+
+
+def _base(target: gast.Subscript) -> str:
+    value = target.value
+    return value.id if isinstance(value, gast.Name) else ""
 
 
 def _copy(target: str, source: str, rank: int) -> str:

@@ -127,6 +127,17 @@ def test_arrays_made_in_every_pass_of_a_loop():
     assert "_v_buffer = cuda.local.array((3,), np.float64)\n    _matmul_buffer" in batched.source
 
 
+def test_the_gradient_of_a_loop_carrying_an_array_keeps_a_tape_of_rows():
+    """Each pass's array pushed as a row of a tape in local memory, popped in reverse."""
+    w = np.eye(3) * 0.3 + 0.1
+    per_example = nx.value_and_grad(grown_in_a_loop, argnums=(0, 1))
+    _check(per_example, (0, None), X, w)
+    batched = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")
+    batched(X, w)
+    assert "_tape_v = cuda.local.array((3, 3), np.float64)" in batched.source
+    assert "_tape_v[_tape_v_size, _i0] = v[_i0]" in batched.source
+
+
 def test_another_name_for_an_array_made_in_a_loop_is_refused_at_its_line():
     with pytest.raises(nx.CompileError, match="another name may hold it") as info:
         nx.jit(nx.vmap(kept_in_a_loop), backend="gpu")(X)
