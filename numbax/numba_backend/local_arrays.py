@@ -219,6 +219,11 @@ class _Writer:
         self.lists: dict[str, gast.List] = {}  # names bound to list displays
         self.listed: set[str] = set()  # those made into local arrays
         self.namer = Namer.for_function(fn)
+        self.locals = {a.id for a in fn.args.args} | {
+            n.id
+            for n in gast.walk(fn)
+            if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+        }
         self.made: set[str] = set()  # names holding arrays made here (not an argument's)
         self.renamed: set[tuple[str, str]] = set()  # (y, t): `t = ...; y = t` made one
         self.buffers: list[gast.stmt] | None = None  # made before the outermost loop
@@ -322,6 +327,8 @@ class _Writer:
             if not self._inferred(name, value):
                 return self.to_number(name, value, stmt)
         self._fixed(name, stmt)
+        if isinstance(value, gast.Subscript):
+            self._constant_slices(value, stmt)
         if isinstance(value, gast.Name | gast.Subscript):
             return [stmt]  # another name for an array, or a view of one: nothing to make
         if isinstance(value, gast.Call) and _runtime_name(value) == "index_add":
@@ -539,6 +546,12 @@ class _Writer:
         """``name = np.max(array)`` (``compare`` ``>``) or ``np.min`` (``<``): a NaN
         wins, as in NumPy."""
         shape = self._shape(array)
+        if 0 in shape:
+            raise NotInThread(
+                f"the {'maximum' if compare == '>' else 'minimum'} of {_text(array)!r}, "
+                "which has no elements",
+                getattr(array, "lineno", None),
+            )
         element = f"{_text(array)}[{_indices(len(shape))}]"
         first = f"{_text(array)}[{', '.join('0' for _ in shape)}]"
         body = f"if {element} {compare} {name} or {element} != {element}:\n    {name} = {element}"
@@ -651,6 +664,13 @@ class _Writer:
             return self.tie_weights(name, args[0], args[1])
         if operation == "prod_others" and _full(args[1:]) and ranks[0] == 1:
             return self.prod_others(name, args[0])
+        if operation in ("zeros", "ones") and not all(map(self._static, args)):
+            raise NotInThread(
+                f"{_text(value)!r} makes an array whose shape is a value of the example, "
+                "and a GPU thread's arrays have one shape: give the shape as constants "
+                "(or np.zeros_like), or run it on the CPU (backend='cpu')",
+                getattr(stmt, "lineno", None),
+            )
         if operation in ("zeros_like", "zeros"):
             return self.elementwise(name, gast.Constant(0, None), stmt, allocate=True)
         if operation in ("ones_like", "ones"):
@@ -787,6 +807,33 @@ class _Writer:
             return made
         self.hoisted += made
         return []
+
+    def _static(self, node: gast.expr) -> bool:
+        """A value fixed when compiling: constants, and globals or closure variables (the
+        generated code freezes them), in tuples or negated."""
+        if isinstance(node, gast.Name):
+            return node.id not in self.locals
+        if isinstance(node, gast.UnaryOp):
+            return self._static(node.operand)
+        if isinstance(node, gast.Tuple):
+            return all(map(self._static, node.elts))
+        return isinstance(node, gast.Constant)
+
+    def _constant_slices(self, view: gast.Subscript, stmt: Any) -> None:
+        """A view's shape must be the one example's run saw in every example: its slices'
+        bounds written as constants (``v[1:]``, ``v[::-1]``), not values of the example."""
+        index = view.slice.elts if isinstance(view.slice, gast.Tuple) else [view.slice]
+        for part in index:
+            if not isinstance(part, gast.Slice):
+                continue
+            for bound in (part.lower, part.upper, part.step):
+                if bound is not None and not self._static(bound):
+                    raise NotInThread(
+                        f"{_text(view)!r} slices by a value of the example, so the view's "
+                        "shape may differ between examples, and a GPU thread's arrays have "
+                        "one shape: slice by constants, or run it on the CPU (backend='cpu')",
+                        getattr(stmt, "lineno", None),
+                    )
 
     def _fixed(self, name: str, stmt: Any) -> None:
         if name in self.varying:

@@ -176,3 +176,14 @@ def test_the_reductions_of_an_example_and_their_derivatives():
     v = np.array([[0.5, -1.0, 2.0], [1.0, 1.0, 0.0], [3.0, 3.0, -2.0]])  # ties, a zero
     _check(log_sum_exp, (0, None), v, 0.7)
     _check(nx.grad(log_sum_exp, argnums=(0, 1)), (0, None), v, 0.7)
+
+
+def first_of(v, k):
+    return np.sum(v[:k] * 2.0)
+
+
+def test_a_view_whose_shape_is_a_value_of_the_example_is_refused_at_its_line():
+    """Its shape in one example is not its shape in every example."""
+    with pytest.raises(nx.CompileError, match="slices by a value of the example") as info:
+        nx.jit(nx.vmap(first_of), backend="gpu")(X, np.array([1, 2, 3]))
+    assert info.value.lineno == _line_of(first_of, "v[:k]")
