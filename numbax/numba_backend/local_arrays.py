@@ -651,6 +651,8 @@ class _Writer:
         if operation == "outer" and ranks == (1, 1):
             return self.contraction(name, "i,j->ij", args, self.arrays[name].shape, stmt)
         if operation == "unbroadcast":
+            if self._shape(args[1]) != self.arrays[name].shape:
+                raise _other_shape(name, self.arrays[name].shape, stmt)
             return self.unbroadcast(name, args[0], stmt)
         if operation == "broadcast_reduced":
             return self.spread(name, args, stmt)
@@ -672,9 +674,9 @@ class _Writer:
                 getattr(stmt, "lineno", None),
             )
         if operation in ("zeros_like", "zeros"):
-            return self.elementwise(name, gast.Constant(0, None), stmt, allocate=True)
+            return self.elementwise(name, gast.Constant(0, None), stmt, True, fill=True)
         if operation in ("ones_like", "ones"):
-            return self.elementwise(name, gast.Constant(1, None), stmt, allocate=True)
+            return self.elementwise(name, gast.Constant(1, None), stmt, True, fill=True)
         raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
 
     def from_numbers(self, name: str, value: gast.expr) -> list[gast.stmt] | None:
@@ -727,7 +729,11 @@ class _Writer:
         inputs, output = spec.split("->")
         sizes: dict[str, int] = {}
         for letters, operand in zip(inputs.split(","), operands, strict=True):
-            sizes.update(zip(letters, self._shape(operand), strict=True))
+            for letter, size in zip(letters, self._shape(operand), strict=True):
+                if sizes.setdefault(letter, size) != size:
+                    raise _other_shape(name, shape, stmt)
+        if tuple(sizes[c] for c in output) != tuple(shape):
+            raise _other_shape(name, shape, stmt)
         summed = [c for c in dict.fromkeys(inputs.replace(",", "")) if c not in output]
         product = " * ".join(
             f"{_text(op)}[{', '.join(f'_{c}' for c in letters)}]" if letters else _text(op)
@@ -774,7 +780,7 @@ class _Writer:
         keepdims = bool(_constant(options[1])) if len(options) > 1 else False
         shape = self.arrays[name].shape
         if self._shape(value) == ():
-            return self.elementwise(name, value, stmt, allocate=True)
+            return self.elementwise(name, value, stmt, allocate=True, fill=True)
         axes = range(len(shape)) if axis is None else (axis if isinstance(axis, tuple) else (axis,))
         reduced = {a % len(shape) for a in axes}
         index = [
@@ -786,10 +792,14 @@ class _Writer:
         return self._allocate(name) + _parse(_nest(shape, body))
 
     def elementwise(
-        self, name: str, value: gast.expr, stmt: Any, allocate: bool
+        self, name: str, value: gast.expr, stmt: Any, allocate: bool, fill: bool = False
     ) -> list[gast.stmt]:
-        """``name = value`` element by element, each array read with broadcasting."""
+        """``name = value`` element by element, each array read with broadcasting;
+        ``fill``: ``value`` is a number each element takes."""
         shape = self.arrays[name].shape
+        read = [self._shape(leaf) for leaf in _Indexed(self, shape).leaves(value)]
+        if not (fill or (read and np.broadcast_shapes(*read) == shape)):
+            raise _other_shape(name, shape, stmt)
         element = _Indexed(self, shape).visit(value)
         body = f"{name}[{_indices(len(shape))}] = {_text(element)}"
         return (self._allocate(name) if allocate else []) + _parse(_nest(shape, body))
@@ -942,6 +952,22 @@ class _Indexed(gast.NodeTransformer):
         ]
         return _parse_expression(f"{_text(node)}[{', '.join(index)}]")
 
+    def leaves(self, value: gast.expr) -> list[gast.expr]:
+        """The arrays ``value`` reads whole (names, and rows of arrays)."""
+        found: list[gast.expr] = []
+
+        class Leaves(gast.NodeVisitor):
+            def visit_Name(inner, node: gast.Name) -> None:  # noqa: N802, N805
+                if node.id in self.writer.arrays:
+                    found.append(node)
+
+            def visit_Subscript(inner, node: gast.Subscript) -> None:  # noqa: N802, N805
+                if self.writer._shape(node) != ():
+                    found.append(node)
+
+        Leaves().visit(value)
+        return found
+
     def visit_Name(self, node: gast.Name) -> gast.expr:  # noqa: N802 (the visitor's name)
         return self._index(node) if node.id in self.writer.arrays else node
 
@@ -979,6 +1005,17 @@ _VJP_Y = {
     (2, 2): ("ik,in->kn", (1, 0)),
 }
 """The cotangent of ``y`` in ``x @ y``, as :data:`_VJP_X`."""
+
+
+def _other_shape(name: str, shape: tuple[int, ...], stmt: Any) -> NotInThread:
+    """A line whose array has another shape than the one example's run gave ``name``
+    (a branch that run did not take)."""
+    return NotInThread(
+        f"this line gives {name} another shape than {shape}, its shape in the example run "
+        "on the host to learn them (a branch that run did not take): a GPU thread's arrays "
+        "have one shape; give the name one shape on every path",
+        getattr(stmt, "lineno", None),
+    )
 
 
 def _runtime_name(call: gast.Call) -> str | None:

@@ -187,3 +187,17 @@ def test_a_view_whose_shape_is_a_value_of_the_example_is_refused_at_its_line():
     with pytest.raises(nx.CompileError, match="slices by a value of the example") as info:
         nx.jit(nx.vmap(first_of), backend="gpu")(X, np.array([1, 2, 3]))
     assert info.value.lineno == _line_of(first_of, "v[:k]")
+
+
+def shape_by_branch(v, s):
+    if s > 0:
+        t = v * 2.0
+    else:
+        t = s * 1.0  # a number on the path the first example does not take
+    return np.sum(t)
+
+
+def test_a_name_with_another_shape_on_a_path_not_taken_is_refused_at_its_line():
+    with pytest.raises(nx.CompileError, match="another shape than") as info:
+        nx.jit(nx.vmap(shape_by_branch), backend="gpu")(X, np.array([1.0, -1.0, 2.0]))
+    assert info.value.lineno == _line_of(shape_by_branch, "t = s * 1.0")
