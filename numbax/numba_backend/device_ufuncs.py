@@ -15,7 +15,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.numba_backend import elementary
+from numbax.numba_backend import elementary, random_device
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.transform.ad_common import RUNTIME, runtime_call
 
@@ -119,16 +119,22 @@ COMPILED_BY_NUMBA_CUDA = frozenset(
 
 
 class NotOnDevice(Exception):
-    """A ufunc that neither numba-cuda compiles nor this module writes on numbers, at
+    """What device code cannot call (a ufunc that neither numba-cuda compiles nor this
+    module writes on numbers, a draw of numbax.random with no device version), at
     ``line`` of the function being compiled."""
 
-    def __init__(self, ufunc: np.ufunc, line: int | None) -> None:
-        super().__init__(
-            f"np.{ufunc.__name__} is not compiled by numba-cuda in device code. Write it "
-            "with math's functions or arithmetic (math.floor, x - y...), or run the "
-            "function on the CPU (backend='cpu')."
-        )
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
         self.line = line
+
+
+def _ufunc_refused(ufunc: np.ufunc, line: int | None) -> NotOnDevice:
+    return NotOnDevice(
+        f"np.{ufunc.__name__} is not compiled by numba-cuda in device code. Write it "
+        "with math's functions or arithmetic (math.floor, x - y...), or run the "
+        "function on the CPU (backend='cpu').",
+        line,
+    )
 
 
 def scalar_ufuncs(fn: gast.FunctionDef, resolve: Any) -> gast.FunctionDef:
@@ -147,6 +153,7 @@ class _OnNumbers(gast.NodeTransformer):
         self.generic_visit(call)  # the arguments first
         ufunc, args = self._ufunc(call.func), call.args
         if ufunc is None:
+            self._refuse_draws(call)
             return call
         if call.keywords:  # dtype=, out=...: as written, where numba-cuda compiles it
             return self._compiled(ufunc, call)
@@ -167,11 +174,23 @@ class _OnNumbers(gast.NodeTransformer):
             return gast.copy_location(runtime_call(helper.__name__, *args), call)
         return self._compiled(ufunc, call)
 
+    def _refuse_draws(self, call: gast.Call) -> None:
+        """A draw of numbax.random a thread has no version of (``randint``, ``beta``...)
+        is refused here: the simulator would run the CPU's."""
+        name = random_device.sampler_name(self.resolve(call.func))
+        if name is not None and name not in random_device.IN_A_THREAD:
+            raise NotOnDevice(
+                f"nx.random.{name} has no version for a GPU thread yet (a thread draws "
+                f"with {', '.join(sorted(random_device.IN_A_THREAD))}); draw it on the CPU "
+                "and pass the draws in, or run the function on the CPU (backend='cpu').",
+                getattr(call, "lineno", None),
+            )
+
     @staticmethod
     def _compiled(ufunc: np.ufunc, call: gast.Call) -> gast.Call:
         """``call`` as it is, where numba-cuda compiles ``ufunc``; else refused."""
         if ufunc.__name__ not in COMPILED_BY_NUMBA_CUDA:
-            raise NotOnDevice(ufunc, getattr(call, "lineno", None))
+            raise _ufunc_refused(ufunc, getattr(call, "lineno", None))
         return call
 
     def _ufunc(self, func: gast.expr) -> np.ufunc | None:

@@ -54,6 +54,15 @@ def register(cuda: Any, overload: Callable[..., Any]) -> None:
             _DONE.add(name)
 
 
+def sampler_name(function: Any) -> str | None:
+    """The name numbax.random registered ``function`` under, if it is one of its
+    functions."""
+    for name, sampler in registered_samplers().items():
+        if sampler is function:
+            return name
+    return None
+
+
 _cached_draws: dict[str, dict[str, Any]] = {}
 
 
@@ -351,3 +360,6 @@ _TYPERS = {
     "fold_in": _fold_in,
     "split": _split,
 }
+
+IN_A_THREAD = frozenset(_TYPERS)
+"""numbax.random's functions with a version for a GPU thread."""

@@ -99,3 +99,15 @@ def test_the_device_gamma_is_the_cpus(seed, a):
         got = draws["gamma"][np.dtype(dtype)](element[0], element[1], dtype(a))
         want = nx.random.gamma(key, a, dtype=dtype)
         np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+def integer_draw(key, high):
+    return nx.random.randint(key, (), 0, high)
+
+
+def test_a_draw_with_no_version_for_a_thread_is_refused_at_its_line():
+    """The simulator would run the CPU's draw, which numba-cuda cannot compile."""
+    keys = nx.random.split(nx.random.key(0), 3)
+    with pytest.raises(nx.CompileError, match="nx.random.randint has no version") as info:
+        nx.jit(nx.vmap(integer_draw, in_axes=(0, None)), backend="gpu")(keys, 10)
+    assert info.value.lineno == integer_draw.__code__.co_firstlineno + 1
