@@ -68,7 +68,6 @@ class KernelCall:
 
 def build_kernel(call: KernelCall) -> Kernel:
     """Generate and compile the kernel ``call`` runs, and the device functions it calls."""
-    function = gpu.device_function(call.read(), part=call.part)
     # One example run as Python on the host: the structure and dtypes of its results.
     # Without elements, a zero of each array's dtype (elementwise code is straight-line).
     pairs = zip(call.args, call.mapped, strict=True)
@@ -76,9 +75,10 @@ def build_kernel(call: KernelCall) -> Kernel:
         example = [gpu.to_host(a[0] if m else a) for a, m in pairs]
     else:
         example = [np.zeros((), a.dtype) if m else a for a, m in pairs]
-    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     if call.kind == "vmap":  # and the shapes of the arrays each example makes
-        return _per_example(call, function, example, params)
+        return _per_example(call, example)
+    function = gpu.device_function(call.read(), part=call.part)
+    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     with np.errstate(all="ignore"):
         results = gpu.Results.of(function.generated.function(*example))
     first = function.generated.text.splitlines()[0]
@@ -110,16 +110,14 @@ def build_kernel(call: KernelCall) -> Kernel:
     )
 
 
-def _per_example(
-    call: KernelCall, function: gpu.DeviceFunction, example: list[Any], params: list[str]
-) -> Kernel:
-    """vmap's kernel: its device function generated again for the shapes of the arrays
-    one example makes and returns, when it makes or returns any."""
+def _per_example(call: KernelCall, example: list[Any]) -> Kernel:
+    """vmap's kernel: its device function generated for the shapes of the arrays one
+    example holds and returns, when it holds or returns any."""
     recording = local_arrays.record_arrays(gpu.host_function(call.read()).function, example)
     arrays = recording.needs_local_arrays
-    if arrays:
-        shapes = local_arrays.ThreadArrays.of(recording)
-        function = gpu.device_function(call.read(), part=call.part, arrays=shapes)
+    shapes = local_arrays.ThreadArrays.of(recording) if arrays else None
+    function = gpu.device_function(call.read(), part=call.part, arrays=shapes)
+    params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     results = gpu.Results.of(recording.result, arrays=arrays)
     first = function.generated.text.splitlines()[0]
     describe = first.replace("# gpu device function of ", "vmap of ", 1)

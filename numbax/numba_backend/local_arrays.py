@@ -21,6 +21,7 @@ the operation, rather than given to numba-cuda to fail on.
 
 from __future__ import annotations
 
+import collections
 import copy
 import sys
 from collections.abc import Callable, Iterator
@@ -183,6 +184,77 @@ def array_leaves(value: Any) -> Iterator[bool]:
 
 
 # -- the pass ----------------------------------------------------------------------------
+
+
+def known_shapes(fn: gast.FunctionDef, arrays: ThreadArrays) -> gast.FunctionDef:
+    """``fn`` with each ``a.shape``, ``a.ndim`` and ``a.size`` of an array of one shape
+    written as its number (or tuple), and what is computed from them alone carried
+    through (``n = a.shape; m = n[0]``: ``m`` is 3), as the shapes are fixed when
+    compiling: a loop over ``range(v.shape[0])`` is then bounded, and its reverse-mode
+    tape fits in a thread's local memory."""
+    held = {name: value for name, value in arrays.arrays if name not in arrays.varying}
+    stores = collections.Counter(
+        n.id for n in gast.walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    )
+    once = {name for name, count in stores.items() if count == 1}
+    known: dict[str, Any] = {}
+    for _ in range(3):  # a.shape, then its element, then their readers
+        fn = _KnownShapes(held, known).visit(fn)
+        for node in gast.walk(fn):
+            if _assigns_name(node) and node.targets[0].id in once:
+                value = _constant_value(node.value)
+                if value is not None:
+                    known[node.targets[0].id] = value
+    return fn
+
+
+def _constant_value(node: gast.expr) -> Any:
+    """The int, or tuple of ints, ``node`` writes, or None."""
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, gast.Tuple) and node.elts:
+        values = [_constant_value(e) for e in node.elts]
+        return tuple(values) if all(type(v) is int for v in values) else None
+    return None
+
+
+def _literal(value: Any, like: gast.AST) -> gast.expr:
+    if isinstance(value, tuple):
+        node = gast.Tuple([gast.Constant(v, None) for v in value], gast.Load())
+    else:
+        node = gast.Constant(value, None)
+    return gast.copy_location(node, like)
+
+
+class _KnownShapes(gast.NodeTransformer):
+    def __init__(self, held: dict[str, ArrayValue], known: dict[str, Any]) -> None:
+        self.held = held
+        self.known = known
+
+    def visit_Name(self, node: gast.Name) -> gast.expr:  # noqa: N802 (the visitor's name)
+        if isinstance(node.ctx, gast.Load) and node.id in self.known:
+            return _literal(self.known[node.id], node)
+        return node
+
+    def visit_Subscript(self, node: gast.Subscript) -> gast.expr:  # noqa: N802
+        self.generic_visit(node)
+        values, index = _constant_value(node.value), node.slice
+        if isinstance(values, tuple) and isinstance(index, gast.Constant):
+            if type(index.value) is int and -len(values) <= index.value < len(values):
+                return _literal(values[index.value], node)
+        return node
+
+    def visit_Attribute(self, node: gast.Attribute) -> gast.expr:  # noqa: N802
+        self.generic_visit(node)
+        value = node.value
+        array = self.held.get(value.id) if isinstance(value, gast.Name) else None
+        if array is None or not isinstance(node.ctx, gast.Load):
+            return node
+        if node.attr == "shape":
+            return _literal(array.shape, node)
+        if node.attr in ("ndim", "size"):
+            return _literal(array.rank if node.attr == "ndim" else int(np.prod(array.shape)), node)
+        return node
 
 
 def local_arrays(

@@ -25,7 +25,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
-from numbax.numba_backend.local_arrays import ThreadArrays, local_arrays
+from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.tapes import array_tapes, device_tapes
 from numbax.transform.names import Namer
@@ -90,6 +90,8 @@ def specialize(
     """
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
+    if arrays is not None:
+        fn = known_shapes(fn, arrays)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
     kernels: list[gast.FunctionDef] = []
     if target == "cpu":

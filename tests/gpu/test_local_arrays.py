@@ -201,3 +201,19 @@ def test_a_name_with_another_shape_on_a_path_not_taken_is_refused_at_its_line():
     with pytest.raises(nx.CompileError, match="another shape than") as info:
         nx.jit(nx.vmap(shape_by_branch), backend="gpu")(X, np.array([1.0, -1.0, 2.0]))
     assert info.value.lineno == _line_of(shape_by_branch, "t = s * 1.0")
+
+
+def norm_by_shape(v):
+    """A loop bounded by the example's shape, known when compiling."""
+    total = 0.0
+    for k in range(v.shape[0]):
+        total = total + v[k] * v[k] * v.ndim
+    return np.sqrt(total)
+
+
+def test_a_loop_over_an_arrays_shape_is_bounded_for_its_tape():
+    _check(nx.grad(norm_by_shape), 0, X)
+    batched = nx.jit(nx.vmap(nx.grad(norm_by_shape)), backend="gpu")
+    batched(X)
+    assert "for k in range(3):" in batched.source
+    assert "nxrt.local_tape(total, 3)" in batched.source
