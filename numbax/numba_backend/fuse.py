@@ -40,7 +40,7 @@ from numbax.transform.names import Namer
 from numbax.transform.resolve import Resolver
 from numbax.transform.walk import walk
 
-_ELEMENTWISE_BINOPS = (
+ELEMENTWISE_BINOPS = (
     gast.Add,
     gast.Sub,
     gast.Mult,
@@ -52,6 +52,8 @@ _ELEMENTWISE_BINOPS = (
     gast.BitOr,
     gast.BitXor,
 )
+"""The binary operators that act element by element, with NumPy's broadcasting."""
+
 _ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 
 
@@ -128,7 +130,7 @@ class _Fuser:
         if isinstance(value, gast.Name):  # a copy: derivative code has many
             return True
         if isinstance(value, gast.BinOp):
-            return isinstance(value.op, _ELEMENTWISE_BINOPS)
+            return isinstance(value.op, ELEMENTWISE_BINOPS)
         if isinstance(value, gast.UnaryOp):
             return isinstance(value.op, (gast.USub, gast.UAdd, gast.Invert))
         if isinstance(value, gast.Compare):

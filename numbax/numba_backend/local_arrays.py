@@ -32,6 +32,7 @@ import gast
 import numpy as np
 
 from numbax.numba_backend import elementary
+from numbax.numba_backend.fuse import ELEMENTWISE_BINOPS
 from numbax.transform.names import Namer
 
 ELEMENTWISE_RUNTIME = frozenset(
@@ -43,19 +44,6 @@ ELEMENTWISE_RUNTIME = frozenset(
 )
 """The ``nxrt`` helpers that act on each element: written on an example's elements
 they are the scalar functions device code already calls."""
-
-_ELEMENTWISE_OPS = (
-    gast.Add,
-    gast.Sub,
-    gast.Mult,
-    gast.Div,
-    gast.FloorDiv,
-    gast.Mod,
-    gast.Pow,
-    gast.BitAnd,
-    gast.BitOr,
-    gast.BitXor,
-)
 
 
 @dataclass(frozen=True)
@@ -415,12 +403,7 @@ class _Writer:
             self.arrays[own] = self.arrays[name]
             made = self.assign(own, value, stmt, in_loop)
             return [*made, _assign(name, gast.Name(own, gast.Load(), None, None))]
-        operation = self._operation(value)
-        if operation is not None:
-            return self.array_operation(name, operation, value, stmt)
-        if self._elementwise(value):
-            return self.elementwise(name, value, stmt, allocate=True)
-        raise NotInThread(_unknown(value), getattr(stmt, "lineno", None))
+        return self._make(name, value, stmt)
 
     def tape(self, name: str, value: gast.Call) -> list[gast.stmt]:
         """A tape of ``capacity`` arrays like ``value`` (a loop's reverse-mode tape): one
@@ -484,6 +467,7 @@ class _Writer:
         return [*made, _assign(name, gast.Name(own, gast.Load(), None, None))]
 
     def _make(self, name: str, value: gast.expr, stmt: Any) -> list[gast.stmt]:
+        """A new array ``name`` of ``value``: an operation on arrays, or elementwise."""
         operation = self._operation(value)
         if operation is not None:
             return self.array_operation(name, operation, value, stmt)
@@ -968,7 +952,7 @@ class _Writer:
 
     def _elementwise(self, value: gast.expr) -> bool:
         for node in gast.walk(value):
-            if isinstance(node, gast.BinOp) and not isinstance(node.op, _ELEMENTWISE_OPS):
+            if isinstance(node, gast.BinOp) and not isinstance(node.op, ELEMENTWISE_BINOPS):
                 return False
             if isinstance(node, gast.Call):
                 name = _runtime_name(node)
