@@ -13,10 +13,17 @@ an array only of a size fixed when compiling (``cuda.local.array``). So:
   NumPy's broadcasting; products, sums and their adjoints as the sums they are;
 * arrays the function returns are written into the result arrays the kernel passes it
   for its example (``_result_0``...), since a thread's local memory is gone when its
-  function returns; it returns its numbers only.
+  function returns; it returns its numbers only;
+* an array made in every pass of a loop is written into a buffer made before the
+  outermost loop, which only its name may hold (a copy, a view or a tuple of it is
+  refused), and reverse mode keeps such a loop's arrays as rows of a tape;
+* the example's shapes are numbers in the code (:func:`known_shapes`), so a loop over
+  ``range(v.shape[0])`` is bounded.
 
-What is not one of these operations on an array is refused at the user's line, naming
-the operation, rather than given to numba-cuda to fail on.
+What is not one of these operations on an array, and what would take one example's
+shape for another's (a slice by a value of the example, a branch the host's run did
+not take giving a name another shape), is refused at the user's line, naming the
+operation, rather than given to numba-cuda to fail on or computed wrong.
 """
 
 from __future__ import annotations
