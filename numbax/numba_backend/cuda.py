@@ -279,7 +279,7 @@ def host_function(source: FunctionSource, part: str = "whole") -> Specialization
             found = specialize(
                 source,
                 _host_callee,
-                transformation="host run of a gpu device function",
+                transformation="gpu device function",
                 target="host",
             )
         finally:
