@@ -7,12 +7,11 @@ On the simulator the threads run as Python, so the examples are few and small;
 
 from __future__ import annotations
 
-import inspect
-
 import numpy as np
 import pytest
 
 import numbax as nx
+from tests.gpu.helpers import leaves, line_of
 
 RNG = np.random.default_rng(7)
 W1, B1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=4), RNG.normal(size=4)
@@ -70,7 +69,7 @@ def both(v):
 def _check(per_example, axes, *args, rtol=1e-12):
     got = nx.jit(nx.vmap(per_example, in_axes=axes), backend="gpu")(*args)
     want = nx.vmap(per_example, in_axes=axes)(*args)
-    for g, w in zip(_leaves(got), _leaves(want), strict=True):
+    for g, w in zip(leaves(got), leaves(want), strict=True):
         host = nx.device_get(g)
         assert host.shape == np.shape(w) and host.dtype == np.result_type(w)
         np.testing.assert_allclose(host, w, rtol=rtol)
@@ -112,7 +111,7 @@ def test_the_source_shows_the_loops_under_the_users_lines():
     assert "arrays in local memory, for one example's shapes: w1 (4, 3) float64" in text
     assert "_matmul = cuda.local.array((4,), np.float64)" in text
     assert "# line 23: h = np.tanh(w1 @ x + b1)" in text.replace(
-        f"line {_line_of(mlp_loss, 'np.tanh')}", "line 23"
+        f"line {line_of(mlp_loss, 'np.tanh')}", "line 23"
     )
     assert "_result_0[_i0, _i1] = _ct_w1[_i0, _i1]" in text
     assert "_out_0[_example]" in text
@@ -141,7 +140,7 @@ def test_the_gradient_of_a_loop_carrying_an_array_keeps_a_tape_of_rows():
 def test_another_name_for_an_array_made_in_a_loop_is_refused_at_its_line():
     with pytest.raises(nx.CompileError, match="another name may hold it") as info:
         nx.jit(nx.vmap(kept_in_a_loop), backend="gpu")(X)
-    assert info.value.lineno == _line_of(kept_in_a_loop, "v = v * 0.5")
+    assert info.value.lineno == line_of(kept_in_a_loop, "v = v * 0.5")
 
 
 def test_a_slice_is_a_view_of_the_examples_array():
@@ -152,18 +151,7 @@ def test_what_a_thread_cannot_run_on_arrays_is_named_at_the_users_line():
     """The adjoint of a slice adds into part of an array; not written yet."""
     with pytest.raises(nx.CompileError, match="nxrt.index_add") as info:
         nx.jit(nx.vmap(nx.grad(sliced)), backend="gpu")(X)
-    assert info.value.lineno == _line_of(sliced, "v[1:]")
-
-
-def _line_of(function, text):
-    lines, first = inspect.getsourcelines(function)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
-
-def _leaves(value):
-    if isinstance(value, tuple):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]
+    assert info.value.lineno == line_of(sliced, "v[1:]")
 
 
 def log_sum_exp(v, s):
@@ -186,7 +174,7 @@ def test_a_view_whose_shape_is_a_value_of_the_example_is_refused_at_its_line():
     """Its shape in one example is not its shape in every example."""
     with pytest.raises(nx.CompileError, match="slices by a value of the example") as info:
         nx.jit(nx.vmap(first_of), backend="gpu")(X, np.array([1, 2, 3]))
-    assert info.value.lineno == _line_of(first_of, "v[:k]")
+    assert info.value.lineno == line_of(first_of, "v[:k]")
 
 
 def shape_by_branch(v, s):
@@ -200,7 +188,7 @@ def shape_by_branch(v, s):
 def test_a_name_with_another_shape_on_a_path_not_taken_is_refused_at_its_line():
     with pytest.raises(nx.CompileError, match="another shape than") as info:
         nx.jit(nx.vmap(shape_by_branch), backend="gpu")(X, np.array([1.0, -1.0, 2.0]))
-    assert info.value.lineno == _line_of(shape_by_branch, "t = s * 1.0")
+    assert info.value.lineno == line_of(shape_by_branch, "t = s * 1.0")
 
 
 def norm_by_shape(v):

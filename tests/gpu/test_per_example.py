@@ -7,7 +7,6 @@ GPU, ``NUMBA_ENABLE_CUDASIM=0`` runs the same tests there (``benchmarks/gpu``).
 
 from __future__ import annotations
 
-import inspect
 import math
 
 import numba.core.errors
@@ -16,6 +15,7 @@ import pytest
 
 import numbax as nx
 from numbax.numba_backend import cuda as gpu
+from tests.gpu.helpers import leaves, line_of
 
 
 def newton_sqrt(a):
@@ -75,7 +75,7 @@ def test_a_branch_and_its_derivatives_inside_each_thread(transform):
     b = 0.7
     got = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")(A, b)
     want = nx.vmap(per_example, in_axes=(0, None))(A, b)
-    for g, w in zip(*(_leaves(v) for v in (got, want)), strict=True):
+    for g, w in zip(*(leaves(v) for v in (got, want)), strict=True):
         np.testing.assert_allclose(nx.device_get(g), w, rtol=1e-13)
 
 
@@ -197,10 +197,10 @@ def test_devices():
 def test_a_function_that_is_not_elementwise_is_refused_at_its_first_such_line():
     with pytest.raises(nx.CompileError, match=r"jit\(vmap\(f\), backend='gpu'\)") as info:
         nx.jit(energy, backend="gpu")(A, A)
-    assert (info.value.filename, info.value.lineno) == (__file__, _line_of(energy, "if a > 0"))
+    assert (info.value.filename, info.value.lineno) == (__file__, line_of(energy, "if a > 0"))
     with pytest.raises(nx.CompileError) as info:
         nx.jit(row_norm, backend="gpu")(A, 1.0)
-    assert info.value.lineno == _line_of(row_norm, "for k in")
+    assert info.value.lineno == line_of(row_norm, "for k in")
 
 
 def test_an_array_of_numbers_per_example():
@@ -220,7 +220,7 @@ def test_a_while_loops_tape_is_refused_at_the_users_line():
     with pytest.raises(nx.CompileError, match="tape") as info:
         nx.jit(nx.vmap(nx.grad(newton_sqrt)), backend="gpu")(A)
     assert info.value.filename == __file__
-    assert info.value.lineno == _line_of(newton_sqrt, "while")
+    assert info.value.lineno == line_of(newton_sqrt, "while")
 
 
 def test_what_numba_cuda_cannot_compile_is_named_at_the_users_line(monkeypatch):
@@ -246,7 +246,7 @@ def test_what_numba_cuda_cannot_compile_is_named_at_the_users_line(monkeypatch):
     monkeypatch.setattr(kernel, "launcher", Launcher())
     with pytest.raises(nx.CompileError, match="Numba cannot compile it") as info:
         batched(A, 0.5)
-    assert (info.value.filename, info.value.lineno) == (__file__, _line_of(energy, "math.sin"))
+    assert (info.value.filename, info.value.lineno) == (__file__, line_of(energy, "math.sin"))
     assert "jit(backend='gpu')" in str(info.value) and "backend='cpu'" in str(info.value)
 
 
@@ -267,14 +267,3 @@ def test_without_numba_cuda_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(gpu.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(gpu.GpuUnavailableError, match=r"pip install 'numbax\[cuda\]'"):
         nx.jit(nx.vmap(energy), backend="gpu")
-
-
-def _line_of(function, text):
-    lines, first = inspect.getsourcelines(function)
-    return first + next(k for k, line in enumerate(lines) if text in line)
-
-
-def _leaves(value):
-    if isinstance(value, tuple):
-        return [leaf for v in value for leaf in _leaves(v)]
-    return [value]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import numbax as nx
 from numbax.numba_backend import cuda_reduction
+from tests.gpu.helpers import line_of
 
 
 def total(x):
@@ -190,19 +191,12 @@ def test_what_the_kernels_do_not_run_is_refused_at_the_users_line(function, args
     with pytest.raises(nx.CompileError, match=message) as info:
         nx.jit(function, backend="gpu")(*args)
     assert info.value.filename == __file__
-    assert info.value.lineno == _line_of(function, text)
+    assert info.value.lineno == line_of(function, text)
 
 
 def test_an_axis_out_of_range_is_numpys_error():
     with pytest.raises(np.exceptions.AxisError):
         _run(sum_over(3), X3, Y)
-
-
-def _line_of(function, text):
-    import inspect
-
-    lines, first = inspect.getsourcelines(function)
-    return first + next(k for k, line in enumerate(lines) if text in line)
 
 
 # -- generated cases: any shape, any axes, any reduction ------------------------------------
