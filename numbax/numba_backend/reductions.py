@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -740,22 +741,56 @@ def _reduce_nest(
         code(f"drow[j] = {step}(drow[j], srow[j]{p})")
     else:
         lead = ndim - tail
+        out = _item(dst, _loop_vars(kept) or ["0"])
+        if contiguous:
+            # C order: each output's elements are one run of the flat array, folded by
+            # bounds (a view per row costs more than summing a short row). Rows shorter
+            # than a pairwise block are folded here, one element after the other, as
+            # NumPy does: a call of ``fold`` per row costs more than the row.
+            row = " * ".join(f"src.shape[{d}]" for d in range(lead, ndim))
+            code("flat = src.ravel()", f"row = {row}")
+            for header, short in (("if row < 8:", True), ("else:", False)):
+                code(header, "    start = 0")
+                code.depth += 1
+                for d in range(lead):
+                    code.loop(f"i{d}", f"src.shape[{d}]")
+                if par:
+                    code(f"p = {_item(par, _loop_vars(kept) or ['0'])}")
+                if short and op.mode == "pairwise":  # as ``block`` sums fewer than 8
+                    step_inline = _inline(code, op, op.fold("r", op.at("flat[U(k)]")))
+                    code(f"r = {_inline(code, op, 'T(-0.0)')}")
+                    code("for k in range(start, start + row):", f"    r = {step_inline}")
+                    code(f"{out} = {_inline(code, op, op.fold(out, 'r'))}")
+                elif short:
+                    step_inline = _inline(code, op, op.fold("acc", op.at("flat[U(k)]")))
+                    code(f"acc = {out}", "for k in range(start, start + row):")
+                    code(f"    acc = {step_inline}", f"{out} = acc")
+                else:
+                    code(f"{out} = {fold}(flat, start, start + row, {out}{p})")
+                code("start += row")
+                code.depth = base
+            return
         for d in range(lead):
             code.loop(f"i{d}", f"src.shape[{d}]")
-        out = _item(dst, _loop_vars(kept) or ["0"])
         code(f"acc = {out}")
         if par:
             code(f"p = {_item(par, _loop_vars(kept) or ['0'])}")
-        if tail > 1 and contiguous:
-            view = f"{_item('src', _loop_vars(range(lead)))}.ravel()"
-        else:
-            for d in range(lead, ndim - 1):
-                code.loop(f"i{d}", f"src.shape[{d}]")
-            view = _item("src", _loop_vars(range(ndim - 1)))
+        for d in range(lead, ndim - 1):
+            code.loop(f"i{d}", f"src.shape[{d}]")
+        view = _item("src", _loop_vars(range(ndim - 1)))
         code(f"v = {view}", f"acc = {fold}(v, 0, v.shape[0], acc{p})")
         code.depth = base + lead
         code(f"{out} = acc")
     code.depth = base
+
+
+def _inline(code: _Source, op: _Op, fragment: str) -> str:
+    """``fragment`` of ``op`` (which names ``T``, ``U`` and ``op.names``) with those
+    names bound to fresh globals of ``code``: to compute it in ``code``'s own loop."""
+    scope = {"T": op.acc, "U": np.uint64, **dict(op.names)}
+    fresh = {name: code.use(value, "inl") for name, value in scope.items()}
+    pattern = r"\b(" + "|".join(map(re.escape, scope)) + r")\b"
+    return re.sub(pattern, lambda match: fresh[match.group(1)], fragment)
 
 
 def _arg_nest(code: _Source, dt: types.Type, maximum: bool, ndim: int, axis: int) -> None:
