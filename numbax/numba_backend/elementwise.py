@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numba
@@ -73,6 +74,26 @@ else:
         return np.empty(shape, dtype)
 
 
+@dataclass(frozen=True)
+class ScalarKernel:
+    """A fused kernel's scalar function, compiled with NumPy's error model, and the
+    positions of its parameters that may receive weak Python scalars."""
+
+    scalar: Any
+    weak_positions: frozenset[int]
+
+    def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
+        """For argument types ``args`` (some arrays): the casts of weak scalars, the
+        scalar function's argument types, and its result type (compiling it)."""
+        arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
+        casts = _weak_casts(args, arrays, self.weak_positions)
+        element_types = tuple(
+            a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
+        )
+        self.scalar.compile(element_types)
+        return casts, element_types, self.scalar.overloads[element_types].signature.return_type
+
+
 @lowering_helper
 def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
@@ -83,7 +104,9 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     """
     if kernel is None:
         return lambda kernel: elementwise(kernel, weak=weak)
-    weak_positions = {i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak}
+    weak_positions = frozenset(
+        i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak
+    )
     scalar = numba.njit(error_model="numpy")(kernel)  # NumPy: 1/0 is inf
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
@@ -96,6 +119,7 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     apply.__doc__ = kernel.__doc__
     apply.__wrapped__ = kernel
     apply.__numbax_rebuild__ = (elementwise, (kernel,), {"weak": weak})  # for nx.export
+    apply.__numbax_scalar__ = ScalarKernel(scalar, weak_positions)  # fused_reductions.py
 
     @overload(apply)
     def _apply_numba(*args):
@@ -104,12 +128,7 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         if not arrays:
             return lambda *args: scalar(*args)
-        casts = _weak_casts(args, arrays, weak_positions)
-        element_types = tuple(
-            a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
-        )
-        scalar.compile(element_types)
-        result = scalar.overloads[element_types].signature.return_type
+        casts, _, result = apply.__numbax_scalar__.element_types(args)
         flat = len({args[i].ndim for i in arrays}) == 1 and all(
             args[i].layout == "C" for i in arrays
         )

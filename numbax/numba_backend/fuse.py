@@ -32,8 +32,14 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.numba_backend.kept_shapes import is_full_broadcast, keeps_shape, mark_kept_shapes
-from numbax.numba_backend.rematerialize import rematerialize
+from numbax.numba_backend.kept_shapes import (
+    constant_axes,
+    is_axes_broadcast,
+    is_full_broadcast,
+    keeps_shape,
+    mark_kept_shapes,
+)
+from numbax.numba_backend.rematerialize import Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.names import Namer
@@ -112,11 +118,29 @@ def _contributing(group: list[gast.Assign]) -> list[gast.Assign]:
     return kept[::-1]
 
 
+@dataclass(frozen=True)
+class _Sink:
+    """A sum of an elementwise value over axes that its loop can feed: the name summed,
+    the helper that runs the fused loop and sums (``nxrt.sum_of``,
+    ``nxrt.unbroadcast_of``), and the arguments that come before the loop's inputs."""
+
+    summed: str
+    helper: str
+    leading: list[gast.expr]
+
+
 class _Fuser:
-    def __init__(self, fn: gast.FunctionDef, resolver: Resolver, namer: Namer) -> None:
+    def __init__(
+        self, fn: gast.FunctionDef, resolver: Resolver, namer: Namer, reductions: bool = False
+    ) -> None:
+        """``reductions``: also fuse sums over axes with the loop that makes their values
+        (``nxrt.sum_of``), and spread reduced values inside loops (``broadcast_reduced``
+        over constant axes): for Numba on the CPU, which has the helpers that run them."""
         self.fn = fn
         self.resolver = resolver
         self.namer = namer
+        self.reductions = reductions
+        self.kinds = Kinds(self.is_elementwise, self.is_sink, self.whole_reads)
         self.kernels: list[gast.FunctionDef] = []
 
     def is_elementwise(self, stmt: gast.stmt) -> bool:
@@ -138,18 +162,72 @@ class _Fuser:
         if isinstance(value, gast.Call) and not value.keywords:
             if is_full_broadcast(value, self.resolver) or keeps_shape(value):
                 return True
+            if self.reductions and is_axes_broadcast(value, self.resolver):
+                return isinstance(value.args[0], gast.Name)
             return _is_elementwise_callee(self.resolver.resolve(value.func), len(value.args))
         return False
 
+    def sink(self, stmt: gast.stmt) -> _Sink | None:
+        """``t = np.sum(x, axis=...)`` over constant axes, or ``t = nxrt.unbroadcast(x,
+        like)`` that may change the shape, when fusing reductions."""
+        if not (self.reductions and isinstance(stmt, gast.Assign) and len(stmt.targets) == 1):
+            return None
+        value = stmt.value
+        if not (isinstance(stmt.targets[0], gast.Name) and isinstance(value, gast.Call)):
+            return None
+        if not (value.args and isinstance(value.args[0], gast.Name)):
+            return None
+        summed = value.args[0].id
+        target = self.resolver.resolve(value.func)
+        if target is runtime.unbroadcast:
+            if value.keywords or len(value.args) != 2 or keeps_shape(value):
+                return None
+            like = value.args[1]
+            return _Sink(summed, "unbroadcast_of", [like]) if isinstance(like, gast.Name) else None
+        if target is not np.sum:
+            return None
+        options = {k.arg: k.value for k in value.keywords}
+        if len(value.args) == 2 and "axis" not in options:
+            options["axis"] = value.args[1]
+        elif len(value.args) != 1:
+            return None
+        axis = options.pop("axis", None)
+        keepdims = options.pop("keepdims", gast.Constant(False, None))
+        if options or axis is None or constant_axes(axis) is None:
+            return None
+        if not (isinstance(keepdims, gast.Constant) and type(keepdims.value) is bool):
+            return None
+        return _Sink(summed, "sum_of", [axis, keepdims])
+
+    def is_sink(self, stmt: gast.stmt) -> bool:
+        return self.sink(stmt) is not None
+
+    def whole_reads(self, stmt: gast.stmt) -> frozenset[str]:
+        """The names an elementwise statement or a sink reads as whole arrays: ``like``
+        of an ``unbroadcast`` (its shape), the reduced value that ``broadcast_reduced``
+        spreads (of a smaller shape than the loop's)."""
+        value = getattr(stmt, "value", None)
+        sink = self.sink(stmt)
+        if sink is not None and sink.helper == "unbroadcast_of":
+            return frozenset([sink.leading[0].id])
+        if self.reductions and isinstance(value, gast.Call):
+            if is_axes_broadcast(value, self.resolver) and isinstance(value.args[0], gast.Name):
+                return frozenset([value.args[0].id])
+        return frozenset()
+
     def block(self, stmts: list[gast.stmt], live_after: Container[str]) -> list[gast.stmt]:
         """Fuse runs in ``stmts``; ``live_after`` are names read after this block."""
-        stmts = rematerialize(stmts, self.is_elementwise, self._is_local, self.namer, live_after)
+        stmts = rematerialize(stmts, self.kinds, self._is_local, self.namer, live_after)
         last_read = _last_reads(stmts)
         out: list[gast.stmt] = []
         run: list[gast.stmt] = []
         for index, stmt in enumerate(stmts):
             if self.is_elementwise(stmt):
                 run.append(stmt)
+                continue
+            if self.is_sink(stmt):  # ends the run: its loop feeds the sum
+                out += self._fuse_run([*run, stmt], _ReadFrom(last_read, index + 1, live_after))
+                run = []
                 continue
             out += self._fuse_run(run, _ReadFrom(last_read, index, live_after))
             run = []
@@ -167,6 +245,9 @@ class _Fuser:
         targets = [stmt.targets[0].id for stmt in run]
         last_assigned = {name: j for j, name in enumerate(targets)}
         outputs = {j for j, name in enumerate(targets) if name in live and last_assigned[name] == j}
+        for j, stmt in enumerate(run):  # what is read as a whole array is stored
+            for name in self.whole_reads(stmt):
+                outputs.update(k for k in range(j) if targets[k] == name)
         value_reads = [set(_reads(stmt.value)) for stmt in run]
         while True:  # a value read by a later group must end its own group
             groups = self._split(run, outputs)
@@ -199,6 +280,10 @@ class _Fuser:
         return groups + ([current] if current else [])
 
     def _kernel_call(self, group: list[gast.stmt]) -> list[gast.stmt]:
+        sink = self.sink(group[-1])
+        if sink is not None:
+            *group, summed = group
+        before, group = self._expanded(group)
         defined: set[str] = set()
         inputs: list[str] = []
         for stmt in group:
@@ -229,14 +314,40 @@ class _Fuser:
         )
         kernel.lineno = line
         self.kernels.append(kernel)
-        call = gast.Call(
-            gast.Name(kernel_name, gast.Load(), None, None),
-            [gast.Name(n, gast.Load(), None, None) for n in inputs],
-            [],
-        )
+        kernel_ref = gast.Name(kernel_name, gast.Load(), None, None)
+        args = [gast.Name(n, gast.Load(), None, None) for n in inputs]
+        if sink is None:
+            call = gast.Call(kernel_ref, args, [])
+        else:  # the loop's values summed as they are made
+            output = summed.targets[0].id
+            call = gast.Call(_nxrt(sink.helper), [kernel_ref, *sink.leading, *args], [])
         assign = gast.Assign([gast.Name(output, gast.Store(), None, None)], call, None)
         assign.lineno = line
-        return [assign]
+        return [*before, assign]
+
+    def _expanded(self, group: list[gast.stmt]) -> tuple[list[gast.stmt], list[gast.stmt]]:
+        """``group`` with each ``t = nxrt.broadcast_reduced(g, a, axis, keepdims)`` as
+        ``t = nxrt.first(g_kept, a)``, and the statements before the loop that make
+        ``g_kept = nxrt.expand_reduced(g, axis, keepdims)``: ``g`` with the reduced axes
+        back, of length 1, so that the loop broadcasts it over them."""
+        before: list[gast.stmt] = []
+        out: list[gast.stmt] = []
+        for stmt in group:
+            value = stmt.value
+            if not (isinstance(value, gast.Call) and is_axes_broadcast(value, self.resolver)):
+                out.append(stmt)
+                continue
+            reduced, like, axis, keepdims = value.args
+            spread = reduced
+            if not keepdims.value:
+                spread = gast.Name(self.namer.fresh(f"{reduced.id}_kept"), gast.Load(), None, None)
+                self.resolver.locals.add(spread.id)
+                expand = gast.Call(_nxrt("expand_reduced"), [reduced, axis, keepdims], [])
+                made = gast.Assign([gast.Name(spread.id, gast.Store(), None, None)], expand, None)
+                made.lineno = getattr(stmt, "lineno", None)
+                before.append(made)
+            out.append(_runtime_assign(stmt, "first", [spread, like]))
+        return before, out
 
     def seeds_without_sums(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
         """``_k = _kernel(x)``, ``_sum = nxrt.sum(_k)``, ``_ct = nxrt.grad_seed(_sum)``,
@@ -277,11 +388,8 @@ class _Fuser:
             return None
         if reads[values] != 1 or reads[total[0]] != 1:
             return None
-        helper = gast.Attribute(
-            gast.Name("nxrt", gast.Load(), None, None), "seed_of_sum", gast.Load()
-        )
         merged = gast.Assign(
-            window[2].targets, gast.Call(helper, [call.func, *call.args], []), None
+            window[2].targets, gast.Call(_nxrt("seed_of_sum"), [call.func, *call.args], []), None
         )
         merged.lineno = getattr(window[2], "lineno", None)
         return merged
@@ -324,10 +432,14 @@ class _Fuser:
         return stmt
 
 
+def _nxrt(helper: str) -> gast.Attribute:
+    """``nxrt.<helper>``."""
+    return gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
+
+
 def _runtime_assign(stmt: gast.Assign, helper: str, args: list[gast.expr]) -> gast.Assign:
     """``stmt``'s target assigned ``nxrt.<helper>(*args)``, on ``stmt``'s line."""
-    function = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
-    assign = gast.Assign(stmt.targets, gast.Call(function, args, []), None)
+    assign = gast.Assign(stmt.targets, gast.Call(_nxrt(helper), args, []), None)
     assign.lineno = getattr(stmt, "lineno", None)
     return assign
 
@@ -336,7 +448,7 @@ def fuse_elementwise(
     fn: gast.FunctionDef, resolver: Resolver, namer: Namer
 ) -> tuple[gast.FunctionDef, list[gast.FunctionDef]]:
     """Rewrite ``fn`` in place; return it and the scalar kernels it now calls."""
-    fuser = _Fuser(fn, resolver, namer)
+    fuser = _Fuser(fn, resolver, namer, reductions=True)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))

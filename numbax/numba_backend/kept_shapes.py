@@ -69,7 +69,7 @@ def mark_kept_shapes(
             if shape_of_value and shape_of_value == shape_of_like:
                 setattr(value, KEPT, True)
             sources[target] = shape_of_like
-        elif is_full_broadcast(value, resolver):  # a scalar spread over a's shape
+        elif _is_broadcast_reduced(value, resolver):  # spread over a's shape
             sources[target] = of(value.args[1])
         elif elementwise(stmt) and (operands := _operands(value)) is not None:
             sources[target] = Sources().union(*(of(n) for n in operands))
@@ -107,6 +107,44 @@ def _is_unbroadcast(value: gast.expr, resolver: Resolver) -> bool:
         and len(value.args) == 2
         and resolver.resolve(value.func) is runtime.unbroadcast
     )
+
+
+def _is_broadcast_reduced(value: gast.expr, resolver: Resolver) -> bool:
+    return (
+        isinstance(value, gast.Call)
+        and len(value.args) >= 2
+        and resolver.resolve(value.func) is runtime.broadcast_reduced
+    )
+
+
+def is_axes_broadcast(value: gast.expr, resolver: Resolver) -> bool:
+    """``nxrt.broadcast_reduced(g, a, axis, keepdims)`` with ``axis`` an int or a tuple
+    of ints and ``keepdims`` a bool, all written as constants: the cotangent of a
+    reduction over those axes, spread over ``a``'s shape. Elementwise, it is ``g`` with
+    the reduced axes back as axes of length 1 (``nxrt.expand_reduced``), broadcast."""
+    if not (_is_broadcast_reduced(value, resolver) and len(value.args) == 4):
+        return False
+    axis, keepdims = value.args[2:]
+    constant_bool = isinstance(keepdims, gast.Constant) and type(keepdims.value) is bool
+    return constant_axes(axis) is not None and constant_bool
+
+
+def constant_axes(axis: gast.expr) -> tuple[int, ...] | None:
+    """The axes an ``axis`` argument written as an int or a tuple of ints names (``-1``
+    included), or None."""
+    items = axis.elts if isinstance(axis, gast.Tuple) else [axis]
+    values = [_constant_int(item) for item in items]
+    if not values or None in values:
+        return None
+    return tuple(values)
+
+
+def _constant_int(node: gast.expr) -> int | None:
+    negative = isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
+    inner = node.operand if negative else node
+    if not (isinstance(inner, gast.Constant) and type(inner.value) is int):
+        return None
+    return -inner.value if negative else inner.value
 
 
 def is_full_broadcast(value: gast.expr, resolver: Resolver) -> bool:

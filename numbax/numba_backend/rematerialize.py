@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable, Container
+from dataclasses import dataclass
 
 import gast
 
@@ -37,104 +38,138 @@ MOST_COPIED = 24
 """Statements copied into one run at most: a bound on the work recomputed."""
 
 
+@dataclass(frozen=True)
+class Kinds:
+    """How the fuser sees statements: ``elementwise`` ones fuse into loops; a ``sink``
+    (a sum of an elementwise value over axes) ends a run, its loop feeding the sum;
+    ``whole(stmt)`` names what a statement of a run reads as a whole array (for its
+    shape), which a copy must not compute as one element."""
+
+    elementwise: Callable[[gast.stmt], bool]
+    sink: Callable[[gast.stmt], bool]
+    whole: Callable[[gast.stmt], frozenset[str]]
+
+    def runs(self, stmts: list[gast.stmt]) -> list[tuple[int, int]]:
+        """The runs of ``stmts`` as (start, end) indices: consecutive elementwise
+        statements, each closed by a sink that follows it, if any."""
+        runs, index = [], 0
+        while index < len(stmts):
+            if self.elementwise(stmts[index]):
+                end = index
+                while end < len(stmts) and self.elementwise(stmts[end]):
+                    end += 1
+                if end < len(stmts) and self.sink(stmts[end]):
+                    end += 1
+                runs.append((index, end))
+                index = end
+            elif self.sink(stmts[index]):
+                runs.append((index, index + 1))
+                index += 1
+            else:
+                index += 1
+        return runs
+
+
 def rematerialize(
     stmts: list[gast.stmt],
-    is_elementwise: Callable[[gast.stmt], bool],
+    kinds: Kinds,
     is_local: Callable[[str], bool],
     namer: Namer,
     live_after: Container[str],
 ) -> list[gast.stmt]:
     """``stmts`` with copies of the elementwise statements each later elementwise run
     reads the values of, and without the originals nothing reads any more."""
-    block = _Block(stmts, is_elementwise, is_local)
+    block = _Block(stmts, kinds, is_local)
     out: list[gast.stmt] = []
     copied_from: list[int] = []  # indices of the statements copies were made of
-    index = 0
-    while index < len(stmts):
-        if not is_elementwise(stmts[index]):
-            out.append(stmts[index])
-            index += 1
-            continue
-        end = index
-        while end < len(stmts) and is_elementwise(stmts[end]):
-            end += 1
+    done = 0
+    for start, end in kinds.runs(stmts):
+        out += stmts[done:start]
         copies, sources = [], []
-        if end - index >= 2:  # a fused loop already: copies add no compile of their own
-            copies, sources = block.copies_for(index, end, namer)
-        out += copies + stmts[index:end]
+        if end - start >= 2:  # a fused loop already: copies add no compile of their own
+            copies, sources = block.copies_for(start, end, namer)
+        out += copies + stmts[start:end]
         copied_from += sources
-        index = end
-    return _without_unread(out, {id(stmts[i]) for i in copied_from}, is_elementwise, live_after)
+        done = end
+    out += stmts[done:]
+    return _without_unread(out, {id(stmts[i]) for i in copied_from}, kinds.elementwise, live_after)
 
 
 class _Block:
     """One block's statements and where each name is assigned."""
 
     def __init__(
-        self,
-        stmts: list[gast.stmt],
-        is_elementwise: Callable[[gast.stmt], bool],
-        is_local: Callable[[str], bool],
+        self, stmts: list[gast.stmt], kinds: Kinds, is_local: Callable[[str], bool]
     ) -> None:
         self.stmts = stmts
-        self.is_elementwise = is_elementwise
+        # as they were: a run's reads are renamed in place to its copies, and a later
+        # run's copies of the same statements read the values they first read
+        self.originals = [clone(stmt) for stmt in stmts]
+        self.kinds = kinds
+        self.is_elementwise = kinds.elementwise
         self.is_local = is_local
         self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
         self.assignments: dict[str, list[int]] = {}  # by name, the statements in order
         for index, names in enumerate(self.assigned):
             for name in names:
                 self.assignments.setdefault(name, []).append(index)
-        # names some statement other than an elementwise one reads: stored arrays anyway
-        self.read_whole = set().union(
-            *(name_ids(stmt, gast.Load) for stmt in stmts if not is_elementwise(stmt))
-        )
+        # names a statement reads as whole arrays: stored arrays anyway
+        self.read_whole = set().union(*(self._whole_reads(stmt) for stmt in stmts))
+
+    def _whole_reads(self, stmt: gast.stmt) -> frozenset[str]:
+        if self.is_elementwise(stmt) or self.kinds.sink(stmt):
+            return self.kinds.whole(stmt)
+        return frozenset(name_ids(stmt, gast.Load))
+
+    def _element_reads(self, stmt: gast.stmt) -> set[str]:
+        """What an elementwise statement (or a sink) reads element by element."""
+        return name_ids(stmt.value, gast.Load) - self.kinds.whole(stmt)
 
     def copies_for(self, start: int, end: int, namer: Namer) -> tuple[list[gast.stmt], list[int]]:
         """Copies (renamed) of the statements before ``start`` that compute the values
         the run ``stmts[start:end]`` reads, its reads renamed to them; and the indices of
         the statements copied."""
-        run = self.stmts[start:end]
+        run = self.originals[start:end]
         plan: list[int] = []
         defined_in_run: set[str] = set()
         for stmt in run:
-            for name in name_ids(stmt.value, gast.Load) - defined_in_run:
-                if not any(self._target(i) == name for i in plan):
+            for name in self._element_reads(stmt) - defined_in_run:
+                where = self._last_assignment(name, start)
+                if where is None or where not in plan:
                     plan += [i for i in self._plan(name, start, len(plan)) if i not in plan]
             defined_in_run.add(stmt.targets[0].id)
         plan.sort()
-        if not plan or not self._consistent(plan):
+        if not plan:
             return [], []
-        fresh = {self._target(i): namer.fresh(self._target(i)) for i in plan}
+        # Each copy gets a fresh name of its own (a name assigned twice, ``_ct_x = a``
+        # then ``_ct_x = _ct_x + b``, gets two), and reads the copy of the assignment it
+        # read, where one was made.
+        fresh = {i: namer.fresh(self._target(i)) for i in plan}
+
+        def renamed(name: str, before: int) -> str | None:
+            return fresh.get(self._last_assignment(name, before))
+
         copies = []
         for i in plan:
-            copy = clone(self.stmts[i])
+            copy = clone(self.originals[i])
             copy.recomputed = True  # for the fused loop's name and line (fuse.py)
             copy_mark(self.stmts[i], copy)
-            for node in name_nodes(copy):
-                node.id = fresh.get(node.id, node.id)
+            for node in name_nodes(copy.value, gast.Load):
+                if node.id not in self.kinds.whole(copy):
+                    node.id = renamed(node.id, i) or node.id
+            copy.targets[0].id = fresh[i]
             copies.append(copy)
         defined_in_run = set()
-        for stmt in run:
+        for stmt in self.stmts[start:end]:
+            whole = self.kinds.whole(stmt)
             for node in name_nodes(stmt.value, gast.Load):
-                if node.id in fresh and node.id not in defined_in_run:
-                    node.id = fresh[node.id]
+                if node.id not in defined_in_run and node.id not in whole:
+                    node.id = renamed(node.id, start) or node.id
             defined_in_run.add(stmt.targets[0].id)
         return copies, plan
 
-    def _consistent(self, plan: list[int]) -> bool:
-        """Whether the copies can be renamed apart: one statement per name, and each
-        copy that reads a name assigned in the plan reads that assignment."""
-        targets = [self._target(i) for i in plan]
-        if len(set(targets)) != len(targets):
-            return False
-        for i in plan:
-            for read in name_ids(self.stmts[i].value, gast.Load):
-                if read in targets and self._last_assignment(read, i) not in plan:
-                    return False
-        return True
-
     def _target(self, index: int) -> str:
-        return self.stmts[index].targets[0].id
+        return self.originals[index].targets[0].id
 
     def _plan(self, name: str, before: int, budget_used: int) -> list[int]:
         """The statements (indices, any order) that compute ``name`` as it is at
@@ -148,21 +183,26 @@ class _Block:
         """Add to ``plan`` what computes ``name``'s value at ``at``, all of it readable
         at ``until``; False when it cannot be."""
         where = self._last_assignment(name, at)
-        if where is None or not self.is_elementwise(self.stmts[where]):
+        if where is None or not self.is_elementwise(self.originals[where]):
             return False
-        if isinstance(self.stmts[where].value, gast.Call) and name in self.read_whole:
+        if where in plan:
+            return True
+        if isinstance(self.originals[where].value, gast.Call) and name in self.read_whole:
             # a function (exp, tanh...) whose array is stored for another reader anyway:
             # reading it costs less than computing it again
             return False
         if used + len(plan) >= MOST_COPIED:
             return False
+        for read in self.kinds.whole(self.originals[where]):  # read as stored: unchanged
+            if self.is_local(read) and not self._unchanged(read, where, until):
+                return False
         plan.append(where)
-        for read in name_ids(self.stmts[where].value, gast.Load):
+        for read in self._element_reads(self.originals[where]):
             if not self.is_local(read):
                 continue  # a constant of the function
             if self._unchanged(read, where, until):
                 source = self._last_assignment(read, where)
-                if source is not None and self.is_elementwise(self.stmts[source]):
+                if source is not None and self.is_elementwise(self.originals[source]):
                     # computed too, if it can be, else read as stored
                     attempt: list[int] = []
                     if self._compute(read, where, until, attempt, used + len(plan)):
@@ -180,7 +220,7 @@ class _Block:
         if position == 0:
             return None
         index = indices[position - 1]
-        stmt = self.stmts[index]
+        stmt = self.originals[index]
         simple = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
         return index if simple and isinstance(stmt.targets[0], gast.Name) else None
 
