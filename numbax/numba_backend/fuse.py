@@ -43,6 +43,7 @@ from numbax.numba_backend.rematerialize import Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.names import Namer
+from numbax.transform.normalize_nodes import clone
 from numbax.transform.resolve import Resolver
 from numbax.transform.walk import walk
 
@@ -211,7 +212,8 @@ class _Fuser:
         if sink is not None and sink.helper == "unbroadcast_of":
             return frozenset([sink.leading[0].id])
         if self.reductions and isinstance(value, gast.Call):
-            if is_axes_broadcast(value, self.resolver) and isinstance(value.args[0], gast.Name):
+            spread = is_axes_broadcast(value, self.resolver)
+            if spread and isinstance(value.args[0], gast.Name):
                 return frozenset([value.args[0].id])
         return frozenset()
 
@@ -432,6 +434,59 @@ class _Fuser:
         return stmt
 
 
+def _axes_written_out(fn: gast.FunctionDef, resolver: Resolver) -> None:
+    """Each ``axis`` of ``np.sum`` and ``nxrt.broadcast_reduced`` that normalized code
+    names (``_tuple = 0, 2`` ... ``np.sum(x, axis=_tuple)``) written as its constant, and
+    the name's assignment removed when nothing else reads it: a sum over constant axes
+    can join the loop before it, and compiles to loops for those axes. In place."""
+    stores = Counter(
+        n.id for n in walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    )
+    constants = {
+        node.targets[0].id: node.value
+        for node in walk(fn)
+        if isinstance(node, gast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], gast.Name)
+        and stores[node.targets[0].id] == 1
+        and constant_axes(node.value) is not None
+    }
+    if not constants:
+        return
+
+    def written(arg: gast.expr) -> gast.expr:
+        return (
+            clone(constants[arg.id]) if isinstance(arg, gast.Name) and arg.id in constants else arg
+        )
+
+    for node in walk(fn):
+        if not isinstance(node, gast.Call):
+            continue
+        target = resolver.resolve(node.func)
+        if target is np.sum:
+            node.args[1:2] = [written(arg) for arg in node.args[1:2]]
+            for keyword in node.keywords:
+                if keyword.arg == "axis":
+                    keyword.value = written(keyword.value)
+        elif target is runtime.broadcast_reduced and len(node.args) == 4:
+            node.args[2] = written(node.args[2])
+    still_read = set(_reads(fn))
+    unread = {name for name in constants if name not in still_read}
+    for node in walk(fn):
+        for field in ("body", "orelse", "finalbody"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                block[:] = [
+                    stmt
+                    for stmt in block
+                    if not (
+                        isinstance(stmt, gast.Assign)
+                        and isinstance(stmt.targets[0], gast.Name)
+                        and stmt.targets[0].id in unread
+                    )
+                ]
+
+
 def _nxrt(helper: str) -> gast.Attribute:
     """``nxrt.<helper>``."""
     return gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
@@ -448,6 +503,7 @@ def fuse_elementwise(
     fn: gast.FunctionDef, resolver: Resolver, namer: Namer
 ) -> tuple[gast.FunctionDef, list[gast.FunctionDef]]:
     """Rewrite ``fn`` in place; return it and the scalar kernels it now calls."""
+    _axes_written_out(fn, resolver)
     fuser = _Fuser(fn, resolver, namer, reductions=True)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)

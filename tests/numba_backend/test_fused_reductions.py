@@ -1,0 +1,162 @@
+"""Sums fused with the loop that makes their values (``nxrt.sum_of``,
+``nxrt.unbroadcast_of``) and reduced values spread inside loops (``nxrt.expand_reduced``):
+NumPy's values, shapes and dtypes, compiled and with the generated code run as Python,
+while the summed values are never stored."""
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax.numba_backend.elementwise import elementwise
+from numbax.runtime import nxrt
+
+
+def sum_rows(x, y):
+    return np.sum((x - y) * (x - y), axis=2)
+
+
+def sum_last_kept(x, y):
+    return np.sum((x - y) * (x - y), axis=-1, keepdims=True)
+
+
+def sum_outer_axes(x, y):
+    return np.sum(np.exp(x) * y, axis=(0, 2))
+
+
+def sum_first(x, y):
+    return np.sum(x * y + 1.0, axis=0)
+
+
+def count_between(x, y):
+    return np.sum((x > y) & (x < 1.0), axis=1)
+
+
+def sum_everything(x, y):
+    return np.sum(x * y, axis=(0, 1, 2))
+
+
+rng = np.random.default_rng(7)
+SHORT = (rng.standard_normal((4, 1, 3)), rng.standard_normal((1, 5, 3)))  # rows of 3
+LONG = (rng.standard_normal((4, 1, 20)), rng.standard_normal((1, 5, 20)))  # pairwise rows
+
+
+def _body(jitted, name):
+    return jitted.source.split(f"def {name}(")[-1]
+
+
+def _as_python(jitted, *args):
+    """What the generated code computes run as Python, with the runtime's own helpers."""
+    compiled, _ = jitted.specialization_for(args, {})
+    return compiled.generated.function(*args)
+
+
+@pytest.mark.parametrize(
+    "f",
+    [sum_rows, sum_last_kept, sum_outer_axes, sum_first, count_between, sum_everything],
+)
+@pytest.mark.parametrize("inputs", [SHORT, LONG], ids=["short-rows", "long-rows"])
+def test_a_sum_over_axes_of_a_fused_loop_is_numpys(f, inputs):
+    jitted = nx.jit(f)
+    want = f(*inputs)
+    got = jitted(*inputs)
+    assert np.shape(got) == np.shape(want)
+    assert np.result_type(got) == np.result_type(want)
+    np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(_as_python(jitted, *inputs), want, rtol=1e-14)
+    assert "nxrt.sum_of(" in _body(jitted, f.__name__)
+
+
+def test_float32_values_are_summed_in_float32():
+    x, y = (a.astype(np.float32) for a in LONG)
+    got = nx.jit(sum_rows)(x, y)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, sum_rows(x, y), rtol=1e-6)
+
+
+def test_rows_are_summed_in_the_order_of_the_unfused_sum():
+    """Row by row, pairwise from 8 values on (NumPy's order, as ``nxrt.sum`` adds):
+    fusing changes no bit of a sum along the last axis."""
+    kernel = elementwise(lambda a, b: (a - b) * (a - b))
+    for x, y in (SHORT, LONG):
+        fused = nxrt.sum_of(kernel, 2, False, x, y)  # interpreted: stored, then summed
+        compiled = nx.jit(sum_rows)(x, y)
+        np.testing.assert_array_equal(compiled, fused)
+
+
+def test_an_axis_numpy_refuses_is_numpys_error():
+    def bad_axis(x):
+        return np.sum(x * x, axis=3)
+
+    with pytest.raises(np.exceptions.AxisError):
+        nx.jit(bad_axis)(np.ones((2, 3)))
+
+
+def pair_energy(pos):
+    """Lennard-Jones energy of all pairs, as array code (the molecular-dynamics benchmark)."""
+    n = pos.shape[0]
+    eye = np.eye(n)
+    diff = pos[:, None, :] - pos[None, :, :]
+    r2 = np.sum(diff * diff, axis=2) + eye
+    inv6 = 1.0 / (r2 * r2 * r2)
+    return 2.0 * np.sum((1.0 - eye) * (inv6 * inv6 - inv6))
+
+
+POSITIONS = np.stack(np.meshgrid(*[np.arange(2) * 1.2] * 3, indexing="ij"), -1).reshape(-1, 3)
+POSITIONS = POSITIONS + rng.uniform(-0.05, 0.05, POSITIONS.shape)
+
+
+def _central_differences(f, x, h=1e-6):
+    grad = np.zeros_like(x)
+    for index in np.ndindex(x.shape):
+        step = np.zeros_like(x)
+        step[index] = h
+        grad[index] = (f(x + step) - f(x - step)) / (2 * h)
+    return grad
+
+
+def test_the_pair_energys_gradient_stores_no_pair_array():
+    """The forward sum over the coordinates and both sums of the pairs' cotangents back
+    onto the particles run in the loops that make the pairs' values: no (n, n, 3) array
+    is made."""
+    grad = nx.jit(nx.grad(pair_energy))
+    got = grad(POSITIONS)
+    np.testing.assert_allclose(got, nx.grad(pair_energy)(POSITIONS), rtol=1e-12)
+    np.testing.assert_allclose(got, _central_differences(pair_energy, POSITIONS), rtol=1e-6)
+    np.testing.assert_allclose(_as_python(grad, POSITIONS), got, rtol=1e-12)
+    body = _body(grad, "grad_pair_energy")
+    code = [line for line in body.splitlines() if not line.lstrip().startswith("#")]
+    assert not [line for line in code if " diff" in line or "axis=2" in line]
+    assert body.count("nxrt.sum_of(") == 1
+    assert body.count("nxrt.unbroadcast_of(") >= 2
+    assert "nxrt.expand_reduced(" in body
+
+
+def norm_loss(x):
+    s = np.sum(x * x, axis=1)
+    return np.sum(np.sqrt(s + 1.0) * s)
+
+
+def log_sum_kept(x):
+    m = np.sum(np.exp(x), axis=-1, keepdims=True)
+    return np.sum(np.log(m) * x)
+
+
+@pytest.mark.parametrize("f", [norm_loss, log_sum_kept])
+def test_a_reduced_cotangent_is_spread_inside_the_loop(f):
+    x = rng.standard_normal((4, 3))
+    grad = nx.jit(nx.grad(f))
+    got = grad(x)
+    np.testing.assert_allclose(got, nx.grad(f)(x), rtol=1e-12)
+    np.testing.assert_allclose(got, _central_differences(f, x), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(_as_python(grad, x), got, rtol=1e-12)
+    assert "nxrt.broadcast_reduced(" not in _body(grad, f"grad_{f.__name__}")
+
+
+def shared_square(x, y):
+    sq = (x - y) * (x - y)
+    return np.sum(sq, axis=1) + np.max(sq)
+
+
+def test_a_value_also_read_whole_is_stored_and_summed_right():
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    np.testing.assert_allclose(nx.jit(shared_square)(x, y), shared_square(x, y), rtol=1e-14)
