@@ -27,13 +27,16 @@ from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.codegen.load import GENERATED_PREFIX
+from numbax.numba_backend import reductions
 from numbax.numba_backend.disk_cache import cache_for
+from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.runtime_cache import cache_of
 from numbax.numba_backend.threads import chunk_runner, threads_allowed, threads_for
 from numbax.numba_backend.threads import launch as launch_threads
 from numbax.numba_backend.weak import weak_target
+from numbax.runtime.broadcasting import unbroadcast
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
 _PAGE = 4096
@@ -81,6 +84,7 @@ class ScalarKernel:
 
     scalar: Any
     weak_positions: frozenset[int]
+    inlined: Any  # the same, inlined into each loop that calls it (fused_sums.py)
 
     def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
         """For argument types ``args`` (some arrays): the casts of weak scalars, the
@@ -95,15 +99,44 @@ class ScalarKernel:
 
 
 @lowering_helper
-def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -> Callable:
+def elementwise(
+    kernel: Callable | None = None,
+    *,
+    weak: tuple[str, ...] = (),
+    summed: int | tuple[int, ...] | None = None,
+    keepdims: bool = False,
+    unbroadcast: bool = False,
+) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
 
     ``weak`` names the parameters that may receive Python scalars: where they do, they
     are cast as NEP 50 casts a Python scalar next to the array arguments (a Python float
     next to float32 arrays is float32), as in NumPy 2 and JAX.
+
+    A loop whose values are only summed returns the sum, made as the loop runs
+    (``fused_sums.py``): with ``summed`` (an axis or a tuple of axes), a call returns
+    ``np.sum(values, axis=summed, keepdims=keepdims)``; with ``unbroadcast``, its first
+    argument is ``like`` (not the kernel's) and it returns ``unbroadcast(values, like)``.
     """
+    options = {"weak": weak, "summed": summed, "keepdims": keepdims, "unbroadcast": unbroadcast}
     if kernel is None:
-        return lambda kernel: elementwise(kernel, weak=weak)
+        return lambda kernel: elementwise(kernel, **options)
+    apply = _applied(kernel, weak)
+    if summed is None and not unbroadcast:
+        return apply
+    if unbroadcast:
+        total = _summed_into_like(apply)
+    else:
+        total = _summed_over(apply, summed if isinstance(summed, tuple) else (summed,), keepdims)
+    total.__name__ = total.__qualname__ = kernel.__name__
+    total.__doc__ = kernel.__doc__
+    total.__wrapped__ = kernel
+    total.__numbax_rebuild__ = (elementwise, (kernel,), options)  # for nx.export
+    return total
+
+
+def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
+    """``kernel`` applied to every element of its arguments' broadcast."""
     weak_positions = frozenset(
         i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak
     )
@@ -111,6 +144,8 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
     ufunc._dispatcher.cache = _disk_cache(kernel, ufunc._dispatcher)
+    inlined = numba.njit(error_model="numpy", inline="always")(kernel)
+    fused = ScalarKernel(scalar, weak_positions, inlined)
 
     def apply(*args: Any) -> Any:
         return ufunc(*args)
@@ -119,16 +154,15 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
     apply.__doc__ = kernel.__doc__
     apply.__wrapped__ = kernel
     apply.__numbax_rebuild__ = (elementwise, (kernel,), {"weak": weak})  # for nx.export
-    apply.__numbax_scalar__ = ScalarKernel(scalar, weak_positions)  # fused_reductions.py
+    apply.__numbax_scalar__ = fused
 
     @overload(apply)
     def _apply_numba(*args):
-        if args and isinstance(args[0], types.StarArgTuple):
-            args = args[0].types
+        args = _star(args)
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         if not arrays:
             return lambda *args: scalar(*args)
-        casts, _, result = apply.__numbax_scalar__.element_types(args)
+        casts, _, result = fused.element_types(args)
         flat = len({args[i].ndim for i in arrays}) == 1 and all(
             args[i].layout == "C" for i in arrays
         )
@@ -139,6 +173,46 @@ def elementwise(kernel: Callable | None = None, *, weak: tuple[str, ...] = ()) -
         )
 
     return apply
+
+
+def _summed_over(apply: Callable, axes: tuple[int, ...], keepdims: bool) -> Callable:
+    """``np.sum(apply(*args), axis=axes, keepdims=keepdims)``, in one loop once compiled."""
+    axis = axes if len(axes) > 1 else axes[0]
+
+    def total(*args: Any) -> Any:
+        return np.sum(apply(*args), axis=axis, keepdims=keepdims)
+
+    @register_jitable
+    def stored(*args):
+        return reductions.sum(apply(*args), axis, keepdims=keepdims)
+
+    @overload(total)
+    def _total_numba(*args):
+        return sum_loop(apply.__numbax_scalar__, _star(args), axes, keepdims, stored)
+
+    return total
+
+
+def _summed_into_like(apply: Callable) -> Callable:
+    """``unbroadcast(apply(*values), like)`` of ``(like, *values)``, in one loop once
+    compiled."""
+
+    def total(like: Any, *args: Any) -> Any:
+        return unbroadcast(apply(*args), like)
+
+    @overload(total)
+    def _total_numba(like, *args):
+        args = (like, *_star(args))
+        return unbroadcast_loop(apply.__numbax_scalar__, args, stored_unbroadcast(apply))
+
+    return total
+
+
+def _star(args: tuple) -> tuple:
+    """Numba's types of ``*args`` (given as one StarArgTuple, or one by one)."""
+    if args and isinstance(args[0], types.StarArgTuple):
+        args = args[0].types
+    return tuple(args)
 
 
 def _disk_cache(kernel: Callable, dispatcher: Any) -> Any:

@@ -122,12 +122,13 @@ def _contributing(group: list[gast.Assign]) -> list[gast.Assign]:
 @dataclass(frozen=True)
 class _Sink:
     """A sum of an elementwise value over axes that its loop can feed: the name summed,
-    the helper that runs the fused loop and sums (``nxrt.sum_of``,
-    ``nxrt.unbroadcast_of``), and the arguments that come before the loop's inputs."""
+    how the loop is declared (``@nxrt.elementwise``'s ``summed=axis, keepdims=...``,
+    or ``unbroadcast=True``), and ``like``, which a call of an unbroadcasting loop gets
+    before the kernel's arguments."""
 
     summed: str
-    helper: str
-    leading: list[gast.expr]
+    declared: dict[str, gast.expr]
+    like: gast.Name | None = None
 
 
 class _Fuser:
@@ -184,7 +185,9 @@ class _Fuser:
             if value.keywords or len(value.args) != 2 or keeps_shape(value):
                 return None
             like = value.args[1]
-            return _Sink(summed, "unbroadcast_of", [like]) if isinstance(like, gast.Name) else None
+            if not isinstance(like, gast.Name):
+                return None
+            return _Sink(summed, {"unbroadcast": gast.Constant(True, None)}, like)
         if target is not np.sum:
             return None
         options = {k.arg: k.value for k in value.keywords}
@@ -198,7 +201,7 @@ class _Fuser:
             return None
         if not (isinstance(keepdims, gast.Constant) and type(keepdims.value) is bool):
             return None
-        return _Sink(summed, "sum_of", [axis, keepdims])
+        return _Sink(summed, {"summed": axis, "keepdims": keepdims})
 
     def is_sink(self, stmt: gast.stmt) -> bool:
         return self.sink(stmt) is not None
@@ -209,8 +212,8 @@ class _Fuser:
         spreads (of a smaller shape than the loop's)."""
         value = getattr(stmt, "value", None)
         sink = self.sink(stmt)
-        if sink is not None and sink.helper == "unbroadcast_of":
-            return frozenset([sink.leading[0].id])
+        if sink is not None and sink.like is not None:
+            return frozenset([sink.like.id])
         if self.reductions and isinstance(value, gast.Call):
             spread = is_axes_broadcast(value, self.resolver)
             if spread and isinstance(value.args[0], gast.Name):
@@ -316,13 +319,12 @@ class _Fuser:
         )
         kernel.lineno = line
         self.kernels.append(kernel)
-        kernel_ref = gast.Name(kernel_name, gast.Load(), None, None)
         args = [gast.Name(n, gast.Load(), None, None) for n in inputs]
-        if sink is None:
-            call = gast.Call(kernel_ref, args, [])
-        else:  # the loop's values summed as they are made
+        if sink is not None:  # the loop's values summed as they are made
             output = summed.targets[0].id
-            call = gast.Call(_nxrt(sink.helper), [kernel_ref, *sink.leading, *args], [])
+            kernel.numbax_sum = sink.declared  # for its declaration (lower.py)
+            args = [gast.Name(sink.like.id, gast.Load(), None, None), *args] if sink.like else args
+        call = gast.Call(gast.Name(kernel_name, gast.Load(), None, None), args, [])
         assign = gast.Assign([gast.Name(output, gast.Store(), None, None)], call, None)
         assign.lineno = line
         return [*before, assign]

@@ -414,12 +414,16 @@ class _Lowerer(gast.NodeTransformer):
         return gast.Name(name, gast.Load(), None, None)
 
 
-def _elementwise_decorator(weak: list[str] | None) -> gast.expr:
-    """``@nxrt.elementwise``, naming the parameters that may be Python scalars."""
-    if not weak:
+def _elementwise_decorator(weak: list[str] | None, kernel: gast.FunctionDef) -> gast.expr:
+    """``@nxrt.elementwise``, naming the parameters that may be Python scalars, and how
+    the loop sums its values, if it does (``fuse.py``)."""
+    options = dict(getattr(kernel, "numbax_sum", {}))
+    if weak:
+        options["weak"] = gast.Tuple([gast.Constant(name, None) for name in weak], gast.Load())
+    if not options:
         return _runtime_attr("elementwise")
-    names = gast.Tuple([gast.Constant(name, None) for name in weak], gast.Load())
-    return gast.Call(_runtime_attr("elementwise"), [], [gast.keyword("weak", names)])
+    keywords = [gast.keyword(name, value) for name, value in options.items()]
+    return gast.Call(_runtime_attr("elementwise"), [], keywords)
 
 
 def _keep_result_dtype(fn: gast.FunctionDef) -> None:
@@ -456,7 +460,7 @@ def lower_for_numba(
     fn.body = [lowerer.visit(stmt) for stmt in fn.body]
     for kernel in kernels:
         weak = lowerer.kernel_weak.get(kernel.name) if len(kernel.args.args) > 1 else None
-        kernel.decorator_list = [_elementwise_decorator(weak)]
+        kernel.decorator_list = [_elementwise_decorator(weak, kernel)]
     _keep_result_dtype(fn)
     _drop_unread(fn, lowerer.host_holders)
     bindings.update(lowerer.bindings)

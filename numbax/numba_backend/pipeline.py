@@ -157,8 +157,26 @@ def _header(
 
 
 def _kernel_header(kernel: gast.FunctionDef) -> str:
-    text = "fused elementwise loop: runs once per element of its broadcast arguments"
-    if any(isinstance(d, gast.Call) for d in kernel.decorator_list):
+    declared = getattr(kernel, "numbax_sum", {})
+    if "summed" in declared:
+        text = (
+            "fused elementwise loop: runs once per element of its broadcast arguments and\n"
+            "adds each value into the sum over the axes `summed` names (no values stored)"
+        )
+    elif declared:
+        text = (
+            "fused elementwise loop: runs once per element of the broadcast of its arguments\n"
+            "after the first (like) and adds each value into like's shape (no values stored)"
+        )
+    else:
+        text = "fused elementwise loop: runs once per element of its broadcast arguments"
+    weak = any(
+        keyword.arg == "weak"
+        for decorator in kernel.decorator_list
+        if isinstance(decorator, gast.Call)
+        for keyword in decorator.keywords
+    )
+    if weak:
         text += "\nweak: those that may be Python scalars take the arrays' dtype (NumPy 2)"
     return text
 

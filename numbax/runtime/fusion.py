@@ -35,20 +35,6 @@ def seed_of_sum(kernel: Any, *args: Any) -> Any:
 
 
 @helper
-def sum_of(kernel: Any, axis: Any, keepdims: bool, *args: Any) -> Any:
-    """``np.sum(kernel(*args), axis=axis, keepdims=keepdims)``: a fused loop whose values
-    are summed as they are made (``numba_backend/fuse.py``), never stored whole."""
-    return np.sum(kernel(*args), axis=axis, keepdims=keepdims)
-
-
-@helper
-def unbroadcast_of(kernel: Any, like: Any, *args: Any) -> Any:
-    """``unbroadcast(kernel(*args), like)``: a fused loop whose values are summed over
-    the axes ``like`` was broadcast along as they are made, never stored whole."""
-    return unbroadcast(kernel(*args), like)
-
-
-@helper
 def expand_reduced(value: Any, axis: Any, keepdims: bool) -> Any:
     """``value``, the result of a reduction over ``axis``, with the reduced axes back as
     axes of length 1 (a view): what a fused loop reads to spread it over them, as

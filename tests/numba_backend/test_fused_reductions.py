@@ -1,12 +1,15 @@
-"""Sums fused with the loop that makes their values (``nxrt.sum_of``,
-``nxrt.unbroadcast_of``) and reduced values spread inside loops (``nxrt.expand_reduced``):
-NumPy's values, shapes and dtypes, compiled and with the generated code run as Python,
-while the summed values are never stored."""
+"""Sums fused with the loop that makes their values (``@nxrt.elementwise(summed=...)``,
+``@nxrt.elementwise(unbroadcast=True)``, ``numba_backend/fused_sums.py``) and reduced
+values spread inside loops (``nxrt.expand_reduced``): NumPy's values, shapes and dtypes,
+compiled and with the generated code run as Python, while the summed values are never
+stored."""
 
+import numba
 import numpy as np
 import pytest
 
 import numbax as nx
+import numbax.numba_backend.runtime  # noqa: F401  (the helpers' Numba versions)
 from numbax.numba_backend.elementwise import elementwise
 from numbax.runtime import nxrt
 
@@ -63,7 +66,7 @@ def test_a_sum_over_axes_of_a_fused_loop_is_numpys(f, inputs):
     assert np.result_type(got) == np.result_type(want)
     np.testing.assert_allclose(got, want, rtol=1e-14, atol=1e-14)
     np.testing.assert_allclose(_as_python(jitted, *inputs), want, rtol=1e-14)
-    assert "nxrt.sum_of(" in _body(jitted, f.__name__)
+    assert "@nxrt.elementwise(summed=" in jitted.source
 
 
 def test_float32_values_are_summed_in_float32():
@@ -76,11 +79,9 @@ def test_float32_values_are_summed_in_float32():
 def test_rows_are_summed_in_the_order_of_the_unfused_sum():
     """Row by row, pairwise from 8 values on (NumPy's order, as ``nxrt.sum`` adds):
     fusing changes no bit of a sum along the last axis."""
-    kernel = elementwise(lambda a, b: (a - b) * (a - b))
     for x, y in (SHORT, LONG):
-        fused = nxrt.sum_of(kernel, 2, False, x, y)  # interpreted: stored, then summed
-        compiled = nx.jit(sum_rows)(x, y)
-        np.testing.assert_array_equal(compiled, fused)
+        stored = np.sum((x - y) * (x - y), axis=2)  # NumPy: stored, then summed pairwise
+        np.testing.assert_array_equal(nx.jit(sum_rows)(x, y), stored)
 
 
 def test_an_axis_numpy_refuses_is_numpys_error():
@@ -126,8 +127,9 @@ def test_the_pair_energys_gradient_stores_no_pair_array():
     body = _body(grad, "grad_pair_energy")
     code = [line for line in body.splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in code if " diff" in line or "axis=2" in line]
-    assert body.count("nxrt.sum_of(") == 1
-    assert body.count("nxrt.unbroadcast_of(") >= 2
+    kernels = grad.source.split("def grad_pair_energy(")[0]
+    assert kernels.count("@nxrt.elementwise(summed=2, keepdims=False)") == 1
+    assert kernels.count("@nxrt.elementwise(unbroadcast=True)") >= 2
     assert "nxrt.expand_reduced(" in body
 
 
@@ -160,3 +162,64 @@ def shared_square(x, y):
 def test_a_value_also_read_whole_is_stored_and_summed_right():
     x, y = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
     np.testing.assert_allclose(nx.jit(shared_square)(x, y), shared_square(x, y), rtol=1e-14)
+
+
+# -- the declarations themselves, compiled, against their Python versions ---------------
+
+
+def _product(a, b):
+    return a * b - b
+
+
+PRODUCT_ROWS = elementwise(_product, summed=1)
+PRODUCT_KEPT = elementwise(_product, summed=(0, 1), keepdims=True)
+PRODUCT_FIRST = elementwise(_product, summed=-2)
+PRODUCT_LIKE = elementwise(_product, unbroadcast=True)
+ROWS, COLUMNS = rng.standard_normal((4, 1)), rng.standard_normal((1, 3))
+
+
+@numba.njit
+def _summed_compiled(a, b):
+    return PRODUCT_ROWS(a, b), PRODUCT_KEPT(a, b), PRODUCT_FIRST(a, b)
+
+
+@numba.njit
+def _unbroadcast_compiled(like, a, b):
+    return PRODUCT_LIKE(like, a, b)
+
+
+@numba.njit
+def _expand_reduced_compiled(v):
+    return nxrt.expand_reduced(v, 1, False), nxrt.expand_reduced(v, (0, -1), False)
+
+
+def test_a_summed_loop_compiled_is_its_python_version():
+    compiled = _summed_compiled(ROWS, COLUMNS)
+    interpreted = [f(ROWS, COLUMNS) for f in (PRODUCT_ROWS, PRODUCT_KEPT, PRODUCT_FIRST)]
+    for got, want in zip(compiled, interpreted, strict=True):
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(interpreted[0], np.sum(ROWS * COLUMNS - COLUMNS, axis=1))
+
+
+@pytest.mark.parametrize(
+    "like",
+    [ROWS, COLUMNS, np.zeros((4, 3)), np.zeros((2, 4, 3)), np.zeros(3), 1.0],
+    ids=["rows", "columns", "same-shape", "spread", "fewer-axes", "number"],
+)
+def test_an_unbroadcasting_loop_compiled_is_its_python_version(like):
+    got = _unbroadcast_compiled(like, ROWS, COLUMNS)
+    want = PRODUCT_LIKE(like, ROWS, COLUMNS)
+    assert np.shape(got) == np.shape(want) == np.shape(like)
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+
+
+def test_expand_reduced_puts_the_reduced_axes_back():
+    v = rng.standard_normal((4, 3))
+    for got, want in zip(
+        _expand_reduced_compiled(v),
+        (nxrt.expand_reduced(v, 1, False), nxrt.expand_reduced(v, (0, -1), False)),
+        strict=True,
+    ):
+        assert got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
