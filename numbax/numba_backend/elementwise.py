@@ -90,7 +90,7 @@ class ScalarKernel:
         """For argument types ``args`` (some arrays): the casts of weak scalars, the
         scalar function's argument types, and its result type (compiling it)."""
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
-        casts = _weak_casts(args, arrays, self.weak_positions)
+        casts = _weak_casts(args, arrays, self.weak_positions) if arrays else {}
         element_types = tuple(
             a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
         )

@@ -224,10 +224,12 @@ class _Block:
         simple = isinstance(stmt, gast.Assign) and len(stmt.targets) == 1
         return index if simple and isinstance(stmt.targets[0], gast.Name) else None
 
-    def _unchanged(self, name: str, after: int, until: int) -> bool:
-        """Whether no statement between ``after`` and ``until`` assigns ``name``."""
+    def _unchanged(self, name: str, read_at: int, until: int) -> bool:
+        """Whether ``name`` holds at ``until`` the value statement ``read_at`` reads: no
+        statement from ``read_at`` (which may assign it, ``x = x + y``) up to ``until``
+        assigns it."""
         indices = self.assignments.get(name, [])
-        position = bisect.bisect_right(indices, after)
+        position = bisect.bisect_left(indices, read_at)
         return position == len(indices) or indices[position] >= until
 
 

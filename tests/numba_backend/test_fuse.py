@@ -267,3 +267,19 @@ def test_a_complex_cotangent_of_a_real_value_keeps_its_real_part_in_the_loop():
     for g, expected in zip(grad(x, y), nx.grad(real_of_complex, argnums=(0, 1))(x, y), strict=True):
         assert np.result_type(g) == np.float64
         np.testing.assert_allclose(g, expected, rtol=1e-13)
+
+
+def two_quotients(a, b):
+    p = a / (1.0 + b * b)
+    q = b / (1.0 + a * a)
+    return np.sum(p * 0.7 + q * 1.3)
+
+
+def test_a_recomputed_value_assigned_twice_reads_the_assignment_it_read():
+    """``_ct_a = u`` then ``_ct_a = _ct_a + v``: a loop that recomputes the second
+    reads the first, not what ``_ct_a`` holds by then (which counted ``v`` twice)."""
+    a = np.array([0.3, -0.7, 1.1])
+    b = 2.0 * a
+    grad = nx.grad(two_quotients, argnums=(0, 1))
+    for got, want in zip(nx.jit(grad)(a, b), grad(a, b), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
