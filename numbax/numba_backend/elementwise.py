@@ -84,7 +84,6 @@ class ScalarKernel:
 
     scalar: Any
     weak_positions: frozenset[int]
-    inlined: Any  # the same, inlined into each loop that calls it (fused_sums.py)
 
     def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
         """For argument types ``args`` (some arrays): the casts of weak scalars, the
@@ -106,6 +105,7 @@ def elementwise(
     summed: int | tuple[int, ...] | None = None,
     keepdims: bool = False,
     unbroadcast: bool = False,
+    also: Callable | None = None,
 ) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
 
@@ -117,21 +117,26 @@ def elementwise(
     (``fused_sums.py``): with ``summed`` (an axis or a tuple of axes), a call returns
     ``np.sum(values, axis=summed, keepdims=keepdims)``; with ``unbroadcast``, its first
     argument is ``like`` (not the kernel's) and it returns ``unbroadcast(values, like)``.
+    ``also``, an earlier kernel so declared, given the same arguments: the call takes its
+    like first, then this kernel's, and returns both sums, made in one loop.
     """
     options = {"weak": weak, "summed": summed, "keepdims": keepdims, "unbroadcast": unbroadcast}
+    options.update({"also": also} if also is not None else {})
     if kernel is None:
         return lambda kernel: elementwise(kernel, **options)
     apply = _applied(kernel, weak)
     if summed is None and not unbroadcast:
         return apply
     if unbroadcast:
-        total = _summed_into_like(apply)
+        together = [also.__numbax_applied__] if also is not None else []
+        total = _summed_into_like([*together, apply])
     else:
         total = _summed_over(apply, summed if isinstance(summed, tuple) else (summed,), keepdims)
     total.__name__ = total.__qualname__ = kernel.__name__
     total.__doc__ = kernel.__doc__
     total.__wrapped__ = kernel
     total.__numbax_rebuild__ = (elementwise, (kernel,), options)  # for nx.export
+    total.__numbax_applied__ = apply  # for a later kernel declared ``also=`` this one
     return total
 
 
@@ -144,8 +149,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
     ufunc._dispatcher.cache = _disk_cache(kernel, ufunc._dispatcher)
-    inlined = numba.njit(error_model="numpy", inline="always")(kernel)
-    fused = ScalarKernel(scalar, weak_positions, inlined)
+    fused = ScalarKernel(scalar, weak_positions)
 
     def apply(*args: Any) -> Any:
         return ufunc(*args)
@@ -193,17 +197,22 @@ def _summed_over(apply: Callable, axes: tuple[int, ...], keepdims: bool) -> Call
     return total
 
 
-def _summed_into_like(apply: Callable) -> Callable:
-    """``unbroadcast(apply(*values), like)`` of ``(like, *values)``, in one loop once
+def _summed_into_like(applied: list[Callable]) -> Callable:
+    """``unbroadcast(apply(*values), like)`` of ``(*likes, *values)`` for each of the
+    ``applied`` loops and its like (a tuple of them for more than one), in one loop once
     compiled."""
+    stored = stored_unbroadcast(applied)
+    count = len(applied)
 
-    def total(like: Any, *args: Any) -> Any:
-        return unbroadcast(apply(*args), like)
+    def total(*args: Any) -> Any:
+        likes, values = args[:count], args[count:]
+        each = tuple(unbroadcast(f(*values), like) for f, like in zip(applied, likes, strict=True))
+        return each[0] if count == 1 else each
 
     @overload(total)
-    def _total_numba(like, *args):
-        args = (like, *_star(args))
-        return unbroadcast_loop(apply.__numbax_scalar__, args, stored_unbroadcast(apply))
+    def _total_numba(*args):
+        kernels = [f.__numbax_scalar__ for f in applied]
+        return unbroadcast_loop(kernels, _star(args), stored)
 
     return total
 

@@ -489,6 +489,112 @@ def _axes_written_out(fn: gast.FunctionDef, resolver: Resolver) -> None:
                 ]
 
 
+def _one_expansion_each(stmts: list[gast.stmt], kernels: list[gast.FunctionDef]) -> list[gast.stmt]:
+    """``stmts`` without a second ``y = nxrt.expand_reduced(g, axis, keepdims)`` of a ``g``
+    not assigned since the first, ``x``; what reads ``y`` reads ``x``, and the parameter
+    of a loop named after ``y`` is named ``x``. Two loops that spread one reduced value
+    then read the same arguments (see :func:`_in_one_loop`)."""
+    made: dict[str, tuple[str, str]] = {}  # expansion's name: (its key, g)
+    renamed: dict[str, str] = {}
+    out = []
+    for stmt in stmts:
+        for node in walk(stmt):
+            if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+                node.id = renamed.get(node.id, node.id)
+        value = getattr(stmt, "value", None)
+        is_expansion = (
+            isinstance(stmt, gast.Assign)
+            and isinstance(stmt.targets[0], gast.Name)
+            and isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Attribute)
+            and value.func.attr == "expand_reduced"
+            and isinstance(value.args[0], gast.Name)
+        )
+        if is_expansion:
+            key = gast.dump(value)
+            earlier = next((name for name, (k, _) in made.items() if k == key), None)
+            if earlier is not None:
+                renamed[stmt.targets[0].id] = earlier
+                continue
+        assigned = {
+            n.id for n in walk(stmt) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+        }
+        made = {
+            name: (k, g)
+            for name, (k, g) in made.items()
+            if name not in assigned and g not in assigned
+        }
+        if is_expansion:
+            made[stmt.targets[0].id] = (gast.dump(value), value.args[0].id)
+        out.append(stmt)
+    for node in (n for kernel in kernels for n in walk(kernel) if isinstance(n, gast.Name)):
+        node.id = renamed.get(node.id, node.id)  # expansions' names are fresh: no clash
+    return out
+
+
+def _in_one_loop(stmts: list[gast.stmt], kernels: dict[str, gast.FunctionDef]) -> list[gast.stmt]:
+    """Two consecutive calls of loops that sum their values into a like's shape, given
+    the same arguments, as one loop (the second declared ``also=`` the first): the
+    arguments are read and the shared values computed once (the two cotangents of
+    ``pos[:, None, :] - pos[None, :, :]``, summed onto the particles from both sides)."""
+    out: list[gast.stmt] = []
+    for stmt in stmts:
+        merged = _merged(out[-1], stmt, kernels) if out else None
+        if merged is None:
+            out.append(stmt)
+        else:
+            out[-1] = merged
+    return out
+
+
+def _merged(
+    first: gast.stmt, second: gast.stmt, kernels: dict[str, gast.FunctionDef]
+) -> gast.Assign | None:
+    calls = [_unbroadcasting_call(stmt, kernels) for stmt in (first, second)]
+    if None in calls:
+        return None
+    (target_a, kernel_a, like_a, args_a), (target_b, kernel_b, like_b, args_b) = calls
+    if args_a != args_b or target_a in args_a or target_a == like_b or target_a == target_b:
+        return None
+    if "also" in kernels[kernel_b].numbax_sum or "also" in kernels[kernel_a].numbax_sum:
+        return None
+    kernels[kernel_b].numbax_sum = {
+        **kernels[kernel_b].numbax_sum,
+        "also": gast.Name(kernel_a, gast.Load(), None, None),
+    }
+    targets = gast.Tuple(
+        [gast.Name(t, gast.Store(), None, None) for t in (target_a, target_b)], gast.Store()
+    )
+    names = [like_a, like_b, *args_b]
+    call = gast.Call(
+        gast.Name(kernel_b, gast.Load(), None, None),
+        [gast.Name(n, gast.Load(), None, None) for n in names],
+        [],
+    )
+    assign = gast.Assign([targets], call, None)
+    assign.lineno = getattr(first, "lineno", None)
+    return assign
+
+
+def _unbroadcasting_call(
+    stmt: gast.stmt, kernels: dict[str, gast.FunctionDef]
+) -> tuple[str, str, str, list[str]] | None:
+    """``t = kernel(like, *args)`` of a loop declared ``unbroadcast=True``, all names: its
+    target, kernel, like and arguments."""
+    if not (isinstance(stmt, gast.Assign) and isinstance(stmt.targets[0], gast.Name)):
+        return None
+    call = stmt.value
+    if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Name)):
+        return None
+    kernel = kernels.get(call.func.id)
+    if kernel is None or "unbroadcast" not in getattr(kernel, "numbax_sum", {}):
+        return None
+    if not call.args or not all(isinstance(a, gast.Name) for a in call.args):
+        return None
+    like, *args = [a.id for a in call.args]
+    return stmt.targets[0].id, call.func.id, like, args
+
+
 def _nxrt(helper: str) -> gast.Attribute:
     """``nxrt.<helper>``."""
     return gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
@@ -510,6 +616,8 @@ def fuse_elementwise(
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
+    fn.body = _one_expansion_each(fn.body, fuser.kernels)
+    fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
     return fn, fuser.kernels
 
 

@@ -9,9 +9,9 @@ molecular-dynamics step, an (n, n, 3) array written and read several times a ste
 one loop over the broadcast shape of the kernel's arguments computes each value and
 adds it into the result.
 
-Each argument is read through a view of the broadcast shape, of stride 0 along the axes
-it is broadcast along (indexing such views costs less than multiplying each index by
-whether its axis is broadcast). Sums run in the order ``nxrt.sum`` and ``unbroadcast``
+Each argument is indexed at the loop indices times a flag per axis, 0 where it is
+broadcast (faster than reading it through a view of stride 0, measured on the pair
+forces: 13 µs against 19). Sums run in the order ``nxrt.sum`` and ``unbroadcast``
 add, so a fused sum equals the stored one to the bit: a trailing run of reduced axes is
 folded row by row (pairwise from 8 values on, as NumPy), every other axis in C order.
 
@@ -30,7 +30,7 @@ from numba import types
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
-from numbax.numba_backend.generated import Code
+from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.reductions import _accumulating, _fold1d, _sum_op
 from numbax.runtime.broadcasting import unbroadcast
 
@@ -38,7 +38,7 @@ from numbax.runtime.broadcasting import unbroadcast
 class Kernel(Protocol):
     """What the loops need of a fused kernel (``elementwise.ScalarKernel``)."""
 
-    inlined: Any  # its scalar function, inlined into the loop that calls it
+    scalar: Any  # its scalar function, compiled
 
     def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
         """The casts of weak scalars, the element types and the result type."""
@@ -58,13 +58,17 @@ class _Nest:
     """The loop nest over the broadcast shape of a kernel's arguments ``a0``..., with
     each element's value ``_scalar(...)``, as lines of source under construction."""
 
-    def __init__(self, header: str, args: tuple, casts: dict[int, types.Type]) -> None:
+    def __init__(
+        self, header: str, args: tuple, casts: dict[int, types.Type], skip: int = 0
+    ) -> None:
+        """``header`` takes ``*args``; the kernel's arguments are those after the first
+        ``skip``, which are bound to ``like0``..."""
         self.args = args
         self.arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         self.ndim = builtins.max((args[i].ndim for i in self.arrays), default=0)
         self.code = Code(header, {"np": np, "_bdim": _bdim, "U": np.uint64}, "fused sum")
-        params = ", ".join(f"a{i}" for i in range(len(args)))
-        self.code(f"{params}{',' if len(args) == 1 else ''} = args")
+        params = ", ".join([f"like{m}" for m in range(skip)] + [f"a{i}" for i in range(len(args))])
+        self.code(f"{params}{',' if skip + len(args) == 1 else ''} = args")
         for i, target in casts.items():
             self.code.names[f"_cast{i}"] = as_dtype(target).type
             self.code(f"a{i} = _cast{i}(a{i})")
@@ -79,34 +83,27 @@ class _Nest:
         """Axis of array ``a<i>`` that is axis ``d`` of the broadcast shape (-1: none)."""
         return d - (self.ndim - self.args[i].ndim)
 
-    def views(self) -> None:
-        """The views ``v<i>`` of the arrays over the broadcast shape ``n0``... (once
-        final) that :meth:`value` reads."""
+    def flags(self) -> None:
+        """Per array and axis, whether the array varies along it (``s<i>_<d>``: 0 where it
+        is broadcast, so that index ``i<d> * s<i>_<d>`` reads its one element)."""
         for i in self.arrays:
-            if self.ndim:
-                self.code(f"v{i} = {self.spread(f'a{i}', self.args[i].ndim)}")
+            for d in range(self.ndim):
+                if (k := self._axis(i, d)) >= 0:
+                    self.code(f"s{i}_{d} = int(a{i}.shape[{k}] != 1)")
 
-    def spread(self, array: str, ndim: int) -> str:
-        """A view of ``array`` (of ``ndim`` dims) over the broadcast shape: stride 0
-        along the axes it is broadcast along."""
-        shape, strides = [], []
-        for d in range(self.ndim):
-            shape.append(f"n{d}")
-            k = d - (self.ndim - ndim)
-            strides.append(f"{array}.strides[{k}] * ({array}.shape[{k}] != 1)" if k >= 0 else "0")
-        return f"np.lib.stride_tricks.as_strided({array}, {_tuple(shape)}, {_tuple(strides)})"
+    def index(self, array: str, ndim: int, flags: str) -> str:
+        """``array`` (of ``ndim`` dims) indexed at the loop indices, by flags named
+        ``<flags>_<d>``; unsigned: Numba then skips its check for negative indices."""
+        items = [f"U(i{d} * {flags}_{d})" for d in range(self.ndim - ndim, self.ndim)]
+        return f"{array}[{', '.join(items)}]" if items else f"{array}[()]"
 
-    def value(self) -> str:
-        """The kernel's value at the loop indices ``i0``..."""
-        elements = []
-        for i in range(len(self.args)):
-            if i not in self.arrays:
-                elements.append(f"a{i}")
-            elif self.ndim:
-                elements.append(f"v{i}[{', '.join(f'i{d}' for d in range(self.ndim))}]")
-            else:
-                elements.append(f"a{i}[()]")
-        return f"_scalar({', '.join(elements)})"
+    def value(self, scalar: str = "_scalar") -> str:
+        """The value of the kernel ``scalar`` at the loop indices ``i0``..."""
+        elements = [
+            self.index(f"a{i}", self.args[i].ndim, f"s{i}") if i in self.arrays else f"a{i}"
+            for i in range(len(self.args))
+        ]
+        return f"{scalar}({', '.join(elements)})"
 
     def loops(self, dims: range) -> None:
         for d in dims:
@@ -139,10 +136,10 @@ def sum_loop(
     reduced = _normalized(axes, n)
     if not nest.arrays or reduced is None:
         return lambda *args: stored(*args)
-    nest.views()
+    nest.flags()
     acc = _accumulating(result)
     code = nest.code
-    code.names.update(_scalar=kernel.inlined, T=as_dtype(acc).type, fold=_fold1d(_sum_op(acc)))
+    code.names.update(_scalar=kernel.scalar, T=as_dtype(acc).type, fold=_fold1d(_sum_op(acc)))
     kept = [d for d in range(n) if d not in reduced]
     tail = 0
     while tail < n and n - 1 - tail in reduced:
@@ -180,45 +177,63 @@ def sum_loop(
     return code.compile("sum")
 
 
-def unbroadcast_loop(kernel: Kernel, args: tuple, stored: Callable) -> Callable:
-    """The implementation of ``unbroadcast(kernel(*args[1:]), args[0])`` for arguments of
-    types ``args``: the values summed into the shape of ``like = args[0]``. ``stored(like,
-    *values)``: the same of the stored values, where nothing is summed (a number, or a
-    ``like`` of more axes than the values, which ``unbroadcast`` spreads them over)."""
-    like, values = args[0], args[1:]
-    casts, _, result = kernel.element_types(values)
-    nest = _Nest("def impl(like, *args):", values, casts)
+def unbroadcast_loop(kernels: list[Kernel], args: tuple, stored: Callable) -> Callable:
+    """The implementation of ``unbroadcast(kernel(*values), like)`` for each kernel and
+    its like, of arguments ``(*likes, *values)`` of types ``args``, one like per kernel:
+    one loop computes every kernel's value and adds each into its like's shape.
+    ``stored(*likes, *values)``: the same of the stored values, where nothing is summed
+    (a number, or a like of more axes than the values, which ``unbroadcast`` spreads
+    them over)."""
+    count = len(kernels)
+    likes, values = args[:count], args[count:]
+    casts, _, _ = kernels[0].element_types(values)
+    like_names = [f"like{m}" for m in range(count)]  # bound by the nest
+    nest = _Nest("def impl(*args):", values, casts, skip=count)
     n = nest.ndim
-    if not (isinstance(like, types.Array) and nest.arrays and like.ndim <= n):
-        return lambda like, *args: stored(like, *args)
+    summed = nest.arrays and all(isinstance(like, types.Array) and like.ndim <= n for like in likes)
+    if not summed or any(kernel.element_types(values)[0] != casts for kernel in kernels):
+        return lambda *args: stored(*args)
     code = nest.code
-    for d in range(n):  # a like of larger shape (a value to spread) broadcasts the loop
-        if (k := d - (n - like.ndim)) >= 0:
-            code(f"n{d} = _bdim(n{d}, like.shape[{k}])")
-    nest.views()
-    if like.ndim == n:  # nothing to sum when the shapes are equal: the kernel's own loop
+    for like, name in zip(likes, like_names, strict=True):
+        for d in range(n):  # a like of larger shape (a value to spread) broadcasts the loop
+            if (k := d - (n - like.ndim)) >= 0:
+                code(f"n{d} = _bdim(n{d}, {name}.shape[{k}])")
+    nest.flags()
+    if count == 1 and likes[0].ndim == n:  # equal shapes: the kernel's own loop
         code.names["stored"] = stored
-        same = " and ".join(f"n{d} == like.shape[{d}]" for d in range(n)) or "True"
-        code(f"if {same}:", "    return stored(like, *args)")
-    ldtype = like.dtype
-    target = ldtype if isinstance(ldtype, types.Float | types.Complex) else result
-    real = isinstance(result, types.Complex) and not isinstance(target, types.Complex)
-    vreal = result.underlying_float if real else result
-    acc = np.result_type(as_dtype(vreal), as_dtype(target)).type
-    code.names.update(_scalar=kernel.inlined, ACC=acc, R=as_dtype(target).type)
-    code("out = np.zeros(like.shape, ACC)", f"into = {nest.spread('out', like.ndim)}")
+        same = " and ".join(f"n{d} == like0.shape[{d}]" for d in range(n)) or "True"
+        code(f"if {same}:", "    return stored(*args)")
+    updates, results = [], []
+    for m, (kernel, like) in enumerate(zip(kernels, likes, strict=True)):
+        result = kernel.element_types(values)[2]
+        ldtype = like.dtype
+        target = ldtype if isinstance(ldtype, types.Float | types.Complex) else result
+        real = isinstance(result, types.Complex) and not isinstance(target, types.Complex)
+        vreal = result.underlying_float if real else result
+        acc = np.result_type(as_dtype(vreal), as_dtype(target)).type
+        code.names.update({f"_scalar{m}": kernel.scalar, f"ACC{m}": acc})
+        code.names[f"R{m}"] = as_dtype(target).type
+        code(f"out{m} = np.zeros(like{m}.shape, ACC{m})")
+        for d in range(n - like.ndim, n):
+            code(f"l{m}_{d} = int(like{m}.shape[{d - (n - like.ndim)}] != 1)")
+        at = nest.index(f"out{m}", like.ndim, f"l{m}")
+        updates.append(f"{at} += {nest.value(f'_scalar{m}')}{'.real' if real else ''}")
+        results.append(f"out{m}" if acc is as_dtype(target).type else f"out{m}.astype(R{m})")
     nest.loops(range(n))
-    at = f"into[{', '.join(f'i{d}' for d in range(n))}]"
-    code(f"{at} += {nest.value()}{'.real' if real else ''}")
+    code(*updates)
     code.depth = 1
-    code("return out" if acc is as_dtype(target).type else "return out.astype(R)")
+    code(f"return {results[0]}" if count == 1 else f"return {_tuple(results)}")
     return code.compile("unbroadcast")
 
 
-def stored_unbroadcast(apply: Callable) -> Callable:
-    """``unbroadcast(apply(*values), like)``, as a function Numba compiles."""
-
-    def stored(like, *args):
-        return unbroadcast(apply(*args), like)
-
-    return register_jitable(stored)
+def stored_unbroadcast(applied: list[Callable]) -> Callable:
+    """``unbroadcast(apply(*values), like)`` of ``(*likes, *values)`` for each of the
+    ``applied`` loops and its like (a tuple of them for more than one), as a function
+    Numba compiles."""
+    count = len(applied)
+    likes = [f"like{m}" for m in range(count)]
+    each = [f"unbroadcast(apply{m}(*args), like{m})" for m in range(count)]
+    result = each[0] if count == 1 else _tuple(each)
+    source = f"def stored({', '.join(likes)}, *args):\n    return {result}\n"
+    scope = {"unbroadcast": unbroadcast, **{f"apply{m}": f for m, f in enumerate(applied)}}
+    return register_jitable(define(source, scope, "fused sum stored", "stored"))

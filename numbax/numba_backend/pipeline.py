@@ -163,6 +163,12 @@ def _kernel_header(kernel: gast.FunctionDef) -> str:
             "fused elementwise loop: runs once per element of its broadcast arguments and\n"
             "adds each value into the sum over the axes `summed` names (no values stored)"
         )
+    elif "also" in declared:
+        text = (
+            "fused elementwise loop: runs once per element of the broadcast of its arguments\n"
+            "after the first two (likes); adds the values of `also` into the first like's\n"
+            "shape and its own into the second's, both made there (no values stored)"
+        )
     elif declared:
         text = (
             "fused elementwise loop: runs once per element of the broadcast of its arguments\n"

@@ -4,6 +4,8 @@ values spread inside loops (``nxrt.expand_reduced``): NumPy's values, shapes and
 compiled and with the generated code run as Python, while the summed values are never
 stored."""
 
+import re
+
 import numba
 import numpy as np
 import pytest
@@ -129,7 +131,13 @@ def test_the_pair_energys_gradient_stores_no_pair_array():
     assert not [line for line in code if " diff" in line or "axis=2" in line]
     kernels = grad.source.split("def grad_pair_energy(")[0]
     assert kernels.count("@nxrt.elementwise(summed=2, keepdims=False)") == 1
-    assert kernels.count("@nxrt.elementwise(unbroadcast=True)") >= 2
+    # the pairs' cotangent summed onto both sides of the difference, in one loop
+    assert re.search(
+        r"@nxrt\.elementwise\(unbroadcast=True, also=_grad_pair_energy_line\d+\)", kernels
+    )
+    assert re.search(
+        r"_ct_pos_at, _ct_pos_at_2 = _grad_pair_energy_line\d+_2\(_pos_at, _pos_at_2,", body
+    )
     assert "nxrt.expand_reduced(" in body
 
 
@@ -175,6 +183,7 @@ PRODUCT_ROWS = elementwise(_product, summed=1)
 PRODUCT_KEPT = elementwise(_product, summed=(0, 1), keepdims=True)
 PRODUCT_FIRST = elementwise(_product, summed=-2)
 PRODUCT_LIKE = elementwise(_product, unbroadcast=True)
+QUOTIENT_ALSO = elementwise(lambda a, b: a / (1.0 + b * b), unbroadcast=True, also=PRODUCT_LIKE)
 ROWS, COLUMNS = rng.standard_normal((4, 1)), rng.standard_normal((1, 3))
 
 
@@ -186,6 +195,25 @@ def _summed_compiled(a, b):
 @numba.njit
 def _unbroadcast_compiled(like, a, b):
     return PRODUCT_LIKE(like, a, b)
+
+
+@numba.njit
+def _both_compiled(like_a, like_b, a, b):
+    return QUOTIENT_ALSO(like_a, like_b, a, b)
+
+
+@pytest.mark.parametrize("likes", [(ROWS, COLUMNS), (COLUMNS, np.zeros((4, 3))), (ROWS, 1.0)])
+def test_a_loop_declared_also_sums_both_kernels(likes):
+    got = _both_compiled(*likes, ROWS, COLUMNS)
+    want = QUOTIENT_ALSO(*likes, ROWS, COLUMNS)
+    expected = (
+        PRODUCT_LIKE(likes[0], ROWS, COLUMNS),
+        nxrt.unbroadcast(ROWS / (1.0 + COLUMNS**2), likes[1]),
+    )
+    for g, w, e in zip(got, want, expected, strict=True):
+        assert np.shape(g) == np.shape(w) == np.shape(e)
+        np.testing.assert_allclose(g, w, rtol=1e-15)
+        np.testing.assert_allclose(w, e, rtol=1e-15)
 
 
 @numba.njit
