@@ -28,6 +28,7 @@ from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.numba_backend import reductions
+from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
 from numbax.numba_backend.generated import define
@@ -305,7 +306,7 @@ def _flat_loop(
         "_dtype": dtype,
         "_scalar": scalar,
         "_ufunc": ufunc,
-        "_dim": _broadcast_dim,
+        "_dim": broadcast_dim,
     }
     if parallel:
         launch_threads()
@@ -341,13 +342,3 @@ def _broadcast_loop(n: int, arrays: list[int], ndim: int) -> list[str]:
     lines.append(f"{inner}out[{where}] = _scalar({', '.join(elements)})")
     lines.append("    return out")
     return lines
-
-
-@register_jitable
-def _broadcast_dim(a, b):
-    """The broadcast of two dimension lengths, or NumPy's ValueError."""
-    if a == b or b == 1:
-        return a
-    if a == 1:
-        return b
-    raise ValueError("operands could not be broadcast together")

@@ -30,6 +30,7 @@ from numba import types
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.reductions import _accumulating, _fold1d, _sum_op
 from numbax.runtime.broadcasting import unbroadcast
@@ -44,16 +45,6 @@ class Kernel(Protocol):
         """The casts of weak scalars, the element types and the result type."""
 
 
-@register_jitable
-def _bdim(a, b):
-    """The broadcast of two dimension lengths, or NumPy's ValueError."""
-    if a == b or b == 1:
-        return a
-    if a == 1:
-        return b
-    raise ValueError("operands could not be broadcast together")
-
-
 class _Nest:
     """The loop nest over the broadcast shape of a kernel's arguments ``a0``..., with
     each element's value ``_scalar(...)``, as lines of source under construction."""
@@ -66,7 +57,7 @@ class _Nest:
         self.args = args
         self.arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         self.ndim = builtins.max((args[i].ndim for i in self.arrays), default=0)
-        self.code = Code(header, {"np": np, "_bdim": _bdim, "U": np.uint64}, "fused sum")
+        self.code = Code(header, {"np": np, "_bdim": broadcast_dim, "U": np.uint64}, "fused sum")
         params = ", ".join([f"like{m}" for m in range(skip)] + [f"a{i}" for i in range(len(args))])
         self.code(f"{params}{',' if skip + len(args) == 1 else ''} = args")
         for i, target in casts.items():

@@ -12,6 +12,7 @@ import pytest
 
 import numbax as nx
 import numbax.numba_backend.runtime  # noqa: F401  (the helpers' Numba versions)
+from benchmarks.kernels_loops import lj_energy  # the molecular-dynamics energy
 from numbax.numba_backend.elementwise import elementwise
 from numbax.runtime import nxrt
 
@@ -94,16 +95,6 @@ def test_an_axis_numpy_refuses_is_numpys_error():
         nx.jit(bad_axis)(np.ones((2, 3)))
 
 
-def pair_energy(pos):
-    """Lennard-Jones energy of all pairs, as array code (the molecular-dynamics benchmark)."""
-    n = pos.shape[0]
-    eye = np.eye(n)
-    diff = pos[:, None, :] - pos[None, :, :]
-    r2 = np.sum(diff * diff, axis=2) + eye
-    inv6 = 1.0 / (r2 * r2 * r2)
-    return 2.0 * np.sum((1.0 - eye) * (inv6 * inv6 - inv6))
-
-
 POSITIONS = np.stack(np.meshgrid(*[np.arange(2) * 1.2] * 3, indexing="ij"), -1).reshape(-1, 3)
 POSITIONS = POSITIONS + rng.uniform(-0.05, 0.05, POSITIONS.shape)
 
@@ -121,22 +112,22 @@ def test_the_pair_energys_gradient_stores_no_pair_array():
     """The forward sum over the coordinates and both sums of the pairs' cotangents back
     onto the particles run in the loops that make the pairs' values: no (n, n, 3) array
     is made."""
-    grad = nx.jit(nx.grad(pair_energy))
+    grad = nx.jit(nx.grad(lj_energy))
     got = grad(POSITIONS)
-    np.testing.assert_allclose(got, nx.grad(pair_energy)(POSITIONS), rtol=1e-12)
-    np.testing.assert_allclose(got, _central_differences(pair_energy, POSITIONS), rtol=1e-6)
+    np.testing.assert_allclose(got, nx.grad(lj_energy)(POSITIONS), rtol=1e-12)
+    np.testing.assert_allclose(got, _central_differences(lj_energy, POSITIONS), rtol=1e-6)
     np.testing.assert_allclose(_as_python(grad, POSITIONS), got, rtol=1e-12)
-    body = _body(grad, "grad_pair_energy")
+    body = _body(grad, "grad_lj_energy")
     code = [line for line in body.splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in code if " diff" in line or "axis=2" in line]
-    kernels = grad.source.split("def grad_pair_energy(")[0]
+    kernels = grad.source.split("def grad_lj_energy(")[0]
     assert kernels.count("@nxrt.elementwise(summed=2, keepdims=False)") == 1
     # the pairs' cotangent summed onto both sides of the difference, in one loop
     assert re.search(
-        r"@nxrt\.elementwise\(unbroadcast=True, also=_grad_pair_energy_line\d+\)", kernels
+        r"@nxrt\.elementwise\(unbroadcast=True, also=_grad_lj_energy_line\d+\)", kernels
     )
     assert re.search(
-        r"_ct_pos_at, _ct_pos_at_2 = _grad_pair_energy_line\d+_2\(_pos_at, _pos_at_2,", body
+        r"_ct_pos_at, _ct_pos_at_2 = _grad_lj_energy_line\d+_2\(_pos_at, _pos_at_2,", body
     )
     assert "nxrt.expand_reduced(" in body
 

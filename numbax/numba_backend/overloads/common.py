@@ -17,6 +17,7 @@ from numba.core import errors
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
 from numbax.runtime.reductions import inexact_dtype
 
@@ -27,14 +28,7 @@ def _always() -> bool:
     return True
 
 
-@register_jitable
-def _bdim(a, b):
-    """The broadcast of two dimension lengths, or NumPy's ValueError."""
-    if a == b or b == 1:
-        return a
-    if a == 1:
-        return b
-    raise ValueError("operands could not be broadcast together")
+_bdim = broadcast_dim  # the name generated source calls it by
 
 
 @register_jitable
