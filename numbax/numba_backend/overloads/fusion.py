@@ -1,6 +1,6 @@
 """Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
 compiles as it is; ``cotangent_as`` converts a scalar; ``seed_of_sum`` is decided by
-types alone."""
+types alone; ``expand_reduced`` is a reshape for its constant axes."""
 
 from __future__ import annotations
 
