@@ -19,6 +19,11 @@ Only straight-line code outside loops is fused: inside a loop, values are mostly
 scalars, and the loop is already compiled to one pass. Before a block is fused, a run
 that reads values an earlier run computed gets its own copy of their computation
 (``rematerialize.py``): recomputing is cheaper than storing and reading them back.
+
+A run may end at a sum of its value over constant axes (``np.sum(x, axis=2)``) or at an
+``unbroadcast`` that may sum: the kernel is then declared to sum its values as it makes
+them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``fused_sums.py``), and no
+array of values is stored. Two such loops of the same arguments become one (``also=``).
 """
 
 from __future__ import annotations
@@ -136,8 +141,9 @@ class _Fuser:
         self, fn: gast.FunctionDef, resolver: Resolver, namer: Namer, reductions: bool = False
     ) -> None:
         """``reductions``: also fuse sums over axes with the loop that makes their values
-        (``nxrt.sum_of``), and spread reduced values inside loops (``broadcast_reduced``
-        over constant axes): for Numba on the CPU, which has the helpers that run them."""
+        (``@nxrt.elementwise(summed=...)``, ``unbroadcast=True``: ``fused_sums.py``), and
+        spread reduced values inside loops (``broadcast_reduced`` over constant axes): for
+        Numba on the CPU, which has the loops that run them."""
         self.fn = fn
         self.resolver = resolver
         self.namer = namer
