@@ -20,15 +20,26 @@ from numbax import tree_util
 from numbax.api.callable import callable_target
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
-from numbax.api.transformed import Derivatives, Generated, Transformed, callee_derivative, params
+from numbax.api.transformed import (
+    NOTE,
+    Derivatives,
+    Generated,
+    Transformed,
+    callee_derivative,
+    params,
+)
 from numbax.api.vmap import Batched
 from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
+from numbax.errors import TransformError
 from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.jacobians import jacobian_function
+from numbax.transform.normalize import normalize
 from numbax.transform.normalize_calls import keyword_only_function, positional_view
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import vjp_function
-from numbax.transform.source import FunctionSource, display_name, refuse_variadic
+from numbax.transform.separable import is_separable
+from numbax.transform.source import FunctionSource, display_name, read_function, refuse_variadic
 
 Argnums = int | Sequence[int]
 
@@ -251,6 +262,7 @@ class Jacobian(Transformed):
 
     def _build(self, fn: gast.FunctionDef, source: FunctionSource, derive: Derivatives):
         callee = callable_target(self.fun)
+        separable_in = self._separable_in()
         tree, name = jacobian_function(
             fn,
             callee,
@@ -263,7 +275,11 @@ class Jacobian(Transformed):
             callee_name=f"_{source.name.lstrip('_')}",
             as_tuple=self.as_tuple,
             holomorphic=self.holomorphic,
+            diagonal=separable_in is not None,
         )
+        if separable_in is not None:
+            note = _DIAGONAL_NOTE.format(display_name(self.fun.fun), separable_in)
+            setattr(tree, NOTE, note)
         keyword_only = keyword_only_function(callee)  # called with every argument in order
         derive.bindings[name] = (
             callee if keyword_only is None else positional_view(keyword_only, self.transformation)
@@ -272,6 +288,36 @@ class Jacobian(Transformed):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.generated().function(*args, **kwargs)
+
+    def _separable_in(self) -> str | None:
+        """The argument, where this is ``jacfwd`` of the gradient (``jacrev``, ``grad``)
+        of a sum of elementwise terms of that one argument (``transform/separable.py``):
+        a Hessian known to be diagonal."""
+        inner = self.fun
+        if not self.forward or self.has_aux or self.as_tuple or self.holomorphic:
+            return None
+        if isinstance(inner, Jacobian):
+            gradient = not inner.forward and not inner.has_aux and not inner.holomorphic
+        elif isinstance(inner, Grad):
+            gradient = not (inner.with_value or inner.has_aux or inner.holomorphic)
+        else:
+            return None
+        if not gradient or inner.as_tuple or inner.positions != self.positions:
+            return None
+        try:
+            source = read_function(inner.fun, "hessian")
+            fn = normalize(source, "hessian")
+        except TransformError:  # the gradient's own generation says what is wrong
+            return None
+        names = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
+        param = names[self.positions[0]]
+        return param if is_separable(fn, param, Resolver(source, local_names(fn))) else None
+
+
+_DIAGONAL_NOTE = (
+    "diagonal: {0} is a sum of elementwise terms of {1}, so its Hessian is diagonal:\n"
+    "the JVP of its gradient along ones_like({1}), written on the diagonal"
+)
 
 
 def _vmap_binding(derive: Derivatives) -> Callable[[str, tuple, Any], str]:

@@ -197,6 +197,28 @@ def jac_buffer(
 
 
 @helper
+def jac_diagonal(d_out: Any, out: Any, x: Any) -> np.ndarray:
+    """The ``(jac_size(out), jac_size(x))`` Jacobian buffer of a Jacobian known to be
+    diagonal (a separable function's Hessian, ``transform/separable.py``): zeros, with
+    ``ravel_pytree(d_out)`` on the diagonal. ``d_out`` is the JVP along ``ones_like(x)``,
+    the sum of the basis ``jacfwd`` would map, which a diagonal Jacobian takes to its
+    diagonal. Dtypes and their checks are :func:`jac_buffer`'s (``"jacfwd"``)."""
+    jac = jac_buffer(out, x, "jacfwd")
+    diagonal = ravel_pytree(d_out)
+    if not jac.shape[0] == jac.shape[1] == diagonal.size:
+        raise ValueError(DIAGONAL_SIZES)
+    jac[...] = 0
+    jac[np.diag_indices(diagonal.size)] = diagonal
+    return jac
+
+
+DIAGONAL_SIZES = (
+    "jac_diagonal: a diagonal Jacobian has as many outputs as inputs, and its tangent "
+    "as many elements"
+)
+
+
+@helper
 def jac_unflatten(jac: np.ndarray, out: Any, x: Any) -> Any:
     """The flat Jacobian ``jac`` as JAX gives it: ``out``'s structure holding, at each
     of its leaves, ``x``'s structure, each leaf ``jac``'s block of that output leaf's

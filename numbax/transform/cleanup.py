@@ -49,7 +49,7 @@ RUNTIME = "nxrt"
 _PURE_HELPERS = frozenset(
     """unbroadcast broadcast_like broadcast_reduced zeros_like ones_like owned tree_add
     mul_pow reshape_like split_like loop_cotangent jac_buffer jac_size jac_basis
-    jac_basis_all ravel_batch unravel_batch ravel_pytree jac_unflatten jac_flatten
+    jac_basis_all jac_diagonal ravel_batch unravel_batch ravel_pytree jac_unflatten jac_flatten
     unravel_pytree dot_vjp_a dot_vjp_b matmul_vjp_x
     matmul_vjp_y tensordot_vjp_a tensordot_vjp_b cumsum_reverse prod_others
     prod_others_jvp cumprod_jvp cumprod_vjp tie_weights norm_weights xlogy

@@ -27,6 +27,10 @@ called again for the buffer's shape. ``jacrev`` loops over the output's rows::
             _jac[_row, :] = nxrt.ravel_pytree(_ct_x)
         return nxrt.jac_unflatten(_jac, _out, x)
 
+A Hessian of a sum of elementwise terms (``separable.py``) is diagonal: ``jacfwd`` of
+its gradient is then one JVP along ``ones_like(x)``, the sum of the basis vectors, which
+``nxrt.jac_diagonal`` writes on the diagonal of zeros.
+
 The same source serves arrays and pytrees: the ``nxrt.jac_*`` helpers
 (``runtime/jacobians.py``) see a pytree as the concatenation of its leaves, and
 ``jac_unflatten`` cuts the buffer into JAX's result, the output's structure holding the
@@ -69,6 +73,7 @@ def jacobian_function(
     callee_name: str = "_fun",
     as_tuple: bool = False,
     holomorphic: bool = False,
+    diagonal: bool = False,
 ) -> tuple[gast.FunctionDef, str]:
     """A function with ``fn``'s parameters returning the Jacobian of ``callee`` w.r.t.
     the arguments at ``positions``. ``callee`` is bound under the returned name.
@@ -77,7 +82,9 @@ def jacobian_function(
     pytree, the tuple of them, in one loop: as in JAX, the result is the output's
     structure holding that tuple at each output leaf. ``holomorphic``: complex inputs
     and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes).
-    ``batch`` binds ``vmap`` of a derivative (``jacfwd``'s JVP over the basis)."""
+    ``batch`` binds ``vmap`` of a derivative (``jacfwd``'s JVP over the basis).
+    ``diagonal``: ``jacfwd`` of a Jacobian known to be diagonal (a separable function's
+    Hessian, ``separable.py``), one JVP along ``ones_like(x)`` gives its diagonal."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     line = fn.lineno
@@ -94,7 +101,9 @@ def jacobian_function(
     if holomorphic:
         checks.append(gast.Constant(True, None))
     buffer = assign(loop.jac, runtime_call("jac_buffer", load(out), load(x), *checks))
-    if forward:  # the vmapped JVP gives the primal output too
+    if forward and diagonal:
+        body += loop.diagonal()
+    elif forward:  # the vmapped JVP gives the primal output too
         body += loop.forward_columns(aux, as_tuple, buffer)
     else:  # the primal call gets a copy of what it writes into
         stored = stored_into(fn)
@@ -170,6 +179,21 @@ class _Loop:
         columns = gast.Call(dotted("np.transpose"), [runtime_call("ravel_batch", load(d_out))], [])
         body += [buffer, assign(target, columns)]
         return body
+
+    def diagonal(self) -> list[gast.stmt]:
+        """A diagonal Jacobian: the JVP along ``ones_like(x)``, the sum of the basis
+        vectors, is the diagonal, written into a buffer of zeros."""
+        namer = self.namer
+        tangent, d_out = namer.fresh(f"d_{self.x.lstrip('_')}"), namer.fresh("d_out")
+        jvp = self.derive(self.callee, "jvp", self.positions)
+        call = _call(jvp, [load(p) for p in self.params] + [load(tangent)])
+        pair = gast.Tuple([store(self.out), store(d_out)], gast.Store())
+        diagonal = runtime_call("jac_diagonal", load(d_out), load(self.out), load(self.x))
+        return [
+            assign(tangent, runtime_call("ones_like", load(self.x))),
+            assign(pair, call),
+            assign(self.jac, diagonal),
+        ]
 
     def reverse_rows(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
         namer = self.namer

@@ -277,8 +277,13 @@ def test_structures_match_jax():
 # -- jacfwd is one vmap of the JVP over the whole basis ---------------------------------------
 
 
-def sum_logistic(x):
+def sum_logistic(x):  # a sum of elementwise terms: a diagonal Hessian
     return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def squared_sum_logistic(x):  # not a sum of elementwise terms: a full Hessian
+    s = np.sum(1.0 / (1.0 + np.exp(-x)))
+    return s * s
 
 
 def bins(x):  # a JVP that cannot vectorize (a store at an index x chooses): vmap loops
@@ -297,31 +302,31 @@ def _column_by_column(f, x):
 
 def test_hessian_runs_the_jvp_on_the_whole_basis_at_once():
     x = np.linspace(-1.5, 2.0, 6)
-    hessian = nx.hessian(sum_logistic)
+    hessian = nx.hessian(squared_sum_logistic)
     source = nx.source(hessian)
     assert "_d_x = nxrt.jac_basis_all(x)\n" in source
     assert "for _column" not in source  # no loop over the columns
-    want = numeric_tree_hessian(sum_logistic, (x,), 0)
-    looped = _column_by_column(nx.grad(sum_logistic), x)
+    want = numeric_tree_hessian(squared_sum_logistic, (x,), 0)
+    looped = _column_by_column(nx.grad(squared_sum_logistic), x)
     compiled = nx.jit(hessian)
     for label, got in (("eager", hessian(x)), ("jit", compiled(x))):
         assert got.shape == (6, 6), label
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7, err_msg=label)
         np.testing.assert_allclose(got, looped, rtol=1e-12, atol=1e-15, err_msg=label)
-    batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_sum_logistic"]
+    batched = hessian.generated().function.__globals__["_vmap_jvp_jacrev_squared_sum_logistic"]
     assert "vectorized: the whole batch at once" in batched.source  # the primal runs once
     assert "nxrt.batch_repeat(_d_jac, _size)" in batched.source
     shown = nx.source(hessian)  # every function it runs, the vmapped JVPs included
     for name in ["jacfwd_jacrev_", "vmap_jvp_jacrev_", "vmap_jvp_vjp_"]:
-        assert f"\ndef {name}sum_logistic(" in shown, name
+        assert f"\ndef {name}squared_sum_logistic(" in shown, name
     assert batched.source in shown
     for name in ["jacrev_", "vjp_"]:  # derived from, not run: the gradient runs once
-        assert f"\ndef {name}sum_logistic(" not in shown, name
-    assert " = _jacrev_sum_logistic(x)" not in hessian.generated().text
+        assert f"\ndef {name}squared_sum_logistic(" not in shown, name
+    assert " = _jacrev_squared_sum_logistic(x)" not in hessian.generated().text
     shown = nx.source(compiled)  # under jit too: its own specialization, then the rest
-    assert shown.startswith("# jit of jacfwd_jacrev_sum_logistic")
+    assert shown.startswith("# jit of jacfwd_jacrev_squared_sum_logistic")
     for name in ["vmap_jvp_jacrev_", "vmap_jvp_vjp_"]:
-        assert f"\ndef {name}sum_logistic(" in shown, name
+        assert f"\ndef {name}squared_sum_logistic(" in shown, name
 
 
 def test_before_a_call_a_jacobian_shows_the_loop_and_the_jvp_it_calls():
@@ -329,8 +334,8 @@ def test_before_a_call_a_jacobian_shows_the_loop_and_the_jvp_it_calls():
     the JVP it calls and what that calls in turn (a function of its own: the generated
     code, and what its ``vmap`` last ran, is shared in the process)."""
 
-    def sum_cubes(x):
-        return np.sum(x * x * x)
+    def sum_cubes(x):  # times the sum: not separable, the basis is mapped
+        return np.sum(x * x * x) * np.sum(x)
 
     shown = nx.source(nx.hessian(sum_cubes))
     assert "one call per example, in a loop" in shown
@@ -343,14 +348,16 @@ def test_a_compiled_hessian_shows_the_vectorized_jvp_it_runs():
     """Only compiled: ``nx.show`` shows the batched JVP the compiled code calls, not the
     loop it would fall back to."""
 
-    def softplus_sum(x):
-        return np.sum(np.log1p(np.exp(x)))
+    def softplus_sum(x):  # squared: not separable, the JVP runs over the basis
+        s = np.sum(np.log1p(np.exp(x)))
+        return s * s
 
     compiled = nx.jit(nx.hessian(softplus_sum), cache=False)
     x = np.linspace(-1.0, 1.0, 4)
-    np.testing.assert_allclose(
-        compiled(x), np.diag(np.exp(x) / (1.0 + np.exp(x)) ** 2), rtol=1e-12, atol=1e-15
-    )
+    g = 1.0 / (1.0 + np.exp(-x))
+    s = np.sum(np.log1p(np.exp(x)))
+    want = 2.0 * (np.outer(g, g) + s * np.diag(g * (1.0 - g)))
+    np.testing.assert_allclose(compiled(x), want, rtol=1e-12, atol=1e-15)
     shown = nx.source(compiled)
     assert "# vmap of jvp_jacrev_softplus_sum" in shown
     assert "one call per example, in a loop" not in shown
@@ -379,10 +386,15 @@ _HESSIAN_SCRIPT = """
 import numpy as np
 import numbax as nx
 
-def sum_logistic(x):
+def sum_logistic(x):  # a diagonal Hessian
     return np.sum(1.0 / (1.0 + np.exp(-x)))
 
-print(nx.jit(nx.hessian(sum_logistic))(np.linspace(-1.0, 1.0, 4)).tolist())
+def squared_sum_logistic(x):  # a full one: the JVP mapped over the basis
+    s = np.sum(1.0 / (1.0 + np.exp(-x)))
+    return s * s
+
+for f in (sum_logistic, squared_sum_logistic):
+    print(nx.jit(nx.hessian(f))(np.linspace(-1.0, 1.0, 4)).tolist())
 """
 
 

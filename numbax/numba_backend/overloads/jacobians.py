@@ -23,10 +23,12 @@ from numbax.numba_backend.overloads.common import (
     _is_scalar,
 )
 from numbax.runtime.jacobians import (
+    DIAGONAL_SIZES,
     UNRAVEL_LENGTH,
     jac_basis,
     jac_basis_all,
     jac_buffer,
+    jac_diagonal,
     jac_flatten,
     jac_size,
     jac_unflatten,
@@ -273,6 +275,37 @@ def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
         f"    return np.empty(({rows}, {columns}), dt)\n"
     )
     return _define(source, "impl", {"dt": dtype.type})
+
+
+@overload(jac_diagonal)
+def _jac_diagonal_jit(d_out, out, x):
+    outs = [_dtype(t) for _, t in _paths("jac_diagonal", out)]
+    xs = [_dtype(t) for _, t in _paths("jac_diagonal", x)]
+    message = jacobian_dtype_error("jacfwd", False, outs, xs)
+    dt = jacobian_dtype(outs + xs).type
+    if message:
+
+        def raising(d_out, out, x):
+            if _always():
+                raise TypeError(message)
+            return np.empty((1, 1), dt)
+
+        return raising
+    rows, columns = _total("jac_diagonal", "out", out), _total("jac_diagonal", "x", x)
+    source = (
+        "def impl(d_out, out, x):\n"
+        "    diagonal = ravel_pytree(d_out)\n"
+        f"    rows, columns = {rows}, {columns}\n"
+        "    if rows != columns or rows != diagonal.size:\n"
+        "        raise ValueError(sizes)\n"
+        "    jac = np.zeros((rows, columns), dt)\n"
+        "    for k in range(rows):\n"
+        "        jac[k, k] = diagonal[k]\n"
+        "    return jac\n"
+    )
+    return _define(
+        source, "impl", {"dt": dt, "ravel_pytree": ravel_pytree, "sizes": DIAGONAL_SIZES}
+    )
 
 
 def _offsets(name: str, var: str, ty: Any, letter: str) -> tuple[list[str], list[Any]]:

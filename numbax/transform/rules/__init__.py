@@ -76,14 +76,14 @@ LOOPED_BY_VMAP = frozenset(
     + ["norm_exponent", "norm_weights", "prod_others", "prod_others_jvp", "tensordot_vjp_a"]
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
     + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
-    + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile", "jac_basis"]
+    + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile"]
     + ["jac_basis_all", "ravel_batch", "unravel_batch"]
     + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
     + ["select_default", "spread_like", "unchoose", "unselect", "batch_spec"]
-    + ["put_along_axis", "trailing_shape"]
+    + ["put_along_axis", "trailing_shape", "jac_diagonal"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule

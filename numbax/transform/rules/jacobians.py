@@ -9,6 +9,9 @@ Batching rules let ``vmap`` vectorize a Jacobian's code (``jacfwd`` of ``jacrev`
 JVP of the row loop, mapped over the basis of tangents): a batch of arrays ravels to a
 ``(batch, size)`` matrix, and ``jac_unflatten`` cuts a batch of buffers itself (it
 takes a leading batch axis); a buffer the batch shares has rank 2.
+
+``jac_diagonal`` writes a Jacobian known to be diagonal from its diagonal (a separable
+function's Hessian): linear in that diagonal, its transpose reads the diagonal back.
 """
 
 from numbax.runtime import nxrt
@@ -39,6 +42,16 @@ def _unflatten(op: BatchOp) -> tuple[str, int | None]:
     return op.replaced({}), rank
 
 
+def _basis(op: BatchOp) -> tuple[str, int | None]:
+    """A basis vector of a value the batch shares (a row of ``jacrev``'s loop inside
+    ``jacfwd``'s mapped JVP) has that value's rank, which elementwise operations of it
+    and batched tangents need to know."""
+    if op.batched:
+        raise Decline("a basis vector of batched values")
+    value = op.value("x")
+    return "", value.rank if value.elements is None else None
+
+
 def _buffer(op: BatchOp) -> tuple[str, int | None]:
     if op.batched:
         raise Decline("a Jacobian buffer for batched values")
@@ -60,6 +73,10 @@ define(nxrt.jac_flatten, "tree, out, x",
        linear="nxrt.jac_flatten(tree, out, x)",
        vjp="nxrt.jac_unflatten(g, out, x)",
        samples=["tree[3, 2, 4], np.zeros((3, 2)), np.zeros(4)"])
+define(nxrt.jac_diagonal, "d_out, out, x",
+       linear="nxrt.jac_diagonal(d_out, out, x)",
+       vjp="nxrt.unravel_pytree(np.diagonal(g), d_out)",
+       samples=["d_out[4], np.zeros(4), np.zeros(4)", "d_out[2, 3], np.zeros((2, 3)), np.zeros(6)"])
 define(nxrt.ravel_batch, "x",
        linear="nxrt.ravel_batch(x)",                      vjp="nxrt.unravel_batch(g, x)",
        samples=["x[3, 2]"])
@@ -68,5 +85,6 @@ define(nxrt.unravel_batch, "flat, like",
        samples=["flat[3, 2], np.zeros((3, 2))"])
 # fmt: on
 
-nondifferentiable([nxrt.jac_size, nxrt.jac_basis, nxrt.jac_basis_all])
+nondifferentiable([nxrt.jac_size, nxrt.jac_basis_all])
+nondifferentiable([nxrt.jac_basis], batch=_basis)
 nondifferentiable([nxrt.jac_buffer], batch=_buffer)

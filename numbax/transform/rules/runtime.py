@@ -106,12 +106,13 @@ def _product_adjoint(ct: str, a: str, b: str, of: str) -> object:
 
 def _broadcast_reduced(op: BatchOp) -> tuple[str, int | None]:
     """The reduced cotangent given back its reduced axes (after the batch axis), then
-    broadcast over them."""
+    broadcast over them: over the batch of ``a``, or over ``a`` repeated when the batch
+    shares it (a batch of cotangents of one reduction: ``jacfwd`` of a gradient)."""
     rank = op.value("a").rank
     if not op.batched:
         return "", rank
-    if not (op.is_batched("value") and op.is_batched("a")) or rank is None:
-        raise Decline("a reduction's cotangent spread over an argument the batch shares")
+    if not op.is_batched("value") or rank is None:
+        raise Decline("a reduction's cotangent the batch shares, spread over a batch")
     axis = op.constant("axis")
     value = op.text("value")
     if not op.constant("keepdims") and rank:
@@ -119,7 +120,8 @@ def _broadcast_reduced(op: BatchOp) -> tuple[str, int | None]:
         axes = shifted_axis(axes if isinstance(axes, tuple) else (axes,), rank, op.name)
         index = [":" if k not in axes else "None" for k in range(rank + 1)]
         value = f"{value}[{', '.join(index)}]"
-    return f"nxrt.broadcast_like({value}, {op.text('a')})", rank
+    like = op.text("a") if op.is_batched("a") else repeated(op.text("a"))
+    return f"nxrt.broadcast_like({value}, {like})", rank
 
 
 def _reduced_count(op: BatchOp) -> tuple[str, int | None, bool]:
