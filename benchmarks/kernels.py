@@ -89,9 +89,18 @@ VMAP_MAT = np.random.default_rng(1701).standard_normal((150, 100))
 """The quickstart's matrix (150 x 100) that ``apply_matrix`` multiplies one vector by."""
 
 
+VMAP_MAT32 = VMAP_MAT.astype(np.float32)
+"""The same matrix in float32, for the float32 batch."""
+
+
 def apply_matrix(v):
     """JAX quickstart's function written for one example."""
     return np.dot(VMAP_MAT, v)
+
+
+def apply_matrix32(v):
+    """``apply_matrix`` in float32 (the quickstart's own dtype)."""
+    return np.dot(VMAP_MAT32, v)
 
 
 def logistic_loss(w, x, y):

@@ -40,6 +40,12 @@ def apply_matrix(v):
     return jnp.dot(VMAP_MAT, v)
 
 
+def apply_matrix32(v):
+    from benchmarks.kernels import VMAP_MAT32
+
+    return jnp.dot(VMAP_MAT32, v)
+
+
 def logistic_loss(w, x, y):
     p = 1.0 / (1.0 + jnp.exp(-jnp.dot(x, w)))
     return -(y * jnp.log(p) + (1.0 - y) * jnp.log(1.0 - p))

@@ -1,9 +1,10 @@
 """Workloads for ``vmap``: the quickstart's batched matrix-vector product at batch 10
-and 10,000, and per-example gradients of logistic regression and of a small MLP.
+and 10,000 (float64, and float32 at 10,000), and per-example gradients of logistic
+regression and of a small MLP.
 
 The NumPy peer is the batching written by hand (one matrix product; the per-example
 gradient formula ``(p - y) x``), the Numba peer the same as a compiled loop; JAX's is
-``jax.jit(jax.vmap(...))`` of the ``jnp`` twin in float64.
+``jax.jit(jax.vmap(...))`` of the ``jnp`` twin in the inputs' dtype.
 """
 
 from __future__ import annotations
@@ -32,6 +33,22 @@ def _apply_matrix_loop(batch, mat):
 
 def apply_matrix_numba(batch):
     return _apply_matrix_loop(batch, kernels.VMAP_MAT)
+
+
+def apply_matrix32_numpy(batch):
+    return batch @ kernels.VMAP_MAT32.T
+
+
+@numba.njit(fastmath=False)
+def _apply_matrix32_loop(batch, mat):
+    out = np.empty((batch.shape[0], mat.shape[0]), np.float32)
+    for i in range(batch.shape[0]):
+        out[i] = mat @ batch[i]
+    return out
+
+
+def apply_matrix32_numba(batch):
+    return _apply_matrix32_loop(batch, kernels.VMAP_MAT32)
 
 
 def per_example_numpy(w, x, y):
@@ -69,8 +86,8 @@ def _per_example_mlp_inputs(quick: bool) -> tuple[Any, ...]:
     return (params, rng.standard_normal((n, d)), rng.standard_normal((n, 3)))
 
 
-def _batch_inputs(size: int) -> Callable[[bool], tuple[Any, ...]]:
-    return lambda quick: (np.random.default_rng(0).standard_normal((size, 100)),)
+def _batch_inputs(size: int, dtype: Any = np.float64) -> Callable[[bool], tuple[Any, ...]]:
+    return lambda quick: (np.random.default_rng(0).standard_normal((size, 100)).astype(dtype),)
 
 
 def _per_example_inputs(quick: bool) -> tuple[Any, ...]:
@@ -129,6 +146,18 @@ WORKLOADS = [
             "numba": lambda: apply_matrix_numba,
         },
         rtol=1e-12,
+    ),
+    PeerWorkload(
+        id="vmap_large_f32",
+        description="vmap(apply_matrix) in float32, matrix 150x100, batch 10,000",
+        inputs=_batch_inputs(10_000, np.float32),
+        impls={
+            "numpy": lambda: apply_matrix32_numpy,
+            "numbax": _numbax(kernels.apply_matrix32),
+            "jax": _jax("apply_matrix32"),
+            "numba": lambda: apply_matrix32_numba,
+        },
+        rtol=1e-4,
     ),
     PeerWorkload(
         id="per_example",
