@@ -66,6 +66,11 @@ ELEMENTWISE_BINOPS = (
 )
 """The binary operators that act element by element, with NumPy's broadcasting."""
 
+_SEEDS_OF_EACH = {runtime.grad_seeds: "grad_seed", runtime.holomorphic_seeds: "holomorphic_seed"}
+"""``vmap(grad(f))``'s seeds, one per example's output, and the seed of one output: in a
+loop, a seed is computed from the output's dtype alone, so the loop that makes the
+outputs only for it computes nothing that is stored."""
+
 _ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 
 
@@ -169,6 +174,8 @@ class _Fuser:
             return isinstance(value.ops[0], _ELEMENTWISE_COMPARES)
         if isinstance(value, gast.Call) and not value.keywords:
             if is_full_broadcast(value, self.resolver) or keeps_shape(value):
+                return True
+            if self.resolver.resolve(value.func) in _SEEDS_OF_EACH and len(value.args) == 1:
                 return True
             if self.reductions and is_axes_broadcast(value, self.resolver):
                 return isinstance(value.args[0], gast.Name)
@@ -427,11 +434,17 @@ class _Fuser:
 
     def _scalar_statement(self, stmt: gast.Assign) -> gast.Assign:
         """On scalars, ``np.where(c, a, b)`` is ``a if c else b``, a full reduction's
-        spread cotangent is the cotangent (``a`` stays an input, for the shape), and an
-        ``unbroadcast`` that keeps the shape converts the dtype alone."""
+        spread cotangent is the cotangent (``a`` stays an input, for the shape), an
+        ``unbroadcast`` that keeps the shape converts the dtype alone, and the seeds of a
+        batch of outputs are each output's seed."""
         value = stmt.value
         if isinstance(value, gast.Call) and keeps_shape(value):
             return _runtime_assign(stmt, "cotangent_as", value.args)
+        seed = isinstance(value, gast.Call) and _SEEDS_OF_EACH.get(
+            self.resolver.resolve(value.func)
+        )
+        if seed:
+            return _runtime_assign(stmt, seed, value.args)
         if isinstance(value, gast.Call) and is_full_broadcast(value, self.resolver):
             return _runtime_assign(stmt, "first", value.args[:2])
         if isinstance(value, gast.Call) and self.resolver.resolve(value.func) is np.where:

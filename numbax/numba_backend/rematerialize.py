@@ -244,15 +244,35 @@ def _without_unread(
     kept = list(stmts)
     while True:
         reads = [name_ids(stmt, gast.Load) for stmt in kept]
-        last_read = {name: index for index, names in enumerate(reads) for name in names}
         unread = {
             index
             for index, stmt in enumerate(kept)
             if id(stmt) in candidates
             and is_elementwise(stmt)
-            and last_read.get(stmt.targets[0].id, -1) <= index
-            and stmt.targets[0].id not in live_after
+            and not _read_later(kept, reads, index, stmt.targets[0].id, live_after)
         }
         if not unread:
             return kept
         kept = [stmt for index, stmt in enumerate(kept) if index not in unread]
+
+
+def _read_later(
+    stmts: list[gast.stmt],
+    reads: list[set[str]],
+    index: int,
+    name: str,
+    live_after: Container[str],
+) -> bool:
+    """Whether the value statement ``index`` gives ``name`` is read: by a statement after
+    it before one assigns ``name`` again (the adjoint's ``_ct_p = _ct_p + _div`` reads
+    the value before it, but a copy renamed to read the recomputed one does not), or
+    after the block."""
+    for later in range(index + 1, len(stmts)):
+        if name in reads[later]:
+            return True
+        stmt = stmts[later]
+        if isinstance(stmt, gast.Assign) and any(
+            isinstance(t, gast.Name) and t.id == name for t in stmt.targets
+        ):
+            return False  # assigned again, unconditionally, without reading it
+    return name in live_after

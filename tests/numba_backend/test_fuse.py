@@ -1,12 +1,15 @@
 """Elementwise fusion under jit: same values and dtypes as NumPy, whatever the shapes."""
 
 import importlib.util
+import inspect
 import re
+import sys
 
 import numpy as np
 import pytest
 
 import numbax as nx
+from numbax.numba_backend.cpu import compile_helper
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -284,3 +287,54 @@ def test_a_recomputed_value_assigned_twice_reads_the_assignment_it_read():
     grad = nx.grad(two_quotients, argnums=(0, 1))
     for got, want in zip(nx.jit(grad)(a, b), grad(a, b), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-13)
+
+
+def logistic_loss(w, x, y):
+    p = 1.0 / (1.0 + np.exp(-(x @ w)))
+    return -(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+
+
+def test_a_loop_whose_value_a_later_loop_recomputes_is_not_run():
+    """The adjoint assigns ``_ct_p`` twice (``_ct_p = _ct_p + _div``); once the later
+    loop recomputes the first value, the loop that made it computes what nothing reads
+    and goes (a pass over the batch with an ``exp`` and a division, before)."""
+    rng = np.random.default_rng(0)
+    w, x, y = rng.standard_normal(4) / 2, rng.standard_normal((6, 4)), rng.random(6)
+    per_example = nx.vmap(nx.grad(logistic_loss), in_axes=(None, 0, 0))
+    compiled = nx.jit(per_example)
+    np.testing.assert_allclose(compiled(w, x, y), per_example(w, x, y), rtol=1e-13)
+    fused = compile_helper(compiled.fun.shown().function, {}).py_func  # what runs
+    text = inspect.getsource(sys.modules[fused.__module__])
+    assert "@nxrt.elementwise" in text
+    body = text.split("\ndef vmap_logistic_loss(")[-1]
+    for target, kernel in re.findall(r"\n    (\w+) = (_\w+_line\d+(?:_\d+)?)\(", body):
+        later = body.split(f"{target} = {kernel}(", 1)[1]
+        assert re.search(rf"(?<!\w){target}(?!\w)", later.split("\n", 1)[1]), (target, body)
+
+
+def squared_error(w, x):
+    return (x @ w - 1.0) ** 2
+
+
+def cube(z):
+    return z * z * z
+
+
+def test_the_seeds_of_a_batch_of_outputs_join_the_adjoints_loop():
+    """``vmap(grad(f))`` seeds each example's output with one of its dtype: in a loop the
+    seed needs the output's dtype only, so the outputs are never stored for it. A
+    complex output still raises JAX's TypeError; ``holomorphic=True`` takes it."""
+    rng = np.random.default_rng(1)
+    w, x = rng.standard_normal(3), rng.standard_normal((5, 3))
+    per_example = nx.vmap(nx.grad(squared_error), in_axes=(None, 0))
+    compiled = nx.jit(per_example)
+    np.testing.assert_allclose(compiled(w, x), 2.0 * (x @ w - 1.0)[:, None] * x, rtol=1e-13)
+    fused = compile_helper(compiled.fun.shown().function, {}).py_func
+    text = inspect.getsource(sys.modules[fused.__module__])
+    assert "nxrt.grad_seed(" in text and "nxrt.grad_seeds(" not in text
+    z = np.array([0.5 + 1.0j, -1.0 + 0.25j])
+    with pytest.raises(TypeError, match="grad requires real-valued outputs"):
+        nx.jit(nx.vmap(nx.grad(cube)))(z)
+    np.testing.assert_allclose(
+        nx.jit(nx.vmap(nx.grad(cube, holomorphic=True)))(z), 3.0 * z * z, rtol=1e-13
+    )
