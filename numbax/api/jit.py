@@ -406,6 +406,9 @@ class Jitted(NumbaxFunction):
                     "source depends on their values. Call it once, then read .source."
                 )
             self.specialize({})
+        signatures = getattr(self._latest.dispatcher, "signatures", None)
+        if signatures and hasattr(self.fun, "called_with"):  # jit(vmap(f))
+            self.fun.called_with(tuple(signatures[-1]))
         parts = getattr(self.fun, "source_parts", None)
         called = parts()[1:] if parts is not None else []
         if not called:

@@ -445,20 +445,27 @@ class Transformed(NumbaxFunction):
     def source_parts(self) -> list[str]:
         """The generated module texts :attr:`source` shows: this function's first, then
         those of the generated functions it calls."""
-        texts: dict[str, None] = {}
-        todo = [self.generated()]
-        while todo:
-            generated = todo.pop(0)
-            if generated.text not in texts:
-                texts[generated.text] = None
-                todo.extend(c for c in generated.callees if _calls(generated, c))
-                todo.extend(batched.shown() for batched in _vmaps_called(generated))
-        return list(texts)
+        return shown_texts(self.generated())
 
     @property
     def __signature__(self) -> inspect.Signature:
         """The generated function's parameters (``inspect.signature`` reads this)."""
         return inspect.signature(self.generated().function)
+
+
+def shown_texts(first: Generated) -> list[str]:
+    """The module texts of ``first`` and of the generated functions it runs, directly or
+    not, each once, in the order a reader meets them (``vmap``s: the code their last
+    call ran)."""
+    texts: dict[str, None] = {}
+    todo = [first]
+    while todo:
+        generated = todo.pop(0)
+        if generated.text not in texts:
+            texts[generated.text] = None
+            todo.extend(c for c in generated.callees if _calls(generated, c))
+            todo.extend(batched.shown() for batched in _vmaps_called(generated))
+    return list(texts)
 
 
 def _calls(caller: Generated, callee: Generated) -> bool:

@@ -42,6 +42,7 @@ from numbax.api.transformed import (
     callee_derivative,
     generate,
     generated_of,
+    shown_texts,
 )
 from numbax.codegen.emit import emit_function
 from numbax.codegen.load import GENERATED_PREFIX
@@ -369,6 +370,25 @@ class Batched(Rewritten):
         """The generated code the last call ran, or compiled code was last compiled to
         run (before either: the loop for a call passing every argument positionally)."""
         return self.shown().text
+
+    def source_parts(self) -> list[str]:
+        """What ``nx.source`` of ``jit`` of this ``vmap`` shows after the compiled call
+        to it: the code that call runs (:meth:`shown`, the vectorized body where it
+        batches) and the generated functions that calls. The first part, the call
+        itself, is what ``jit`` shows its own specialization of."""
+        return [self._trampoline().text, *shown_texts(self.shown())]
+
+    def called_with(self, types: tuple) -> None:
+        """Compiled code called this ``vmap`` with arguments of these Numba types: what
+        :meth:`shown` shows, where the call's code came from the disk cache (compiled in
+        an earlier process, so :meth:`_compiled` never ran in this one)."""
+        if self._last is None:
+            axes = self._axes(len(self.parameters("vmap")), ())
+            ranks = tuple(
+                _per_example(rank, axis)
+                for rank, axis in zip(map(rank_of_type, types[: len(axes)]), axes, strict=True)
+            )
+            self._last = self.program(axes, ranks)
 
     def shown(self) -> Generated:
         """What :attr:`source` shows, with the generated functions it calls."""

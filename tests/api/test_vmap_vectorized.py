@@ -415,13 +415,18 @@ def total(w, x, y):
 PER_EXAMPLE = nx.vmap(nx.grad(logistic), in_axes=(None, 0, 0))
 x = np.linspace(-1.0, 1.0, 15).reshape(5, 3)
 w, y = np.ones(3) * 0.1, np.ones(5)
-print(nx.jit(PER_EXAMPLE)(w, x, y).sum(), nx.jit(total)(w, x, y))
+compiled = nx.jit(PER_EXAMPLE)
+print(compiled(w, x, y).sum(), nx.jit(total)(w, x, y))
+shown = nx.source(compiled)  # the vectorized body it runs, from the disk cache too
+print("vectorized: the whole batch at once" in shown, "_ct_w = _ct_dot[:, None] * x" in shown)
 """
 
 
 def test_a_later_process_reuses_the_disk_cache(tmp_path):
     """Code Numba typed per call (vmap's, made for the arguments' ranks) must not be
-    referred to by a cached caller that a later process would load before making it."""
+    referred to by a cached caller that a later process would load before making it.
+    ``nx.source`` of ``jit(vmap(f))`` shows the vectorized body the call runs, also in
+    the later process, where that code came from the disk cache."""
     import os
     import subprocess
     import sys
@@ -435,6 +440,7 @@ def test_a_later_process_reuses_the_disk_cache(tmp_path):
     ]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.splitlines()[-1] == "True True", run.stdout
     assert runs[0].stdout == runs[1].stdout
 
 
