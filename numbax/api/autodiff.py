@@ -278,7 +278,7 @@ class Jacobian(Transformed):
             diagonal=separable_in is not None,
         )
         if separable_in is not None:
-            note = _DIAGONAL_NOTE.format(display_name(self.fun.fun), separable_in)
+            note = _DIAGONAL_NOTES[self.forward].format(display_name(self.fun.fun), separable_in)
             setattr(tree, NOTE, note)
         keyword_only = keyword_only_function(callee)  # called with every argument in order
         derive.bindings[name] = (
@@ -290,11 +290,11 @@ class Jacobian(Transformed):
         return self.generated().function(*args, **kwargs)
 
     def _separable_in(self) -> str | None:
-        """The argument, where this is ``jacfwd`` of the gradient (``jacrev``, ``grad``)
-        of a sum of elementwise terms of that one argument (``transform/separable.py``):
-        a Hessian known to be diagonal."""
+        """The argument, where this is the Jacobian of the gradient (``jacrev``,
+        ``grad``) of a sum of elementwise terms of that one argument
+        (``transform/separable.py``): a Hessian known to be diagonal."""
         inner = self.fun
-        if not self.forward or self.has_aux or self.as_tuple or self.holomorphic:
+        if self.has_aux or self.as_tuple or self.holomorphic:
             return None
         if isinstance(inner, Jacobian):
             gradient = not inner.forward and not inner.has_aux and not inner.holomorphic
@@ -314,10 +314,12 @@ class Jacobian(Transformed):
         return param if is_separable(fn, param, Resolver(source, local_names(fn))) else None
 
 
-_DIAGONAL_NOTE = (
-    "diagonal: {0} is a sum of elementwise terms of {1}, so its Hessian is diagonal:\n"
-    "the JVP of its gradient along ones_like({1}), written on the diagonal"
-)
+_DIAGONAL_NOTES = {
+    True: "diagonal: {0} is a sum of elementwise terms of {1}, so its Hessian is diagonal:\n"
+    "the JVP of its gradient along ones_like({1}), written on the diagonal",
+    False: "diagonal: {0} is a sum of elementwise terms of {1}, so its Hessian is diagonal:\n"
+    "the VJP of ones through its gradient, written on the diagonal",
+}
 
 
 def _vmap_binding(derive: Derivatives) -> Callable[[str, tuple, Any], str]:

@@ -197,13 +197,14 @@ def jac_buffer(
 
 
 @helper
-def jac_diagonal(d_out: Any, out: Any, x: Any) -> np.ndarray:
+def jac_diagonal(d_out: Any, out: Any, x: Any, transformation: str = "jacfwd") -> np.ndarray:
     """The ``(jac_size(out), jac_size(x))`` Jacobian buffer of a Jacobian known to be
     diagonal (a separable function's Hessian, ``transform/separable.py``): zeros, with
     ``ravel_pytree(d_out)`` on the diagonal. ``d_out`` is the JVP along ``ones_like(x)``,
-    the sum of the basis ``jacfwd`` would map, which a diagonal Jacobian takes to its
-    diagonal. Dtypes and their checks are :func:`jac_buffer`'s (``"jacfwd"``)."""
-    jac = jac_buffer(out, x, "jacfwd")
+    the sum of the basis ``jacfwd`` would map (or, for ``jacrev``, the VJP of
+    ``ones_like(out)``), which a diagonal Jacobian takes to its diagonal. Dtypes and
+    their checks are :func:`jac_buffer`'s for ``transformation``."""
+    jac = jac_buffer(out, x, transformation)
     diagonal = ravel_pytree(d_out)
     if not jac.shape[0] == jac.shape[1] == diagonal.size:
         raise ValueError(DIAGONAL_SIZES)

@@ -28,8 +28,9 @@ called again for the buffer's shape. ``jacrev`` loops over the output's rows::
         return nxrt.jac_unflatten(_jac, _out, x)
 
 A Hessian of a sum of elementwise terms (``separable.py``) is diagonal: ``jacfwd`` of
-its gradient is then one JVP along ``ones_like(x)``, the sum of the basis vectors, which
-``nxrt.jac_diagonal`` writes on the diagonal of zeros.
+its gradient is then one JVP along ``ones_like(x)``, the sum of the basis vectors, and
+``jacrev`` one VJP of ``ones_like(out)``, which ``nxrt.jac_diagonal`` writes on the
+diagonal of zeros.
 
 The same source serves arrays and pytrees: the ``nxrt.jac_*`` helpers
 (``runtime/jacobians.py``) see a pytree as the concatenation of its leaves, and
@@ -83,8 +84,9 @@ def jacobian_function(
     structure holding that tuple at each output leaf. ``holomorphic``: complex inputs
     and outputs, as JAX's ``holomorphic=True`` (``nxrt.jac_buffer`` checks the dtypes).
     ``batch`` binds ``vmap`` of a derivative (``jacfwd``'s JVP over the basis).
-    ``diagonal``: ``jacfwd`` of a Jacobian known to be diagonal (a separable function's
-    Hessian, ``separable.py``), one JVP along ``ones_like(x)`` gives its diagonal."""
+    ``diagonal``: a Jacobian known to be diagonal (a separable function's Hessian,
+    ``separable.py``): one JVP along ``ones_like(x)`` gives its diagonal (``jacfwd``),
+    or one VJP of ``ones_like(out)`` (``jacrev``)."""
     namer = Namer.for_function(fn)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     line = fn.lineno
@@ -109,7 +111,9 @@ def jacobian_function(
         stored = stored_into(fn)
         args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
         body += _primal(callee_name, args, out, aux, namer)
-        body += [buffer, *loop.reverse_rows(has_aux, as_tuple)]
+        body += (
+            loop.reverse_diagonal() if diagonal else [buffer, *loop.reverse_rows(has_aux, as_tuple)]
+        )
     result = namer.fresh("jacobian" if as_tuple else f"jacobian_{x.lstrip('_')}")
     body.append(assign(result, runtime_call("jac_unflatten", load(loop.jac), load(out), load(x))))
     value: gast.expr = load(result)
@@ -188,12 +192,30 @@ class _Loop:
         jvp = self.derive(self.callee, "jvp", self.positions)
         call = _call(jvp, [load(p) for p in self.params] + [load(tangent)])
         pair = gast.Tuple([store(self.out), store(d_out)], gast.Store())
-        diagonal = runtime_call("jac_diagonal", load(d_out), load(self.out), load(self.x))
         return [
             assign(tangent, runtime_call("ones_like", load(self.x))),
             assign(pair, call),
-            assign(self.jac, diagonal),
+            self._written_on_the_diagonal(d_out, "jacfwd"),
         ]
+
+    def reverse_diagonal(self) -> list[gast.stmt]:
+        """A diagonal Jacobian by reverse mode, after the primal call: the VJP of
+        ``ones_like(out)`` sums the Jacobian's rows, which for a diagonal one are its
+        diagonal."""
+        namer = self.namer
+        ct_out, ct_x = namer.fresh("ct_out"), namer.fresh(f"ct_{self.x.lstrip('_')}")
+        vjp = self.derive(self.callee, "vjp", self.positions)
+        call = _call(vjp, [load(p) for p in self.params] + [load(ct_out)])
+        return [
+            assign(ct_out, runtime_call("ones_like", load(self.out))),
+            assign(gast.Tuple([store(ct_x)], gast.Store()), call),
+            self._written_on_the_diagonal(ct_x, "jacrev"),
+        ]
+
+    def _written_on_the_diagonal(self, diagonal: str, transformation: str) -> gast.stmt:
+        checks = gast.Constant(transformation, None)
+        value = runtime_call("jac_diagonal", load(diagonal), load(self.out), load(self.x), checks)
+        return assign(self.jac, value)
 
     def reverse_rows(self, has_aux: bool, as_tuple: bool) -> list[gast.stmt]:
         namer = self.namer

@@ -1,9 +1,10 @@
 """Hessians of sums of elementwise terms are diagonal, and ``hessian`` computes them as
 one JVP of the gradient along ones (``numbax/transform/separable.py``).
 
-Each separable function here is checked against the Jacobian of its gradient by
-reverse mode (``jacrev(grad(f))``, which never takes the diagonal path) and against
-central differences of the gradient, interpreted and under ``jit``. Each function that
+Each separable function here is checked against the Jacobian of its gradient column by
+column (one ``nx.jvp`` per basis vector, which never takes the diagonal path) and
+against central differences of the gradient, interpreted and under ``jit``; ``jacrev``
+of the gradient (one VJP of ones) as well as ``jacfwd`` (one JVP along ones). Each function that
 is not separable (a cross term, a product of sums, a sum along an axis...) must take
 the general path: a diagonal there would be a silent wrong number. Generated programs
 (hypothesis) mix both kinds.
@@ -114,11 +115,24 @@ NOT_SEPARABLE = {
 }
 
 
+def _column_by_column(gradient, args, k):
+    """The Jacobian of ``gradient`` w.r.t. argument ``k``, one JVP per basis vector."""
+    x = np.asarray(args[k], dtype=np.float64)
+    columns = []
+    for e in np.eye(x.size).reshape((x.size, *x.shape)):
+        tangents = tuple(
+            e if j == k else np.zeros_like(np.asarray(a, float)) for j, a in enumerate(args)
+        )
+        primals = tuple(np.asarray(a, float) if j == k else a for j, a in enumerate(args))
+        columns.append(np.asarray(nx.jvp(gradient, primals, tangents)[1]))
+    return np.moveaxis(np.asarray(columns), 0, -1).reshape(x.shape + x.shape)
+
+
 def _reference(f, args, k):
-    """The Jacobian of the gradient by reverse mode (no diagonal path), checked against
-    central differences of the gradient."""
+    """The Jacobian of the gradient column by column (no diagonal path), checked
+    against central differences of the gradient."""
     gradient = nx.grad(f, argnums=k)
-    want = np.asarray(nx.jacrev(gradient, argnums=k)(*args))
+    want = _column_by_column(gradient, args, k)
     numeric = numeric_jacobian(gradient, args, k)
     np.testing.assert_allclose(want, numeric, rtol=1e-6, atol=1e-7)
     return want
@@ -144,6 +158,21 @@ def test_a_separable_hessian_under_jit(case):
     f, args, k = SEPARABLE[case]
     got = nx.jit(nx.hessian(f, argnums=k))(*args)
     np.testing.assert_allclose(got, _reference(f, args, k), rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("case", ["sum_logistic", "softplus_mean", "scalar"])
+def test_jacrev_of_the_gradient_is_one_vjp_of_ones(case):
+    f, args, k = SEPARABLE[case]
+    want = _reference(f, args, k)
+    for jacobian in (
+        nx.jacrev(nx.grad(f, argnums=k), argnums=k),
+        nx.jacobian(nx.jacrev(f, argnums=k), argnums=k),
+    ):
+        source = jacobian.source
+        assert "nxrt.jac_diagonal(" in source and "'jacrev')" in source
+        assert "for _row" not in source.split("\n\n\n")[1]  # no loop over the rows
+        np.testing.assert_allclose(jacobian(*args), want, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(nx.jit(jacobian)(*args), want, rtol=1e-12, atol=1e-14)
 
 
 @pytest.mark.parametrize("case", list(NOT_SEPARABLE))
@@ -275,7 +304,6 @@ def _load(source):
 def test_generated_programs_take_the_diagonal_only_when_it_is_right(source):
     f = _load(source)
     x, w = np.array([0.3, -0.8, 1.2]), np.array([0.5, 1.5, -0.4])
-    hessian = nx.hessian(f)
-    got = hessian(x, w)
-    want = nx.jacrev(nx.grad(f))(x, w)
-    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12, err_msg=source)
+    want = _column_by_column(nx.grad(f), (x, w), 0)
+    for jacobian in (nx.hessian(f), nx.jacrev(nx.grad(f))):
+        np.testing.assert_allclose(jacobian(x, w), want, rtol=1e-10, atol=1e-12, err_msg=source)

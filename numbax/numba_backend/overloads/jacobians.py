@@ -277,15 +277,16 @@ def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
     return _define(source, "impl", {"dt": dtype.type})
 
 
-@overload(jac_diagonal)
-def _jac_diagonal_jit(d_out, out, x):
+@overload(jac_diagonal, prefer_literal=True)
+def _jac_diagonal_jit(d_out, out, x, transformation="jacfwd"):
     outs = [_dtype(t) for _, t in _paths("jac_diagonal", out)]
     xs = [_dtype(t) for _, t in _paths("jac_diagonal", x)]
-    message = jacobian_dtype_error("jacfwd", False, outs, xs)
+    which = _literal("jac_diagonal", transformation, "jacfwd")
+    message = jacobian_dtype_error(which, False, outs, xs)
     dt = jacobian_dtype(outs + xs).type
     if message:
 
-        def raising(d_out, out, x):
+        def raising(d_out, out, x, transformation="jacfwd"):
             if _always():
                 raise TypeError(message)
             return np.empty((1, 1), dt)
@@ -293,7 +294,7 @@ def _jac_diagonal_jit(d_out, out, x):
         return raising
     rows, columns = _total("jac_diagonal", "out", out), _total("jac_diagonal", "x", x)
     source = (
-        "def impl(d_out, out, x):\n"
+        "def impl(d_out, out, x, transformation='jacfwd'):\n"
         "    diagonal = ravel_pytree(d_out)\n"
         f"    rows, columns = {rows}, {columns}\n"
         "    if rows != columns or rows != diagonal.size:\n"
