@@ -307,3 +307,16 @@ def test_generated_programs_take_the_diagonal_only_when_it_is_right(source):
     want = _column_by_column(nx.grad(f), (x, w), 0)
     for jacobian in (nx.hessian(f), nx.jacrev(nx.grad(f))):
         np.testing.assert_allclose(jacobian(x, w), want, rtol=1e-10, atol=1e-12, err_msg=source)
+
+
+def sum_of_squared_moduli(z):
+    return np.sum(np.abs(z) ** 2)
+
+
+def test_a_complex_input_raises_jaxs_error_on_the_diagonal_path_too():
+    z = np.array([0.5 + 1.0j, -1.0 + 0.25j])
+    hessian = nx.hessian(sum_of_squared_moduli)
+    assert "nxrt.jac_diagonal(" in hessian.source
+    for run in (hessian, nx.jit(hessian)):
+        with pytest.raises(TypeError, match="jacfwd requires real-valued inputs"):
+            run(z)

@@ -252,23 +252,36 @@ def _literal(name: str, ty: Any, default: Any) -> Any:
     raise _fail(name, f"expected a constant, got {ty}")
 
 
+def _checked_dtype(
+    name: str, out: Any, x: Any, which: str | None, holomorphic: bool
+) -> tuple[np.dtype, str | None]:
+    """The dtype of a Jacobian of ``out`` w.r.t. ``x`` (types), and JAX's TypeError
+    message where ``which`` transformation does not allow their dtypes."""
+    outs = [_dtype(t) for _, t in _paths(name, out)]
+    xs = [_dtype(t) for _, t in _paths(name, x)]
+    message = which and jacobian_dtype_error(which, holomorphic, outs, xs)
+    return jacobian_dtype(outs + xs), message or None
+
+
+def _raising(signature: str, message: str, dtype: np.dtype) -> Any:
+    """An implementation with these parameters that raises ``TypeError(message)`` (a
+    constant: the dtypes are known when compiling)."""
+    source = (
+        f"def impl({signature}):\n"
+        "    if _always():\n"
+        "        raise TypeError(message)\n"
+        "    return np.empty((1, 1), dt)\n"
+    )
+    return _define(source, "impl", {"message": message, "dt": dtype.type, "_always": _always})
+
+
 @overload(jac_buffer, prefer_literal=True)
 def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
-    outs = [_dtype(t) for _, t in _paths("jac_buffer", out)]
-    xs = [_dtype(t) for _, t in _paths("jac_buffer", x)]
     which = _literal("jac_buffer", transformation, None)
     holomorphic = _literal("jac_buffer", holomorphic, False)
-    message = which and jacobian_dtype_error(which, holomorphic, outs, xs)
-    dtype = jacobian_dtype(outs + xs)
+    dtype, message = _checked_dtype("jac_buffer", out, x, which, holomorphic)
     if message:
-        dt = dtype.type
-
-        def raising(out, x, transformation=None, holomorphic=False):
-            if _always():
-                raise TypeError(message)
-            return np.empty((1, 1), dt)
-
-        return raising
+        return _raising("out, x, transformation=None, holomorphic=False", message, dtype)
     rows, columns = _total("jac_buffer", "out", out), _total("jac_buffer", "x", x)
     source = (
         "def impl(out, x, transformation=None, holomorphic=False):\n"
@@ -279,19 +292,11 @@ def _jac_buffer_jit(out, x, transformation=None, holomorphic=False):
 
 @overload(jac_diagonal, prefer_literal=True)
 def _jac_diagonal_jit(d_out, out, x, transformation="jacfwd"):
-    outs = [_dtype(t) for _, t in _paths("jac_diagonal", out)]
-    xs = [_dtype(t) for _, t in _paths("jac_diagonal", x)]
     which = _literal("jac_diagonal", transformation, "jacfwd")
-    message = jacobian_dtype_error(which, False, outs, xs)
-    dt = jacobian_dtype(outs + xs).type
+    dtype, message = _checked_dtype("jac_diagonal", out, x, which, False)
     if message:
-
-        def raising(d_out, out, x, transformation="jacfwd"):
-            if _always():
-                raise TypeError(message)
-            return np.empty((1, 1), dt)
-
-        return raising
+        return _raising("d_out, out, x, transformation='jacfwd'", message, dtype)
+    dt = dtype.type
     rows, columns = _total("jac_diagonal", "out", out), _total("jac_diagonal", "x", x)
     source = (
         "def impl(d_out, out, x, transformation='jacfwd'):\n"
