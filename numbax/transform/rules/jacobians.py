@@ -75,7 +75,7 @@ define(nxrt.jac_flatten, "tree, out, x",
        samples=["tree[3, 2, 4], np.zeros((3, 2)), np.zeros(4)"])
 define(nxrt.jac_diagonal, "d_out, out, x, transformation='jacfwd'",
        linear="nxrt.jac_diagonal(d_out, out, x, transformation)",
-       vjp="nxrt.unravel_pytree(np.diagonal(g), d_out)",
+       vjp="nxrt.unravel_pytree(np.diag(g), d_out)",
        samples=["d_out[4], np.zeros(4), np.zeros(4)", "d_out[2, 3], np.zeros((2, 3)), np.zeros(6)"])
 define(nxrt.ravel_batch, "x",
        linear="nxrt.ravel_batch(x)",                      vjp="nxrt.unravel_batch(g, x)",
