@@ -335,11 +335,7 @@ class Batched(Rewritten):
 
     def _compiled(self, types: tuple, options: dict[str, Any]) -> Callable:
         """The compiled function a call with these argument types runs."""
-        axes = self._axes(len(self.parameters("vmap")), ())
-        ranks = tuple(
-            _per_example(rank, axis)
-            for rank, axis in zip(map(rank_of_type, types), axes, strict=True)
-        )
+        axes, ranks = self._typed_ranks(types)
         program = self.program(axes, ranks)
         self._last = program  # what ``nx.show`` of the compiled caller shows
         if program.function is self.loop(axes).function:
@@ -383,12 +379,17 @@ class Batched(Rewritten):
         :meth:`shown` shows, where the call's code came from the disk cache (compiled in
         an earlier process, so :meth:`_compiled` never ran in this one)."""
         if self._last is None:
-            axes = self._axes(len(self.parameters("vmap")), ())
-            ranks = tuple(
-                _per_example(rank, axis)
-                for rank, axis in zip(map(rank_of_type, types[: len(axes)]), axes, strict=True)
-            )
-            self._last = self.program(axes, ranks)
+            self._last = self.program(*self._typed_ranks(types))
+
+    def _typed_ranks(self, types: tuple) -> tuple[tuple, tuple]:
+        """The axes of a call from compiled code, and the per-example ranks of its
+        arguments of these Numba types."""
+        axes = self._axes(len(self.parameters("vmap")), ())
+        ranks = tuple(
+            _per_example(rank, axis)
+            for rank, axis in zip(map(rank_of_type, types[: len(axes)]), axes, strict=True)
+        )
+        return axes, ranks
 
     def shown(self) -> Generated:
         """What :attr:`source` shows, with the generated functions it calls."""

@@ -66,10 +66,20 @@ ELEMENTWISE_BINOPS = (
 )
 """The binary operators that act element by element, with NumPy's broadcasting."""
 
-_SEEDS_OF_EACH = {runtime.grad_seeds: "grad_seed", runtime.holomorphic_seeds: "holomorphic_seed"}
+_SEEDS_OF_EACH = (
+    (runtime.grad_seeds, "grad_seed"),
+    (runtime.holomorphic_seeds, "holomorphic_seed"),
+)
 """``vmap(grad(f))``'s seeds, one per example's output, and the seed of one output: in a
 loop, a seed is computed from the output's dtype alone, so the loop that makes the
 outputs only for it computes nothing that is stored."""
+
+
+def _seed_of_each(target: Any) -> str | None:
+    """The helper seeding one output, where ``target`` seeds a batch of outputs (by
+    identity: a callee may be any object, hashable or not)."""
+    return next((one for each, one in _SEEDS_OF_EACH if target is each), None)
+
 
 _ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 
@@ -175,7 +185,7 @@ class _Fuser:
         if isinstance(value, gast.Call) and not value.keywords:
             if is_full_broadcast(value, self.resolver) or keeps_shape(value):
                 return True
-            if self.resolver.resolve(value.func) in _SEEDS_OF_EACH and len(value.args) == 1:
+            if _seed_of_each(self.resolver.resolve(value.func)) and len(value.args) == 1:
                 return True
             if self.reductions and is_axes_broadcast(value, self.resolver):
                 return isinstance(value.args[0], gast.Name)
@@ -440,9 +450,7 @@ class _Fuser:
         value = stmt.value
         if isinstance(value, gast.Call) and keeps_shape(value):
             return _runtime_assign(stmt, "cotangent_as", value.args)
-        seed = isinstance(value, gast.Call) and _SEEDS_OF_EACH.get(
-            self.resolver.resolve(value.func)
-        )
+        seed = isinstance(value, gast.Call) and _seed_of_each(self.resolver.resolve(value.func))
         if seed:
             return _runtime_assign(stmt, seed, value.args)
         if isinstance(value, gast.Call) and is_full_broadcast(value, self.resolver):
