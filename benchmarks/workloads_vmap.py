@@ -19,36 +19,29 @@ from benchmarks import kernels
 from benchmarks.runner import PeerWorkload
 
 
-def apply_matrix_numpy(batch):
-    return batch @ kernels.VMAP_MAT.T
+def _by_hand(mat: np.ndarray) -> tuple[Callable, Callable]:
+    """NumPy's and Numba's peers for ``mat`` times each example: the batch written by
+    hand, and a compiled loop over the examples."""
+
+    def numpy_peer(batch):
+        return batch @ mat.T
+
+    def numba_peer(batch):
+        return _apply_matrix_loop(batch, mat)
+
+    return numpy_peer, numba_peer
 
 
 @numba.njit(fastmath=False)
 def _apply_matrix_loop(batch, mat):
-    out = np.empty((batch.shape[0], mat.shape[0]))
+    out = np.empty((batch.shape[0], mat.shape[0]), mat.dtype)
     for i in range(batch.shape[0]):
         out[i] = mat @ batch[i]
     return out
 
 
-def apply_matrix_numba(batch):
-    return _apply_matrix_loop(batch, kernels.VMAP_MAT)
-
-
-def apply_matrix32_numpy(batch):
-    return batch @ kernels.VMAP_MAT32.T
-
-
-@numba.njit(fastmath=False)
-def _apply_matrix32_loop(batch, mat):
-    out = np.empty((batch.shape[0], mat.shape[0]), np.float32)
-    for i in range(batch.shape[0]):
-        out[i] = mat @ batch[i]
-    return out
-
-
-def apply_matrix32_numba(batch):
-    return _apply_matrix32_loop(batch, kernels.VMAP_MAT32)
+apply_matrix_numpy, apply_matrix_numba = _by_hand(kernels.VMAP_MAT)
+apply_matrix32_numpy, apply_matrix32_numba = _by_hand(kernels.VMAP_MAT32)
 
 
 def per_example_numpy(w, x, y):
@@ -121,44 +114,36 @@ def _jax(name: str, in_axes: Any = 0, grad: bool = False) -> Callable:
     return factory
 
 
+def _batched_product(
+    id: str, what: str, size: int, dtype: Any, calls: int | None = None
+) -> PeerWorkload:
+    """``vmap(apply_matrix)`` (``apply_matrix32`` in float32) at this batch size."""
+    single = np.dtype(dtype) == np.float32
+    name = "apply_matrix32" if single else "apply_matrix"
+    numpy_peer, numba_peer = (
+        (apply_matrix32_numpy, apply_matrix32_numba)
+        if single
+        else (apply_matrix_numpy, apply_matrix_numba)
+    )
+    return PeerWorkload(
+        id=id,
+        description=f"vmap({name}), matrix 150x100, {what}",
+        inputs=_batch_inputs(size, dtype),
+        impls={
+            "numpy": lambda: numpy_peer,
+            "numbax": _numbax(getattr(kernels, name)),
+            "jax": _jax(name),
+            "numba": lambda: numba_peer,
+        },
+        calls_per_sample=calls,
+        rtol=1e-4 if single else 1e-12,
+    )
+
+
 WORKLOADS = [
-    PeerWorkload(
-        id="vmap_small",
-        description="vmap(apply_matrix), matrix 150x100, batch 10 (quickstart)",
-        inputs=_batch_inputs(10),
-        impls={
-            "numpy": lambda: apply_matrix_numpy,
-            "numbax": _numbax(kernels.apply_matrix),
-            "jax": _jax("apply_matrix"),
-            "numba": lambda: apply_matrix_numba,
-        },
-        calls_per_sample=200,
-        rtol=1e-12,
-    ),
-    PeerWorkload(
-        id="vmap_large",
-        description="vmap(apply_matrix), matrix 150x100, batch 10,000",
-        inputs=_batch_inputs(10_000),
-        impls={
-            "numpy": lambda: apply_matrix_numpy,
-            "numbax": _numbax(kernels.apply_matrix),
-            "jax": _jax("apply_matrix"),
-            "numba": lambda: apply_matrix_numba,
-        },
-        rtol=1e-12,
-    ),
-    PeerWorkload(
-        id="vmap_large_f32",
-        description="vmap(apply_matrix) in float32, matrix 150x100, batch 10,000",
-        inputs=_batch_inputs(10_000, np.float32),
-        impls={
-            "numpy": lambda: apply_matrix32_numpy,
-            "numbax": _numbax(kernels.apply_matrix32),
-            "jax": _jax("apply_matrix32"),
-            "numba": lambda: apply_matrix32_numba,
-        },
-        rtol=1e-4,
-    ),
+    _batched_product("vmap_small", "batch 10 (quickstart)", 10, np.float64, calls=200),
+    _batched_product("vmap_large", "batch 10,000", 10_000, np.float64),
+    _batched_product("vmap_large_f32", "batch 10,000, float32", 10_000, np.float32),
     PeerWorkload(
         id="per_example",
         description="vmap(grad(logistic_loss), in_axes=(None, 0, 0)), 10,000 x 100",
