@@ -121,9 +121,14 @@ class _Block:
             return self.kinds.whole(stmt)
         return frozenset(name_ids(stmt, gast.Load))
 
-    def _element_reads(self, stmt: gast.stmt) -> set[str]:
-        """What an elementwise statement (or a sink) reads element by element."""
-        return name_ids(stmt.value, gast.Load) - self.kinds.whole(stmt)
+    def _element_reads(self, stmt: gast.stmt) -> list[str]:
+        """What an elementwise statement (or a sink) reads element by element, each name
+        once, in the same order in every process: the copies are planned in this order
+        within a budget, so an order that followed string hashing would make different
+        code (and a different cache entry) in each new process."""
+        whole = self.kinds.whole(stmt)
+        names = (node.id for node in name_nodes(stmt.value, gast.Load))
+        return [name for name in dict.fromkeys(names) if name not in whole]
 
     def copies_for(self, start: int, end: int, namer: Namer) -> tuple[list[gast.stmt], list[int]]:
         """Copies (renamed) of the statements before ``start`` that compute the values
@@ -133,7 +138,9 @@ class _Block:
         plan: list[int] = []
         defined_in_run: set[str] = set()
         for stmt in run:
-            for name in self._element_reads(stmt) - defined_in_run:
+            for name in self._element_reads(stmt):
+                if name in defined_in_run:
+                    continue
                 where = self._last_assignment(name, start)
                 if where is None or where not in plan:
                     plan += [i for i in self._plan(name, start, len(plan)) if i not in plan]
