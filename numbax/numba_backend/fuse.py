@@ -83,6 +83,11 @@ def _seed_of_each(target: Any) -> str | None:
 
 _ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
 
+MOST_INPUTS = 32
+"""Arrays one fused loop reads at most: a longer run is split into loops, the value
+between them stored. A loop is typed as a ufunc, and NumPy allows 64 operands; a run
+reading more arrays than this is memory-bound anyway (high-order derivatives make them)."""
+
 
 def _is_elementwise_callee(target: Any, n_args: int) -> bool:
     if target is np.where:
@@ -277,6 +282,16 @@ class _Fuser:
             for name in self.whole_reads(stmt):
                 outputs.update(k for k in range(j) if targets[k] == name)
         value_reads = [set(_reads(stmt.value)) for stmt in run]
+
+        def too_wide(group: list[int]) -> bool:
+            """Whether the group's loop could read more than MOST_INPUTS arrays."""
+            defined: set[str] = set()
+            inputs: set[str] = set()
+            for k in group:
+                inputs |= value_reads[k] - defined
+                defined.add(targets[k])
+            return len(group) > 1 and len(inputs) > MOST_INPUTS
+
         while True:  # a value read by a later group must end its own group
             groups = self._split(run, outputs)
             extra = set()
@@ -285,6 +300,8 @@ class _Fuser:
                 extra.update(j for j in group[:-1] if targets[j] in read_later)
                 for k in group:
                     read_later |= value_reads[k]
+                if too_wide(group):  # two loops, the first's value stored for the second
+                    extra.add(group[len(group) // 2 - 1])
             if extra <= outputs:
                 break
             outputs |= extra

@@ -2,7 +2,9 @@
 
 import importlib.util
 import inspect
+import os
 import re
+import subprocess
 import sys
 
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 
 import numbax as nx
 from numbax.numba_backend.cpu import compile_helper
+from numbax.numba_backend.fuse import MOST_INPUTS
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -338,3 +341,75 @@ def test_the_seeds_of_a_batch_of_outputs_join_the_adjoints_loop():
     np.testing.assert_allclose(
         nx.jit(nx.vmap(nx.grad(cube, holomorphic=True)))(z), 3.0 * z * z, rtol=1e-13
     )
+
+
+# -- the same code in every process; loops of bounded width ------------------------------
+
+
+def _module(directory, name, lines):
+    path = directory / f"{name}.py"
+    path.write_text("\n".join(["import numpy as np", "", *lines, ""]))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def _uneven_pairs(directory):
+    """Products of values that cost two and three statements to compute again, after a
+    sum: more than the copy budget, so which are copied depends on the order the reads
+    are visited in."""
+    count = 24
+    lines = ["def uneven(x):"]
+    lines += [
+        f"    a{k} = x * {k + 1}.0 + {k}.5" + (" * 1.5" if k % 2 else "") for k in range(count)
+    ]
+    products = " + ".join(f"a{k} * a{k + 1}" for k in range(0, count, 2))
+    lines += ["    s = np.sum(x)", f"    return ({products}) * s"]
+    return _module(directory, "uneven", lines)
+
+
+_LOWERED_TEXT = """
+import importlib.util, sys
+import numpy as np, numbax as nx
+spec = importlib.util.spec_from_file_location("uneven", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+print(nx.jit(module.uneven).lower(np.linspace(-1.0, 1.0, 7)).as_text())
+"""
+
+
+def test_the_generated_code_is_the_same_in_every_process(tmp_path):
+    """The disk cache is keyed by the generated text: text that followed Python's string
+    hashing (a set's order) would be new in every process, and never found again."""
+    module, path = _uneven_pairs(tmp_path)
+    texts = set()
+    for seed in ("1", "2", "3"):
+        env = {**os.environ, "PYTHONHASHSEED": seed, "NUMBAX_CACHE_DIR": str(tmp_path / "c")}
+        run = subprocess.run(
+            [sys.executable, "-c", _LOWERED_TEXT, str(path)],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert run.returncode == 0, run.stderr
+        texts.add(run.stdout)
+    assert len(texts) == 1
+    x = np.linspace(-1.0, 1.0, 7)
+    np.testing.assert_allclose(nx.jit(module.uneven)(x), module.uneven(x), rtol=1e-13)
+
+
+def test_a_run_reading_more_arrays_than_a_loop_takes_is_split(tmp_path):
+    """A fused loop is typed as a ufunc, which takes 64 operands at most: a run over more
+    arrays (high-order derivatives make them) becomes several loops."""
+    count = 70
+    names = [f"a{k}" for k in range(count)]
+    lines = [f"def wide({', '.join(names)}):", f"    return {' * 1.5 + '.join(names)}"]
+    module, _ = _module(tmp_path, "wide", lines)
+    arrays = [np.full(5, float(k)) for k in range(count)]
+    jitted = nx.jit(module.wide)
+    np.testing.assert_allclose(jitted(*arrays), module.wide(*arrays), rtol=1e-13)
+    loops = re.findall(r"@nxrt\.elementwise.*\ndef \w+\(([^)]*)\)", jitted.source)
+    assert len(loops) > 1
+    assert all(len(params.split(",")) <= MOST_INPUTS for params in loops)
