@@ -18,6 +18,9 @@ Threads are used only where that is safe:
 * when Numba's thread count (``numba.set_num_threads``) is above one, and for arrays of
   at least :data:`PARALLEL_MIN_ELEMENTS` elements, below which waking the threads costs
   more than it saves;
+* with GNU OpenMP's idle threads spinning briefly (``GOMP_SPINCOUNT``, 1,000 turns rather
+  than its default 300,000, unless set already): a thread that spins after its loop
+  takes a core that, on a busy machine, the caller or other work needs;
 * not for a while after the other threads came late to a loop (their cores busy with
   other work, the caller waited for them): 50 ms, doubling each time up to 5 s.
   Threads take chunks as they come, several per thread, so a late one finds less to do.
@@ -74,6 +77,10 @@ _BACKOFF_SYMBOL = "numbax_threads_backoff"
 _backoff = (ctypes.c_int64 * 2)(0, 0)  # until when loops run alone (ns), and how long last
 _FIRST_BACKOFF_NS = 50_000_000
 _LONGEST_BACKOFF_NS = 5_000_000_000
+_SPIN_TURNS = "1000"
+"""How long GNU OpenMP's idle threads spin before they sleep (``GOMP_SPINCOUNT``): long
+enough for back-to-back loops, short enough that a thread waiting for work does not
+take a core from the work itself (libgomp reads it once, when it loads)."""
 _launched = False
 _launch_lock = threading.Lock()
 
@@ -90,6 +97,7 @@ def launch() -> None:
     with _launch_lock:
         if _launched:
             return
+        os.environ.setdefault("GOMP_SPINCOUNT", _SPIN_TURNS)
         _launch_threads()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
         ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))

@@ -5,6 +5,9 @@ and one thread where threads are not safe or not wanted."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import subprocess
+import sys
 import time
 
 import numba
@@ -171,3 +174,25 @@ def test_after_the_other_threads_came_late_loops_run_alone_for_a_while(two_threa
     assert set(np.unique(_threads_used(x))) == {0}
     threads._backoff[0] = 0
     assert _both_threads_take_part(_threads_used, x)
+
+
+_SPIN_SETTING = """
+import os
+from numbax.numba_backend.threads import launch
+launch()
+print(os.environ.get("GOMP_SPINCOUNT"))
+"""
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "1000"), ("250000", "250000")])
+def test_idle_threads_spin_briefly_unless_the_user_says_otherwise(given, kept):
+    """GNU OpenMP reads ``GOMP_SPINCOUNT`` when Numba's threading layer loads it: numbax
+    sets a short spin before that, and keeps a value the user set."""
+    env = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}
+    if given is not None:
+        env["GOMP_SPINCOUNT"] = given
+    run = subprocess.run(
+        [sys.executable, "-c", _SPIN_SETTING], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == kept
