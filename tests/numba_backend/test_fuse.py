@@ -173,16 +173,21 @@ def reassigned(x, y):
     return np.sin(a) + x * y
 
 
-def _unrolled(depth, directory):
-    """``deep(x)``: ``depth`` elementwise lines, a sum, then a line reading the last."""
-    lines = ["import numpy as np", "", "def deep(x):", "    a0 = x * 1.0"]
-    lines += [f"    a{k} = a{k - 1} * 1.01 + 0.1" for k in range(1, depth)]
-    lines += ["    s = np.sum(x)", f"    return a{depth - 1} * s + a0", ""]
-    path = directory / f"unrolled_{depth}.py"
-    path.write_text("\n".join(lines))
+def _module(directory, name, lines):
+    path = directory / f"{name}.py"
+    path.write_text("\n".join(["import numpy as np", "", *lines, ""]))
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    return module, path
+
+
+def _unrolled(depth, directory):
+    """``deep(x)``: ``depth`` elementwise lines, a sum, then a line reading the last."""
+    lines = ["def deep(x):", "    a0 = x * 1.0"]
+    lines += [f"    a{k} = a{k - 1} * 1.01 + 0.1" for k in range(1, depth)]
+    lines += ["    s = np.sum(x)", f"    return a{depth - 1} * s + a0"]
+    module, _ = _module(directory, f"unrolled_{depth}", lines)
     return module.deep
 
 
@@ -344,15 +349,6 @@ def test_the_seeds_of_a_batch_of_outputs_join_the_adjoints_loop():
 
 
 # -- the same code in every process; loops of bounded width ------------------------------
-
-
-def _module(directory, name, lines):
-    path = directory / f"{name}.py"
-    path.write_text("\n".join(["import numpy as np", "", *lines, ""]))
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module, path
 
 
 def _uneven_pairs(directory):
