@@ -39,6 +39,19 @@ compiles get none (:func:`_lowering_run_pass`): their Python entry point, if any
 About 4% of a sample of the rule table's compile time; within the noise over the whole
 test suite.
 
+**Large functions at -O2.** LLVM's -O3 pipeline adds passes that copy code to
+specialize it (among them non-trivial loop unswitching, which duplicates a loop for
+each condition it can hoist, and more aggressive inlining). On a small kernel that is what makes it fast; on a
+generated function of thousands of array operations (a derivative's glue around its
+kernels: every operation lowered with its shape checks and allocation) the copies
+multiply: the LSTM's gradient grew from 20,000 to 56,000 lines of IR (21,000 at -O2)
+and took 21 s of LLVM, 4 s at -O2 (``python -m benchmarks.compile --only lstm``, one run each: its
+first call with an empty cache took 34.2 s before, 22.7 s after; with numbax's helpers
+cached, 23.2 s before, 9.7 s after). A function whose lowered module is larger than
+:data:`LARGE_FUNCTION_BITCODE` is optimized at -O2, loop vectorization included; its
+callees (the fused loops and reductions where its time goes) were optimized at -O3 in
+their own libraries, and a callee's optimized loops are not undone by the caller's passes.
+
 The replacements are installed only for the Numba versions whose code they mirror
 (:data:`_MIRRORED`); with any other, Numba's own runs unchanged.
 """
@@ -62,11 +75,21 @@ LARGE_BITCODE = 16_000
 instructions, far beyond what LLVM's inliner takes (its threshold is a few hundred
 instructions' cost, and each callee's own callees are counted in its module)."""
 
+LARGE_FUNCTION_BITCODE = 200_000
+"""Bytes of bitcode of a library's lowered module above which it is optimized at -O2:
+about 5,000 LLVM instructions. numbax's kernels are a few kilobytes; the gradients of
+autograd's RNN and LSTM examples 250 kB and 616 kB, a Hessian's 100 kB."""
+
+MODERATE_OPT = 2
+"""LLVM's optimization level for a large function (see the module's docstring)."""
+
 _MIRRORED = ("0.68",)
 """Numba versions whose ``CPUCodeLibrary.finalize`` :func:`_finalize` reproduces."""
 
 _state = threading.local()
 _large: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+_large_functions: weakref.WeakSet[Any] = weakref.WeakSet()
+"""Libraries optimized at :data:`MODERATE_OPT`."""
 _without_machine_code: weakref.WeakSet[Any] = weakref.WeakSet()
 """Libraries finalized as LLVM IR only (see the module's docstring)."""
 _pending_environments: dict[str, Any] = {}
@@ -122,7 +145,8 @@ def _finalize(self: codegen.CPUCodeLibrary) -> None:
             late.append(library)
         else:
             self._final_module.link_in(library._get_module_for_linking(), preserve=True)
-    self._optimize_final_module()
+    with _optimization_level(MODERATE_OPT if self in _large_functions else None):
+        self._optimize_final_module()
     for library in late:
         self._final_module.link_in(library._get_module_for_linking(), preserve=True)
     self._final_module.verify()
@@ -137,6 +161,37 @@ def _finalize(self: codegen.CPUCodeLibrary) -> None:
                 _emit_machine_code(library)
     _emit_machine_code(self)
     return None
+
+
+@contextlib.contextmanager
+def _optimization_level(level: int | None) -> Iterator[None]:
+    """Within this block (this thread), the pass pipelines LLVM builds are at most
+    ``level`` (None: Numba's)."""
+    previous = getattr(_state, "opt_cap", None)
+    _state.opt_cap = level
+    try:
+        yield
+    finally:
+        _state.opt_cap = previous
+
+
+def _pass_builder(self: codegen.CPUCodegen, **kwargs: Any) -> Any:
+    """``CPUCodegen._pass_builder``, its level capped by :func:`_optimization_level`."""
+    cap = getattr(_state, "opt_cap", None)
+    if cap is not None:
+        kwargs["opt"] = min(kwargs.get("opt", config.OPT), cap)
+    return _numba_pass_builder(self, **kwargs)
+
+
+def _optimize_functions(self: codegen.CPUCodeLibrary, ll_module: Any) -> None:
+    """``CPUCodeLibrary._optimize_functions``, the first pass over a newly lowered
+    module: during numbax's compiles, a module larger than
+    :data:`LARGE_FUNCTION_BITCODE` marks its library as a large function, optimized at
+    :data:`MODERATE_OPT` here and when finalized."""
+    if getattr(_state, "active", False) and len(ll_module.as_bitcode()) > LARGE_FUNCTION_BITCODE:
+        _large_functions.add(self)
+    with _optimization_level(MODERATE_OPT if self in _large_functions else None):
+        _numba_optimize_functions(self, ll_module)
 
 
 def _calls_itself(library: codegen.CPUCodeLibrary) -> bool:
@@ -243,6 +298,8 @@ def _lowering_run_pass(self: Any, state: Any) -> bool:
 
 
 _numba_finalize = codegen.CPUCodeLibrary.finalize
+_numba_pass_builder = codegen.CPUCodegen._pass_builder
+_numba_optimize_functions = codegen.CPUCodeLibrary._optimize_functions
 _numba_get_pointer_to_function = codegen.JITCodeLibrary.get_pointer_to_function
 _numba_set_env = codegen.JITCPUCodegen.set_env
 _numba_serialize_using_object_code = codegen.JITCodeLibrary.serialize_using_object_code
@@ -250,6 +307,8 @@ _numba_unserialize = codegen.CPUCodeLibrary._unserialize.__func__
 _numba_lowering_run_pass = typed_passes.BaseNativeLowering.run_pass
 if numba.__version__.startswith(_MIRRORED):
     codegen.CPUCodeLibrary.finalize = _finalize  # type: ignore[method-assign]
+    codegen.CPUCodegen._pass_builder = _pass_builder  # type: ignore[method-assign]
+    codegen.CPUCodeLibrary._optimize_functions = _optimize_functions  # type: ignore[method-assign]
     codegen.JITCodeLibrary.get_pointer_to_function = _get_pointer_to_function  # type: ignore[method-assign]
     codegen.JITCPUCodegen.set_env = _set_env  # type: ignore[method-assign]
     codegen.JITCodeLibrary.serialize_using_object_code = _serialize_using_object_code  # type: ignore[method-assign]

@@ -221,3 +221,54 @@ def test_numbax_functions_get_no_c_wrapper_and_the_users_keep_theirs():
         return g(y)
 
     assert apply(_users_own, 2.0) == 6.0  # through its C entry point
+
+
+def _optimization_levels(monkeypatch) -> list[int]:
+    """The level of every pass pipeline LLVM builds from now on."""
+    levels: list[int] = []
+    real = linking._numba_pass_builder
+
+    def recording(codegen_, **kwargs):
+        levels.append(int(kwargs.get("opt", numba.core.config.OPT)))
+        return real(codegen_, **kwargs)
+
+    monkeypatch.setattr(linking, "_numba_pass_builder", recording)
+    return levels
+
+
+def _sum_of_sines():
+    @numba.njit
+    def sum_of_sines(a):
+        return np.sin(a).sum() + a[0]
+
+    return sum_of_sines
+
+
+def test_a_large_function_is_optimized_at_o2(monkeypatch):
+    levels = _optimization_levels(monkeypatch)
+    monkeypatch.setattr(linking, "LARGE_FUNCTION_BITCODE", 0)  # everything is large
+    function = _sum_of_sines()
+    a = np.linspace(0.1, 1.0, 9)
+    with linking.linking_large_callees_late():
+        assert function(a) == pytest.approx(np.sin(a).sum() + a[0])
+    library = function.overloads[function.signatures[0]].library
+    assert library in linking._large_functions
+    assert levels and max(levels) == linking.MODERATE_OPT
+
+
+def test_a_small_function_keeps_o3(monkeypatch):
+    levels = _optimization_levels(monkeypatch)
+    function = _sum_of_sines()
+    a = np.linspace(0.1, 1.0, 9)
+    with linking.linking_large_callees_late():
+        assert function(a) == pytest.approx(np.sin(a).sum() + a[0])
+    assert function.overloads[function.signatures[0]].library not in linking._large_functions
+    assert max(levels) == numba.core.config.OPT == 3
+
+
+def test_outside_numbax_compiles_every_function_keeps_numbas_level(monkeypatch):
+    levels = _optimization_levels(monkeypatch)
+    monkeypatch.setattr(linking, "LARGE_FUNCTION_BITCODE", 0)
+    function = _sum_of_sines()
+    function(np.ones(3))
+    assert levels and min(levels) == 0 and max(levels) == numba.core.config.OPT
