@@ -32,7 +32,7 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
-from numbax.numba_backend.reductions import _accumulating, _fold1d, _sum_op
+from numbax.numba_backend.reductions import _START, _accumulating, _fold1d, _sum_op
 from numbax.runtime.broadcasting import unbroadcast
 
 
@@ -156,7 +156,7 @@ def sum_loop(
         nest.loops(range(lead, n))
         code(f"buffer[k] = T({nest.value()})", "k += 1")
         code.depth = 2 + lead
-        code(f"{at} = fold(buffer, 0, row, {at})")
+        code(f"{at} = fold(buffer, {_START}, row, {at})")
     else:
         nest.loops(range(n))
         code(f"{at} = T({at} + T({nest.value()}))")

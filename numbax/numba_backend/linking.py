@@ -39,18 +39,19 @@ compiles get none (:func:`_lowering_run_pass`): their Python entry point, if any
 About 4% of a sample of the rule table's compile time; within the noise over the whole
 test suite.
 
-**Large functions at -O2.** LLVM's -O3 pipeline adds passes that copy code to
-specialize it (among them non-trivial loop unswitching, which duplicates a loop for
-each condition it can hoist, and more aggressive inlining). On a small kernel that is what makes it fast; on a
-generated function of thousands of array operations (a derivative's glue around its
-kernels: every operation lowered with its shape checks and allocation) the copies
-multiply: the LSTM's gradient grew from 20,000 to 56,000 lines of IR (21,000 at -O2)
-and took 21 s of LLVM, 4 s at -O2 (``python -m benchmarks.compile --only lstm``, one run each: its
-first call with an empty cache took 34.2 s before, 22.7 s after; with numbax's helpers
-cached, 23.2 s before, 9.7 s after). A function whose lowered module is larger than
-:data:`LARGE_FUNCTION_BITCODE` is optimized at -O2, loop vectorization included; its
-callees (the fused loops and reductions where its time goes) were optimized at -O3 in
-their own libraries, and a callee's optimized loops are not undone by the caller's passes.
+**Large functions at -O2.** LLVM's -O3 pipeline adds passes that copy code to specialize
+it (among them non-trivial loop unswitching, which duplicates a loop for each condition
+it can hoist, and more aggressive inlining). On a small kernel that is what makes it
+fast; on a generated function of thousands of array operations (a derivative's glue
+around its kernels: every operation lowered with its shape checks and allocation) the
+copies multiply: the LSTM's gradient grew from 20,000 to 56,000 lines of IR (21,000 at
+-O2) and took 21 s of LLVM, 4 s at -O2 (``python -m benchmarks.compile --only lstm``,
+one run each: its first call with an empty cache took 34.2 s before, 22.7 s after; with
+numbax's helpers cached, 23.2 s before, 9.7 s after). A function whose lowered module is
+larger than :data:`LARGE_FUNCTION_BITCODE` is optimized at -O2, loop vectorization
+included; its callees (the fused loops and reductions where its time goes) were
+optimized at -O3 in their own libraries, and a callee's optimized loops are not undone
+by the caller's passes.
 
 The replacements are installed only for the Numba versions whose code they mirror
 (:data:`_MIRRORED`); with any other, Numba's own runs unchanged.

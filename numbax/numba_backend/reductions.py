@@ -561,6 +561,11 @@ def pairwise(v{p}, lo, n):
     return op.compile(source, "pairwise", block=op.compile("\n".join(block) + "\n", "block"))
 
 
+_START = "np.intp(0)"
+"""The first index, spelled so that Numba types it ``intp``, not ``Literal[int](0)``: a
+literal argument compiles a helper again for that value (``fold``, ``pairwise`` and
+``block`` a second time, a second of a cold RNN gradient's compile)."""
+
 _PAIRWISE_BLOCK = 128
 _CHUNK = 1024
 
@@ -750,7 +755,7 @@ def _reduce_nest(
             row = " * ".join(f"src.shape[{d}]" for d in range(lead, ndim))
             code("flat = src.ravel()", f"row = {row}")
             for header, short in (("if row < 8:", True), ("else:", False)):
-                code(header, "    start = 0")
+                code(header, f"    start = {_START}")
                 code.depth += 1
                 for d in range(lead):
                     code.loop(f"i{d}", f"src.shape[{d}]")
@@ -778,7 +783,7 @@ def _reduce_nest(
         for d in range(lead, ndim - 1):
             code.loop(f"i{d}", f"src.shape[{d}]")
         view = _item("src", _loop_vars(range(ndim - 1)))
-        code(f"v = {view}", f"acc = {fold}(v, 0, v.shape[0], acc{p})")
+        code(f"v = {view}", f"acc = {fold}(v, {_START}, v.shape[0], acc{p})")
         code.depth = base + lead
         code(f"{out} = acc")
     code.depth = base
