@@ -533,3 +533,21 @@ def test_kernels_reload_from_numba_disk_cache(tmp_path):
         assert run.returncode == 0, run.stderr
         hits.append(run.stdout.split()[-1])
     assert hits == ["0", "1"]
+
+
+def test_the_row_helpers_compile_once_per_type_not_per_literal_start():
+    """A whole C array is one row folded from index 0, a strided array's rows are folded
+    one by one from 0: both start from an ``intp``, never ``Literal[int](0)``, which
+    would compile ``fold`` (and ``pairwise``, ``block``) a second time for that value."""
+    a = np.linspace(0.0, 1.0, 300)
+    whole, rows = _kernel("sum", ""), _kernel("sum", "axis=1")
+    strided = np.linspace(0.0, 1.0, 600).reshape(2, 300)[:, ::-1]
+    assert whole(a) == pytest.approx(a.sum())
+    np.testing.assert_allclose(rows(strided), strided.sum(axis=1))
+    fold = reductions._fold1d(reductions._sum_op(numba.float64))
+    pairwise = fold.py_func.__globals__["pairwise"]
+    block = pairwise.py_func.__globals__["block"]
+    for helper in (fold, pairwise, block):
+        assert helper.signatures
+        for signature in helper.signatures:
+            assert not any(isinstance(t, numba.types.Literal) for t in signature), signature
