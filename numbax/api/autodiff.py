@@ -100,7 +100,12 @@ def _inexact(value: Any) -> bool:
 
 def _like_input(derivative: Any, primal: Any) -> Any:
     """A derivative in its input's dtype, as JAX gives (float32 in, float32 out), and
-    in its structure when the input is a pytree (a dict, list, NamedTuple...)."""
+    in its structure when the input is a pytree (a dict, list, NamedTuple...). A list
+    or tuple that operations only used as the array NumPy makes of it (``np.sin(t)``)
+    has an array derivative: it is split back into the sequence's items."""
+    if isinstance(derivative, np.ndarray) and type(primal) in (list, tuple):
+        if derivative.shape[:1] == (len(primal),):
+            derivative = type(primal)(derivative[k] for k in range(len(primal)))
     if not _is_leaf(primal):
         leaves, treedef = tree_util.tree_flatten(primal)
         parts = tree_util.tree_leaves(derivative)

@@ -33,9 +33,12 @@ def unbroadcast(value: Any, like: Any) -> Any:
     cotangent) is broadcast up to it. The result has like's shape and, when like is
     real or complex, its dtype (the real part of a complex ``value`` for a real ``like``);
     an integer or boolean ``like`` keeps value's dtype rather than truncating it. A
-    scalar ``like`` gives a scalar. When shape and dtype already match, ``value`` itself
+    scalar ``like`` gives a scalar, a list or tuple (an operand NumPy converted) an
+    array of its shape. When shape and dtype already match, ``value`` itself
     is returned: this sits on the hot path of every broadcasting operation.
     """
+    if isinstance(like, list | tuple):  # an operand NumPy made an array: its cotangent is one
+        like = np.asarray(like)
     vdtype = np.result_type(value)
     target = _cotangent_dtype(vdtype, np.result_type(like))
     real = vdtype.kind == "c" and target.kind != "c"

@@ -130,7 +130,23 @@ def tree_add(a: Any, b: Any) -> Any:
     how cotangents of one variable accumulate."""
     if is_leaf(a) and is_leaf(b):
         return a + b
+    if isinstance(a, np.ndarray) and type(b) in (list, tuple):
+        return _added_to_sequence(b, a)
+    if isinstance(b, np.ndarray) and type(a) in (list, tuple):
+        return _added_to_sequence(a, b)
     return _leafwise(_add_leaf, a, b)
+
+
+def _added_to_sequence(sequence: list | tuple, array: np.ndarray) -> list | tuple:
+    """The cotangent of a list or tuple that operations used both as it is (``a, b =
+    t``, ``np.asarray(t)``: its cotangent in its structure) and as the array NumPy made
+    of it (``np.sin(t)``: its cotangent an array), added in the sequence's structure."""
+    if array.shape[:1] != (len(sequence),):
+        raise ValueError(
+            f"cannot add a cotangent of shape {array.shape} to one of a sequence of "
+            f"{len(sequence)} items"
+        )
+    return type(sequence)(tree_add(part, array[k]) for k, part in enumerate(sequence))
 
 
 @helper

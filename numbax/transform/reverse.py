@@ -1030,17 +1030,43 @@ def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
     return args[0], args[1], args[2]
 
 
+_STRUCTURED_COTANGENTS = frozenset({"unarray", "split_like", "unstack_like"})
+"""Runtime helpers whose result has the structure of a sequence operand: the cotangent
+they give an operand that holds a tuple or list is one (``np.asarray(t)``,
+``np.stack(xs)``)."""
+
+
+def _gives_structure(rule: rules.Rule, param: str) -> bool:
+    """Whether the rule's VJP for ``param`` may be a tuple or list."""
+    if param not in rule.vjp:
+        return False
+    return any(
+        isinstance(n, gast.Attribute) and n.attr in _STRUCTURED_COTANGENTS
+        for n in gast.walk(rule.vjp[param])
+    )
+
+
 def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     """Variables that may hold tuples or other pytrees (their cotangents add up with
-    ``nxrt.tree_add``): built from a display, unpacked, returned by a function that is
-    differentiated by its own derivative or passed to one (its cotangent comes back in
-    the argument's structure), popped, or read by key or field."""
+    ``nxrt.tree_add``: ``+`` would join two tuples): built from a display, unpacked,
+    returned by a function that is differentiated by its own derivative or passed to one
+    (its cotangent comes back in the argument's structure), passed where an operation's
+    cotangent takes a sequence's structure (``np.asarray(t)``), popped, or read by key
+    or field."""
     pytrees = set()
     for node in walk(fn):
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            op = classify(node.value, resolver)
+            kind = op.kind
             if isinstance(node.value, (gast.Tuple, gast.List, gast.Dict)):
                 pytrees.add(node.targets[0].id)
-            elif (kind := classify(node.value, resolver).kind) in (CALL, POP, FIELD):
+            elif kind == RULE:
+                pytrees |= {
+                    arg.id
+                    for param, arg in op.bound.items()
+                    if isinstance(arg, gast.Name) and _gives_structure(op.rule, param)
+                }
+            elif kind in (CALL, POP, FIELD):
                 pytrees.add(node.targets[0].id)
                 if isinstance(node.value, gast.Attribute):
                     pytrees.add(node.value.value.id)
