@@ -58,6 +58,10 @@ def translate_numba_error(
     filename, quoted = source.filename, None
     if user_line is not None:
         quoted = source.line(user_line)
+        if Path(filename).name.startswith(GENERATED_PREFIX):  # jit of a derivative
+            origin = resolve(filename, user_line)
+            if origin.filename != filename:
+                filename, user_line, quoted = origin.filename, origin.line, origin.text
     else:  # in a function inlined into this one: its module maps the line back
         origin = _inlined_origin(locations)
         if origin is not None:

@@ -201,6 +201,21 @@ def test_numba_failure_is_explained_in_user_terms():
     assert info.value.__cause__ is not None
 
 
+def test_numba_failure_in_a_derivative_names_the_users_line():
+    """jit of a gradient compiles generated code: the error maps its line back through
+    the derivative's source to the user's."""
+
+    def through_a_tuple(t):
+        s = np.sin(t)  # NumPy converts the tuple; Numba has no np.sin of a tuple
+        return np.sum(s)
+
+    with pytest.raises(nx.CompileError) as info:
+        nx.jit(nx.grad(through_a_tuple))((1.0, 2.0))
+    message = str(info.value)
+    assert "in: s = np.sin(t)" in message
+    assert f"at {__file__}, line {through_a_tuple.__code__.co_firstlineno + 1}" in message
+
+
 def test_reductions_with_axis_and_keepdims_under_jit():
     @nx.jit
     def normalize_rows(x):
