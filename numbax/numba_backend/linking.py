@@ -109,12 +109,8 @@ _UNRESOLVED_PREFIX = codegen.RuntimeLinker.PREFIX
 def linking_large_callees_late() -> Iterator[None]:
     """Within this block (this thread), libraries Numba finalizes link their large
     callees after optimizing their own code."""
-    previous = getattr(_state, "active", False)
-    _state.active = True
-    try:
+    with _set_in_this_thread("active", True):
         yield
-    finally:
-        _state.active = previous
 
 
 def _is_large(library: Any) -> bool:
@@ -168,12 +164,19 @@ def _finalize(self: codegen.CPUCodeLibrary) -> None:
 def _optimization_level(level: int | None) -> Iterator[None]:
     """Within this block (this thread), the pass pipelines LLVM builds are at most
     ``level`` (None: Numba's)."""
-    previous = getattr(_state, "opt_cap", None)
-    _state.opt_cap = level
+    with _set_in_this_thread("opt_cap", level):
+        yield
+
+
+@contextlib.contextmanager
+def _set_in_this_thread(setting: str, value: Any) -> Iterator[None]:
+    """``setting`` of this module's thread-local state is ``value`` within the block."""
+    previous = getattr(_state, setting, None)
+    setattr(_state, setting, value)
     try:
         yield
     finally:
-        _state.opt_cap = previous
+        setattr(_state, setting, previous)
 
 
 def _pass_builder(self: codegen.CPUCodegen, **kwargs: Any) -> Any:
