@@ -403,6 +403,18 @@ def test_max_of_nan_follows_jax():
     np.testing.assert_allclose(nx.grad(array_max)(np.array([1.0, 3.0, 3.0])), [0, 0.5, 0.5])
 
 
+def row_max(m):
+    return np.sum(np.max(m, axis=1))
+
+
+def test_max_along_an_axis_shares_ties_and_makes_a_nan_row_nan_under_jit():
+    # per row as JAX: the tied elements share the row's derivative, a nan row is 0 / 0
+    m = np.array([[1.0, np.nan], [3.0, 3.0], [5.0, 2.0]])
+    want = np.array([[np.nan, np.nan], [0.5, 0.5], [1.0, 0.0]])
+    for derivative in (nx.grad(row_max), nx.jit(nx.grad(row_max))):
+        np.testing.assert_array_equal(derivative(m), want)
+
+
 def array_std(x):
     return np.std(x)
 

@@ -61,10 +61,11 @@ def _tie_weights_jit(a, ans, axis=None, keepdims=False):
     cast = _inexact_np(a.dtype).type
 
     def impl(a, ans, axis=None, keepdims=False):
-        mask = a == broadcast_reduced(ans, a, axis, keepdims)
-        counts = reductions.sum(mask, axis, keepdims=True)
-        none = np.where(counts == 0, np.nan, 1.0)  # a nan extremum: JAX's 0 / 0
-        return (mask / np.maximum(counts, 1) * none).astype(cast)
+        # the ties counted by the floating sum that programs compile anyway: a sum of
+        # truth values and an np.where took a second of a first compile; a nan extremum
+        # ties nothing, and 0 / 0 (an array division: no error) is JAX's nan
+        mask = (a == broadcast_reduced(ans, a, axis, keepdims)).astype(cast)
+        return mask / reductions.sum(mask, axis, keepdims=True)
 
     return impl
 
