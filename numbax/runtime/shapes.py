@@ -221,6 +221,17 @@ def unarray(value: Any, obj: Any) -> Any:
 
 
 @helper
+def array_operand(x: Any) -> Any:
+    """``x`` as a NumPy function takes it: a list or tuple becomes the array NumPy makes
+    of it, anything else is itself. Forward mode converts the tangent of a sequence
+    operand with it, so that ``np.add(t, u)`` of tuples adds tangents where ``+`` would
+    join them."""
+    if isinstance(x, list | tuple):
+        return np.asarray(x)
+    return x
+
+
+@helper
 def concatenated_item(item: Any, ndmin: int, trans1d: int) -> Any:
     """An item of ``np.r_[...]``/``np.c_[...]`` as NumPy's index tricks make it before
     joining: at least ``ndmin`` dimensions, the item's own axes starting at ``trans1d``

@@ -50,7 +50,7 @@ class Operation:
     kind: str
     rule: rules.Rule | None = None
     bound: dict[str, gast.expr] = field(default_factory=dict)  # rule parameter → atom
-    callee: Any = None  # CALL: the function object; UNKNOWN: what it resolved to
+    callee: Any = None  # CALL, RULE of a call: the function object; UNKNOWN: what it resolved to
     node: gast.expr | None = None
 
     def differentiable_args(self) -> list[gast.expr]:
@@ -230,7 +230,7 @@ def _ruled(rule: rules.Rule, args: list[gast.expr], call: gast.Call, callee: Any
     written = bound.get("out") if out is not None and out.default is None else None
     if written is not None and not (isinstance(written, gast.Constant) and written.value is None):
         return Operation(UNKNOWN, callee=f"{_callee_name(callee)} with out=", node=call)
-    return Operation(RULE, rule, bound, node=call)
+    return Operation(RULE, rule, bound, callee=callee, node=call)
 
 
 def _callee_name(callee: Any) -> str:

@@ -7,6 +7,11 @@ item, never by joining two tuples (which made ``(3, 5)`` the four items
 ``(2, 4, 1, 1)``), and an operand NumPy converted takes its cotangent as an array of its
 shape. Values against central finite differences, interpreted: Numba compiles no ufunc
 of a tuple.
+
+Forward mode likewise: the tangent of ``np.add(t, u)`` adds the tangents of two tuples
+(``np.add(_d_t, _d_u)``, where ``+`` joined them and made a mean half its value),
+``np.negative(t)`` negates one, and a tuple built in the function is a tuple of tangents
+that NumPy converts with it.
 """
 
 from __future__ import annotations
@@ -50,6 +55,24 @@ def stacked_twice(xs):
     return np.sum(np.stack(xs)) + np.sum(np.stack(xs) ** 2)
 
 
+def added(t, u):
+    return np.mean(np.add(t, u))
+
+
+def scaled_by_an_integer(t):
+    return np.mean(np.multiply(t, 2))
+
+
+def negated(t):
+    return np.sum(np.negative(t) * np.arange(1.0, 3.0))
+
+
+def packed_inside(x, y):
+    t = (x, y)
+    s = [y, x]
+    return np.mean(np.add(t, t)) + np.sum(np.subtract(s, t) ** 2)
+
+
 CASES = [
     pytest.param(implicit_unary, ((0.3, 1.2),), id="implicit_unary"),
     pytest.param(implicit_with_a_constant, ((0.3, 1.2),), id="implicit_with_a_constant"),
@@ -72,6 +95,61 @@ def test_the_gradient_is_the_sequence_itemwise(f, args):
         assert np.result_type(item) == np.float64
     want = numeric_jacobian(f, args, 0)
     np.testing.assert_allclose(np.asarray(grads), want, rtol=1e-6, atol=1e-8)
+
+
+FORWARD_CASES = [
+    *CASES,
+    pytest.param(added, ((0.3, 1.2), (2.0, -0.4)), id="added"),
+    pytest.param(scaled_by_an_integer, ((0.3, 1.2, 0.8),), id="scaled_by_an_integer"),
+    pytest.param(negated, ([0.3, 1.2],), id="negated"),
+    pytest.param(packed_inside, (0.3, 1.2), id="packed_inside"),
+]
+
+
+def _directional(f, args, tangents):
+    """Central differences of ``f`` along ``tangents``, each shaped as its argument."""
+    return sum(
+        numeric_jacobian(f, args, i).reshape(-1) @ np.ravel(np.asarray(t, dtype=float))
+        for i, t in enumerate(tangents)
+    )
+
+
+def _tangents_like(args):
+    """A tangent per argument, in its structure: 1, 2, 3... over its items."""
+    counter = iter(np.linspace(1.0, 2.0, 32))
+    out = []
+    for a in args:
+        if type(a) in (list, tuple):
+            out.append(type(a)(np.full(np.shape(i), next(counter))[()] for i in a))
+        else:
+            out.append(np.full(np.shape(a), next(counter))[()])
+    return tuple(out)
+
+
+@pytest.mark.parametrize("f, args", FORWARD_CASES)
+def test_the_tangent_treats_the_sequence_as_its_array(f, args):
+    tangents = _tangents_like(args)
+    value, tangent = nx.jvp(f, args, tangents)
+    assert value == pytest.approx(f(*args))
+    assert tangent == pytest.approx(_directional(f, args, tangents), rel=1e-6, abs=1e-8)
+
+
+def test_jacfwd_and_hessian_of_a_tuple_are_tuples_itemwise():
+    t = (0.3, 1.2)
+    jac = nx.jacfwd(added, argnums=(0, 1))(t, (2.0, -0.4))
+    assert type(jac) is tuple and all(type(j) is tuple and len(j) == 2 for j in jac)
+    np.testing.assert_allclose(np.asarray(jac), 0.5)
+    hess = nx.hessian(implicit_unary)(t)
+    assert type(hess) is tuple and all(type(row) is tuple for row in hess)
+    np.testing.assert_allclose(np.asarray(hess), np.diag(-np.sin(t)), rtol=1e-12)
+
+
+def test_tuples_joined_by_plus_keep_joined_tangents():
+    def joined(t, u):
+        return np.sum(np.asarray(t + u) * np.arange(1.0, 5.0))
+
+    _, tangent = nx.jvp(joined, ((0.3, 1.2), (2.0, -0.4)), ((1.0, 0.0), (0.0, 1.0)))
+    assert tangent == pytest.approx(1.0 + 4.0)
 
 
 def test_tree_add_adds_an_array_to_a_sequence_item_by_item():

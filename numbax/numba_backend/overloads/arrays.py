@@ -37,7 +37,13 @@ from numbax.runtime.gathers import (
     running_positions,
     ungather,
 )
-from numbax.runtime.shapes import concatenated_item, outer_operand, unarray, unstack_like
+from numbax.runtime.shapes import (
+    array_operand,
+    concatenated_item,
+    outer_operand,
+    unarray,
+    unstack_like,
+)
 
 # -- positions and gathers ----------------------------------------------------------------
 
@@ -437,6 +443,13 @@ def _unarray_jit(value, obj):
     if isinstance(obj, types.BaseTuple | types.List):
         return lambda value, obj: unstack_like(value, obj, 0)
     return lambda value, obj: unbroadcast(value, obj)
+
+
+@overload(array_operand)
+def _array_operand_jit(x):
+    if isinstance(x, types.BaseTuple | types.List):
+        return lambda x: asarray(x)
+    return lambda x: x
 
 
 @overload(outer_operand)

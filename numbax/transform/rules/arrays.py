@@ -204,6 +204,10 @@ define(nxrt.unarray, "value, obj",
        linear="nxrt.unarray(value, obj)",
        vjp="np.array(g)",
        samples=["value[3], (1.0, 2.0, 3.0)", "value[2, 3], np.zeros((2, 3))"])
+define(nxrt.array_operand, "x",
+       linear="nxrt.array_operand(x)",
+       vjp="nxrt.unarray(g, x)", batch=_from_values("x"),
+       samples=["(a[], b[])", "[a[2], b[2]]", "a[2, 3]"])
 define(nxrt.ungather, "value, a, index",
        linear="nxrt.ungather(value, a, index)",
        vjp="nxrt.regather(g, index)",
