@@ -530,7 +530,8 @@ def _dstack_jit(tup):
     return lambda tup: np.dstack(tup)
 
 
-redirect(np.row_stack, name="vstack")(numpy_extra.vstack)
+if hasattr(np, "row_stack"):  # vstack's alias, gone from NumPy 2.5
+    redirect(np.row_stack, name="vstack")(numpy_extra.vstack)
 
 
 # -- np.rot90 in any plane, np.atleast_3d of a number -------------------------------------

@@ -95,6 +95,9 @@ def _split(op: BatchOp) -> tuple[str, Value]:
     )
 
 
+_ROW_STACK = [np.row_stack] if hasattr(np, "row_stack") else []
+"""vstack's alias, deprecated in NumPy 2.0 and gone from NumPy 2.5."""
+
 # fmt: off
 #      operation, parameters (NumPy's), [array methods/attributes of the same meaning]
 #      jvp: the tangent out (linear: the operation applied to the tangent)
@@ -170,7 +173,7 @@ define(np.hstack, "tup, dtype=None, casting='same_kind'",
        linear="np.hstack(tup)",
        vjp="nxrt.split_like(g, tup, 1 if ans.ndim > 1 else 0)",
        samples=["(a[2, 3], b[2, 1])", "(a[3], b[2])"])
-define([np.vstack, np.row_stack], "tup, dtype=None, casting='same_kind'",
+define([np.vstack, *_ROW_STACK], "tup, dtype=None, casting='same_kind'",
        linear="np.vstack(tup)",
        vjp="nxrt.split_like(g, tup, 0)",
        samples=["(a[2, 3], b[1, 3])"])
