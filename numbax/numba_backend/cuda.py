@@ -39,6 +39,7 @@ from numbax.numba_backend import (
     local_arrays,
     random_device,
     tapes,
+    weak,
 )
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error
@@ -129,6 +130,7 @@ def _register_device_overloads(cuda: Any) -> None:
         overload(helper, target="cuda")(_libdevice_typing(helper.__name__.removeprefix("device_")))
     overload(device_ufuncs.device_sign, target="cuda")(_sign)
     overload(boundary.keep_dtype, target="cuda")(_identity)
+    overload(weak.weak, target="cuda")(weak.weak_implementation)  # never inline="always"
     overload(tapes.local_tape, target="cuda", prefer_literal=True, inline="always")(_local_tape)
 
 

@@ -51,8 +51,8 @@ def weak_target(value: types.Type, like: types.Type) -> types.Type | None:
     return None
 
 
-@overload(weak, inline="always")
-def _weak_numba(value, like):
+def weak_implementation(value, like):  # noqa: ANN001, ANN201 (Numba reads annotations as types)
+    """The Numba implementation of :func:`weak` for these argument types."""
     if isinstance(value, types.Array) or not isinstance(value, (types.Number, types.Boolean)):
         return lambda value, like: value
     target = weak_target(value, like)
@@ -64,3 +64,11 @@ def _weak_numba(value, like):
         return cast(value)
 
     return impl
+
+
+# On the CPU the body is inlined where it is called, as Numba's IR, so no function is
+# compiled per pair of types. numba-cuda (0.30) miscompiles that inlining inside loops
+# (a value the loop carries is read stale: the result of a generated loop came out
+# half its value on an H200), so the device registers its own, called like any
+# function, which NVVM inlines (``cuda._register_device_overloads``).
+overload(weak, target="cpu", inline="always")(weak_implementation)

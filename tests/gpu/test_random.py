@@ -54,7 +54,8 @@ def test_keys_made_in_a_thread_draw_as_on_the_cpu():
     keys = nx.random.split(nx.random.key(7), 4)
     walk = nx.vmap(workloads.random_walk(5), in_axes=(0, None))
     got = nx.jit(walk, backend="gpu")(keys, 0.5)
-    np.testing.assert_array_equal(nx.device_get(got), walk(keys, 0.5))
+    # to rounding: a GPU's exponential takes libdevice's log (equal on the simulator)
+    np.testing.assert_allclose(nx.device_get(got), walk(keys, 0.5), rtol=1e-15)
 
 
 @pytest.mark.parametrize("seed", [0, 3, 1701])
@@ -83,7 +84,7 @@ def test_gamma_draws_in_each_thread_as_on_the_cpu():
     batched = nx.vmap(gamma_step, in_axes=(0, None))
     for a in (0.5, 3.0):
         got = nx.jit(batched, backend="gpu")(keys, a)
-        np.testing.assert_array_equal(nx.device_get(got), batched(keys, a))
+        np.testing.assert_allclose(nx.device_get(got), batched(keys, a), rtol=1e-13)
 
 
 @pytest.mark.parametrize("seed", [0, 7, 1701])
