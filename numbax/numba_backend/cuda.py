@@ -83,7 +83,23 @@ def cuda_module() -> Any:
             "set NUMBA_ENABLE_CUDASIM=1 before importing numbax to run on Numba's CUDA "
             "simulator."
         )
+    if not simulated():
+        _check_numpy_support()
     return cuda
+
+
+def _check_numpy_support() -> None:
+    """numba-cuda's array functions load with its first compile; numba-cuda 0.30 names
+    ``np.row_stack`` there, which NumPy 2.5 removed, and every compile then fails deep
+    inside numba-cuda. Say so, and what to do, before."""
+    try:
+        importlib.import_module("numba.cuda.np.arrayobj")  # what its first compile loads
+    except AttributeError as err:
+        raise GpuUnavailableError(
+            f"backend='gpu': the installed numba-cuda does not load with NumPy "
+            f"{np.__version__} ({err}). Install a NumPy it supports (pip install "
+            "'numpy<2.5') or a numba-cuda release that supports this NumPy."
+        ) from None
 
 
 _DEVICE_MATH = {
