@@ -24,6 +24,8 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 LIBM_FUNCTIONS = ("sin", "cos", "tan", "exp", "log", "tanh", "sqrt", "pow", "fabs")
 LIBM_FUNCTIONS += ("expm1", "log1p", "atan", "atan2", "sinh", "cosh", "floor", "ceil")
 
@@ -37,12 +39,10 @@ def main(argv: list[str] | None = None) -> int:
     numba.cuda.dispatcher.get_current_device = lambda: device
     cuda.is_available = lambda: True
 
-    import numpy as np
-
     failed = False
     for label, function, args in _cases():
-        got = _device_result(function, args)
-        want = [float(v) for v in _leaves(function(*args))]
+        got = device_result(function, args)
+        want = [float(v) for v in np.concatenate([np.ravel(v) for v in _leaves(function(*args))])]
         same = np.allclose(got, want, rtol=1e-12, atol=0)
         failed |= not same
         print(f"{label}: {'same as the CPU' if same else f'WRONG: {got}, the CPU {want}'}")
@@ -71,6 +71,19 @@ def damped(x, rate):
     return x + y
 
 
+def rows_until(x, s):
+    """A loop over an example's array that may leave early, and arrays in local memory."""
+    total = 1.0
+    for i in range(x.shape[0]):
+        total = total * 0.5 + (0.25 / -0.7 + (total - x[i]))
+        if total > 0.5:
+            break
+    scaled = x[::-1] * s
+    for _ in range(2):
+        scaled += scaled * total * 0.1
+    return total + np.sum(scaled)
+
+
 def branched(a, b):
     """A branch per example around libdevice's functions."""
     r = math.tanh(a * b) + a**2
@@ -79,7 +92,7 @@ def branched(a, b):
     return r
 
 
-def _cases() -> list[tuple[str, Callable, tuple[float, ...]]]:
+def _cases() -> list[tuple[str, Callable, tuple[Any, ...]]]:
     import numbax as nx
     from benchmarks.gpu import workloads as w
 
@@ -88,36 +101,53 @@ def _cases() -> list[tuple[str, Callable, tuple[float, ...]]]:
         ("a carried value", carried, (0.3, 1.4537)),
         ("its gradient", nx.grad(carried, argnums=(0, 1)), (0.3, 1.4537)),
         ("a damped loop's value_and_grad", nx.value_and_grad(damped, argnums=(0, 1)), (2.9, 10.0)),
+        ("an array's loop", rows_until, (np.array([1.4537, 0.0037, -0.1363]), -0.1563)),
         ("a branch's gradient", nx.grad(branched, argnums=(0, 1)), (2.0, 0.7)),
         ("newton's value_and_grad", nx.value_and_grad(w.newton(), argnums=(0, 1)), (2.5, 0.5)),
         ("lorenz's value_and_grad", nx.value_and_grad(w.lorenz(20), argnums=(0, 1, 2)), lorenz),
     ]
 
 
-def _device_result(function: Callable, args: tuple[float, ...]) -> list[float]:
-    """``function(*args)`` computed by its GPU device function's LLVM, on the CPU."""
+def device_result(function: Callable, args: tuple[Any, ...]) -> list[float]:
+    """``function(*args)`` computed by its GPU device function's LLVM, on the CPU: the
+    numbers of its result, flat. Arguments: float64 numbers and 1-d arrays. The device
+    function returns numbers, and writes arrays into arrays its kernel passes."""
     import llvmlite.binding as llvm
     import numba
-    import numpy as np
     from numba.cuda.compiler import compile_cuda
 
     import numbax as nx
     from numbax.numba_backend import cuda as gpu
 
+    args = tuple(np.ascontiguousarray(a, np.float64) if np.ndim(a) else float(a) for a in args)
+    want = _leaves(function(*args))
+    outputs = [np.zeros(np.shape(v)) for v in want if np.ndim(v)]
     batched = nx.jit(nx.vmap(function, in_axes=(0,) * len(args)), backend="gpu")
     gpu._device_functions.clear()
-    batched.stage_kernels(*(np.array([a]) for a in args))
+    batched.stage_kernels(*(np.stack([a, a]) for a in args))  # a batch of two examples
     device_function = list(gpu._device_functions.values())[-1]
-    signature = tuple(numba.float64 for _ in args)
+    signature = tuple(numba.typeof(a) for a in (*args, *outputs))
     compiled = compile_cuda(device_function.generated.function, None, signature, cc=(9, 0))
     engine = _cpu_engine(llvm, [str(m) for m in compiled.library.modules])
     address = engine.get_function_address(compiled.fndesc.mangled_name)
-    prototype = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, *[ctypes.c_double] * len(args))
-    out = (ctypes.c_double * 64)()  # the returned tuple's numbers, flat
-    status = prototype(address)(ctypes.cast(out, ctypes.c_void_p), *args)
+    types_, values = [], []
+    for a in (*args, *outputs):  # an array is passed as Numba's fields of it, one each
+        if isinstance(a, np.ndarray):
+            types_ += [ctypes.c_void_p] * 2 + [ctypes.c_int64] * 2 + [ctypes.c_void_p]
+            types_ += [ctypes.c_int64] * 2 * a.ndim
+            values += [None, None, a.size, a.itemsize, a.ctypes.data, *a.shape, *a.strides]
+        else:
+            types_.append(ctypes.c_double)
+            values.append(a)
+    prototype = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, *types_)
+    returned = (ctypes.c_double * 256)()  # the numbers it returns, flat
+    status = prototype(address)(ctypes.cast(returned, ctypes.c_void_p), *values)
     if status != 0:
         raise RuntimeError(f"the device function returned status {status}")
-    return list(out[: len(_leaves(function(*args)))])
+    numbers, arrays, got = iter(returned), iter(outputs), []
+    for value in want:
+        got += list(np.ravel(next(arrays))) if np.ndim(value) else [next(numbers)]
+    return got
 
 
 def _cpu_engine(llvm: Any, modules: list[str]) -> Any:
