@@ -164,6 +164,8 @@ def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
     @overload(apply)
     def _apply_numba(*args):
         args = _star(args)
+        if any(isinstance(a, types.BaseTuple | types.List) for a in args):
+            return None  # a tuple or list operand: Numba says which, at the user's line
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         if not arrays:
             return lambda *args: scalar(*args)

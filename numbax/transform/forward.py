@@ -10,7 +10,6 @@ is ``def jvp_f(<f's parameters>, _d_x, ...)`` returning ``(out, _d_out)``.
 from __future__ import annotations
 
 import gast
-import numpy as np
 
 from numbax.transform import rules
 from numbax.transform.ad_common import (
@@ -43,8 +42,12 @@ from numbax.transform.operations import (
     classify,
 )
 from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.sequences import (
+    may_hold_sequences,
+    on_sequences_as_arrays,
+    takes_sequences_as_arrays,
+)
 from numbax.transform.source import FunctionSource
-from numbax.transform.walk import walk
 
 
 class _Forward:
@@ -64,7 +67,7 @@ class _Forward:
         self.derive = derive
         self.namer = Namer.for_function(fn)
         self.tangents: dict[str, str] = {}
-        self.maybe_sequences = _may_hold_sequences(fn, resolver)
+        self.maybe_sequences = may_hold_sequences(fn, resolver)
 
     def tangent(self, name: str) -> str:
         if name not in self.tangents:
@@ -194,14 +197,12 @@ class _Forward:
         if not terms:
             return zeros_like(target)
         tangent = total(terms, rule.combine)
-        if _converts_sequences(op):
-            sequences = {
-                self.tangents[a.id]
-                for a in op.differentiable_args()
-                if self.activity.atom(a) and a.id in self.maybe_sequences
-            }
-            if sequences:
-                tangent = _on_sequences_as_arrays(tangent, sequences)
+        if takes_sequences_as_arrays(op):
+            operands = {a.id for a in op.bound.values() if isinstance(a, gast.Name)}
+            primals = operands & self.maybe_sequences
+            tangents = {self.tangents[a] for a in primals if a in self.tangents}
+            if primals:
+                tangent = on_sequences_as_arrays(tangent, primals | tangents)
         if rule.elementwise and self._may_be_smaller(op, tangent):
             tangent = runtime_call("broadcast_like", tangent, ans)
         return tangent
@@ -230,107 +231,6 @@ class _Forward:
         target = stmt.targets[0].id
         both = gast.Tuple([store(target), store(self.tangent(target))], gast.Store())
         return located([assign(both, gast.Call(load(name), args, []))], line)
-
-
-def _converts_sequences(op: Operation) -> bool:
-    """Whether the operation is a ufunc or another elementwise NumPy (or numbax runtime)
-    function, which takes a list or tuple operand as the array NumPy makes of it: its
-    tangent must be converted too, or ``dt + du`` joins tuples and ``-dt`` fails.
-    Python's operators (``t + u``) and builtins keep a sequence's own meaning, for the
-    primal and its tangent alike; functions that take sequences of arrays
-    (``np.stack``) have rules written for them."""
-    if not isinstance(op.node, gast.Call):
-        return False
-    if isinstance(op.callee, np.ufunc):
-        return True
-    module = getattr(op.callee, "__module__", None) or ""
-    return op.rule.elementwise and module.split(".")[0] in ("numpy", "numbax")
-
-
-_UFUNC_OF_OPERATOR = {
-    gast.Add: "add",
-    gast.Sub: "subtract",
-    gast.Mult: "multiply",
-    gast.Div: "divide",
-    gast.Pow: "power",
-    gast.USub: "negative",
-    gast.UAdd: "positive",
-}
-"""The NumPy function of each arithmetic operator that tangent templates use."""
-
-
-def _on_sequences_as_arrays(tangent: gast.expr, sequences: set[str]) -> gast.expr:
-    """``tangent`` computed as NumPy computes on a list or tuple: an operator whose
-    operands may be sequences (the tangents named in ``sequences``) and include no
-    NumPy result is written as its NumPy function (``np.add(_d_t, _d_u)``, not
-    ``_d_t + _d_u``, which joins tuples); a sequence that would be the whole tangent is
-    converted. A NumPy result beside a sequence takes it as an array itself, so
-    ``_d_t * np.cos(t)`` stays as it is."""
-
-    def rewrite(node: gast.expr) -> tuple[gast.expr, str]:
-        """The node rewritten, and whether its value may be a sequence ("sequence"),
-        is NumPy's ("array") or neither ("other": a constant, a Python scalar)."""
-        if isinstance(node, gast.Name):
-            return node, "sequence" if node.id in sequences else "other"
-        if isinstance(node, gast.Call):
-            node.args = [rewrite(a)[0] for a in node.args]
-            return node, "array"
-        if isinstance(node, gast.BinOp | gast.UnaryOp):
-            operands = [node.left, node.right] if isinstance(node, gast.BinOp) else [node.operand]
-            rewritten = [rewrite(o) for o in operands]
-            kinds = {kind for _, kind in rewritten}
-            function = _UFUNC_OF_OPERATOR.get(type(node.op))
-            if "sequence" in kinds and "array" not in kinds and function is not None:
-                ufunc = gast.Attribute(load("np"), function, gast.Load())
-                return gast.Call(ufunc, [o for o, _ in rewritten], []), "array"
-            if isinstance(node, gast.BinOp):
-                node.left, node.right = (o for o, _ in rewritten)
-            else:
-                node.operand = rewritten[0][0]
-            return node, "array" if "array" in kinds else "other"
-        return node, "other"
-
-    rewritten, kind = rewrite(tangent)
-    if kind == "sequence":
-        return runtime_call("array_operand", rewritten)
-    return rewritten
-
-
-def _may_hold_sequences(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
-    """Variables that may hold a list or tuple: parameters, displays, what a function,
-    a field, a pop, a split or unpacking gives, an item or copy of such a variable."""
-    found = {a.id for a in fn.args.posonlyargs + fn.args.args}
-    for node in walk(fn):
-        if not isinstance(node, gast.Assign):
-            continue
-        target, value = node.targets[0], node.value
-        if isinstance(target, gast.Tuple):  # a, b = t
-            found |= {n.id for n in target.elts if isinstance(n, gast.Name)}
-            continue
-        if not isinstance(target, gast.Name):
-            continue
-        op = classify(value, resolver)
-        if op.kind == PACK and not isinstance(value, gast.Dict):
-            found.add(target.id)
-        elif op.kind in (CALL, FIELD, POP):
-            found.add(target.id)
-        elif op.kind in (COPY, SUBSCRIPT):
-            source = value if op.kind == COPY else value.value
-            if isinstance(source, gast.Name) and source.id in found:
-                found.add(target.id)
-        elif op.kind == RULE and _gives_sequence(op.rule):
-            found.add(target.id)
-    return found
-
-
-def _gives_sequence(rule: rules.Rule) -> bool:
-    """Whether the operation returns a list of arrays (``np.split``): its cotangent is
-    joined back (``nxrt.join_like``)."""
-    return any(
-        isinstance(n, gast.Attribute) and n.attr == "join_like"
-        for template in rule.vjp.values()
-        for n in gast.walk(template)
-    )
 
 
 def jvp_function(

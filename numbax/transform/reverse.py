@@ -67,6 +67,11 @@ from numbax.transform.provenance import mark_rerun
 from numbax.transform.recompute import live_in_variables
 from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.sequences import (
+    may_hold_sequences,
+    on_sequences_as_arrays,
+    takes_sequences_as_arrays,
+)
 from numbax.transform.source import FunctionSource, display_name
 from numbax.transform.walk import walk
 
@@ -151,6 +156,7 @@ class _Reverse:
         self.tapes: dict[str, str] = {}
         self.needed = self._needed(fn)
         self.maybe_tuple = _tuple_valued(fn, resolver)
+        self.maybe_sequences = may_hold_sequences(fn, resolver)
         self.first_mentions = _first_mentions(fn.body)
         # stacks (lists used with append/pop: a user's list, or a tape of a reverse
         # sweep being differentiated again): their cotangent is a list of the elements'
@@ -557,12 +563,18 @@ class _Reverse:
     def _rule_contributions(self, op: Operation, ans: gast.expr, g: gast.expr) -> list:
         rule = op.rule
         bound = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
+        sequences = set()
+        if takes_sequences_as_arrays(op):  # np.multiply(t, 2) of a tuple: not 2 * t
+            operands = {a.id for a in op.bound.values() if isinstance(a, gast.Name)}
+            sequences = operands & self.maybe_sequences
         out = []
         for param in rule.differentiable:
             arg = op.bound.get(param)
             if param not in rule.vjp or not self.activity.atom(arg):
                 continue
             value = rules.instantiate(rule.vjp[param], bound)
+            if sequences:
+                value = on_sequences_as_arrays(value, sequences)
             if rule.elementwise and self._may_broadcast(op):
                 value = runtime_call("unbroadcast", value, load(arg.id))
             out.append((arg.id, value))

@@ -55,6 +55,10 @@ def stacked_twice(xs):
     return np.sum(np.stack(xs)) + np.sum(np.stack(xs) ** 2)
 
 
+def squared_arrays(xs):
+    return np.sum(np.square(xs)[0]) + np.sum(np.maximum(xs, 0.5) * 2)
+
+
 def added(t, u):
     return np.mean(np.add(t, u))
 
@@ -82,6 +86,7 @@ CASES = [
     pytest.param(explicit_and_implicit, ((0.3, 1.2), W), id="explicit_and_implicit"),
     pytest.param(unpacked_and_implicit, ((0.3, 1.2), W), id="unpacked_and_implicit"),
     pytest.param(stacked_twice, ([np.array([0.5, 1.0]), np.array([-1.0, 2.0])],), id="stacked"),
+    pytest.param(squared_arrays, ((np.array([0.3, 1.2]), np.array([0.9, -0.4])),), id="squared"),
 ]
 
 
@@ -150,6 +155,22 @@ def test_tuples_joined_by_plus_keep_joined_tangents():
 
     _, tangent = nx.jvp(joined, ((0.3, 1.2), (2.0, -0.4)), ((1.0, 0.0), (0.0, 1.0)))
     assert tangent == pytest.approx(1.0 + 4.0)
+
+
+def test_under_jit_an_elementwise_line_of_tuples_is_refused_at_the_line():
+    """Numba compiles no ufunc of a tuple: numbax's fused loop of the line declines it,
+    so the error names the line (it was a TypeError from inside numbax's overload)."""
+
+    def chosen(x, s):
+        t = (np.sin(s), 2.0 * s)
+        u = (s * x[1], 2.0 * s)
+        r = np.where(np.asarray(t) > 0.1, t, u)
+        return np.sum(r)
+
+    for transform in (lambda f: f, nx.grad):
+        with pytest.raises(nx.CompileError, match="np.where") as caught:
+            nx.jit(transform(chosen))(np.array([0.3, -0.8]), 0.7)
+        assert caught.value.lineno == chosen.__code__.co_firstlineno + 3
 
 
 def test_tree_add_adds_an_array_to_a_sequence_item_by_item():
