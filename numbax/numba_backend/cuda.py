@@ -311,6 +311,7 @@ def _host_callee(func: Any) -> Any:
     if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
         func = func.__numbax_primal__()
     source = read_function(func)
+    _refuse_batched(func, source)
     if ("host", reuse_key(source.func), "whole") in _compiling:
         return RECURSIVE
     return host_function(source).function
@@ -358,9 +359,28 @@ def _compile_callee(func: Any) -> Any:
     if hasattr(func, "__numbax_primal__") and not hasattr(func, "__numbax_function__"):
         func = func.__numbax_primal__()  # custom_jvp(f), checkpoint(f): f itself
     source = read_function(func)
+    _refuse_batched(func, source)
     if (reuse_key(source.func), repr(None), "whole", None) in _compiling:
         return RECURSIVE
     return device_function(source).dispatcher
+
+
+def _refuse_batched(func: Any, source: FunctionSource) -> None:
+    """A ``vmap`` called inside a thread (``jacfwd``'s, and so ``hessian``'s, batch of
+    JVPs over the basis) is refused at its function: a thread runs one example, and the
+    ``vmap`` read as a function would only call itself."""
+    if getattr(func, "transformation", None) != "vmap":
+        return
+    origin = resolve(source.filename, source.firstlineno)
+    raise refusal(
+        "it runs a vmap inside each thread (jacfwd and hessian batch their JVPs over the "
+        "basis with one), which a GPU thread, running one example, cannot: compute it "
+        "on the CPU (backend='cpu'); a hessian of a sum of elementwise terms needs no "
+        "vmap and runs in a thread",
+        func,
+        origin.filename,
+        origin.line,
+    )
 
 
 # -- per-example kernels --------------------------------------------------------------------

@@ -123,6 +123,19 @@ def countdown(n):
     return 0.0 if n <= 0 else 1.0 + countdown(n - 1)
 
 
+def coupled(x):
+    return np.sum(x * x) * np.sum(np.sin(x))
+
+
+def test_a_vmap_inside_the_thread_is_refused_at_the_function():
+    """jacfwd batches its JVPs over the basis with a vmap, which a thread cannot run
+    (read as a function, the vmap called itself until Python's recursion limit)."""
+    per_example = nx.vmap(nx.hessian(coupled))
+    with pytest.raises(nx.CompileError, match="vmap inside each thread") as caught:
+        nx.jit(per_example, backend="gpu")(np.ones((2, 3)))
+    assert caught.value.lineno == coupled.__code__.co_firstlineno
+
+
 def test_recursion_is_refused_at_the_function():
     with pytest.raises(nx.CompileError, match="calls itself") as info:
         nx.jit(nx.vmap(countdown), backend="gpu")(np.array([3, 4]))
