@@ -25,6 +25,7 @@ from numbax.errors import CompileError
 from numbax.numba_backend import (
     disk_cache,
     runtime_cache,  # noqa: F401  (helpers compiled once, see there)
+    slice_errors,
 )
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.compile_log import describe
@@ -35,6 +36,7 @@ from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 preload_blas_bindings()
+slice_errors.install()
 
 NUMBA_OPTIONS = frozenset(
     ["fastmath", "parallel", "boundscheck", "error_model", "nogil", "cache", "inline"]
