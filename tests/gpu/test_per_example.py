@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from benchmarks.gpu.replay import damped as damped_steps  # a loop with a tape and a break
 from numbax.numba_backend import cuda as gpu
 from tests.gpu.helpers import leaves, line_of
 
@@ -38,18 +39,6 @@ def row_norm(v, scale):
     for k in range(v.shape[0]):
         total = total + v[k] * v[k]
     return scale * np.sqrt(total)
-
-
-def damped_steps(x, rate):
-    """A bounded loop with a branch and an early exit: its tapes fit in local memory."""
-    y = 1.0
-    for _ in range(20):
-        dx = rate * (y - x)
-        x = x + 0.01 * dx
-        y = y + 0.01 * (x * 0.5 - y)
-        if x > 3.0:
-            break
-    return x + y
 
 
 def per_example_vector(a):
