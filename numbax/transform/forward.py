@@ -45,7 +45,7 @@ from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.sequences import (
     may_hold_sequences,
     on_sequences_as_arrays,
-    takes_sequences_as_arrays,
+    sequence_operands,
 )
 from numbax.transform.source import FunctionSource
 
@@ -197,12 +197,10 @@ class _Forward:
         if not terms:
             return zeros_like(target)
         tangent = total(terms, rule.combine)
-        if takes_sequences_as_arrays(op):
-            operands = {a.id for a in op.bound.values() if isinstance(a, gast.Name)}
-            primals = operands & self.maybe_sequences
+        primals = sequence_operands(op, self.maybe_sequences)
+        if primals:  # np.add(t, u) of tuples: np.add(_d_t, _d_u), not _d_t + _d_u
             tangents = {self.tangents[a] for a in primals if a in self.tangents}
-            if primals:
-                tangent = on_sequences_as_arrays(tangent, primals | tangents)
+            tangent = on_sequences_as_arrays(tangent, primals | tangents)
         if rule.elementwise and self._may_be_smaller(op, tangent):
             tangent = runtime_call("broadcast_like", tangent, ans)
         return tangent

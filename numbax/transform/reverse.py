@@ -70,7 +70,7 @@ from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.sequences import (
     may_hold_sequences,
     on_sequences_as_arrays,
-    takes_sequences_as_arrays,
+    sequence_operands,
 )
 from numbax.transform.source import FunctionSource, display_name
 from numbax.transform.walk import walk
@@ -563,10 +563,7 @@ class _Reverse:
     def _rule_contributions(self, op: Operation, ans: gast.expr, g: gast.expr) -> list:
         rule = op.rule
         bound = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
-        sequences = set()
-        if takes_sequences_as_arrays(op):  # np.multiply(t, 2) of a tuple: not 2 * t
-            operands = {a.id for a in op.bound.values() if isinstance(a, gast.Name)}
-            sequences = operands & self.maybe_sequences
+        sequences = sequence_operands(op, self.maybe_sequences)  # np.multiply(2, t): not 2 * t
         out = []
         for param in rule.differentiable:
             arg = op.bound.get(param)

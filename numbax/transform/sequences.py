@@ -46,6 +46,14 @@ def takes_sequences_as_arrays(op: Operation) -> bool:
     return op.rule.elementwise and module.split(".")[0] in ("numpy", "numbax")
 
 
+def sequence_operands(op: Operation, maybe_sequences: set[str]) -> set[str]:
+    """The operands of ``op`` that may be lists or tuples it takes as arrays (none when
+    it takes none so)."""
+    if not takes_sequences_as_arrays(op):
+        return set()
+    return {a.id for a in op.bound.values() if isinstance(a, gast.Name)} & maybe_sequences
+
+
 def may_hold_sequences(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     """Variables that may hold a list or tuple: parameters, displays, what a function,
     a field, a pop, a split or unpacking gives, an item or copy of such a variable."""
