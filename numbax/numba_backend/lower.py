@@ -34,6 +34,7 @@ from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.numba_backend.host_calls import host_stub
 from numbax.runtime import nxrt
 from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
+from numbax.runtime.shapes import array_operand
 from numbax.transform.operations import held_globals, is_transformable_function
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import display_name
@@ -125,7 +126,10 @@ class _PossiblyWeak:
         if isinstance(value, gast.Subscript):  # x.shape[0] is a Python int; x[0] is not
             return isinstance(value.value, gast.Name) and value.value.id in self.shapes
         if isinstance(value, gast.Call):
-            return self.resolver.resolve(value.func) in _SCALAR_BUILTINS
+            function = self.resolver.resolve(value.func)
+            if function is array_operand:  # a sequence as its array, a scalar as it is
+                return len(value.args) == 1 and self.atom(value.args[0])
+            return function in _SCALAR_BUILTINS
         return False
 
 

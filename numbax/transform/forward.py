@@ -198,9 +198,9 @@ class _Forward:
             return zeros_like(target)
         tangent = total(terms, rule.combine)
         primals = sequence_operands(op, self.maybe_sequences)
-        if primals:  # np.add(t, u) of tuples: np.add(_d_t, _d_u), not _d_t + _d_u
+        if primals:  # np.add(t, u) of tuples: their tangents added as arrays, not joined
             tangents = {self.tangents[a] for a in primals if a in self.tangents}
-            tangent = on_sequences_as_arrays(tangent, primals | tangents)
+            tangent = on_sequences_as_arrays(tangent, primals | tangents, frozenset([ans.id]))
         if rule.elementwise and self._may_be_smaller(op, tangent):
             tangent = runtime_call("broadcast_like", tangent, ans)
         return tangent

@@ -563,7 +563,7 @@ class _Reverse:
     def _rule_contributions(self, op: Operation, ans: gast.expr, g: gast.expr) -> list:
         rule = op.rule
         bound = {**op.bound, rules.ANS: ans, rules.COTANGENT: g}
-        sequences = sequence_operands(op, self.maybe_sequences)  # np.multiply(2, t): not 2 * t
+        sequences = sequence_operands(op, self.maybe_sequences)  # np.square(t): 2 * t repeats
         out = []
         for param in rule.differentiable:
             arg = op.bound.get(param)
@@ -571,7 +571,8 @@ class _Reverse:
                 continue
             value = rules.instantiate(rule.vjp[param], bound)
             if sequences:
-                value = on_sequences_as_arrays(value, sequences)
+                made = frozenset([ans.id] if isinstance(ans, gast.Name) else [])
+                value = on_sequences_as_arrays(value, sequences, made)
             if rule.elementwise and self._may_broadcast(op):
                 value = runtime_call("unbroadcast", value, load(arg.id))
             out.append((arg.id, value))

@@ -2,11 +2,12 @@
 
 ``np.add(t, u)`` of two tuples adds them as arrays, where ``t + u`` joins them; the rule
 templates are written with Python's operators for arrays (``dx + dy``, ``2 * x``). So
-where an elementwise NumPy function's operand may hold a list or tuple, the operators of
-its derivative that meet such a value, and nothing NumPy made, are written as their
-NumPy functions (``np.add(_d_t, _d_u)``, ``np.multiply(2, t)``): the derivative reads as
-the user's own call, and computes what NumPy computes. Transformations need no types:
-which variables may hold a sequence is read from how they are assigned.
+where an elementwise NumPy function's operand may hold a list or tuple, each operator of
+its derivative that meets such a value and nothing NumPy made takes it as its array
+(``nxrt.array_operand(_d_t) + nxrt.array_operand(_d_u)``): the derivative computes what
+NumPy computes, and a Python scalar in its place stays a weakly typed Python scalar.
+Transformations need no types: which variables may hold a sequence is read from how
+they are assigned.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import gast
 import numpy as np
 
 from numbax.transform.ad_common import runtime_call
-from numbax.transform.normalize_nodes import load
 from numbax.transform.operations import (
     CALL,
     COPY,
@@ -91,64 +91,51 @@ def _gives_sequence(rule: Rule) -> bool:
     )
 
 
-_UFUNC_OF_OPERATOR = {
-    gast.Add: "add",
-    gast.Sub: "subtract",
-    gast.Mult: "multiply",
-    gast.Div: "divide",
-    gast.Pow: "power",
-    gast.USub: "negative",
-    gast.UAdd: "positive",
-    gast.Gt: "greater",
-    gast.GtE: "greater_equal",
-    gast.Lt: "less",
-    gast.LtE: "less_equal",
-    gast.Eq: "equal",
-    gast.NotEq: "not_equal",
-}
-"""The NumPy function of each operator that derivative templates use."""
-
-
-def on_sequences_as_arrays(expression: gast.expr, sequences: set[str]) -> gast.expr:
-    """``expression`` computed as NumPy computes on lists and tuples: an operator whose
-    operands may be sequences (the variables named in ``sequences``) and include no
-    NumPy result is written as its NumPy function; a sequence that would be the whole
-    value is converted (``nxrt.array_operand``). A NumPy result beside a sequence takes
-    it as an array itself, so ``_d_t * np.cos(t)`` stays as it is."""
+def on_sequences_as_arrays(
+    expression: gast.expr, sequences: set[str], made_by_numpy: frozenset[str] = frozenset()
+) -> gast.expr:
+    """``expression`` computed as NumPy computes on lists and tuples: where an operator
+    meets a variable that may be a sequence (named in ``sequences``) and nothing NumPy
+    made, that variable is taken as its array (``nxrt.array_operand(_d_t) + ...``), as is
+    a sequence that would be the whole value. A NumPy result beside it (a call, or a
+    name in ``made_by_numpy``: the operation's own result) takes it as an array itself,
+    so ``_d_t * np.cos(t)`` stays as it is. The operator stays Python's: a Python scalar
+    stays a weakly typed Python scalar, which a NumPy function would make float64."""
 
     def rewrite(node: gast.expr) -> tuple[gast.expr, str]:
         """The node rewritten, and whether its value may be a sequence ("sequence"),
         is NumPy's ("array") or neither ("other": a constant, a Python scalar)."""
         if isinstance(node, gast.Name):
-            return node, "sequence" if node.id in sequences else "other"
+            if node.id in sequences:
+                return node, "sequence"
+            return node, "array" if node.id in made_by_numpy else "other"
         if isinstance(node, gast.Call):
             node.args = [rewrite(a)[0] for a in node.args]
             node.keywords = [gast.keyword(k.arg, rewrite(k.value)[0]) for k in node.keywords]
             return node, "array"
-        if isinstance(node, gast.Compare) and len(node.ops) == 1:
-            operands, op = [node.left, node.comparators[0]], node.ops[0]
+        if isinstance(node, gast.Compare) and len(node.comparators) == 1:
+            fields = ["left", "comparators"]
+            operands = [node.left, node.comparators[0]]
         elif isinstance(node, gast.BinOp):
-            operands, op = [node.left, node.right], node.op
+            fields, operands = ["left", "right"], [node.left, node.right]
         elif isinstance(node, gast.UnaryOp):
-            operands, op = [node.operand], node.op
+            fields, operands = ["operand"], [node.operand]
         else:
             return node, "other"
         rewritten = [rewrite(o) for o in operands]
         kinds = {kind for _, kind in rewritten}
-        function = _UFUNC_OF_OPERATOR.get(type(op))
-        if "sequence" in kinds and "array" not in kinds and function is not None:
-            ufunc = gast.Attribute(load("np"), function, gast.Load())
-            return gast.Call(ufunc, [o for o, _ in rewritten], []), "array"
-        parts = [o for o, _ in rewritten]
-        if isinstance(node, gast.Compare):
-            node.left, node.comparators = parts[0], [parts[1]]
-        elif isinstance(node, gast.BinOp):
-            node.left, node.right = parts
-        else:
-            node.operand = parts[0]
+        if "array" in kinds:
+            parts = [o for o, _ in rewritten]
+        else:  # a sequence meets Python scalars or other sequences: take it as an array
+            parts = [array_operand(o) if k == "sequence" else o for o, k in rewritten]
+        for name, part in zip(fields, parts, strict=True):
+            setattr(node, name, [part] if name == "comparators" else part)
         return node, "array" if "array" in kinds else "other"
 
     rewritten, kind = rewrite(expression)
-    if kind == "sequence":
-        return runtime_call("array_operand", rewritten)
-    return rewritten
+    return array_operand(rewritten) if kind == "sequence" else rewritten
+
+
+def array_operand(node: gast.expr) -> gast.Call:
+    """``nxrt.array_operand(node)``: a list or tuple as its array, anything else as is."""
+    return runtime_call("array_operand", node)
