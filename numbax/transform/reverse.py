@@ -1046,21 +1046,9 @@ they give an operand that holds a tuple or list is one (``np.asarray(t)``,
 ``np.stack(xs)``)."""
 
 
-_structure_giving: dict[tuple[int, str], tuple[rules.Rule, bool]] = {}
-""":func:`_gives_structure`'s answers by rule (its id: rules live as long as the
-registry, and the entry keeps its rule) and parameter."""
-
-
 def _gives_structure(rule: rules.Rule, param: str) -> bool:
     """Whether the rule's VJP for ``param`` may be a tuple or list."""
-    known = _structure_giving.get((id(rule), param))
-    if known is None:
-        gives = param in rule.vjp and any(
-            isinstance(n, gast.Attribute) and n.attr in _STRUCTURED_COTANGENTS
-            for n in gast.walk(rule.vjp[param])
-        )
-        known = _structure_giving[id(rule), param] = (rule, gives)
-    return known[1]
+    return bool(rules.vjp_helpers(rule, param) & _STRUCTURED_COTANGENTS)
 
 
 def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:

@@ -28,11 +28,11 @@ from numbax.transform.operations import (
     classify,
 )
 from numbax.transform.resolve import Resolver
-from numbax.transform.rules import Rule
+from numbax.transform.rules import Rule, vjp_helpers
 from numbax.transform.walk import walk
 
 
-def takes_sequences_as_arrays(op: Operation) -> bool:
+def _takes_sequences_as_arrays(op: Operation) -> bool:
     """Whether the operation is a ufunc or another elementwise NumPy (or numbax runtime)
     function: it takes a list or tuple operand as the array NumPy makes of it. Python's
     operators (``t + u``) and builtins keep a sequence's own meaning, for the primal and
@@ -49,7 +49,7 @@ def takes_sequences_as_arrays(op: Operation) -> bool:
 def sequence_operands(op: Operation, maybe_sequences: set[str]) -> set[str]:
     """The operands of ``op`` that may be lists or tuples it takes as arrays (none when
     it takes none so)."""
-    if not takes_sequences_as_arrays(op):
+    if not _takes_sequences_as_arrays(op):
         return set()
     return {a.id for a in op.bound.values() if isinstance(a, gast.Name)} & maybe_sequences
 
@@ -84,11 +84,7 @@ def may_hold_sequences(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
 def _gives_sequence(rule: Rule) -> bool:
     """Whether the operation returns a list of arrays (``np.split``): its cotangent is
     joined back (``nxrt.join_like``)."""
-    return any(
-        isinstance(n, gast.Attribute) and n.attr == "join_like"
-        for template in rule.vjp.values()
-        for n in gast.walk(template)
-    )
+    return any("join_like" in vjp_helpers(rule, param) for param in rule.vjp)
 
 
 def on_sequences_as_arrays(

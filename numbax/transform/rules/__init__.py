@@ -34,6 +34,7 @@ from numbax.transform.rules.registry import (
     qualified_name,
     rule_for,
     tangent_name,
+    vjp_helpers,
 )
 
 __all__ = [
@@ -52,6 +53,7 @@ __all__ = [
     "qualified_name",
     "rule_for",
     "tangent_name",
+    "vjp_helpers",
 ]
 
 # -- closure: every runtime helper has its rules ---------------------------------------

@@ -157,6 +157,28 @@ class Rule:
         )
 
 
+_vjp_helpers: dict[tuple[int, str], tuple[Rule, frozenset[str]]] = {}
+""":func:`vjp_helpers`' answers by rule (its id: rules live as long as the registry, and
+the entry keeps its rule) and parameter."""
+
+
+def vjp_helpers(rule: Rule, param: str) -> frozenset[str]:
+    """The attributes (``nxrt.<name>``, ``np.<name>``) the rule's VJP for ``param`` reads:
+    what its cotangent is made with. Found once per rule and parameter, as the
+    transformations ask it of every operation they meet (and a template is parsed when
+    first read)."""
+    known = _vjp_helpers.get((id(rule), param))
+    if known is None:
+        template = rule.vjp.get(param)
+        names = (
+            frozenset(n.attr for n in gast.walk(template) if isinstance(n, gast.Attribute))
+            if template is not None
+            else frozenset()
+        )
+        known = _vjp_helpers[id(rule), param] = (rule, names)
+    return known[1]
+
+
 def instantiate(template: gast.expr, names: Mapping[str, gast.expr]) -> gast.expr:
     """A copy of ``template`` with each name in ``names`` replaced by its node."""
 
