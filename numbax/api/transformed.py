@@ -43,7 +43,7 @@ from numbax.transform.normalize_calls import keyword_only_function, positional_v
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.reverse import vjp_function
+from numbax.transform.reverse import COTANGENT_OF, vjp_function
 from numbax.transform.source import (
     FunctionSource,
     default_names,
@@ -234,6 +234,8 @@ def generate(
         f"{module.__name__}.{tree.name} of {callable_identity(source.func)}"
     )
     setattr(function, effects.EFFECT_FREE, pure)
+    if hasattr(tree, COTANGENT_OF):  # a VJP: which output each cotangent belongs to
+        setattr(function, COTANGENT_OF, getattr(tree, COTANGENT_OF))
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
     generated = Generated(
         function,

@@ -47,24 +47,12 @@ from numbax.numba_backend.kept_shapes import (
 from numbax.numba_backend.rematerialize import Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
+from numbax.transform.analysis.shape_sources import is_elementwise_value
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.resolve import Resolver
+from numbax.transform.reverse import COTANGENT_OF
 from numbax.transform.walk import walk
-
-ELEMENTWISE_BINOPS = (
-    gast.Add,
-    gast.Sub,
-    gast.Mult,
-    gast.Div,
-    gast.FloorDiv,
-    gast.Mod,
-    gast.Pow,
-    gast.BitAnd,
-    gast.BitOr,
-    gast.BitXor,
-)
-"""The binary operators that act element by element, with NumPy's broadcasting."""
 
 _SEEDS_OF_EACH = (
     (runtime.grad_seeds, "grad_seed"),
@@ -81,20 +69,10 @@ def _seed_of_each(target: Any) -> str | None:
     return next((one for each, one in _SEEDS_OF_EACH if target is each), None)
 
 
-_ELEMENTWISE_COMPARES = (gast.Lt, gast.LtE, gast.Gt, gast.GtE, gast.Eq, gast.NotEq)
-
 MOST_INPUTS = 32
 """Arrays one fused loop reads at most: a longer run is split into loops, the value
 between them stored. A loop is typed as a ufunc, and NumPy allows 64 operands; a run
 reading more arrays than this is memory-bound anyway (high-order derivatives make them)."""
-
-
-def _is_elementwise_callee(target: Any, n_args: int) -> bool:
-    if target is np.where:
-        return n_args == 3
-    if not isinstance(target, np.ufunc) or target.signature is not None:  # matmul: a gufunc
-        return False
-    return target.nout == 1 and target.nin == n_args
 
 
 def _reads(node: gast.AST) -> list[str]:
@@ -179,14 +157,6 @@ class _Fuser:
         ):
             return False
         value = stmt.value
-        if isinstance(value, gast.Name):  # a copy: derivative code has many
-            return True
-        if isinstance(value, gast.BinOp):
-            return isinstance(value.op, ELEMENTWISE_BINOPS)
-        if isinstance(value, gast.UnaryOp):
-            return isinstance(value.op, (gast.USub, gast.UAdd, gast.Invert))
-        if isinstance(value, gast.Compare):
-            return isinstance(value.ops[0], _ELEMENTWISE_COMPARES)
         if isinstance(value, gast.Call) and not value.keywords:
             if is_full_broadcast(value, self.resolver) or keeps_shape(value):
                 return True
@@ -194,8 +164,7 @@ class _Fuser:
                 return True
             if self.reductions and is_axes_broadcast(value, self.resolver):
                 return isinstance(value.args[0], gast.Name)
-            return _is_elementwise_callee(self.resolver.resolve(value.func), len(value.args))
-        return False
+        return is_elementwise_value(value, self.resolver)  # a copy: derivative code has many
 
     def sink(self, stmt: gast.stmt) -> _Sink | None:
         """``t = np.sum(x, axis=...)`` over constant axes, or ``t = nxrt.unbroadcast(x,
@@ -658,7 +627,8 @@ def fuse_elementwise(
     _axes_written_out(fn, resolver)
     fuser = _Fuser(fn, resolver, namer, reductions=True)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
-    mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise)
+    cotangents = getattr(resolver.source.func, COTANGENT_OF, None)  # a VJP's (reverse.py)
+    mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})

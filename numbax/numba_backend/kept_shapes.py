@@ -7,114 +7,57 @@ Mostly nothing broadcast: ``_ct_cos = nxrt.unbroadcast(_ct_mul * x, _cos)`` with
 general, so it ended each fused run, and the statements around it became separate
 passes over memory, each compiled on its own.
 
-Broadcasting is associative, commutative and idempotent, so the shape of an elementwise
-expression is the broadcast of the shapes of the *sources* it was computed from: the
-function's parameters and the results of other operations. Two values computed from the
-same set of sources have the same shape. This pass tracks that set per name through the
-function's top-level straight-line statements and marks each ``unbroadcast`` whose
-value and ``like`` come from the same non-empty set (:data:`KEPT`): on scalars it is
-``nxrt.cotangent_as(value, like)``, the dtype conversion alone, and it joins the kernel.
-Anything the pass does not follow (a statement with a body, a tuple target, an
-operation that is not elementwise) gives its names a source of their own, so they
-prove nothing.
+Two values computed from the same set of *sources* (parameters, results of operations
+that are not elementwise) have the same shape (``transform/analysis/shape_sources.py``).
+This pass marks each ``unbroadcast`` whose value and ``like`` come from the same
+non-empty set (:data:`KEPT`): on scalars it is ``nxrt.cotangent_as(value, like)``, the
+dtype conversion alone, and it joins the kernel.
+
+In a VJP (``grad`` of ``grad``, a callee's adjoint), the cotangent parameter has the
+shape of the output it belongs to, known in terms of the other parameters
+(``reverse.COTANGENT_OF``): ``_ct_div = _ct_out``, then ``_ct_sub =
+nxrt.unbroadcast(_ct_div / _add, _sub)`` keeps the shape, and the adjoint of a VJP fuses
+as the first adjoint does.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import gast
 
-from numbax.runtime import nxrt as runtime
-from numbax.transform.analysis.dataflow import assigned_names
+from numbax.transform.analysis.shape_sources import (
+    Shape,
+    ShapeSources,
+    constant_int,
+    is_broadcast_reduced,
+    is_unbroadcast,
+)
 from numbax.transform.resolve import Resolver
 
 KEPT = "keeps_shape"
 """The attribute set on an ``unbroadcast`` call proven to keep its value's shape."""
 
-Sources = frozenset
-"""The values whose shapes broadcast to a value's shape (empty: a scalar)."""
-
 
 def mark_kept_shapes(
-    body: list[gast.stmt], params: list[str], resolver: Resolver, elementwise: Callable
+    body: list[gast.stmt],
+    params: list[str],
+    resolver: Resolver,
+    elementwise: Callable,
+    cotangents: Mapping[str, Shape] | None = None,
 ) -> None:
     """Set :data:`KEPT` on the ``unbroadcast`` calls of ``body``'s top-level statements
     whose value has ``like``'s shape. ``elementwise(stmt)``: whether a statement's value
-    has the broadcast shape of the names it reads."""
-    fresh = (f"source {k}" for k in itertools.count())
-    sources: dict[str, Sources] = {p: Sources({p}) for p in params}
-
-    def of(expr: gast.expr) -> Sources:
-        if isinstance(expr, gast.Name) and expr.id in sources:
-            return sources[expr.id]
-        if isinstance(expr, gast.Constant) and isinstance(expr.value, int | float | complex):
-            return Sources()
-        return Sources({next(fresh)})
-
+    has the broadcast shape of the names it reads. ``cotangents``: the parameters whose
+    shape is that of other parameters (a VJP's)."""
+    shapes = ShapeSources(params, resolver, elementwise, cotangents)
     for stmt in body:
-        single = (
-            isinstance(stmt, gast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], gast.Name)
-        )
-        if not single:
-            for name in assigned_names([stmt]):
-                sources[name] = Sources({next(fresh)})
-            continue
-        target, value = stmt.targets[0].id, stmt.value
-        if _is_unbroadcast(value, resolver):
-            shape_of_value, shape_of_like = of(value.args[0]), of(value.args[1])
+        value = getattr(stmt, "value", None)
+        if isinstance(stmt, gast.Assign) and is_unbroadcast(value, resolver):
+            shape_of_value, shape_of_like = shapes.of(value.args[0]), shapes.of(value.args[1])
             if shape_of_value and shape_of_value == shape_of_like:
                 setattr(value, KEPT, True)
-            sources[target] = shape_of_like
-        elif _is_broadcast_reduced(value, resolver):  # spread over a's shape
-            sources[target] = of(value.args[1])
-        elif elementwise(stmt) and (operands := _operands(value)) is not None:
-            sources[target] = Sources().union(*(of(n) for n in operands))
-        else:
-            sources[target] = Sources({next(fresh)})
-
-
-def _operands(value: gast.expr) -> list[gast.expr] | None:
-    """The operands of an elementwise operation, when each is a name or a number (an
-    operand such as ``x[0]`` or ``x.T`` has a shape of its own: None)."""
-    if isinstance(value, gast.Name):
-        operands = [value]
-    elif isinstance(value, gast.BinOp):
-        operands = [value.left, value.right]
-    elif isinstance(value, gast.UnaryOp):
-        operands = [value.operand]
-    elif isinstance(value, gast.Compare):
-        operands = [value.left, *value.comparators]
-    elif isinstance(value, gast.Call):
-        operands = list(value.args)
-    else:
-        return None
-    numbers = int | float | complex
-    simple = all(
-        isinstance(o, gast.Name) or (isinstance(o, gast.Constant) and isinstance(o.value, numbers))
-        for o in operands
-    )
-    return operands if simple else None
-
-
-def _is_unbroadcast(value: gast.expr, resolver: Resolver) -> bool:
-    return (
-        isinstance(value, gast.Call)
-        and not value.keywords
-        and len(value.args) == 2
-        and resolver.resolve(value.func) is runtime.unbroadcast
-    )
-
-
-def _is_broadcast_reduced(value: gast.expr, resolver: Resolver) -> bool:
-    return (
-        isinstance(value, gast.Call)
-        and len(value.args) >= 2
-        and resolver.resolve(value.func) is runtime.broadcast_reduced
-    )
+        shapes.follow(stmt)
 
 
 def is_axes_broadcast(value: gast.expr, resolver: Resolver) -> bool:
@@ -122,7 +65,7 @@ def is_axes_broadcast(value: gast.expr, resolver: Resolver) -> bool:
     of ints and ``keepdims`` a bool, all written as constants: the cotangent of a
     reduction over those axes, spread over ``a``'s shape. Elementwise, it is ``g`` with
     the reduced axes back as axes of length 1 (``nxrt.expand_reduced``), broadcast."""
-    if not (_is_broadcast_reduced(value, resolver) and len(value.args) == 4):
+    if not (is_broadcast_reduced(value, resolver) and len(value.args) == 4):
         return False
     axis, keepdims = value.args[2:]
     constant_bool = isinstance(keepdims, gast.Constant) and type(keepdims.value) is bool
@@ -133,27 +76,18 @@ def constant_axes(axis: gast.expr) -> tuple[int, ...] | None:
     """The axes an ``axis`` argument written as an int or a tuple of ints names (``-1``
     included), or None."""
     items = axis.elts if isinstance(axis, gast.Tuple) else [axis]
-    values = [_constant_int(item) for item in items]
+    values = [constant_int(item) for item in items]
     if not values or None in values:
         return None
     return tuple(values)
-
-
-def _constant_int(node: gast.expr) -> int | None:
-    negative = isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub)
-    inner = node.operand if negative else node
-    if not (isinstance(inner, gast.Constant) and type(inner.value) is int):
-        return None
-    return -inner.value if negative else inner.value
 
 
 def is_full_broadcast(value: gast.expr, resolver: Resolver) -> bool:
     """``nxrt.broadcast_reduced(g, a, None, False)``: the cotangent of a full reduction,
     a scalar spread over ``a``'s shape (elementwise, it is ``g`` itself)."""
     return (
-        isinstance(value, gast.Call)
-        and len(value.args) == 4
-        and resolver.resolve(value.func) is runtime.broadcast_reduced
+        len(getattr(value, "args", ())) == 4
+        and is_broadcast_reduced(value, resolver)
         and all(isinstance(a, gast.Constant) and a.value in (None, False) for a in value.args[2:])
     )
 

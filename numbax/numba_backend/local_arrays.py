@@ -39,7 +39,7 @@ import gast
 import numpy as np
 
 from numbax.numba_backend import elementary
-from numbax.numba_backend.fuse import ELEMENTWISE_BINOPS
+from numbax.transform.analysis.shape_sources import ELEMENTWISE_BINOPS
 from numbax.transform.names import Namer
 
 ELEMENTWISE_RUNTIME = frozenset(

@@ -46,6 +46,7 @@ from numbax.transform.analysis.dataflow import (
     read_names,
     statements,
 )
+from numbax.transform.analysis.shape_sources import Shape, ShapeSources, is_elementwise_value
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
@@ -1087,6 +1088,15 @@ def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
     return pytrees
 
 
+COTANGENT_OF = "__numbax_cotangent_of__"
+"""The attribute, on a VJP's tree and on the function generated from it, that gives
+the shape of each cotangent parameter as the parameters its output's shape broadcasts
+from (``{"_ct_out": {"x"}}``; ``analysis/shape_sources.py``). A caller passes a
+cotangent of its output's shape (``nx.vjp`` checks a user's), so compiled code may read
+the parameter as having that shape: the adjoint then fuses as one loop where shapes
+agree (``numba_backend/kept_shapes.py``). A VJP of a VJP keeps its source's parameters,
+and so their shapes, and adds its own."""
+
 _SEEDS = {"grad": "grad_seed", "holomorphic": "holomorphic_seed"}
 """The runtime helper that checks a scalar output and gives its cotangent, one."""
 
@@ -1197,7 +1207,34 @@ def vjp_function(
         + adjoint
         + located([gast.Return(result)], line, adjoint=True)
     )
-    return cleanup(new, source)
+    cleanup(new, source)
+    setattr(new, COTANGENT_OF, _cotangent_shapes(source, fn, primal, out, ct_out_param, resolver))
+    return new
+
+
+def _cotangent_shapes(
+    source: FunctionSource,
+    fn: gast.FunctionDef,
+    primal: list[gast.stmt],
+    out: gast.expr,
+    ct_out_param: str | None,
+    resolver: Resolver,
+) -> dict[str, Shape]:
+    """The shapes of the VJP's cotangent parameters (:data:`COTANGENT_OF`): those of
+    ``source``'s function, if it is a VJP, and that of its own, the output's."""
+    inherited = getattr(source.func, COTANGENT_OF, {})
+    if ct_out_param is None or not isinstance(out, gast.Name):
+        return dict(inherited)
+    params = _params(fn)
+
+    def elementwise(stmt: gast.stmt) -> bool:
+        return isinstance(stmt, gast.Assign) and is_elementwise_value(stmt.value, resolver)
+
+    shapes = ShapeSources(params, resolver, elementwise, inherited)
+    for stmt in primal:
+        shapes.follow(stmt)
+    shape = shapes.shape_in_parameters(out.id, params)
+    return {**inherited, **({ct_out_param: shape} if shape is not None else {})}
 
 
 def _flag_assignments(stmts: list[gast.stmt], var: str, flag: str) -> None:

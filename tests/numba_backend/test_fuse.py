@@ -281,6 +281,77 @@ def test_a_complex_cotangent_of_a_real_value_keeps_its_real_part_in_the_loop():
         np.testing.assert_allclose(g, expected, rtol=1e-13)
 
 
+def damped(x):
+    y = np.exp(-2.0 * x)
+    return (1.0 - y) / (1.0 + y)
+
+
+def total_of_damped(x):
+    return np.sum(damped(x))
+
+
+def total_of_slope(x):
+    return np.sum(nx.grad(total_of_damped)(x))
+
+
+def _lowered(prefix):
+    """The sources Numba compiled for generated functions named ``prefix``."""
+    texts = [
+        m.__numbax_source__
+        for m in list(sys.modules.values())
+        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {prefix} (")
+    ]
+    assert texts, prefix
+    return texts
+
+
+def test_the_adjoint_of_a_vjp_reads_its_cotangents_as_of_their_outputs_shape():
+    """``grad`` of ``grad``: the second adjoint runs the first VJP again, whose
+    cotangent parameter has its output's shape (reverse.COTANGENT_OF); no cotangent of
+    it is left to sum in its own pass, as the first adjoint's are not."""
+    x = np.linspace(-3.0, 3.0, 7)
+    curvature = nx.grad(total_of_slope)
+    np.testing.assert_allclose(nx.jit(curvature)(x), curvature(x), rtol=1e-12)
+    h = 1e-4  # the slope's own slope, elementwise
+    slope = nx.grad(total_of_damped)
+    fd = (slope(x + h) - slope(x - h)) / (2 * h)
+    np.testing.assert_allclose(curvature(x), fd, rtol=1e-6, atol=1e-9)
+    for text in _lowered("vjp_vjp_damped"):
+        body = text.split("\ndef vjp_vjp_damped(")[1]
+        assert "nxrt.unbroadcast(" not in body, text
+        assert body.count("_vjp_vjp_damped_line") <= 5, text
+
+
+def product(x, w):
+    return np.sin(x * w)
+
+
+def total_of_product(x, w):
+    return np.sum(product(x, w) ** 2)
+
+
+def slope_in_w(x, w):
+    return np.sum(nx.grad(total_of_product, argnums=1)(x, w) ** 2)
+
+
+def test_a_cotangent_of_an_output_broadcast_from_two_parameters_is_still_summed():
+    """``product``'s output broadcasts ``w`` over ``x``'s rows: its cotangent has both
+    shapes, so that of ``w`` (first and second order) is summed over the rows."""
+    x = np.linspace(0.1, 1.2, 6).reshape(3, 2)
+    w = np.array([0.5, -1.5])
+    for f in (nx.grad(total_of_product, argnums=1), nx.grad(slope_in_w, argnums=1)):
+        got, want = nx.jit(f)(x, w), f(x, w)
+        assert got.shape == (2,)
+        np.testing.assert_allclose(got, want, rtol=1e-12)
+    h = 1e-6
+    g = nx.grad(slope_in_w, argnums=1)(x, w)
+    for k in range(2):
+        e = np.zeros(2)
+        e[k] = h
+        fd = (slope_in_w(x, w + e) - slope_in_w(x, w - e)) / (2 * h)
+        np.testing.assert_allclose(g[k], fd, rtol=1e-6)
+
+
 def two_quotients(a, b):
     p = a / (1.0 + b * b)
     q = b / (1.0 + a * a)
