@@ -23,6 +23,7 @@ from numbax.codegen.cache import cache_key, portable_path
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
+from numbax.numba_backend.array_operators import call_operators
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
@@ -101,6 +102,8 @@ def specialize(
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
         fn = array_tapes(fn)
+        if not (options or {}).get("parallel"):
+            call_operators(fn.body)
     elif target == "cuda":
         fn = scalar_ufuncs(device_tapes(fn, resolver.resolve), resolver.resolve)
         if arrays is not None:

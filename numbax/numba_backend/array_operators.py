@@ -1,0 +1,107 @@
+"""Lone operators on arrays, compiled once per installation instead of in every function.
+
+Numba compiles each statement such as ``_neg_2 = -_ct_sub`` or ``_sub = 1.0 - y`` on
+arrays into a function of its own, inside the function that holds it (its array
+expressions: a compiler pipeline and an LLVM module per statement, 40-70 ms each).
+Fusion (``fuse.py``) makes one loop of a run of such statements; what it leaves are
+statements whose every value is read again later, and derivative code reads each value
+several times: the 4th derivative of ``tanh`` kept 350 of them in one function, most of
+its 27 s of compiling.
+
+So each operator statement of the function's straight-line code (outside loops, where
+values are mostly scalars) calls ``nxrt.op_<name>`` (Python's ``operator`` names:
+``op_sub(a, b)`` is ``a - b``). On arrays it is a call to an implementation compiled once
+per argument types and kept in the runtime cache, like numbax's other helpers; on
+scalars, tuples and anything else Numba inlines it, so the code is what the operator
+compiled to before. Either way it computes exactly what the operator does under Numba.
+Only the CPU target does this (``parallel=True`` functions keep their array expressions,
+which Numba's parallel loops run).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gast
+from numba import types
+from numba.extending import overload
+
+from numbax.numba_backend.generated import define
+from numbax.numba_backend.redirects import lowering_helper
+
+_BINARY = {
+    gast.Add: ("add", "+"),
+    gast.Sub: ("sub", "-"),
+    gast.Mult: ("mul", "*"),
+    gast.Div: ("truediv", "/"),
+    gast.FloorDiv: ("floordiv", "//"),
+    gast.Mod: ("mod", "%"),
+    gast.BitAnd: ("and_", "&"),
+    gast.BitOr: ("or_", "|"),
+    gast.BitXor: ("xor", "^"),
+    gast.Lt: ("lt", "<"),
+    gast.LtE: ("le", "<="),
+    gast.Gt: ("gt", ">"),
+    gast.GtE: ("ge", ">="),
+    gast.Eq: ("eq", "=="),
+    gast.NotEq: ("ne", "!="),
+}
+"""Binary operators and comparisons: the helper's name and the operator's symbol."""
+
+_UNARY = {gast.USub: ("neg", "-"), gast.UAdd: ("pos", "+"), gast.Invert: ("invert", "~")}
+
+
+def _inline_unless_an_array(expr: Any, caller: Any, callee: Any) -> bool:
+    """Numba's cost model for the helpers: inline a call on scalars (the operator's own
+    code, which LLVM optimizes in place), call the cached implementation on arrays."""
+    return not any(isinstance(caller.typemap[arg.name], types.Array) for arg in expr.args)
+
+
+def _declare(name: str, expression: str, parameters: str) -> None:
+    """``nxrt.op_<name>``: a Python function computing ``expression`` of ``parameters``
+    and its Numba implementation, the same text."""
+    source = f"def op_{name}({parameters}):\n    return {expression}\n"
+    operation = define(source, {}, f"operator {name}", name=f"op_{name}")
+    operation.__module__ = __name__  # numbax's own: described by its place in the cache
+    lowering_helper(operation)
+    implementation = define(source, {}, f"operator {name} under Numba", name=f"op_{name}")
+    typer = define(  # Numba asks for the implementation's own parameters
+        f"def typer({parameters}):\n    return implementation\n",
+        {"implementation": implementation},
+        f"operator {name} typing",
+        name="typer",
+    )
+    overload(operation, target="cpu", inline=_inline_unless_an_array)(typer)
+
+
+for _name, _symbol in _BINARY.values():
+    _declare(_name, f"a {_symbol} b", "a, b")
+for _name, _symbol in _UNARY.values():
+    _declare(_name, f"{_symbol}a", "a")
+
+
+def call_operators(body: list[gast.stmt]) -> None:
+    """Rewrite, in place, each ``t = a <op> b``, ``t = <op> a`` and single comparison of
+    ``body``'s straight-line statements (those of its ``if`` blocks included; not those
+    of its loops) as a call of the operator's helper."""
+    for stmt in body:
+        if isinstance(stmt, gast.If):
+            call_operators(stmt.body)
+            call_operators(stmt.orelse)
+        elif isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+            call = _as_call(stmt.value)
+            if call is not None:
+                stmt.value = call
+
+
+def _as_call(value: gast.expr) -> gast.Call | None:
+    if isinstance(value, gast.BinOp) and type(value.op) in _BINARY:
+        name, operands = _BINARY[type(value.op)][0], [value.left, value.right]
+    elif isinstance(value, gast.UnaryOp) and type(value.op) in _UNARY:
+        name, operands = _UNARY[type(value.op)][0], [value.operand]
+    elif isinstance(value, gast.Compare) and len(value.ops) == 1 and type(value.ops[0]) in _BINARY:
+        name, operands = _BINARY[type(value.ops[0])][0], [value.left, value.comparators[0]]
+    else:
+        return None
+    helper = gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), f"op_{name}", gast.Load())
+    return gast.Call(helper, operands, [])
