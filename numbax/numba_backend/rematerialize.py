@@ -247,39 +247,28 @@ def _without_unread(
     live_after: Container[str],
 ) -> list[gast.stmt]:
     """``stmts`` without the ``candidates`` (statements, by id) whose value nothing reads
-    any more: elementwise, so computing nothing read changes nothing."""
-    kept = list(stmts)
-    while True:
-        reads = [name_ids(stmt, gast.Load) for stmt in kept]
-        unread = {
-            index
-            for index, stmt in enumerate(kept)
-            if id(stmt) in candidates
-            and is_elementwise(stmt)
-            and not _read_later(kept, reads, index, stmt.targets[0].id, live_after)
-        }
-        if not unread:
-            return kept
-        kept = [stmt for index, stmt in enumerate(kept) if index not in unread]
+    any more: elementwise, so computing nothing read changes nothing.
 
-
-def _read_later(
-    stmts: list[gast.stmt],
-    reads: list[set[str]],
-    index: int,
-    name: str,
-    live_after: Container[str],
-) -> bool:
-    """Whether the value statement ``index`` gives ``name`` is read: by a statement after
-    it before one assigns ``name`` again (the adjoint's ``_ct_p = _ct_p + _div`` reads
-    the value before it, but a copy renamed to read the recomputed one does not), or
-    after the block."""
-    for later in range(index + 1, len(stmts)):
-        if name in reads[later]:
-            return True
-        stmt = stmts[later]
-        if isinstance(stmt, gast.Assign) and any(
-            isinstance(t, gast.Name) and t.id == name for t in stmt.targets
-        ):
-            return False  # assigned again, unconditionally, without reading it
-    return name in live_after
+    One pass from the last statement back, tracking which names a later statement
+    still reads: a value is read if a statement after it reads the name before one
+    assigns it again, unconditionally, without reading it (the adjoint's ``_ct_p = _ct_p
+    + _div`` reads the value before it, but a copy renamed to read the recomputed one
+    does not), or after the block. A statement dropped reads nothing, so what only it
+    read goes in the same pass."""
+    read_later: set[str] = set()
+    assigned_later: set[str] = set()  # unconditionally: the block's value is not read
+    kept: list[gast.stmt] = []
+    for stmt in reversed(stmts):
+        if id(stmt) in candidates and is_elementwise(stmt):
+            name = stmt.targets[0].id
+            reaches_after = name not in assigned_later and name in live_after
+            if name not in read_later and not reaches_after:
+                continue
+        if isinstance(stmt, gast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, gast.Name):
+                    read_later.discard(target.id)
+                    assigned_later.add(target.id)
+        read_later |= name_ids(stmt, gast.Load)
+        kept.append(stmt)
+    return kept[::-1]
