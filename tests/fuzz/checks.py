@@ -47,7 +47,7 @@ from tests.fuzz.generator import Program
 MODE_GROUPS: dict[str, tuple[str, ...]] = {
     "eager": ("grad", "jacfwd", "jacrev", "jvp", "vjp"),
     "vmap": ("vmap",),
-    "jit": ("jit", "jit_grad", "jit_vmap"),
+    "jit": ("jit", "jit_grad", "jit_grad_grad", "jit_vmap"),
 }
 ALL_MODES: tuple[str, ...] = tuple(m for group in MODE_GROUPS.values() for m in group)
 OUTCOMES: tuple[str, ...] = ("ok", "wrong", "crash", "declined", "skipped")
@@ -60,6 +60,8 @@ _TANGENT_X = np.array([0.3, -0.8, 0.5])
 _TANGENT_S = 0.7
 _COTANGENT_VECTOR = np.array([0.6, -1.1, 0.9])
 _COTANGENT_SCALAR = 1.3
+_SLOPE_WEIGHTS = np.array([0.4, -0.9, 1.3])
+"""``jit_grad_grad`` differentiates the sum of ``f``'s gradient in ``x`` times these."""
 
 
 def modes_of(groups: str | list[str]) -> tuple[str, ...]:
@@ -285,6 +287,8 @@ def _check_derivative_mode(
             gradient = nx.jit(gradient)
         gx, gs = gradient(x, s)
         return _status(_mismatch("d/dx", gx, jx, tol), _mismatch("d/ds", gs, js, tol))
+    if mode == "jit_grad_grad":
+        return _check_second_order(program, f)
     if mode in ("jacfwd", "jacrev"):
         jx_got, js_got = getattr(nx, mode)(f, argnums=(0, 1))(x, s)
         return _status(_mismatch("d/dx", jx_got, jx, tol), _mismatch("d/ds", js_got, js, tol))
@@ -307,6 +311,27 @@ def _check_derivative_mode(
             _mismatch("cotangent s", cs, want_s, tol),
         )
     raise ValueError(mode)
+
+
+def _check_second_order(program: Program, f: Callable) -> tuple[str, str]:
+    """``grad`` of a weighted sum of ``grad(f)`` (the VJP of a VJP) under ``jit``, against
+    the same derivative interpreted: how the compiled code fuses an adjoint of an adjoint
+    (its cotangents' shapes, ``numba_backend/kept_shapes.py``) must not change a number."""
+    if not program.scalar_output:
+        return "skipped", "array output"
+    x, s = program.args()
+    slope = nx.grad(f)
+
+    def weighted_slope(x, s):
+        return np.sum(slope(x, s) * _SLOPE_WEIGHTS)
+
+    second = nx.grad(weighted_slope, argnums=(0, 1))
+    want_x, want_s = (np.asarray(w, dtype=np.float64) for w in second(x, s))
+    if not (np.all(np.isfinite(want_x)) and np.isfinite(want_s)):
+        return "skipped", "the interpreted second derivative is not finite"
+    got_x, got_s = nx.jit(second)(x, s)
+    tol = 1e-7 * (1.0 + max(float(np.max(np.abs(want_x))), float(np.abs(want_s))))
+    return _status(_mismatch("d2/dx", got_x, want_x, tol), _mismatch("d2/ds", got_s, want_s, tol))
 
 
 def _status(*messages: str) -> tuple[str, str]:
