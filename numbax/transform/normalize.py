@@ -737,7 +737,11 @@ class _Flattener(LoopLowering):
         if isinstance(stmt.value, (gast.Constant, gast.Name)):
             return  # no effect
         if isinstance(stmt.value, gast.Call):
-            self.emit(gast.Expr(self.call(stmt.value)))
+            call = self.call(stmt.value)
+            if _pops_a_list(call):  # named, so that reverse mode can put it back
+                self.computed("popped", call)
+            else:
+                self.emit(gast.Expr(call))
         else:
             self.atom(stmt.value)
 
@@ -884,4 +888,17 @@ def _same_shape_literal(target: gast.expr, value: gast.expr) -> bool:
         isinstance(value, (gast.Tuple, gast.List))
         and len(value.elts) == len(target.elts)
         and all(isinstance(t, gast.Name) for t in target.elts)
+    )
+
+
+def _pops_a_list(call: gast.Call) -> bool:
+    """``l.pop()`` of a local list, its value unused: reverse mode reverses a pop by
+    appending the value back (``v = l.pop()``), so it keeps the value under a name."""
+    func = call.func
+    return (
+        isinstance(func, gast.Attribute)
+        and func.attr == "pop"
+        and isinstance(func.value, gast.Name)
+        and not call.args
+        and not call.keywords
     )

@@ -166,6 +166,12 @@ class _Reverse:
             pushed[0]
             for node in walk(fn)
             if (pushed := appended(node)) is not None and pushed[0] in activity
+        } | {
+            node.value.func.value.id  # v = l.pop(): an adjoint's list of cotangents
+            for node in walk(fn)
+            if isinstance(node, gast.Assign)
+            and classify(node.value, resolver).kind == POP
+            and node.value.func.value.id in activity
         }
         # stacks whose cotangent starts as zeros of the list's final value (set once the
         # primal sweep knows which exist at its end); the others get theirs as any

@@ -706,3 +706,55 @@ def test_an_array_tape_of_a_loop_that_may_not_run():
             for g, w in zip(got, want, strict=True):
                 np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{label}, n={n}")
     assert _tapes(nx.source(grads)) == ({"_tape_acc"}, set(), set())
+
+
+# -- lists that lose elements: ``l.pop()`` of a list never appended to, its value unused,
+# and the adjoint's own pops differentiated again (grad of grad) -------------------------
+
+
+def pop_of_a_display(x, s):
+    values = [x * s, x * 3.0]
+    last = values.pop()
+    return np.sum(last * last) + np.sum(values[0])
+
+
+def pop_value_unused(x, s):
+    values = [x * 2.0, x * s, x * 4.0]
+    values.pop()
+    return np.sum(values[0] * values[1])
+
+
+def appended_then_popped(x, s):
+    values = []
+    for i in range(3):
+        values.append(x * (i + s))
+    values.pop()
+    return np.sum(values[0] * values[1])
+
+
+@pytest.mark.parametrize("f", [pop_of_a_display, pop_value_unused, appended_then_popped])
+def test_a_popped_list_keeps_its_elements_cotangents(f):
+    """The popped element's cotangent went nowhere (a zero gradient, silently) when the
+    list was never appended to, and a pop whose value was unused left the adjoint a list
+    of the wrong length (an ``IndexError``)."""
+    check_reverse(f, X, 0.8)
+
+
+def sums_of_a_list(x):
+    values = []
+    for i in range(3):
+        values.append(np.sum(x * x * (i + 1.0)))
+    return values[0] * values[2] + values[1]
+
+
+def weighted_slope(x):
+    return np.sum(nx.grad(sums_of_a_list)(x) * np.array([0.4, -0.9, 1.3]))
+
+
+def test_grad_of_a_gradient_through_a_list_appended_in_a_loop():
+    """The first adjoint pops the list's cotangents; the second differentiates those
+    pops: each popped cotangent's own cotangent is pushed back, and the list has its
+    length again where the first adjoint read it."""
+    want = numeric_jacobian(weighted_slope, (X,), 0)
+    for second in (nx.grad(weighted_slope), nx.jit(nx.grad(weighted_slope))):
+        np.testing.assert_allclose(second(X), want, rtol=1e-5, atol=1e-6)
