@@ -780,9 +780,10 @@ class _Reverse:
         ending, fitted = [], []
         for ct in carried:
             if ct not in self.defined:
-                var = self._variable_of(ct)
-                ending.append(assign(ct, zeros_like(load(var))))
-                fitted.append(assign(ct, runtime_call("loop_cotangent", load(ct), load(var))))
+                var = self._variable_of(ct)  # if it may not exist yet: where it does
+                ending.append(self._where_exists(var, record, assign(ct, zeros_like(load(var)))))
+                fit = assign(ct, runtime_call("loop_cotangent", load(ct), load(var)))
+                fitted.append(self._where_exists(var, record, fit))
             elif ct in entry_owned and ct not in self.owned:
                 copy = assign(ct, runtime_call("owned", load(ct)))
                 ending.append(self._where_exists(self._variable_of(ct), record, copy))

@@ -758,3 +758,30 @@ def test_grad_of_a_gradient_through_a_list_appended_in_a_loop():
     want = numeric_jacobian(weighted_slope, (X,), 0)
     for second in (nx.grad(weighted_slope), nx.jit(nx.grad(weighted_slope))):
         np.testing.assert_allclose(second(X), want, rtol=1e-5, atol=1e-6)
+
+
+def branch_in_loop(x):
+    z = 0.0
+    for _ in range(2):
+        if np.max(x * x) > 1.0:
+            y = x / 3.25
+        else:
+            y = (x * x) ** 2.0  # never runs at X_WIDE: its values never exist
+        z = z + np.sum(np.sin(y))
+    return z
+
+
+def weighted_branch_slope(x):
+    return np.sum(nx.grad(branch_in_loop)(x) * np.array([0.4, -0.9, 1.3]))
+
+
+X_WIDE = np.array([1.06, -1.24, 1.5])
+
+
+def test_grad_of_a_gradient_through_a_branch_not_taken_in_a_loop():
+    """The first adjoint's loop carries the cotangent of a value only the other branch
+    makes; the second adjoint made it zero, and fitted it to the value, where the value
+    never existed (an ``UnboundLocalError``): now only where it does."""
+    want = numeric_jacobian(weighted_branch_slope, (X_WIDE,), 0)
+    for second in (nx.grad(weighted_branch_slope), nx.jit(nx.grad(weighted_branch_slope))):
+        np.testing.assert_allclose(second(X_WIDE), want, rtol=1e-5, atol=1e-6)
