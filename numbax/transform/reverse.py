@@ -159,15 +159,16 @@ class _Reverse:
         self.maybe_tuple = _tuple_valued(fn, resolver)
         self.maybe_sequences = may_hold_sequences(fn, resolver)
         self.first_mentions = _first_mentions(fn.body)
-        # stacks (lists used with append/pop: a user's list, or a tape of a reverse
-        # sweep being differentiated again): their cotangent is a list of the elements'
-        # cotangents, which shrinks and grows backwards as the list grew and shrank
+        # stacks (lists used with append/pop: a user's list, a tape of a reverse sweep
+        # being differentiated again, or an adjoint's list of cotangents, only popped):
+        # their cotangent is a list of the elements' cotangents, which shrinks and grows
+        # backwards as the list grew and shrank
         self.stacks = {
             pushed[0]
             for node in walk(fn)
             if (pushed := appended(node)) is not None and pushed[0] in activity
         } | {
-            node.value.func.value.id  # v = l.pop(): an adjoint's list of cotangents
+            node.value.func.value.id  # v = l.pop(), of a list perhaps never appended to
             for node in walk(fn)
             if isinstance(node, gast.Assign)
             and classify(node.value, resolver).kind == POP
