@@ -2,7 +2,9 @@
 
 Each example is a whole module drawn by ``tests/fuzz/generator.py``; its derivatives
 (``grad``, ``jacfwd``, ``jacrev``, ``jvp``, ``vjp``) are checked against central
-differences and its ``vmap`` against a Python loop, interpreted and under ``nx.jit``.
+differences and its ``vmap`` against a Python loop, interpreted and under ``nx.jit``;
+``grad`` of a weighted sum of its gradient (a VJP of a VJP) under ``nx.jit`` against the
+same interpreted.
 A clear ``numbax.TransformError`` is an accepted outcome; a wrong number or any other
 exception fails the test. ``derandomize=True`` makes the examples the same on every
 run, so this profile is a regression test; ``make fuzz`` is the long random search.
