@@ -107,6 +107,7 @@ def elementwise(
     keepdims: bool = False,
     unbroadcast: bool = False,
     also: Callable | None = None,
+    same_shapes: bool = False,
 ) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
 
@@ -120,12 +121,19 @@ def elementwise(
     argument is ``like`` (not the kernel's) and it returns ``unbroadcast(values, like)``.
     ``also``, an earlier kernel so declared, given the same arguments: the call takes its
     like first, then this kernel's, and returns both sums, made in one loop.
+
+    ``same_shapes``: the program shows that the array arguments have one shape
+    (``fuse.py``), so the compiled loop has no broadcasting loop nest, the largest part
+    of its machine code. Should the shapes differ after all (a cotangent given smaller
+    than its value), the arguments are first copied to their broadcast shape: the
+    answer is the same, only slower.
     """
     options = {"weak": weak, "summed": summed, "keepdims": keepdims, "unbroadcast": unbroadcast}
     options.update({"also": also} if also is not None else {})
+    options.update({"same_shapes": True} if same_shapes else {})
     if kernel is None:
         return lambda kernel: elementwise(kernel, **options)
-    apply = _applied(kernel, weak)
+    apply = _applied(kernel, weak, same_shapes)
     if summed is None and not unbroadcast:
         return apply
     if unbroadcast:
@@ -141,8 +149,9 @@ def elementwise(
     return total
 
 
-def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
-    """``kernel`` applied to every element of its arguments' broadcast."""
+def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False) -> Callable:
+    """``kernel`` applied to every element of its arguments' broadcast (``same_shapes``:
+    see :func:`elementwise`)."""
     weak_positions = frozenset(
         i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak
     )
@@ -158,7 +167,8 @@ def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
     apply.__name__ = apply.__qualname__ = kernel.__name__
     apply.__doc__ = kernel.__doc__
     apply.__wrapped__ = kernel
-    apply.__numbax_rebuild__ = (elementwise, (kernel,), {"weak": weak})  # for nx.export
+    rebuild = {"weak": weak, **({"same_shapes": True} if same_shapes else {})}
+    apply.__numbax_rebuild__ = (elementwise, (kernel,), rebuild)  # for nx.export
     apply.__numbax_scalar__ = fused
 
     @overload(apply)
@@ -175,8 +185,19 @@ def _applied(kernel: Callable, weak: tuple[str, ...]) -> Callable:
         )
         ndim = max(args[i].ndim for i in arrays)
         parallel = threads_allowed()
+        # a copy to the broadcast shape has the type of an argument that is also writable
+        spread = same_shapes and all(args[i].mutable and args[i].aligned for i in arrays)
         return _flat_loop(
-            len(args), ndim, arrays, flat, scalar, ufunc, np.dtype(str(result)), casts, parallel
+            len(args),
+            ndim,
+            arrays,
+            flat,
+            scalar,
+            ufunc,
+            np.dtype(str(result)),
+            casts,
+            parallel,
+            spread,
         )
 
     return apply
@@ -264,6 +285,7 @@ def _flat_loop(
     dtype: np.dtype,
     casts: dict[int, types.Type],
     parallel: bool,
+    spread: bool = False,
 ) -> Callable:
     """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
     dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
@@ -271,7 +293,9 @@ def _flat_loop(
     loop, and other shapes broadcast in a loop nest written for that ndim (Numba's ufunc
     machinery, which the other cases fall back to, costs up to a second of compiling per
     kernel). ``parallel``: the flat loop runs on all threads when it is large enough
-    (``threads.py``)."""
+    (``threads.py``). ``spread``: other shapes are copied to their broadcast shape and
+    go through the flat loop too (a kernel declared ``same_shapes``, whose arguments
+    are expected to have one shape: its loop is compiled once, without a nest)."""
     params = ", ".join(f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
     lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
@@ -297,6 +321,12 @@ def _flat_loop(
         ]
         if len(arrays) == 1 or ndim == 0:  # the shapes are equal
             lines += [f"    {line}" for line in loop]
+        elif spread:
+            checks = " and ".join(f"a{i}.shape == a{first}.shape" for i in arrays[1:])
+            lines += [f"    if not ({checks}):", *_broadcast_shape(arrays, ndim, "        ")]
+            shape = ", ".join(f"n{d}" for d in range(ndim)) + ("," if ndim == 1 else "")
+            lines += [f"        a{i} = _spread(a{i}, ({shape}))" for i in arrays]
+            lines += [f"    {line}" for line in loop]
         else:
             checks = " and ".join(f"a{i}.shape == a{first}.shape" for i in arrays[1:])
             lines += [f"    if {checks}:", *[f"        {line}" for line in loop]]
@@ -309,6 +339,7 @@ def _flat_loop(
         "_scalar": scalar,
         "_ufunc": ufunc,
         "_dim": broadcast_dim,
+        "_spread": _spread,
     }
     if parallel:
         launch_threads()
@@ -317,16 +348,60 @@ def _flat_loop(
     return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
 
 
-def _broadcast_loop(n: int, arrays: list[int], ndim: int) -> list[str]:
-    """Source lines: the broadcast of same-ndim arrays ``a<i>`` (``arrays``) and scalars
-    through ``_scalar``, one loop per dimension; a dimension of length 1 is read at 0."""
+@register_jitable
+def _spread(a, shape):
+    """``a`` broadcast to ``shape``: ``a`` itself when it has that shape, else a new
+    C-contiguous copy (the arguments of a loop declared ``same_shapes``, when they turn
+    out not to share one). ``a`` is C-contiguous with ``len(shape)`` dimensions.
+
+    Written as one loop with an index carried like an odometer, rather than as NumPy's
+    ``out[...] = a``, whose error messages would add their formatting code to every
+    loop that may call this."""
+    if a.shape == shape:
+        return a
+    out = np.empty(shape, a.dtype)
+    flat, source = out.reshape(-1), a.reshape(-1)
+    ndim = len(shape)
+    strides = np.zeros(ndim, np.intp)  # elements of a per step along each axis; 0: spread
+    step = 1
+    for d in range(ndim - 1, -1, -1):
+        if a.shape[d] != 1:
+            strides[d] = step
+        step *= a.shape[d]
+    index = np.zeros(ndim, np.intp)
+    at = 0
+    for k in range(flat.size):
+        flat[k] = source[at]
+        d = ndim - 1
+        while d >= 0:
+            index[d] += 1
+            at += strides[d]
+            if index[d] < shape[d]:
+                break
+            at -= strides[d] * shape[d]
+            index[d] = 0
+            d -= 1
+    return out
+
+
+def _broadcast_shape(arrays: list[int], ndim: int, indent: str) -> list[str]:
+    """Source lines: ``n<d>``, the length of dimension ``d`` of the broadcast of the
+    same-ndim arrays ``a<i>`` (NumPy's ValueError where they do not broadcast)."""
     lines = []
     for d in range(ndim):
         lengths = [f"a{i}.shape[{d}]" for i in arrays]
         shape = lengths[0]
         for length in lengths[1:]:
             shape = f"_dim({shape}, {length})"
-        lines.append(f"    n{d} = {shape}")
+        lines.append(f"{indent}n{d} = {shape}")
+    return lines
+
+
+def _broadcast_loop(n: int, arrays: list[int], ndim: int) -> list[str]:
+    """Source lines: the broadcast of same-ndim arrays ``a<i>`` (``arrays``) and scalars
+    through ``_scalar``, one loop per dimension; a dimension of length 1 is read at 0."""
+    lines = _broadcast_shape(arrays, ndim, "    ")
+    for d in range(ndim):
         lines += [f"    s{i}_{d} = int(a{i}.shape[{d}] != 1)" for i in arrays]
     dims = ", ".join(f"n{d}" for d in range(ndim))
     lines.append(f"    out = _allocate(({dims}{',' if ndim == 1 else ''}), _dtype)")

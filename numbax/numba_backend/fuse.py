@@ -47,7 +47,7 @@ from numbax.numba_backend.kept_shapes import (
 from numbax.numba_backend.rematerialize import Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
-from numbax.transform.analysis.shape_sources import is_elementwise_value
+from numbax.transform.analysis.shape_sources import ShapeSources, is_elementwise_value
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.resolve import Resolver
@@ -632,7 +632,44 @@ def fuse_elementwise(
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
+    _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)
     return fn, fuser.kernels
+
+
+def _declare_same_shapes(
+    body: list[gast.stmt],
+    params: list[str],
+    resolver: Resolver,
+    fuser: _Fuser,
+    cotangents: Any,
+) -> None:
+    """Declare ``same_shapes`` (``elementwise.py``) on each loop, called in ``body``'s
+    straight-line code, whose array arguments the program shows to have one shape:
+    each computed elementwise from the same values (``ShapeSources``). Its compiled
+    loop then has no broadcasting loop nest. The declaration only chooses the faster
+    code to compile: where the shapes differ after all (a cotangent smaller than its
+    value), the loop broadcasts its arguments first, so a wrong guess costs time only."""
+    plain = {k.name: k for k in fuser.kernels if not getattr(k, "numbax_sum", None)}
+
+    def calls_plain(stmt: gast.stmt) -> bool:
+        value = getattr(stmt, "value", None)
+        return (
+            isinstance(stmt, gast.Assign)
+            and isinstance(value, gast.Call)
+            and isinstance(value.func, gast.Name)
+            and value.func.id in plain
+        )
+
+    def elementwise(stmt: gast.stmt) -> bool:  # a plain loop's value has its arguments' shape
+        return calls_plain(stmt) or fuser.is_elementwise(stmt)
+
+    shapes = ShapeSources(params, resolver, elementwise, cotangents)
+    for stmt in body:
+        if calls_plain(stmt):
+            sources = [shapes.of(arg) for arg in stmt.value.args if isinstance(arg, gast.Name)]
+            if len(sources) > 1 and sources[0] and all(s == sources[0] for s in sources):
+                plain[stmt.value.func.id].numbax_same_shapes = True
+        shapes.follow(stmt)
 
 
 def first_not_elementwise(fn: gast.FunctionDef, resolver: Resolver) -> gast.stmt | None:

@@ -419,11 +419,14 @@ class _Lowerer(gast.NodeTransformer):
 
 
 def _elementwise_decorator(weak: list[str] | None, kernel: gast.FunctionDef) -> gast.expr:
-    """``@nxrt.elementwise``, naming the parameters that may be Python scalars, and how
-    the loop sums its values, if it does (``fuse.py``)."""
+    """``@nxrt.elementwise``, naming the parameters that may be Python scalars, how the
+    loop sums its values, if it does, and whether its arguments have one shape
+    (``fuse.py``)."""
     options = dict(getattr(kernel, "numbax_sum", {}))
     if weak:
         options["weak"] = gast.Tuple([gast.Constant(name, None) for name in weak], gast.Load())
+    if getattr(kernel, "numbax_same_shapes", False):
+        options["same_shapes"] = gast.Constant(True, None)
     if not options:
         return _runtime_attr("elementwise")
     keywords = [gast.keyword(name, value) for name, value in options.items()]

@@ -179,6 +179,11 @@ def _kernel_header(kernel: gast.FunctionDef) -> str:
         )
     else:
         text = "fused elementwise loop: runs once per element of its broadcast arguments"
+    if getattr(kernel, "numbax_same_shapes", False):
+        text += (
+            "\nsame_shapes: the program shows its arrays have one shape (were they to\n"
+            "differ, they are broadcast first)"
+        )
     weak = any(
         keyword.arg == "weak"
         for decorator in kernel.decorator_list

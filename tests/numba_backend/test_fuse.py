@@ -7,11 +7,13 @@ import re
 import subprocess
 import sys
 
+import numba
 import numpy as np
 import pytest
 
 import numbax as nx
 from numbax.numba_backend.cpu import compile_helper
+from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.fuse import MOST_INPUTS
 
 
@@ -480,3 +482,59 @@ def test_a_run_reading_more_arrays_than_a_loop_takes_is_split(tmp_path):
     loops = re.findall(r"@nxrt\.elementwise.*\ndef \w+\(([^)]*)\)", jitted.source)
     assert len(loops) > 1
     assert all(len(params.split(",")) <= MOST_INPUTS for params in loops)
+
+
+def _same_shapes_kernel(a, b, c):
+    return a * b - c / (1.0 + b)
+
+
+SAME_SHAPES = elementwise(_same_shapes_kernel, same_shapes=True)
+
+
+@numba.njit
+def _call_same_shapes(a, b, c):
+    return SAME_SHAPES(a, b, c)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3, 4), (3, 4), (3, 4)),
+        ((3, 4), (1, 4), (3, 1)),
+        ((1, 1), (3, 4), (3, 4)),
+        ((5,), (1,), (5,)),
+    ],
+    ids=["one shape", "row and column", "one element", "1-d"],
+)
+def test_a_loop_declared_same_shapes_broadcasts_arguments_that_are_not(shapes):
+    """``same_shapes`` only leaves out the compiled broadcasting nest: arguments whose
+    shapes differ after all are broadcast first (``elementwise._spread``), with NumPy's
+    answer, and unbroadcastable ones raise NumPy's error."""
+    a, b, c = (rng.standard_normal(shape) for shape in shapes)
+    want = _same_shapes_kernel(a, b, c)
+    got = _call_same_shapes(a, b, c)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-15)
+    np.testing.assert_allclose(SAME_SHAPES(a, b, c), want, rtol=1e-15)  # interpreted
+    read_only = b.copy()
+    read_only.flags.writeable = False  # no copy of its type: the broadcasting nest
+    np.testing.assert_allclose(_call_same_shapes(a, read_only, c), want, rtol=1e-15)
+
+
+def test_a_loop_declared_same_shapes_still_refuses_shapes_that_do_not_broadcast():
+    with pytest.raises(ValueError, match="broadcast"):
+        _call_same_shapes(X, X[:2], X)
+
+
+def test_loops_of_values_computed_from_the_same_arrays_are_declared_same_shapes():
+    """The second derivative's adjoint computes every value elementwise from ``x`` and
+    cotangents of ``x``'s shape: its loop reading several of them is declared
+    ``same_shapes``; one reading ``x`` and a parameter that may be a scalar is not."""
+    x = np.linspace(-3.0, 3.0, 7)
+    curvature = nx.grad(total_of_slope)
+    np.testing.assert_allclose(nx.jit(curvature)(x), curvature(x), rtol=1e-12)
+    declared = [t for t in _lowered("vjp_vjp_damped") if "same_shapes=True" in t]
+    assert declared, _lowered("vjp_vjp_damped")
+    np.testing.assert_allclose(nx.jit(selu)(X, 1.5, 1.05), selu(X, 1.5, 1.05), rtol=1e-13)
+    for text in _lowered("selu"):
+        assert "same_shapes" not in text, text
