@@ -3,9 +3,9 @@
 One specialization of a user function (its static values, which parameters hold
 Python scalars) goes: read (``transform.source``, done by the caller) → normalize →
 bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``) →
-lower for Numba (``lower``) → loop tapes as arrays where their length is known
-(``tapes``) → emit readable source and load it as a module from the
-cache directory (``codegen``). What comes out is a plain Python function in that
+lower for Numba (``lower``) → one kernel per distinct computation (``shared_kernels``) →
+loop tapes as arrays where their length is known (``tapes``) → emit readable source
+and load it as a module from the cache directory (``codegen``). What comes out is a plain Python function in that
 module; a target (``cpu.py``: ``numba.njit``) compiles it, and tells the pipeline how
 to compile the user functions the generated code calls.
 """
@@ -28,6 +28,7 @@ from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
+from numbax.numba_backend.shared_kernels import share_kernels
 from numbax.numba_backend.tapes import array_tapes, device_tapes
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
@@ -101,6 +102,7 @@ def specialize(
         fn = scalar_selects(fn, resolver)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
+        kernels = share_kernels(fn, kernels)
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):
             call_operators(fn.body)
