@@ -102,7 +102,7 @@ def specialize(
         fn = scalar_selects(fn, resolver)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
-        kernels = share_kernels(fn, kernels)
+        kernels = share_kernels(fn, kernels, source.filename)
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):
             call_operators(fn.body)

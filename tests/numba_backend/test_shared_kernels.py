@@ -10,6 +10,7 @@ import numpy as np
 
 import numbax as nx
 from numbax.numba_backend.shared_kernels import share_kernels
+from numbax.transform.provenance import ORIGIN, Origin
 
 MODULE = """
 @nxrt.elementwise
@@ -142,3 +143,22 @@ def test_the_third_derivative_shares_its_kernels_and_keeps_its_values():
     h = 1e-4
     fd = (curvature(x + h) - curvature(x - h)) / (2 * h)
     np.testing.assert_allclose(third_derivative(x), fd, rtol=1e-6, atol=1e-8)
+
+
+def test_kernels_of_one_users_line_are_shared_where_their_own_lines_differ():
+    """Recomputed copies sit at other lines of the generated tree (their ``lineno``) but
+    compute the same user's line (their origin): one kernel serves both; another user's
+    line is another kernel, as its comment would be another."""
+    fn, kernels = _parsed()
+    first, _, repeat, *_ = kernels
+    for stmt in first.body:
+        stmt.lineno = 7
+    for stmt in repeat.body:
+        stmt.lineno = 31
+    for kernel in (first, repeat):
+        for stmt in kernel.body:
+            setattr(stmt, ORIGIN, Origin("user.py", 95))
+    assert [k.name for k in share_kernels(fn, [first, repeat])] == ["_f_line3"]
+    setattr(repeat.body[-1], ORIGIN, Origin("user.py", 96))
+    fn, kernels = _parsed()
+    assert len(share_kernels(fn, [first, repeat])) == 2
