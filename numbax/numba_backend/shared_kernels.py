@@ -4,7 +4,7 @@ Fusion (``fuse.py``) writes one kernel per run of elementwise statements. Deriva
 code repeats itself: the adjoint of an adjoint recomputes the same forward values
 (``y = np.exp(-2.0 * x)``) and applies the same local derivatives in several places,
 so one function can hold dozens of kernels that differ only in the names of their
-parameters and temporaries. The 4th derivative of ``tanh`` has 109 kernels and 23
+parameters and temporaries. The 4th derivative of ``tanh`` had 109 kernels and 24
 computations. Numba compiles each kernel's loop separately (about 0.2 s each) and
 again links each one into its caller, so here every call of a kernel that repeats an
 earlier one calls the earlier one, and the repeat is not emitted.
