@@ -47,7 +47,11 @@ from numbax.numba_backend.kept_shapes import (
 from numbax.numba_backend.rematerialize import Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
-from numbax.transform.analysis.shape_sources import ShapeSources, is_elementwise_value
+from numbax.transform.analysis.shape_sources import (
+    ShapeSources,
+    constant_int,
+    is_elementwise_value,
+)
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.resolve import Resolver
@@ -628,12 +632,56 @@ def fuse_elementwise(
     fuser = _Fuser(fn, resolver, namer, reductions=True)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     cotangents = getattr(resolver.source.func, COTANGENT_OF, None)  # a VJP's (reverse.py)
+    fn.body = _parameters_unpacked_first(fn.body, params)
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
     _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)
     return fn, fuser.kernels
+
+
+def _parameters_unpacked_first(body: list[gast.stmt], params: list[str]) -> list[gast.stmt]:
+    """``body`` with the copies of parameters and their constant items
+    (``_ct_tuple = _ct_out_2``, ``_ct_ct_x = _ct_tuple[0]``) moved to its start.
+
+    The adjoint of an adjoint unpacks each tuple of cotangents where the first adjoint
+    read it, in the middle of a run of elementwise statements. An item is not
+    elementwise, so it ended the run, and every value the rest read from before it had
+    to be stored: the 4th derivative of ``tanh`` was four runs and more than a hundred
+    loops. Unpacked first, the runs are one. Only names assigned once are moved, from
+    parameters never assigned, so every read sees the value it saw before."""
+    assigned = Counter(
+        name.id
+        for stmt in body
+        for name in walk(stmt)
+        if isinstance(name, gast.Name) and isinstance(name.ctx, gast.Store)
+    )
+    available = {p for p in params if p not in assigned}
+    unpacked, rest = [], []
+    for stmt in body:
+        read = _unpacked_from(stmt)
+        target = stmt.targets[0].id if read is not None else None
+        if read in available and assigned[target] == 1:
+            unpacked.append(stmt)
+            available.add(target)
+        else:
+            rest.append(stmt)
+    return unpacked + rest if unpacked and rest[: len(unpacked)] != unpacked else body
+
+
+def _unpacked_from(stmt: gast.stmt) -> str | None:
+    """The name ``stmt`` copies (``t = p``) or takes a constant item of (``t = p[0]``)."""
+    if not (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+    ):
+        return None
+    value = stmt.value
+    if isinstance(value, gast.Subscript) and constant_int(value.slice) is not None:
+        value = value.value
+    return value.id if isinstance(value, gast.Name) else None
 
 
 def _declare_same_shapes(

@@ -95,16 +95,17 @@ def test_nothing_changes_without_repeats():
     assert gast.dump(fn) == before
 
 
-def damped(x):
+def scaled(x):
     y = np.exp(-2.0 * x)
-    return (1.0 - y) / (1.0 + y)
+    s = np.sum(y * y)
+    return (1.0 - y) / (1.0 + y) * s
 
 
-def total_damped(x):
-    return np.sum(damped(x))
+def total(x):
+    return np.sum(scaled(x))
 
 
-slope = nx.grad(total_damped)
+slope = nx.grad(total)
 
 
 def total_slope(x):
@@ -114,35 +115,27 @@ def total_slope(x):
 curvature = nx.grad(total_slope)
 
 
-def total_curvature(x):
-    return np.sum(curvature(x))
-
-
-third_derivative = nx.grad(total_curvature)
-
-
-def test_the_third_derivative_shares_its_kernels_and_keeps_its_values():
-    """The third adjoint of ``damped`` recomputes ``y`` and applies one local derivative
-    in several places: each computation is one kernel, and the values are those of the
-    interpreted derivative and of central differences of the second."""
-    x = np.linspace(-2.0, 2.0, 9)
-    jitted = nx.jit(third_derivative)
-    np.testing.assert_allclose(jitted(x), third_derivative(x), rtol=1e-12, atol=1e-12)
+def test_a_second_adjoint_shares_its_kernels_and_keeps_its_values():
+    """The adjoint of ``scaled``'s adjoint recomputes ``y`` and applies one local
+    derivative in several runs (the sum splits them): each computation is one kernel,
+    and the values are those of the interpreted derivative and of central differences
+    of the first."""
+    x = np.linspace(-1.0, 1.0, 7)
+    np.testing.assert_allclose(nx.jit(curvature)(x), curvature(x), rtol=1e-12, atol=1e-12)
     texts = [
         m.__numbax_source__
         for m in list(sys.modules.values())
-        if getattr(m, "__numbax_source__", "").startswith("# jit of vjp_vjp_vjp_")
+        if getattr(m, "__numbax_source__", "").startswith("# jit of vjp_vjp_scaled ")
     ]
     assert texts
     for text in texts:
         defined = re.findall(r"^def (\w+_line\w*)\(", text, re.M)
-        body = text.split("\ndef vjp_vjp_vjp_")[1]
-        called = re.findall(r"= (\w+_line\w*)\(", body)
+        called = re.findall(r"= (\w+_line\w*)\(", text)
         assert set(called) == set(defined), text
         assert len(called) > len(set(called)), text  # a kernel called in two places
-    h = 1e-4
-    fd = (curvature(x + h) - curvature(x - h)) / (2 * h)
-    np.testing.assert_allclose(third_derivative(x), fd, rtol=1e-6, atol=1e-8)
+    h = 1e-5
+    fd = (slope(x + h) - slope(x - h)) / (2 * h)
+    np.testing.assert_allclose(curvature(x), fd, rtol=1e-6, atol=1e-8)
 
 
 def test_kernels_of_one_users_line_are_shared_where_their_own_lines_differ():
