@@ -284,7 +284,9 @@ class _Fuser:
                 out += [run[j] for j in group]
                 continue
             stmts = _contributing([run[j] for j in group])
-            out += self._kernel_call(stmts) if len(stmts) > 1 else stmts
+            copies = all(isinstance(stmt.value, gast.Name) for stmt in stmts)
+            # a loop of copies only would copy an array to name it: left as they are
+            out += self._kernel_call(stmts) if len(stmts) > 1 and not copies else stmts
         return out
 
     @staticmethod

@@ -5,9 +5,9 @@ Python scalars) goes: read (``transform.source``, done by the caller) → normal
 bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``) →
 lower for Numba (``lower``) → one kernel per distinct computation (``shared_kernels``) →
 loop tapes as arrays where their length is known (``tapes``) → emit readable source
-and load it as a module from the cache directory (``codegen``). What comes out is a plain Python function in that
-module; a target (``cpu.py``: ``numba.njit``) compiles it, and tells the pipeline how
-to compile the user functions the generated code calls.
+and load it as a module from the cache directory (``codegen``). What comes out is a
+plain Python function in that module; a target (``cpu.py``: ``numba.njit``) compiles
+it, and tells the pipeline how to compile the user functions the generated code calls.
 """
 
 from __future__ import annotations
