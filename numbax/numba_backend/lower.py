@@ -32,7 +32,6 @@ from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.numba_backend.host_calls import host_stub
-from numbax.numba_backend.overloads.fft import register_numpy_fft
 from numbax.runtime import nxrt
 from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
 from numbax.runtime.shapes import array_operand
@@ -264,8 +263,6 @@ class _Lowerer(gast.NodeTransformer):
             return self._method_call(node)
         if _numpy_random(target):
             raise self._numpy_random_error(node)
-        if getattr(target, "__module__", None) == "numpy.fft":
-            register_numpy_fft()  # imported on first use (overloads/fft.py)
         kind = next((k for f, k in CALLBACKS.items() if f is target), None)
         if kind is not None:
             return self._host_call(node, target, kind)

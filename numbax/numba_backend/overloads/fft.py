@@ -2,18 +2,13 @@
 (``numbax/runtime/fft.py``).
 
 Numba has no FFT. rocket-fft (the ``fft`` extra) registers Numba implementations of
-``numpy.fft`` that call pocketfft's successor ducc0, the library behind ``scipy.fft``.
-Importing it takes 0.16 s (scipy's FFT comes with it), which every process would pay
-before its first call, so :func:`register_numpy_fft` imports it when lowering first
-meets a call of ``numpy.fft`` (``lower.py``), before Numba compiles that code. Without
-it, each ``numpy.fft`` function gets an implementation whose typing fails with what to
-install, so ``jit`` of an FFT says so at the user's call instead of Numba's "unknown
-function".
+``numpy.fft`` that call pocketfft's successor ducc0, the library behind ``scipy.fft``;
+importing it here registers them before anything compiles. Without it, each
+``numpy.fft`` function gets an implementation whose typing fails with what to install,
+so ``jit`` of an FFT says so at the user's call instead of Numba's "unknown function".
 """
 
 from __future__ import annotations
-
-import threading
 
 import numpy as np
 from numba import types
@@ -31,6 +26,11 @@ from numbax.runtime.fft import (
     hermitian_weights,
 )
 
+try:
+    import rocket_fft  # noqa: F401  (importing registers numpy.fft's Numba versions)
+except ImportError:  # the optional `fft` extra
+    rocket_fft = None
+
 MISSING = (
     "numbax: numpy.fft.{} under nx.jit needs rocket-fft (Numba has no FFT): "
     "pip install 'numbax[fft]' (or pip install rocket-fft)"
@@ -42,29 +42,15 @@ FUNCTIONS = (
 ).split()
 
 
-_registering = threading.Lock()
-_registered = False
-
-
-def register_numpy_fft() -> None:
-    """Register ``numpy.fft``'s Numba versions (rocket-fft's), or where rocket-fft is
-    not installed, implementations that say what to install; once per process."""
-    global _registered
-    with _registering:
-        if _registered:
-            return
-        try:
-            import rocket_fft  # noqa: F401  (importing registers numpy.fft's versions)
-        except ImportError:  # the optional `fft` extra
-            for name in FUNCTIONS:
-                _missing(name)
-        _registered = True
-
-
 def _missing(name: str) -> None:
     @overload(getattr(np.fft, name))
     def _refuse(*args, **kwargs):
         raise errors.NumbaTypeError(MISSING.format(name))
+
+
+if rocket_fft is None:
+    for _name in FUNCTIONS:
+        _missing(_name)
 
 
 def _ndim(name: str, ty: types.Type) -> int:
