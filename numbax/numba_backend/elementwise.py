@@ -180,10 +180,9 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
         if not arrays:
             return lambda *args: scalar(*args)
         casts, _, result = fused.element_types(args)
-        flat = len({args[i].ndim for i in arrays}) == 1 and all(
-            args[i].layout == "C" for i in arrays
-        )
+        flat = all(args[i].layout == "C" for i in arrays)
         ndim = max(args[i].ndim for i in arrays)
+        fewer = {i: args[i].ndim for i in arrays if args[i].ndim < ndim} if flat else {}
         parallel = threads_allowed()
         # A copy to the broadcast shape has the type of an argument that is also
         # writable. In one dimension the broadcasting loop is one loop, cheaper to
@@ -202,6 +201,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
             casts,
             parallel,
             spread,
+            fewer,
         )
 
     return apply
@@ -290,19 +290,26 @@ def _flat_loop(
     casts: dict[int, types.Type],
     parallel: bool,
     spread: bool = False,
+    fewer: dict[int, int] | None = None,
 ) -> Callable:
     """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
     dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
-    C-contiguous with one ndim, so equal shapes (checked at run time) allow one flat
-    loop, and other shapes broadcast in a loop nest written for that ndim (Numba's ufunc
-    machinery, which the other cases fall back to, costs up to a second of compiling per
-    kernel). ``parallel``: the flat loop runs on all threads when it is large enough
+    C-contiguous, so equal shapes (checked at run time) allow one flat loop, and other
+    shapes broadcast in a loop nest written for that ndim (Numba's ufunc machinery,
+    which the other cases fall back to, costs one to two seconds of compiling per
+    kernel). ``fewer``: the arrays of fewer dimensions, by position, with their ndim:
+    viewed first with leading dimensions of length 1, as NumPy broadcasts them (the
+    bias of ``x @ w + b``). ``parallel``: the flat loop runs on all threads when it is large enough
     (``threads.py``). ``spread``: other shapes are copied to their broadcast shape and
     go through the flat loop too (a kernel declared ``same_shapes``, whose arguments
     are expected to have one shape: its loop is compiled once, without a nest)."""
-    params = ", ".join(f"a{i}" for i in range(n))
+    fewer = fewer or {}
+    params = ", ".join(f"r{i}" if i in fewer else f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
     lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
+    for i, own in fewer.items():
+        lengths = ["1"] * (ndim - own) + [f"r{i}.shape[{d}]" for d in range(own)]
+        lines.append(f"    a{i} = r{i}.reshape(({', '.join(lengths)}{',' if ndim == 1 else ''}))")
     if flat:
         first = arrays[0]
         element = ", ".join(f"f{i}[k]" if i in arrays else f"a{i}" for i in range(n))

@@ -580,3 +580,35 @@ def test_only_items_and_copies_of_parameters_never_assigned_move_first():
     moved = _parameters_unpacked_first(body, ["x", "pair", "y"])
     order = [stmt.targets[0].id for stmt in moved]
     assert order == ["t", "first", "copy", "a", "second", "again", "again", "y", "late"]
+
+
+PLAIN = elementwise(_same_shapes_kernel)
+
+
+@numba.njit
+def _call_plain(a, b, c):
+    return PLAIN(a, b, c)
+
+
+@pytest.mark.parametrize(
+    "shapes",
+    [
+        ((3, 4), (4,), (3, 4)),
+        ((3, 4), (), (3, 1)),
+        ((2, 3, 4), (3, 4), (4,)),
+        ((4,), (3, 4), (1, 4)),
+    ],
+    ids=["bias", "0-d", "three ranks", "first smaller"],
+)
+def test_arrays_of_fewer_dimensions_broadcast_in_the_loop(shapes):
+    """An array of fewer dimensions (the bias of ``x @ w + b``) is viewed with leading
+    dimensions of length 1, as NumPy broadcasts it, and goes through the loop written
+    for the largest ndim (Numba's ufunc machinery took 1-2 s to compile each)."""
+    a, b, c = (rng.standard_normal(shape) for shape in shapes)
+    want = _same_shapes_kernel(a, b, c)
+    for call in (_call_plain, _call_same_shapes):
+        got = call(a, b, c)
+        assert got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=1e-15)
+    transposed = np.asfortranarray(a)  # not C-contiguous: the ufunc
+    np.testing.assert_allclose(_call_plain(transposed, b, c), want, rtol=1e-15)
