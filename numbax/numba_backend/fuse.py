@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import types
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -634,8 +634,8 @@ def fuse_elementwise(
     fuser = _Fuser(fn, resolver, namer, reductions=True)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     cotangents = getattr(resolver.source.func, COTANGENT_OF, None)  # a VJP's (reverse.py)
-    fn.body = _parameters_unpacked_first(fn.body, params)
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
+    fn.body = _parameters_unpacked_first(fn.body, params, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
@@ -643,16 +643,21 @@ def fuse_elementwise(
     return fn, fuser.kernels
 
 
-def _parameters_unpacked_first(body: list[gast.stmt], params: list[str]) -> list[gast.stmt]:
+def _parameters_unpacked_first(
+    body: list[gast.stmt], params: list[str], elementwise: Callable[[gast.stmt], bool]
+) -> list[gast.stmt]:
     """``body`` with the copies of parameters and their constant items
-    (``_ct_tuple = _ct_out_2``, ``_ct_ct_x = _ct_tuple[0]``) moved to its start.
+    (``_ct_tuple = _ct_out_2``, ``_ct_ct_x = _ct_tuple[0]``) moved up, above the
+    elementwise statements before them.
 
     The adjoint of an adjoint unpacks each tuple of cotangents where the first adjoint
     read it, in the middle of a run of elementwise statements. An item is not
     elementwise, so it ended the run, and every value the rest read from before it had
     to be stored: the 4th derivative of ``tanh`` was four runs and more than a hundred
-    loops. Unpacked first, the runs are one. Only names assigned once are moved, from
-    parameters never assigned, so every read sees the value it saw before."""
+    loops. Moved up, the runs are one. Only names assigned once are moved, from
+    parameters never assigned, and only across elementwise statements, which change
+    nothing (``p[0] = v`` or a call, which might, stays above what it preceded): every
+    read sees the value it saw before."""
     assigned = Counter(
         name.id
         for stmt in body
@@ -660,16 +665,19 @@ def _parameters_unpacked_first(body: list[gast.stmt], params: list[str]) -> list
         if isinstance(name, gast.Name) and isinstance(name.ctx, gast.Store)
     )
     available = {p for p in params if p not in assigned}
-    unpacked, rest = [], []
+    out: list[gast.stmt] = []
+    above = 0  # where the next moved statement goes: after the last one not elementwise
     for stmt in body:
         read = _unpacked_from(stmt)
-        target = stmt.targets[0].id if read is not None else None
-        if read in available and assigned[target] == 1:
-            unpacked.append(stmt)
-            available.add(target)
-        else:
-            rest.append(stmt)
-    return unpacked + rest if unpacked and rest[: len(unpacked)] != unpacked else body
+        if read in available and assigned[stmt.targets[0].id] == 1:
+            out.insert(above, stmt)
+            above += 1
+            available.add(stmt.targets[0].id)
+            continue
+        out.append(stmt)
+        if not elementwise(stmt):
+            above = len(out)
+    return out
 
 
 def _unpacked_from(stmt: gast.stmt) -> str | None:

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 
+import astor
 import gast
 import numba
 import numpy as np
@@ -561,25 +562,48 @@ def test_the_third_adjoint_unpacks_its_cotangents_first_and_is_one_loop():
         assert text.count("@nxrt.elementwise") == 1, text
 
 
-def test_only_items_and_copies_of_parameters_never_assigned_move_first():
+def test_only_items_and_copies_of_parameters_never_assigned_move_up_past_elementwise_code():
     body = gast.parse(
         textwrap.dedent(
             """
             a = x * 2.0
             t = pair
             first = t[0]
-            second = t[1] + a
+            b = a + first
             copy = x
             again = y
             again = y[0]
             y = a
             late = y[0]
+            store[0] = b
+            c = b * b
+            kept = store[0]
             """
         )
     ).body
-    moved = _parameters_unpacked_first(body, ["x", "pair", "y"])
-    order = [stmt.targets[0].id for stmt in moved]
-    assert order == ["t", "first", "copy", "a", "second", "again", "again", "y", "late"]
+
+    def elementwise(stmt):  # as the fuser would answer for these
+        return isinstance(stmt.targets[0], gast.Name) and isinstance(
+            stmt.value, (gast.BinOp, gast.Name)
+        )
+
+    moved = _parameters_unpacked_first(body, ["x", "pair", "y", "store"], elementwise)
+    order = [astor.to_source(gast.gast_to_ast(stmt.targets[0])).strip() for stmt in moved]
+    # ``store[0] = b`` might change ``store``: ``kept`` moves up to it, not past it
+    assert order == [
+        "t",
+        "first",
+        "copy",
+        "a",
+        "b",
+        "again",
+        "again",
+        "y",
+        "late",
+        "store[0]",
+        "kept",
+        "c",
+    ]
 
 
 PLAIN = elementwise(_same_shapes_kernel)
@@ -612,3 +636,27 @@ def test_arrays_of_fewer_dimensions_broadcast_in_the_loop(shapes):
         np.testing.assert_allclose(got, want, rtol=1e-15)
     transposed = np.asfortranarray(a)  # not C-contiguous: the ufunc
     np.testing.assert_allclose(_call_plain(transposed, b, c), want, rtol=1e-15)
+
+
+def filled_then_read(x, buf):
+    scale = x * 0.5
+    buf.fill(3.0)
+    first = buf[0]
+    return first * x + scale
+
+
+def added_then_read(x, buf):
+    scale = x * 0.5
+    buf[0] += 2.0
+    first = buf[0]
+    return first * x + scale
+
+
+@pytest.mark.parametrize("f", [filled_then_read, added_then_read])
+def test_an_item_read_after_the_parameter_is_written_is_read_there(f):
+    """``buf[0]`` read after ``buf`` is written: moving the read up to join the
+    elementwise code before it would read the value from before the write (a silent
+    wrong answer before the read stopped at the write)."""
+    x = np.linspace(0.5, 1.5, 4)
+    want = f(x, np.zeros(4))
+    np.testing.assert_allclose(nx.jit(f)(x, np.zeros(4)), want, rtol=1e-15)
