@@ -373,7 +373,9 @@ class _Fuser:
         with ``_k`` and ``_sum`` read nowhere else, become ``_ct =
         nxrt.seed_of_sum(_kernel, x)``: ``grad`` of a sum needs only its dtype, known
         when compiling, so neither the fused loop nor the sum runs (the reverse pass
-        computes what it needs of them again, ``rematerialize.py``)."""
+        computes what it needs of them again, ``rematerialize.py``). Without the loop
+        (``_k`` read again, or made otherwise), ``_ct = nxrt.seed_of_total(_k)``: the sum
+        does not run."""
         kernels = {kernel.name for kernel in self.kernels}
         reads = Counter(_reads(self.fn))
         out: list[gast.stmt] = []
@@ -381,13 +383,35 @@ class _Fuser:
         while index < len(stmts):
             window = stmts[index : index + 3]
             merged = self._seed_of_sum(window, kernels, reads) if len(window) == 3 else None
-            if merged is None:
-                out.append(stmts[index])
-                index += 1
-            else:
+            if merged is not None:
                 out.append(merged)
                 index += 3
+                continue
+            merged = self._seed_of_total(window[:2], reads) if len(window) >= 2 else None
+            if merged is not None:
+                out.append(merged)
+                index += 2
+                continue
+            out.append(stmts[index])
+            index += 1
         return out
+
+    def _seed_of_total(self, window: list[gast.stmt], reads: Counter) -> gast.Assign | None:
+        total, seed = (self._single_call(stmt) for stmt in window)
+        if total is None or seed is None:
+            return None
+        if self.resolver.resolve(total[1].func) is not np.sum or total[1].keywords:
+            return None
+        if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
+            return None
+        summed, seeded = total[1].args, seed[1].args
+        if len(summed) != 1 or not isinstance(summed[0], gast.Name):
+            return None
+        if not _is_name(seeded, total[0]) or reads[total[0]] != 1:
+            return None
+        merged = gast.Assign(window[1].targets, gast.Call(_nxrt("seed_of_total"), summed, []), None)
+        merged.lineno = getattr(window[1], "lineno", None)
+        return merged
 
     def _seed_of_sum(
         self, window: list[gast.stmt], kernels: set[str], reads: Counter

@@ -35,6 +35,15 @@ def seed_of_sum(kernel: Any, *args: Any) -> Any:
 
 
 @helper
+def seed_of_total(value: Any) -> Any:
+    """``grad_seed(np.sum(value))``, where the sum is read by nothing else: compiled code
+    knows its dtype from ``value``'s type without summing (the 4th derivative of
+    ``tanh`` summed each order's values only to seed the next: four sums to run, and
+    four compiled functions the first time); plain Python sums."""
+    return grad_seed(np.sum(value))
+
+
+@helper
 def expand_reduced(value: Any, axis: Any, keepdims: bool) -> Any:
     """``value``, the result of a reduction over ``axis``, with the reduced axes back as
     axes of length 1 (a view): what a fused loop reads to spread it over them, as

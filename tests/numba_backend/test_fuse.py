@@ -660,3 +660,27 @@ def test_an_item_read_after_the_parameter_is_written_is_read_there(f):
     x = np.linspace(0.5, 1.5, 4)
     want = f(x, np.zeros(4))
     np.testing.assert_allclose(nx.jit(f)(x, np.zeros(4)), want, rtol=1e-15)
+
+
+def complex_helper(x):
+    return np.exp(1j * x)
+
+
+def complex_total(x):
+    return np.sum(complex_helper(x))
+
+
+def test_the_seed_of_a_sum_of_a_call_does_not_sum_and_keeps_grads_checks():
+    """``grad`` of ``np.sum(helper(x))``: the helper's values are read again (for their
+    shape), so no loop makes them for the seed alone, but the seed still needs only the
+    sum's dtype: ``nxrt.seed_of_total``, and the sum does not run. Its dtype is checked
+    as ``grad_seed`` checks it."""
+    x = np.linspace(-1.0, 1.0, 5)
+    np.testing.assert_allclose(nx.jit(nx.grad(total_of_damped))(x), nx.grad(total_of_damped)(x))
+    (text,) = _lowered("grad_total_of_damped")
+    body = text.split("def grad_total_of_damped(x):")[1]
+    assert "nxrt.seed_of_total(_damped)" in body and "nxrt.sum" not in body, text
+    with pytest.raises(TypeError, match="complex"):
+        nx.jit(nx.grad(complex_total))(x)
+    value, _ = nx.jit(nx.value_and_grad(total_of_damped))(x)  # the value is the sum
+    np.testing.assert_allclose(value, total_of_damped(x), rtol=1e-14)

@@ -13,7 +13,13 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import _define, _fail, _tuple
 from numbax.numba_backend.reductions import _axes, _keepdims
-from numbax.runtime.fusion import cotangent_as, expand_reduced, first, seed_of_sum
+from numbax.runtime.fusion import (
+    cotangent_as,
+    expand_reduced,
+    first,
+    seed_of_sum,
+    seed_of_total,
+)
 from numbax.runtime.seeds import grad_seed
 
 register_jitable(first)
@@ -69,6 +75,22 @@ def _seed_of_sum_jit(kernel, *args):
     scalar = as_dtype(total.return_type).type
 
     def impl(kernel, *args):
+        return grad_seed(scalar(0))
+
+    return impl
+
+
+@overload(seed_of_total)
+def _seed_of_total_jit(value):
+    """One of the type of ``np.sum(value)``, with ``grad_seed``'s checks; the sum does
+    not run."""
+    typing = cpu_target.typing_context
+    total = typing.resolve_function_type(typing.resolve_value_type(np.sum), (value,), {})
+    if total is None:
+        return None
+    scalar = as_dtype(total.return_type).type
+
+    def impl(value):
         return grad_seed(scalar(0))
 
     return impl
