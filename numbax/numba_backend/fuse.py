@@ -79,6 +79,15 @@ between them stored. A loop is typed as a ufunc, and NumPy allows 64 operands; a
 reading more arrays than this is memory-bound anyway (high-order derivatives make them)."""
 
 
+def _assigns_one_name(stmt: gast.stmt) -> bool:
+    """``name = value``."""
+    return (
+        isinstance(stmt, gast.Assign)
+        and len(stmt.targets) == 1
+        and isinstance(stmt.targets[0], gast.Name)
+    )
+
+
 def _reads(node: gast.AST) -> list[str]:
     return [n.id for n in walk(node) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)]
 
@@ -154,11 +163,7 @@ class _Fuser:
         self.kernels: list[gast.FunctionDef] = []
 
     def is_elementwise(self, stmt: gast.stmt) -> bool:
-        if not (
-            isinstance(stmt, gast.Assign)
-            and len(stmt.targets) == 1
-            and isinstance(stmt.targets[0], gast.Name)
-        ):
+        if not _assigns_one_name(stmt):
             return False
         value = stmt.value
         if isinstance(value, gast.Call) and not value.keywords:
@@ -706,11 +711,7 @@ def _parameters_unpacked_first(
 
 def _unpacked_from(stmt: gast.stmt) -> str | None:
     """The name ``stmt`` copies (``t = p``) or takes a constant item of (``t = p[0]``)."""
-    if not (
-        isinstance(stmt, gast.Assign)
-        and len(stmt.targets) == 1
-        and isinstance(stmt.targets[0], gast.Name)
-    ):
+    if not _assigns_one_name(stmt):
         return None
     value = stmt.value
     if isinstance(value, gast.Subscript) and constant_int(value.slice) is not None:
