@@ -664,7 +664,7 @@ def fuse_elementwise(
     params = [a.id for a in fn.args.posonlyargs + fn.args.args + fn.args.kwonlyargs]
     cotangents = getattr(resolver.source.func, COTANGENT_OF, None)  # a VJP's (reverse.py)
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
-    fn.body = _parameters_unpacked_first(fn.body, params, fuser.is_elementwise)
+    fn.body = _parameters_unpacked_early(fn.body, params, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
@@ -672,7 +672,7 @@ def fuse_elementwise(
     return fn, fuser.kernels
 
 
-def _parameters_unpacked_first(
+def _parameters_unpacked_early(
     body: list[gast.stmt], params: list[str], elementwise: Callable[[gast.stmt], bool]
 ) -> list[gast.stmt]:
     """``body`` with the copies of parameters and their constant items

@@ -17,7 +17,7 @@ import pytest
 import numbax as nx
 from numbax.numba_backend.cpu import compile_helper
 from numbax.numba_backend.elementwise import elementwise
-from numbax.numba_backend.fuse import MOST_INPUTS, _parameters_unpacked_first
+from numbax.numba_backend.fuse import MOST_INPUTS, _parameters_unpacked_early
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -587,7 +587,7 @@ def test_only_items_and_copies_of_parameters_never_assigned_move_up_past_element
             stmt.value, (gast.BinOp, gast.Name)
         )
 
-    moved = _parameters_unpacked_first(body, ["x", "pair", "y", "store"], elementwise)
+    moved = _parameters_unpacked_early(body, ["x", "pair", "y", "store"], elementwise)
     order = [astor.to_source(gast.gast_to_ast(stmt.targets[0])).strip() for stmt in moved]
     # ``store[0] = b`` might change ``store``: ``kept`` moves up to it, not past it
     assert order == [
