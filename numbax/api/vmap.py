@@ -3,7 +3,7 @@
 numbax batches in one of two ways, chosen at each call for the arguments' ranks:
 
 * **vectorized** (``transform/batch/vectorize.py``): the body rewritten to run on the whole
-  batch, each operation by its batching rule (``np.dot(m, v)`` becomes ``(m @ v.T).T``).
+  batch, each operation by its batching rule (``np.dot(m, v)`` becomes ``v @ m.T``).
   Used when every operation has a rule and no branch or loop depends on a mapped value.
 * **loop** (``transform/batch/loop.py``): a generated loop over the batch calling the
   function once per example. It needs nothing of the function's body: control flow on

@@ -7,7 +7,7 @@ whether it is batched:
 
     def apply_matrix(v):                      def vmap_apply_matrix(v):
         return np.dot(VMAP_MAT, v)     →          _size = nxrt.batch_size(...)
-                                                  _dot = (VMAP_MAT @ v.T).T
+                                                  _dot = v @ VMAP_MAT.T
                                                   return _dot
 
 Values the batch shares stay as they are, so work that does not depend on the mapped

@@ -9,7 +9,7 @@ its arguments) and whether it is batched, and writes the operation on the batch:
 * elementwise operations lift a batched argument of lower rank by new axes after the
   batch axis (``x[:, None] * m``), because NumPy aligns shapes from the right;
 * reductions and scans shift their axes by one (``np.sum(x, axis=1)``);
-* ``dot`` and ``@`` become one matrix product over the batch (``(m @ v.T).T``);
+* ``dot`` and ``@`` become one matrix product over the batch (``v @ m.T``);
 * runtime helpers of derivative code are rewritten as the operations they stand for.
 
 A rule returns the batched source and the result's per-example rank, or raises
@@ -395,8 +395,8 @@ def matrix_product(x: str, y: str, xv: Value, yv: Value, name: str) -> tuple[str
             return f"np.sum({x} * {y}, axis=2)", out
         raise Decline(stack)
     if yv.batched and not xv.batched:  # ([n,] k) @ (B, k[, m])
-        if ry == 1:  # the matrix times the batch's columns (faster than y @ x.T in BLAS)
-            return (f"({x} @ {y}.T).T" if rx == 2 else f"{y} @ {x}"), out
+        if ry == 1:  # the batch's rows times the matrix's transpose: a C-ordered result
+            return (f"{y} @ {x}.T" if rx == 2 else f"{y} @ {x}"), out
         if rx == 1:
             return f"np.sum({x}[:, None] * {y}, axis=1)", out
         raise Decline(stack)
