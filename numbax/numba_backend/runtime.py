@@ -30,6 +30,7 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
     weak,
 )
 from numbax.numba_backend.redirects import replacement_for
+from numbax.numba_backend.startup import DEFERRED
 from numbax.runtime import nxrt
 
 # numbax.random's functions are not redirected: Numba compiles the calls themselves, as
@@ -56,7 +57,7 @@ def elementwise_value_args(func: Any) -> tuple[int, ...]:
 # Numba versions of other libraries' functions, registered once the program has imported
 # the library (importing scipy.special costs half a second, which a program that never
 # calls it should not pay): library → the module of its Numba versions.
-_LIBRARIES = {"scipy.special": "numbax.numba_backend.overloads.special"}
+_LIBRARIES = {"scipy.special": "numbax.numba_backend.overloads.special", **DEFERRED}
 
 
 def load_libraries() -> None:

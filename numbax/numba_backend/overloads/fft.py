@@ -17,6 +17,7 @@ from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.overloads.common import _define, _fail, _is_none
+from numbax.numba_backend.startup import import_rocket_fft
 from numbax.runtime.fft import (
     fft_axes,
     fft_dual_norm,
@@ -26,10 +27,7 @@ from numbax.runtime.fft import (
     hermitian_weights,
 )
 
-try:
-    import rocket_fft  # noqa: F401  (importing registers numpy.fft's Numba versions)
-except ImportError:  # the optional `fft` extra
-    rocket_fft = None
+rocket_fft = import_rocket_fft()  # importing registers numpy.fft's Numba versions
 
 MISSING = (
     "numbax: numpy.fft.{} under nx.jit needs rocket-fft (Numba has no FFT): "
