@@ -21,7 +21,6 @@ from collections.abc import Callable
 
 import gast
 
-from numbax.transform.normalize_nodes import clone
 from numbax.transform.provenance import Origin, lines_of, origin_of
 from numbax.transform.walk import walk
 
@@ -34,7 +33,7 @@ def share_kernels(
     the file the trees were read from, whose lines map back to the user's (as
     ``codegen.emit`` maps them in its comments)."""
     user_line = lines_of(lines_from) if lines_from is not None else None
-    first_of: dict[str, str] = {}  # a kernel's computation → the first kernel making it
+    first_of: dict[tuple, str] = {}  # a kernel's computation → the first kernel making it
     renamed: dict[str, str] = {}  # a repeated kernel → the first of its kind
     kept = []
     for kernel in kernels:
@@ -57,29 +56,35 @@ def _rename_names(nodes: list[gast.AST], renamed: dict[str, str]) -> None:
                 name.id = renamed[name.id]
 
 
-def _computation(kernel: gast.FunctionDef, user_line: Callable[[int], Origin] | None) -> str:
+def _computation(kernel: gast.FunctionDef, user_line: Callable[[int], Origin] | None) -> tuple:
     """``kernel``'s declaration and statements up to the names it chooses, and the user's
     lines they come from."""
     params = [a.id for a in kernel.args.args]
     canonical = {name: f"p{k}" for k, name in enumerate(params)}
-    decorators = [clone(d) for d in kernel.decorator_list]
-    for decorator in decorators:  # weak=("x", ...) names parameters
-        for node in walk(decorator):
-            if isinstance(node, gast.Constant) and node.value in canonical:
-                node.value = canonical[node.value]
-    body = [clone(stmt) for stmt in kernel.body]
-    for stmt in body:
-        for node in walk(stmt):
-            if not isinstance(node, gast.Name):
-                continue
-            if node.id not in canonical and isinstance(node.ctx, gast.Store):
-                canonical[node.id] = f"t{len(canonical)}"
-            node.id = canonical.get(node.id, node.id)
-    lines = [_comment_of(stmt, user_line) for stmt in kernel.body]
-    return "\n".join(
-        [*(gast.dump(d) for d in decorators), str(len(params)), str(lines)]
-        + [gast.dump(stmt) for stmt in body]
-    )
+    constants = dict(canonical)  # weak=("x", ...) names parameters
+    decorators = tuple(_layout(d, constants, {}) for d in kernel.decorator_list)
+    body = tuple(_layout(stmt, {}, canonical) for stmt in kernel.body)
+    lines = tuple(_comment_of(stmt, user_line) for stmt in kernel.body)
+    return decorators, len(params), lines, body
+
+
+def _layout(node: object, constants: dict[str, str], names: dict[str, str]) -> object:
+    """``node`` as nested tuples of node types and leaf values, each ``Name`` by its
+    canonical name in ``names`` (a name first stored gets the next one) and each string
+    constant found in ``constants`` by its value there. Equal layouts: equal code up to
+    those names."""
+    if isinstance(node, gast.Name):
+        if node.id not in names and isinstance(node.ctx, gast.Store):
+            names[node.id] = f"t{len(names)}"
+        return ("Name", names.get(node.id, node.id), type(node.ctx).__name__)
+    if isinstance(node, gast.Constant) and isinstance(node.value, str):
+        return ("Constant", constants.get(node.value, node.value))
+    if isinstance(node, gast.AST):
+        fields = (_layout(getattr(node, f, None), constants, names) for f in node._fields)
+        return (type(node).__name__, *fields)
+    if isinstance(node, list):
+        return tuple(_layout(item, constants, names) for item in node)
+    return (type(node).__name__, repr(node))
 
 
 def _comment_of(stmt: gast.stmt, user_line: Callable[[int], Origin] | None) -> str:
