@@ -143,14 +143,11 @@ def _rename_region(region: list[gast.stmt], var: str, namer: Namer) -> None:
     fresh = namer.fresh(var)
     current = var
     for stmt in region:
-        defines = isinstance(stmt, gast.Assign) and var in _stored(stmt)
-        for node in walk(stmt):
-            if isinstance(node, gast.Name) and node.id == var:
-                if isinstance(node.ctx, gast.Store):
-                    node.id = fresh
-                else:
-                    node.id = current
-        if defines:
+        names = [node for node in name_nodes(stmt) if node.id == var]
+        stores = [node for node in names if isinstance(node.ctx, gast.Store)]
+        for node in names:
+            node.id = fresh if isinstance(node.ctx, gast.Store) else current
+        if stores and isinstance(stmt, gast.Assign):
             current = fresh
 
 

@@ -14,25 +14,69 @@ no generator at all.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import gast
 
 _AST = gast.AST
 _NAME = gast.Name
 
-#: Per node class, the fields that can hold a ``Name``: every field but the expression
-#: context (``Load``, ``Store``...), a leaf that the name questions never need.
+_LEAF_FIELDS = frozenset(
+    [
+        ("Name", "id"),
+        ("Constant", "value"),
+        ("Constant", "kind"),
+        ("Attribute", "attr"),
+        ("FunctionDef", "name"),
+        ("AsyncFunctionDef", "name"),
+        ("ClassDef", "name"),
+        ("keyword", "arg"),
+        ("alias", "name"),
+        ("alias", "asname"),
+        ("ImportFrom", "module"),
+        ("ImportFrom", "level"),
+        ("Global", "names"),
+        ("Nonlocal", "names"),
+    ]
+)
+"""Fields that hold identifiers and values, never a node, by the node class's name
+(``type_comment`` too, in every class): no walk needs to look into them."""
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+"""Per node class, the fields that can hold nodes, in the class's order."""
+
+#: Per node class, the fields that can hold a ``Name``: those that can hold nodes but
+#: the expression context (``Load``, ``Store``...), a leaf the name questions never need.
 _NAME_BEARING_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = tuple(
+        f for f in kind._fields if f != "type_comment" and (kind.__name__, f) not in _LEAF_FIELDS
+    )
+    _CHILD_FIELDS[kind] = fields
+    return fields
 
 
 def walk(node: gast.AST) -> Iterator[gast.AST]:
     """``node`` and every node below it, as ``gast.walk`` yields them."""
     todo = deque([node])
     take, put = todo.popleft, todo.append
+    fields_of = _CHILD_FIELDS.get
     while todo:
         node = take()
-        _put_children(node, node._fields, put)
+        kind = node.__class__
+        fields = fields_of(kind)
+        if fields is None:
+            fields = _child_fields(kind)
+        for field in fields:  # the children, read before the node is yielded
+            value = getattr(node, field, None)
+            if isinstance(value, _AST):
+                put(value)
+            elif value.__class__ is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        put(item)
         yield node
 
 
@@ -58,18 +102,14 @@ def name_nodes(node: gast.AST, *contexts: type[gast.expr_context]) -> list[gast.
             found.append(node)
         fields = fields_of(kind)
         if fields is None:
-            fields = _NAME_BEARING_FIELDS[kind] = tuple(f for f in kind._fields if f != "ctx")
-        _put_children(node, fields, put)
+            children = _CHILD_FIELDS.get(kind) or _child_fields(kind)
+            fields = _NAME_BEARING_FIELDS[kind] = tuple(f for f in children if f != "ctx")
+        for field in fields:
+            value = getattr(node, field, None)
+            if isinstance(value, _AST):
+                put(value)
+            elif value.__class__ is list:
+                for item in value:
+                    if isinstance(item, _AST):
+                        put(item)
     return found
-
-
-def _put_children(node: gast.AST, fields: tuple[str, ...], put: Callable) -> None:
-    """Hand ``put`` the nodes held in ``node``'s ``fields``, in order."""
-    for field in fields:
-        value = getattr(node, field, None)
-        if isinstance(value, _AST):
-            put(value)
-        elif value.__class__ is list:
-            for item in value:
-                if isinstance(item, _AST):
-                    put(item)

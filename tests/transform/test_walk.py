@@ -14,7 +14,12 @@ from numbax.transform.provenance import mark_rerun, reruns
 from numbax.transform.walk import name_ids, name_nodes, walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
-SOURCES = ["transform/reverse.py", "transform/normalize.py", "numba_backend/lower.py"]
+SOURCES = [
+    "transform/reverse.py",
+    "transform/normalize.py",
+    "numba_backend/lower.py",
+    "numba_backend/threads.py",  # global, import from, alias, class
+]
 
 
 @pytest.fixture(scope="module", params=SOURCES)
