@@ -387,7 +387,8 @@ class _Fuser:
         when compiling, so neither the fused loop nor the sum runs (the reverse pass
         computes what it needs of them again, ``rematerialize.py``). Without the loop
         (``_k`` read again, or made otherwise), ``_ct = nxrt.seed_of_total(_k)``: the sum
-        does not run."""
+        does not run. A mean read by its adjoint's ``reduced_count`` too is not taken
+        either (``_seed_of_mean``)."""
         kernels = {kernel.name for kernel in self.kernels}
         reads = Counter(_read_ids(self.fn))
         out: list[gast.stmt] = []
@@ -400,6 +401,11 @@ class _Fuser:
                 index += 3
                 continue
             merged = self._seed_of_total(window[:2], reads) if len(window) >= 2 else None
+            if merged is not None:
+                out.append(merged)
+                index += 2
+                continue
+            merged = self._seed_of_mean(stmts, index, reads) if len(window) >= 2 else None
             if merged is not None:
                 out.append(merged)
                 index += 2
@@ -423,6 +429,44 @@ class _Fuser:
             return None
         merged = gast.Assign(window[1].targets, gast.Call(_nxrt("seed_of_total"), summed, []), None)
         merged.lineno = getattr(window[1], "lineno", None)
+        return merged
+
+    def _seed_of_mean(
+        self, stmts: list[gast.stmt], index: int, reads: Counter
+    ) -> gast.Assign | None:
+        """``_mean = np.mean(v)``, ``_ct = nxrt.grad_seed(_mean)`` at ``index``, with
+        ``_mean`` read again only as ``like`` of the adjoint's ``nxrt.reduced_count(a,
+        _mean)`` (its size, which the seed has), as ``_ct = nxrt.seed_of_mean(v)``; those
+        counts then read ``_ct``. In place for the counts."""
+        mean, seed = (self._single_call(stmt) for stmt in stmts[index : index + 2])
+        if mean is None or seed is None:
+            return None
+        if self.resolver.resolve(mean[1].func) is not np.mean or mean[1].keywords:
+            return None
+        if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
+            return None
+        averaged, seeded = mean[1].args, seed[1].args
+        if len(averaged) != 1 or not isinstance(averaged[0], gast.Name):
+            return None
+        if not _is_name(seeded, mean[0]):
+            return None
+        counts = [
+            call
+            for stmt in stmts[index + 2 :]
+            if (found := self._single_call(stmt)) is not None
+            and self.resolver.resolve((call := found[1]).func) is runtime.reduced_count
+            and len(call.args) == 2
+            and _is_name(call.args[1:], mean[0])
+            and mean[0] not in _read_ids(call.args[0])
+        ]
+        if reads[mean[0]] != 1 + len(counts):
+            return None
+        for call in counts:
+            call.args[1] = gast.Name(seed[0], gast.Load(), None, None)
+        merged = gast.Assign(
+            stmts[index + 1].targets, gast.Call(_nxrt("seed_of_mean"), averaged, []), None
+        )
+        merged.lineno = getattr(stmts[index + 1], "lineno", None)
         return merged
 
     def _seed_of_sum(

@@ -44,6 +44,16 @@ def seed_of_total(value: Any) -> Any:
 
 
 @helper
+def seed_of_mean(value: Any) -> Any:
+    """``grad_seed(np.mean(value))``, where the mean is read by nothing else but the
+    ``reduced_count`` of its adjoint (which needs its size only, the seed's): a loss
+    ``np.mean((pred - y) ** 2)`` under ``grad`` seeds the reverse pass without taking
+    the mean, a reduction compiled the first time (0.6 s) and a pass over the values;
+    plain Python takes it."""
+    return grad_seed(np.mean(value))
+
+
+@helper
 def expand_reduced(value: Any, axis: Any, keepdims: bool) -> Any:
     """``value``, the result of a reduction over ``axis``, with the reduced axes back as
     axes of length 1 (a view): what a fused loop reads to spread it over them, as

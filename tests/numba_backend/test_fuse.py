@@ -684,3 +684,36 @@ def test_the_seed_of_a_sum_of_a_call_does_not_sum_and_keeps_grads_checks():
         nx.jit(nx.grad(complex_total))(x)
     value, _ = nx.jit(nx.value_and_grad(total_of_damped))(x)  # the value is the sum
     np.testing.assert_allclose(value, total_of_damped(x), rtol=1e-14)
+
+
+def mean_squared_error(w, x, y):
+    return np.mean((x @ w - y) ** 2)
+
+
+def complex_mean(x):
+    return np.mean(np.exp(1j * x))
+
+
+def test_the_seed_of_a_mean_loss_takes_no_mean_and_keeps_grads_checks():
+    """``grad`` of ``np.mean((x @ w - y) ** 2)``: the mean is read by the seed (its
+    dtype) and by its adjoint's ``reduced_count`` (its size, the seed's): neither needs
+    it taken, so ``nxrt.seed_of_mean`` seeds the reverse pass and the count reads the
+    seed. The dtype is checked as ``grad_seed`` checks it; ``value_and_grad`` still
+    takes the mean, its value."""
+    rng = np.random.default_rng(4)
+    w, x, y = rng.standard_normal(3), rng.standard_normal((6, 3)), rng.standard_normal(6)
+    grad = nx.grad(mean_squared_error)
+    np.testing.assert_allclose(nx.jit(grad)(w, x, y), grad(w, x, y), rtol=1e-13)
+    np.testing.assert_allclose(grad(w, x, y), 2.0 * x.T @ (x @ w - y) / 6, rtol=1e-13)
+    (text,) = _lowered("grad_mean_squared_error")
+    body = text.split("def grad_mean_squared_error(")[1]
+    assert "nxrt.seed_of_mean(" in body and "nxrt.mean(" not in body, text
+    assert re.search(r"nxrt\.reduced_count\(\w+, _ct_mean\)", body), text
+    with pytest.raises(TypeError, match="complex"):
+        nx.jit(nx.grad(complex_mean))(np.ones(3))
+    value, _ = nx.jit(nx.value_and_grad(mean_squared_error))(w, x, y)
+    np.testing.assert_allclose(value, mean_squared_error(w, x, y), rtol=1e-14)
+    integers = np.arange(6).reshape(2, 3)  # a mean of integers is a float
+    np.testing.assert_allclose(
+        nx.jit(grad)(w, integers, np.ones(2)), grad(w, integers, np.ones(2)), rtol=1e-13
+    )

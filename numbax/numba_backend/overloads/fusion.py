@@ -1,9 +1,12 @@
 """Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
 compiles as it is; ``cotangent_as`` converts a scalar (typed and lowered in place);
-``seed_of_sum`` is decided by types alone; ``expand_reduced`` is a reshape for its
+``seed_of_sum``, ``seed_of_total`` and ``seed_of_mean`` are decided by types
+alone; ``expand_reduced`` is a reshape for its
 constant axes."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 from numba.core import types
@@ -17,6 +20,7 @@ from numbax.runtime.fusion import (
     cotangent_as,
     expand_reduced,
     first,
+    seed_of_mean,
     seed_of_sum,
     seed_of_total,
 )
@@ -57,15 +61,16 @@ def _cotangent_as_lowered(context, builder, signature, args):
     return context.cast(builder, value, from_type, to_type)
 
 
-def _sum_scalar(values: types.Type) -> type | None:
-    """The scalar type of ``np.sum`` of ``values`` (an array or a number), as NumPy
-    gives it: asked of NumPy, which answers at once, rather than of Numba's typing of
-    ``np.sum``, which compiles its implementation (0.07 s the first time)."""
+def _reduced_scalar(values: types.Type, reduction: Any = np.sum) -> type | None:
+    """The scalar type of ``reduction`` (``np.sum``, ``np.mean``) of ``values`` (an
+    array or a number), as NumPy gives it: asked of NumPy, which answers at once, rather
+    than of Numba's typing of the reduction, which compiles its implementation (0.07 s
+    the first time)."""
     if isinstance(values, types.Array):
         values = values.dtype
     if not isinstance(values, types.Number | types.Boolean):
         return None
-    return np.sum(np.zeros(1, as_dtype(values))).dtype.type
+    return np.asarray(reduction(np.zeros(1, as_dtype(values)))).dtype.type
 
 
 @overload(seed_of_sum)
@@ -76,7 +81,7 @@ def _seed_of_sum_jit(kernel, *args):
         args = args[0].types
     typing = cpu_target.typing_context
     values = typing.resolve_function_type(kernel, tuple(args), {})
-    scalar = None if values is None else _sum_scalar(values.return_type)
+    scalar = None if values is None else _reduced_scalar(values.return_type)
     if scalar is None:
         return None
 
@@ -90,7 +95,21 @@ def _seed_of_sum_jit(kernel, *args):
 def _seed_of_total_jit(value):
     """One of the type of ``np.sum(value)``, with ``grad_seed``'s checks; the sum does
     not run."""
-    scalar = _sum_scalar(value)
+    scalar = _reduced_scalar(value)
+    if scalar is None:
+        return None
+
+    def impl(value):
+        return grad_seed(scalar(0))
+
+    return impl
+
+
+@overload(seed_of_mean)
+def _seed_of_mean_jit(value):
+    """One of the type of ``np.mean(value)``, with ``grad_seed``'s checks; the mean
+    is not taken."""
+    scalar = _reduced_scalar(value, np.mean)
     if scalar is None:
         return None
 

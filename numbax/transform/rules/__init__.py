@@ -68,7 +68,7 @@ WITHOUT_DERIVATIVE_RULES = frozenset(
     # whole, never reading its loop (nor the buffers its vectorized code repeats over
     # the batch); fused kernels: written after every transformation.
     ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_repeat", "first"]
-    + ["cotangent_as", "seed_of_sum", "seed_of_total", "expand_reduced"]
+    + ["cotangent_as", "seed_of_sum", "seed_of_total", "seed_of_mean", "expand_reduced"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
