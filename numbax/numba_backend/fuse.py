@@ -39,12 +39,13 @@ import numpy as np
 
 from numbax.numba_backend.kept_shapes import (
     constant_axes,
+    copy_mark,
     is_axes_broadcast,
     is_full_broadcast,
     keeps_shape,
     mark_kept_shapes,
 )
-from numbax.numba_backend.rematerialize import Kinds, rematerialize
+from numbax.numba_backend.rematerialize import MOST_COPIED, Kinds, rematerialize
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.analysis.shape_sources import (
@@ -140,6 +141,62 @@ def _contributing(group: list[gast.Assign]) -> list[gast.Assign]:
             needed.update(_read_ids(stmt.value))
             kept.append(stmt)
     return kept[::-1]
+
+
+def _cones(
+    run: list[gast.Assign], targets: list[str], needed: set[int], reads: list[set[str]]
+) -> list[list[int]] | None:
+    """For each statement of ``run`` whose value is ``needed`` after it (in order), the
+    statements of the run it is computed from (its *cone*, itself last), each read of a
+    needed value before it reading the stored value instead; None where that does not
+    hold or costs too much.
+
+    Splitting a run at each value two of its loops read stores that value, a pass over
+    memory each way, and leaves it as one more loop (or a lone operation) to compile.
+    The JVP of a VJP (a Hessian's) computes two outputs from one chain: split, it made
+    four loops and nine lone operations; as cones, two loops that each compute the chain
+    again. Each cone's loop computes exactly what its value is computed from, so its
+    shape is that value's, as NumPy's would be. None (the split is kept) when a statement
+    is in no cone, when a cone would read a value the run changes before the cone's
+    place (the last statement's), when the copies exceed ``rematerialize.MOST_COPIED``
+    statements, or when a cone reads more than :data:`MOST_INPUTS` arrays."""
+    assignments: dict[str, list[int]] = {}
+    for index, name in enumerate(targets):
+        assignments.setdefault(name, []).append(index)
+
+    def source(name: str, before: int) -> int | None:
+        earlier = [k for k in assignments.get(name, []) if k < before]
+        return earlier[-1] if earlier else None
+
+    def changed(name: str, after: int, until: int) -> bool:
+        """Whether the run assigns ``name`` after statement ``after`` up to ``until``."""
+        return any(after < k <= until for k in assignments.get(name, []))
+
+    cones: list[list[int]] = []
+    for last in sorted(needed):
+        cone: set[int] = set()
+        inputs: set[str] = set()
+        todo = [last]
+        while todo:
+            k = todo.pop()
+            if k in cone:
+                continue
+            cone.add(k)
+            for name in reads[k]:
+                made = source(name, k)
+                if made is None or (made in needed and made != last):  # read as stored
+                    if changed(name, -1 if made is None else made, last - 1):
+                        return None
+                    inputs.add(name)
+                else:
+                    todo.append(made)
+        if len(inputs) > MOST_INPUTS:
+            return None
+        cones.append(sorted(cone))
+    in_cones = [k for cone in cones for k in cone]
+    if set(in_cones) != set(range(len(run))) or len(in_cones) - len(run) > MOST_COPIED:
+        return None
+    return cones
 
 
 @dataclass(frozen=True)
@@ -277,6 +334,7 @@ class _Fuser:
                 defined.add(targets[k])
             return len(group) > 1 and len(inputs) > MOST_INPUTS
 
+        needed = set(outputs)  # stored in any case: read after the run, or as a whole
         while True:  # a value read by a later group must end its own group
             groups = self._split(run, outputs)
             extra = set()
@@ -290,6 +348,10 @@ class _Fuser:
             if extra <= outputs:
                 break
             outputs |= extra
+        if outputs != needed and not self.is_sink(run[-1]):
+            cones = _cones(run, targets, needed, value_reads)
+            if cones is not None:
+                return self._cone_calls(run, cones)
         out: list[gast.stmt] = []
         for group in groups:
             if group[-1] not in outputs:  # nothing of it is read: dead, left as it was
@@ -298,6 +360,25 @@ class _Fuser:
             stmts = _contributing([run[j] for j in group])
             copies = all(isinstance(stmt.value, gast.Name) for stmt in stmts)
             # a loop of copies only would copy an array to name it: left as they are
+            out += self._kernel_call(stmts) if len(stmts) > 1 and not copies else stmts
+        return out
+
+    def _cone_calls(self, run: list[gast.stmt], cones: list[list[int]]) -> list[gast.stmt]:
+        """Each cone (see :func:`_cones`) as one kernel call, or as its statement when it
+        is one; a statement in several cones is copied into the later ones."""
+        out: list[gast.stmt] = []
+        placed: set[int] = set()
+        for cone in cones:
+            stmts = []
+            for k in cone:
+                stmt = run[k]
+                if k in placed:
+                    stmt = clone(stmt)
+                    stmt.recomputed = True  # the loop is named for its own first line
+                    copy_mark(run[k], stmt)
+                placed.add(k)
+                stmts.append(stmt)
+            copies = all(isinstance(stmt.value, gast.Name) for stmt in stmts)
             out += self._kernel_call(stmts) if len(stmts) > 1 and not copies else stmts
         return out
 

@@ -717,3 +717,49 @@ def test_the_seed_of_a_mean_loss_takes_no_mean_and_keeps_grads_checks():
     np.testing.assert_allclose(
         nx.jit(grad)(w, integers, np.ones(2)), grad(w, integers, np.ones(2)), rtol=1e-13
     )
+
+
+def shared_chain(x, y):
+    a = np.exp(x) * y
+    return a + 1.0, a * 2.0
+
+
+def chain_rebinding_its_input(x, y):
+    a = np.exp(x) * y
+    b = a + 1.0
+    x = x * 3.0
+    return b, a - x
+
+
+def test_values_two_loops_share_are_computed_in_each_instead_of_stored():
+    """Two outputs of one chain: each loop computes the chain again (its *cone*) rather
+    than reading it stored, so nothing but the outputs is written. Where the run
+    changes a value a cone reads before the cone's place, the run is split as before."""
+    rng = np.random.default_rng(5)
+    x, y = rng.standard_normal((3, 4)), rng.standard_normal(4)
+    for function in (shared_chain, chain_rebinding_its_input):
+        for got, want in zip(nx.jit(function)(x, y), function(x, y), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-14)
+    (text,) = _lowered("shared_chain")
+    body = text.split("def shared_chain(")[1]
+    assert len(re.findall(r"= _shared_chain_line\d+\(", body)) == 2, text
+    assert "nxrt.op_" not in body and "nxrt.exp(" not in body, text
+    (text,) = _lowered("chain_rebinding_its_input")
+    body = text.split("def chain_rebinding_its_input(")[1]
+    assert re.search(r"\n    a = _chain_rebinding_its_input_line\d+\(", body), text
+
+
+def test_the_jvp_of_a_vjp_is_one_loop_per_output():
+    """The Hessian of a sum of elementwise terms is the JVP of its gradient: two
+    outputs (the VJP's cotangent and its tangent) of one chain, each one loop."""
+    x = np.linspace(-2.0, 2.0, 7)
+    hessian = nx.jit(nx.hessian(sum_logistic))
+    h = 1e-5
+    gradient = nx.grad(sum_logistic)
+    fd = (gradient(x + h) - gradient(x - h)) / (2 * h)
+    np.testing.assert_allclose(np.diag(hessian(x)), fd, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(hessian(x), nx.hessian(sum_logistic)(x), rtol=1e-13)
+    (text,) = _lowered("jvp_vjp_sum_logistic")
+    body = text.split("def jvp_vjp_sum_logistic(")[1]
+    assert len(re.findall(r"= _jvp_vjp_sum_logistic_line\d+\(", body)) == 2, text
+    assert "nxrt.op_" not in body, text
