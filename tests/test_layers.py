@@ -20,6 +20,9 @@ DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
         "numba.cuda.extending": "numba-cuda's overloads, registered only when it is installed",
         "numba.cuda": "libdevice's functions, for numba-cuda's overloads (as above)",
     },
+    "numba_backend/startup.py": {
+        "rocket_fft": "optional (the `fft` extra), imported with scipy.fft held back"
+    },
     "transform/source.py": {
         "_pytest.assertion.rewrite": "optional: reading a test module pytest rewrote"
     },

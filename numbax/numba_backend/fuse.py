@@ -24,6 +24,11 @@ A run may end at a sum of its value over constant axes (``np.sum(x, axis=2)``) o
 ``unbroadcast`` that may sum: the kernel is then declared to sum its values as it makes
 them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``fused_sums.py``), and no
 array of values is stored. Two such loops of the same arguments become one (``also=``).
+
+A run whose values are read after it in several places (the JVP of a VJP returns a
+cotangent and its tangent) makes a loop for each such value, computing it from what
+it is computed from (its *cone*, :func:`_cones`): the values the loops share are
+computed in each rather than stored, within a bound.
 """
 
 from __future__ import annotations
