@@ -547,6 +547,9 @@ class _Fuser:
         ]
         if reads[mean[0]] != 1 + len(counts):
             return None
+        stores = Counter(n.id for n in name_nodes(self.fn, gast.Store))
+        if stores[mean[0]] != 1 or stores[seed[0]] != 1:  # each count reads these values
+            return None
         for call in counts:
             call.args[1] = gast.Name(seed[0], gast.Load(), None, None)
         merged = gast.Assign(
