@@ -240,6 +240,8 @@ class _Fuser:
                 return True
             if _seed_of_each(self.resolver.resolve(value.func)) and len(value.args) == 1:
                 return True
+            if self.resolver.resolve(value.func) is runtime.mul_pow and len(value.args) == 3:
+                return True  # c * x ** p: a power's derivative, elementwise
             if self.reductions and is_axes_broadcast(value, self.resolver):
                 return isinstance(value.args[0], gast.Name)
         return is_elementwise_value(value, self.resolver)  # a copy: derivative code has many

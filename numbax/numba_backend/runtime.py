@@ -43,7 +43,12 @@ ARRAY_METHODS = frozenset(
 """Array methods rewritten to the runtime's reductions (``x.sum(axis=0)``)."""
 
 # Non-ufunc elementwise functions whose listed positional arguments promote together.
-_ELEMENTWISE_VALUE_ARGS: dict[int, tuple[int, ...]] = {id(np.where): (1, 2), id(np.clip): (0, 1, 2)}
+# ``nxrt.mul_pow(c, x, p)``: c and x (an integer power keeps x's dtype, as in NumPy).
+_ELEMENTWISE_VALUE_ARGS: dict[int, tuple[int, ...]] = {
+    id(np.where): (1, 2),
+    id(np.clip): (0, 1, 2),
+    id(nxrt.mul_pow): (0, 1),
+}
 
 
 def elementwise_value_args(func: Any) -> tuple[int, ...]:

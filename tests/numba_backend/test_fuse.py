@@ -763,3 +763,26 @@ def test_the_jvp_of_a_vjp_is_one_loop_per_output():
         body = text.split("def jvp_vjp_sum_logistic(")[1]
         assert len(re.findall(r"= _jvp_vjp_sum_logistic_line\d+\(", body)) == 2, text
         assert "nxrt.op_" not in body, text
+
+
+def cubed_and_constant(x):
+    return np.sum(np.sin(x) * x**3 + x**0)
+
+
+def test_a_powers_derivative_joins_the_adjoints_loop():
+    """``nxrt.mul_pow(c, x, p)`` (``c * x ** p``, exactly 0 where ``c`` is 0) is
+    elementwise: in the adjoint's loop, with ``c`` taking ``x``'s dtype as NumPy's weak
+    scalars do (a float32 derivative stays float32), and 0 where ``x ** 0``'s derivative
+    meets ``x == 0``."""
+    grad = nx.grad(cubed_and_constant)
+    for dtype in (np.float64, np.float32):
+        x = np.linspace(-1.0, 1.0, 5).astype(dtype)  # 0.0 among them
+        got = nx.jit(grad)(x)
+        assert got.dtype == dtype
+        want = np.cos(x) * x**3 + np.sin(x) * 3 * x**2
+        np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-14)
+        np.testing.assert_array_equal(got, grad(x).astype(dtype))
+    for text in _lowered("grad_cubed_and_constant"):
+        body = text.split("def grad_cubed_and_constant(")[1]
+        assert "nxrt.mul_pow(" not in body, text  # only inside the loop
+        assert "nxrt.mul_pow(nxrt.weak(" in text, text
