@@ -69,7 +69,10 @@ def walk(node: gast.AST) -> Iterator[gast.AST]:
         fields = fields_of(kind)
         if fields is None:
             fields = _child_fields(kind)
-        for field in fields:  # the children, read before the node is yielded
+        # The children, read before the node is yielded. Written out here and in
+        # name_nodes rather than called: a call per node was a fifth of a warm start's
+        # walking (640,000 calls for the 4th derivative of tanh).
+        for field in fields:
             value = getattr(node, field, None)
             if isinstance(value, _AST):
                 put(value)
