@@ -488,12 +488,12 @@ class _Fuser:
                 out.append(merged)
                 index += 3
                 continue
-            merged = self._seed_of_total(window[:2], reads) if len(window) >= 2 else None
+            merged = self._seed_of_total(window[:2], reads)
             if merged is not None:
                 out.append(merged)
                 index += 2
                 continue
-            merged = self._seed_of_mean(stmts, index, reads) if len(window) >= 2 else None
+            merged = self._seed_of_mean(stmts, index, reads)
             if merged is not None:
                 out.append(merged)
                 index += 2
@@ -502,22 +502,30 @@ class _Fuser:
             index += 1
         return out
 
-    def _seed_of_total(self, window: list[gast.stmt], reads: Counter) -> gast.Assign | None:
-        total, seed = (self._single_call(stmt) for stmt in window)
-        if total is None or seed is None:
+    def _reduced_then_seeded(
+        self, window: list[gast.stmt], reduction: Any
+    ) -> tuple[str, list[gast.expr]] | None:
+        """``_r = reduction(v)``, ``_ct = nxrt.grad_seed(_r)`` (``window``'s two
+        statements): the reduction's target and its argument list ``[v]``; else None."""
+        if len(window) < 2:
             return None
-        if self.resolver.resolve(total[1].func) is not np.sum or total[1].keywords:
+        reduced, seed = (self._single_call(stmt) for stmt in window[:2])
+        if reduced is None or seed is None:
+            return None
+        if self.resolver.resolve(reduced[1].func) is not reduction or reduced[1].keywords:
             return None
         if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
             return None
-        summed, seeded = total[1].args, seed[1].args
-        if len(summed) != 1 or not isinstance(summed[0], gast.Name):
+        args = reduced[1].args
+        if len(args) != 1 or not isinstance(args[0], gast.Name):
             return None
-        if not _is_name(seeded, total[0]) or reads[total[0]] != 1:
+        return (reduced[0], args) if _is_name(seed[1].args, reduced[0]) else None
+
+    def _seed_of_total(self, window: list[gast.stmt], reads: Counter) -> gast.Assign | None:
+        matched = self._reduced_then_seeded(window, np.sum)
+        if matched is None or reads[matched[0]] != 1:
             return None
-        merged = gast.Assign(window[1].targets, gast.Call(_nxrt("seed_of_total"), summed, []), None)
-        merged.lineno = getattr(window[1], "lineno", None)
-        return merged
+        return _seed_assign(window[1], "seed_of_total", matched[1])
 
     def _seed_of_mean(
         self, stmts: list[gast.stmt], index: int, reads: Counter
@@ -526,63 +534,42 @@ class _Fuser:
         ``_mean`` read again only as ``like`` of the adjoint's ``nxrt.reduced_count(a,
         _mean)`` (its size, which the seed has), as ``_ct = nxrt.seed_of_mean(v)``; those
         counts then read ``_ct``. In place for the counts."""
-        mean, seed = (self._single_call(stmt) for stmt in stmts[index : index + 2])
-        if mean is None or seed is None:
+        matched = self._reduced_then_seeded(stmts[index : index + 2], np.mean)
+        if matched is None:
             return None
-        if self.resolver.resolve(mean[1].func) is not np.mean or mean[1].keywords:
-            return None
-        if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
-            return None
-        averaged, seeded = mean[1].args, seed[1].args
-        if len(averaged) != 1 or not isinstance(averaged[0], gast.Name):
-            return None
-        if not _is_name(seeded, mean[0]):
-            return None
+        mean, seed = matched[0], stmts[index + 1].targets[0].id
         counts = [
             call
             for stmt in stmts[index + 2 :]
             if (found := self._single_call(stmt)) is not None
             and self.resolver.resolve((call := found[1]).func) is runtime.reduced_count
             and len(call.args) == 2
-            and _is_name(call.args[1:], mean[0])
-            and mean[0] not in _read_ids(call.args[0])
+            and _is_name(call.args[1:], mean)
+            and mean not in _read_ids(call.args[0])
         ]
-        if reads[mean[0]] != 1 + len(counts):
+        if reads[mean] != 1 + len(counts):
             return None
         stores = Counter(n.id for n in name_nodes(self.fn, gast.Store))
-        if stores[mean[0]] != 1 or stores[seed[0]] != 1:  # each count reads these values
+        if stores[mean] != 1 or stores[seed] != 1:  # each count reads these values
             return None
         for call in counts:
-            call.args[1] = gast.Name(seed[0], gast.Load(), None, None)
-        merged = gast.Assign(
-            stmts[index + 1].targets, gast.Call(_nxrt("seed_of_mean"), averaged, []), None
-        )
-        merged.lineno = getattr(stmts[index + 1], "lineno", None)
-        return merged
+            call.args[1] = gast.Name(seed, gast.Load(), None, None)
+        return _seed_assign(stmts[index + 1], "seed_of_mean", matched[1])
 
     def _seed_of_sum(
         self, window: list[gast.stmt], kernels: set[str], reads: Counter
     ) -> gast.Assign | None:
-        loop, total, seed = (self._single_call(stmt) for stmt in window)
-        if loop is None or total is None or seed is None:
+        loop = self._single_call(window[0])
+        matched = self._reduced_then_seeded(window[1:], np.sum)
+        if loop is None or matched is None:
             return None
         values, call = loop
         if not (isinstance(call.func, gast.Name) and call.func.id in kernels):
             return None
-        if self.resolver.resolve(total[1].func) is not np.sum:
+        total, summed = matched
+        if not _is_name(summed, values) or reads[values] != 1 or reads[total] != 1:
             return None
-        if self.resolver.resolve(seed[1].func) is not runtime.grad_seed:
-            return None
-        summed, seeded = total[1].args, seed[1].args
-        if not (_is_name(summed, values) and _is_name(seeded, total[0])):
-            return None
-        if reads[values] != 1 or reads[total[0]] != 1:
-            return None
-        merged = gast.Assign(
-            window[2].targets, gast.Call(_nxrt("seed_of_sum"), [call.func, *call.args], []), None
-        )
-        merged.lineno = getattr(window[2], "lineno", None)
-        return merged
+        return _seed_assign(window[2], "seed_of_sum", [call.func, *call.args])
 
     @staticmethod
     def _single_call(stmt: gast.stmt) -> tuple[str, gast.Call] | None:
@@ -783,6 +770,13 @@ def _unbroadcasting_call(
         return None
     like, *args = [a.id for a in call.args]
     return stmt.targets[0].id, call.func.id, like, args
+
+
+def _seed_assign(seed: gast.Assign, helper: str, args: list[gast.expr]) -> gast.Assign:
+    """``seed``'s targets assigned ``nxrt.<helper>(*args)``, at ``seed``'s line."""
+    merged = gast.Assign(seed.targets, gast.Call(_nxrt(helper), args, []), None)
+    merged.lineno = getattr(seed, "lineno", None)
+    return merged
 
 
 def _nxrt(helper: str) -> gast.Attribute:
