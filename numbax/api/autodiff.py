@@ -186,6 +186,15 @@ class Grad(Transformed):
             transformation=self.transformation,
         )
 
+    def __numbax_gradient_of__(self) -> int | None:
+        """The position of the argument whose shape and dtype this function's value
+        has: ``grad(f)``'s, of one real argument and without ``aux``; None for the rest
+        of the family (a pair, a tuple, integers allowed, holomorphic)."""
+        plain = not (self.with_value or self.has_aux or self.as_tuple)
+        if plain and not (self.holomorphic or self.allow_int):
+            return self.positions[0]
+        return None
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values = _bound_arguments(self.fun, args, kwargs)
         for k in self.positions:

@@ -16,7 +16,8 @@ How other layers recognise them without importing this one (protocols, by attrib
 ``__numbax_dispatcher__(options)`` what compiled code calls, ``__numbax_primal__()``
 the function compiled in their place, ``__numbax_identity__()`` their name in a cache
 key, ``__numbax_reuse_key__()`` when compiled code made for another object serves them
-(:mod:`numbax.codegen.reuse`).
+(:mod:`numbax.codegen.reuse`), ``__numbax_gradient_of__()`` (``grad(f)``) the argument
+whose shape and dtype their value has (:mod:`numbax.numba_backend.stand_ins`).
 """
 
 from __future__ import annotations

@@ -51,6 +51,7 @@ from numbax.numba_backend.kept_shapes import (
     mark_kept_shapes,
 )
 from numbax.numba_backend.rematerialize import MOST_COPIED, Kinds, rematerialize
+from numbax.numba_backend.stand_ins import gradient_stand_ins
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.analysis.shape_sources import (
@@ -525,7 +526,7 @@ class _Fuser:
         matched = self._reduced_then_seeded(window, np.sum)
         if matched is None or reads[matched[0]] != 1:
             return None
-        return _seed_assign(window[1], "seed_of_total", matched[1])
+        return _runtime_assign(window[1], "seed_of_total", matched[1])
 
     def _seed_of_mean(
         self, stmts: list[gast.stmt], index: int, reads: Counter
@@ -554,7 +555,7 @@ class _Fuser:
             return None
         for call in counts:
             call.args[1] = gast.Name(seed, gast.Load(), None, None)
-        return _seed_assign(stmts[index + 1], "seed_of_mean", matched[1])
+        return _runtime_assign(stmts[index + 1], "seed_of_mean", matched[1])
 
     def _seed_of_sum(
         self, window: list[gast.stmt], kernels: set[str], reads: Counter
@@ -569,7 +570,7 @@ class _Fuser:
         total, summed = matched
         if not _is_name(summed, values) or reads[values] != 1 or reads[total] != 1:
             return None
-        return _seed_assign(window[2], "seed_of_sum", [call.func, *call.args])
+        return _runtime_assign(window[2], "seed_of_sum", [call.func, *call.args])
 
     @staticmethod
     def _single_call(stmt: gast.stmt) -> tuple[str, gast.Call] | None:
@@ -772,13 +773,6 @@ def _unbroadcasting_call(
     return stmt.targets[0].id, call.func.id, like, args
 
 
-def _seed_assign(seed: gast.Assign, helper: str, args: list[gast.expr]) -> gast.Assign:
-    """``seed``'s targets assigned ``nxrt.<helper>(*args)``, at ``seed``'s line."""
-    merged = gast.Assign(seed.targets, gast.Call(_nxrt(helper), args, []), None)
-    merged.lineno = getattr(seed, "lineno", None)
-    return merged
-
-
 def _nxrt(helper: str) -> gast.Attribute:
     """``nxrt.<helper>``."""
     return gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())
@@ -802,6 +796,7 @@ def fuse_elementwise(
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
     fn.body = _parameters_unpacked_early(fn.body, params, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
+    gradient_stand_ins(fn, resolver)
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
     _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)

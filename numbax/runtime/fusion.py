@@ -8,7 +8,7 @@ import numpy as np
 
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.registry import helper
-from numbax.runtime.seeds import grad_seed
+from numbax.runtime.seeds import grad_dtype_check, grad_seed
 
 
 @helper
@@ -62,3 +62,14 @@ def expand_reduced(value: Any, axis: Any, keepdims: bool) -> Any:
         return value
     axes = axis if isinstance(axis, tuple) else (axis,)
     return np.expand_dims(value, axes)
+
+
+@helper
+def gradient_stand_in(argument: Any) -> Any:
+    """What ``grad(f)(argument)`` is to compiled code that reads only its shape and
+    dtype (a seed, a cotangent spread over it): ``argument`` itself, which has both, with
+    ``grad``'s check of its dtype. ``grad`` of ``np.sum(derivative(x))`` needs the
+    inner gradient's value only for that, and computing it compiled and ran every lower
+    order again (``numba_backend/stand_ins.py``)."""
+    grad_dtype_check(argument, 0)
+    return argument

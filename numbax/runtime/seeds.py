@@ -19,6 +19,11 @@ COMPLEX_OUTPUT = (
     "directly."
 )
 REAL_OUTPUT = "grad with holomorphic=True requires outputs with complex dtype, but got {}."
+INTEGER_INPUT = (
+    "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
+    "np.inexact), but got {}. If you want to use Boolean- or integer-valued inputs, use "
+    "vjp or set allow_int to True."
+)
 
 
 @helper
@@ -91,9 +96,5 @@ def grad_dtype_check(x: Any, argnum: int, holomorphic: bool = False) -> None:
                 f"but got {dtype.name}."
             )
         if dtype.kind in "biu":
-            raise TypeError(
-                "grad requires real- or complex-valued inputs (input dtype that is a "
-                f"sub-dtype of np.inexact), but got {dtype.name}. If you want to use "
-                "Boolean- or integer-valued inputs, use vjp or set allow_int to True."
-            )
+            raise TypeError(INTEGER_INPUT.format(dtype.name))
     return None

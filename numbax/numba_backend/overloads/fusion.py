@@ -1,7 +1,7 @@
 """Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
 compiles as it is; ``cotangent_as`` converts a scalar (typed and lowered in place);
 ``seed_of_sum``, ``seed_of_total`` and ``seed_of_mean`` are decided by types
-alone; ``expand_reduced`` is a reshape for its
+alone, and so is ``gradient_stand_in``'s check; ``expand_reduced`` is a reshape for its
 constant axes."""
 
 from __future__ import annotations
@@ -14,17 +14,18 @@ from numba.core.registry import cpu_target
 from numba.extending import lower_builtin, overload, register_jitable, type_callable
 from numba.np.numpy_support import as_dtype
 
-from numbax.numba_backend.overloads.common import _define, _fail, _tuple
+from numbax.numba_backend.overloads.common import _always, _define, _fail, _tuple
 from numbax.numba_backend.reductions import _axes, _keepdims
 from numbax.runtime.fusion import (
     cotangent_as,
     expand_reduced,
     first,
+    gradient_stand_in,
     seed_of_mean,
     seed_of_sum,
     seed_of_total,
 )
-from numbax.runtime.seeds import grad_seed
+from numbax.runtime.seeds import INTEGER_INPUT, grad_seed
 
 register_jitable(first)
 
@@ -117,6 +118,23 @@ def _seed_of_mean_jit(value):
         return grad_seed(scalar(0))
 
     return impl
+
+
+@overload(gradient_stand_in)
+def _gradient_stand_in_jit(argument):
+    """The argument itself, or ``grad``'s TypeError for an integer or boolean one (the
+    message a constant: one built at run time does not survive nested compiled calls)."""
+    dtype = argument.dtype if isinstance(argument, types.Array) else argument
+    if isinstance(dtype, types.Integer | types.Boolean):
+        message = INTEGER_INPUT.format(as_dtype(dtype).name)
+
+        def refuse(argument):
+            if _always():
+                raise TypeError(message)
+            return argument
+
+        return refuse
+    return lambda argument: argument
 
 
 @overload(expand_reduced, prefer_literal=True)
