@@ -37,7 +37,7 @@ import numpy as np
 
 from numbax.transform import rules
 from numbax.transform.analysis import effects
-from numbax.transform.analysis.dataflow import Liveness, definitions
+from numbax.transform.analysis.dataflow import Liveness, definitions, read_names
 from numbax.transform.provenance import ORIGIN, annotate, origin_of, reruns
 from numbax.transform.resolve import LOCAL, local_names
 from numbax.transform.restores import cancel_restores, rename_restored
@@ -252,18 +252,31 @@ def _sweep(stmts: list[gast.stmt], liveness: Liveness, names: _Names, top: bool)
     """Remove from ``stmts`` (nested blocks included) the assignments whose value
     nothing reads and whose computation has no effect, and what is left empty;
     whether anything was removed. ``top``: the function's body (which needs no
-    ``pass``)."""
+    ``pass``).
+
+    The function's body is swept from its end with what is live after each statement
+    as it is *after* the removals below it (``liveness``, computed before any, gives
+    nested blocks theirs): a chain of values read only by each other goes at once,
+    where each pass of the cleanup would otherwise remove one link."""
     changed = False
     kept: list[gast.stmt] = []
-    for stmt in stmts:
+    live = set(liveness.after(stmts[-1])) if top and stmts else None
+    for stmt in reversed(stmts):
+        compound = False
         for block in ("body", "orelse"):
             inner = getattr(stmt, block, None)
             if inner:
+                compound = True
                 changed |= _sweep(inner, liveness, names, top=False)
-        if _dead(stmt, liveness, names):
+        if _dead(stmt, liveness.after(stmt) if live is None else live, names):
             changed = True
             continue
         kept.append(stmt)
+        if live is not None:  # what is live before it (a superset, for a compound one)
+            if not (compound or isinstance(stmt, gast.AugAssign)):  # ``x += 1`` reads x
+                live -= definitions(stmt)
+            live |= read_names(stmt)
+    kept.reverse()
     if not kept and not top:
         kept = [gast.Pass()]
     real = [s for s in kept if not isinstance(s, gast.Pass)]
@@ -274,13 +287,13 @@ def _sweep(stmts: list[gast.stmt], liveness: Liveness, names: _Names, top: bool)
     return changed
 
 
-def _dead(stmt: gast.stmt, liveness: Liveness, names: _Names) -> bool:
+def _dead(stmt: gast.stmt, live_after: set[str], names: _Names) -> bool:
     if isinstance(stmt, gast.Assign):
         target = stmt.targets[0]
         elements = target.elts if isinstance(target, gast.Tuple) else [target]
         if not all(isinstance(e, gast.Name) for e in elements):
             return False  # a store into an array (or into a tuple's element)
-        if definitions(stmt) & liveness.after(stmt):
+        if definitions(stmt) & live_after:
             return False
         return _pure(stmt.value, names, may_raise=reruns(stmt))
     if isinstance(stmt, gast.If):  # nothing left in either branch
@@ -290,7 +303,7 @@ def _dead(stmt: gast.stmt, liveness: Liveness, names: _Names) -> bool:
             _empty(stmt.body)
             and not stmt.orelse
             and _pure(stmt.iter, names)
-            and not (definitions(stmt) & liveness.after(stmt))
+            and not (definitions(stmt) & live_after)
         )
     return False
 
