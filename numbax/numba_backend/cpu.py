@@ -32,6 +32,7 @@ from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
 from numbax.numba_backend.pipeline import Specialization, specialize
+from numbax.numba_backend.stand_ins import RESULT_TYPE_ONLY
 from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.source import FunctionSource, display_name, read_function
 
@@ -163,6 +164,7 @@ def compile_function(
     transformation: str = "jit",
     weak_params: frozenset[str] | None = None,
     inline: bool = False,
+    result_type_only: bool = False,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
@@ -170,16 +172,19 @@ def compile_function(
     as weakly typed (None: any parameter may be one). ``inline``: compiled code that
     calls the function takes its body in (Numba's ``inline="always"``) instead of
     calling a separately compiled function, unless it calls itself.
+    ``result_type_only``: for callers that read only the result's shape and dtype
+    (``stand_ins.py``).
     """
     options = dict(options or {})
     helper_options = _helper_options(options)
     generated = specialize(
         source,
-        lambda func: compile_helper(func, helper_options),
+        lambda func, **kind: compile_helper(func, helper_options, **kind),
         statics,
         options,
         transformation,
         weak_params,
+        result_type_only=result_type_only,
     )
     typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
@@ -193,6 +198,8 @@ def compile_function(
         dispatcher.__numbax_typed_per_process__ = True
     if generated.calls_itself:  # by its module-level name: the compiled version
         setattr(generated.module, generated.function.__name__, dispatcher)
+    if generated.result_stood_in:
+        setattr(dispatcher, RESULT_TYPE_ONLY, True)
     return Compiled(dispatcher, generated)
 
 
@@ -211,7 +218,7 @@ _helpers: dict[tuple[Any, ...], Any] = {}
 _compiling: set[tuple[Any, ...]] = set()
 
 
-def compile_helper(func: Any, options: dict[str, Any]) -> Any:
+def compile_helper(func: Any, options: dict[str, Any], result_type_only: bool = False) -> Any:
     """The Numba dispatcher for a user function called from compiled code (cached).
 
     The function is inlined into its callers: each compiled function costs Numba a
@@ -221,7 +228,12 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
 
     An object numbax made says what compiled code calls for it: ``__numbax_dispatcher__``
     gives its dispatcher (``jit(f)``, ``vmap(f)``'s loop), ``__numbax_primal__`` the
-    function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``)."""
+    function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``).
+
+    ``result_type_only``: for a call whose result is read only for its shape and dtype,
+    the variant whose result is a stand-in (``stand_ins.py``), where it differs."""
+    if result_type_only:
+        return _result_type_helper(func, options)
     if not hasattr(func, "__numbax_dispatcher__") and hasattr(func, "__numbax_primal__"):
         func = func.__numbax_primal__()
     if hasattr(func, "__numbax_dispatcher__"):
@@ -240,6 +252,29 @@ def compile_helper(func: Any, options: dict[str, Any]) -> Any:
         finally:
             _compiling.discard(key)
     return _helpers[key]
+
+
+def _result_type_helper(func: Any, options: dict[str, Any]) -> Any:
+    """:func:`compile_helper`'s variant of user function ``func`` for callers that read
+    only its result's shape and dtype; the function itself where the variant would be
+    the same (or while it is being compiled: a recursive call)."""
+    key = (reuse_key(func), tuple(sorted(options.items())))
+    variant = (*key, "result type")
+    if variant not in _helpers:
+        if key in _compiling or variant in _compiling:
+            return compile_helper(func, options)
+        _compiling.add(variant)
+        try:
+            compiled = compile_function(
+                read_function(func), options=options, inline=True, result_type_only=True
+            )
+        finally:
+            _compiling.discard(variant)
+        if compiled.generated.result_stood_in:
+            _helpers[variant] = compiled.dispatcher
+        else:
+            _helpers[variant] = compile_helper(func, options)
+    return _helpers[variant]
 
 
 def _helper_options(options: dict[str, Any]) -> dict[str, Any]:

@@ -51,7 +51,7 @@ from numbax.numba_backend.kept_shapes import (
     mark_kept_shapes,
 )
 from numbax.numba_backend.rematerialize import MOST_COPIED, Kinds, rematerialize
-from numbax.numba_backend.stand_ins import gradient_stand_ins
+from numbax.numba_backend.stand_ins import stand_ins
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.analysis.shape_sources import (
@@ -796,7 +796,7 @@ def fuse_elementwise(
     mark_kept_shapes(fn.body, params, resolver, fuser.is_elementwise, cotangents)
     fn.body = _parameters_unpacked_early(fn.body, params, fuser.is_elementwise)
     fn.body = fuser.seeds_without_sums(fuser.block(fn.body, frozenset()))
-    gradient_stand_ins(fn, resolver)
+    stand_ins(fn, resolver)
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
     _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)

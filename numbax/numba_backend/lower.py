@@ -32,6 +32,7 @@ from numbax.errors import TransformError
 from numbax.numba_backend import runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.numba_backend.host_calls import host_stub
+from numbax.numba_backend.stand_ins import RESULT_TYPE_ONLY
 from numbax.runtime import nxrt
 from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
 from numbax.runtime.shapes import array_operand
@@ -149,7 +150,7 @@ class _Lowerer(gast.NodeTransformer):
         self,
         fn: gast.FunctionDef,
         resolver: Resolver,
-        compile_helper: Callable[[types.FunctionType], Any],
+        compile_helper: Callable[..., Any],
         kernels: frozenset[str] = frozenset(),
         weak_params: frozenset[str] | None = None,
     ) -> None:
@@ -284,7 +285,7 @@ class _Lowerer(gast.NodeTransformer):
                 gast.Name(f"{name}_{len(node.args)}", gast.Load(), None, None), fixed
             )
         elif is_transformable_function(target):
-            node.func = self._bind_helper(node.func, target)
+            node.func = self._bind_helper(node.func, target, getattr(node, RESULT_TYPE_ONLY, False))
         value_args = runtime.elementwise_value_args(target)
         if value_args:
             chosen = [node.args[i] for i in value_args if i < len(node.args)]
@@ -395,15 +396,24 @@ class _Lowerer(gast.NodeTransformer):
             return gast.Attribute(gast.Name("np", gast.Load(), None, None), name, gast.Load())
         return dtype
 
-    def _bind_helper(self, func_node: gast.AST, target: types.FunctionType) -> gast.Name:
-        """Bind the compiled ``target`` in the generated module; call it by plain name."""
+    def _bind_helper(
+        self, func_node: gast.AST, target: types.FunctionType, result_type_only: bool = False
+    ) -> gast.Name:
+        """Bind the compiled ``target`` in the generated module; call it by plain name.
+        ``result_type_only``: the call's result is read only for its shape and dtype, so
+        the variant with a stand-in result serves, where it differs (``stand_ins.py``)."""
         if not isinstance(func_node, gast.Name):  # `mod.helper(x)` becomes `helper(x)`
             func_node = gast.Name(target.__name__, gast.Load(), None, None)
-        compiled = self.compile_helper(target)
+        if result_type_only:
+            compiled = self.compile_helper(target, result_type_only=True)
+        else:
+            compiled = self.compile_helper(target)
         if compiled is RECURSIVE:  # f calls f: by its own name, bound to its dispatcher
             self.bindings[self.fn.name] = RECURSIVE
             return gast.Name(self.fn.name, gast.Load(), None, None)
         name = func_node.id
+        if getattr(compiled, RESULT_TYPE_ONLY, False):
+            name += "_type"
         clashes = (
             name == self.fn.name  # f calls f: the definition would replace the binding
             or name in self.resolver.locals  # `Dense.__call__(x)` beside a local `__call__`
@@ -443,7 +453,7 @@ def _keep_result_dtype(fn: gast.FunctionDef) -> None:
 def lower_for_numba(
     fn: gast.FunctionDef,
     resolver: Resolver,
-    compile_helper: Callable[[types.FunctionType], Any],
+    compile_helper: Callable[..., Any],
     kernels: list[gast.FunctionDef] = (),
     weak_params: frozenset[str] | None = None,
 ) -> tuple[gast.FunctionDef, dict[str, Any]]:

@@ -29,6 +29,7 @@ from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.shared_kernels import share_kernels
+from numbax.numba_backend.stand_ins import stand_in_result
 from numbax.numba_backend.tapes import array_tapes, device_tapes
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
@@ -37,10 +38,11 @@ from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, describe_file, display_name
 from numbax.transform.specialize import bake_static_arguments
 
-HelperCompiler = Callable[[Any], Any]
+HelperCompiler = Callable[..., Any]
 """How a target compiles a user function that generated code calls: the compiled
 callable to bind, or :data:`~numbax.numba_backend.lower.RECURSIVE` for the function
-being compiled."""
+being compiled; with ``result_type_only=True`` (CPU), for a call whose result is read
+only for its shape and dtype."""
 
 
 @dataclass
@@ -52,6 +54,7 @@ class Specialization:
     source: FunctionSource  # the user's function it was generated from
     emitted: EmittedSource
     bindings: dict[str, Any]  # what the module binds by name
+    result_stood_in: bool = False  # its result is a stand-in of its shape and dtype
 
     @property
     def text(self) -> str:
@@ -78,12 +81,16 @@ def specialize(
     target: str = "cpu",
     arrays: ThreadArrays | None = None,
     extra_bindings: dict[str, Any] | None = None,
+    result_type_only: bool = False,
 ) -> Specialization:
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
 
     ``target``: ``"cpu"`` runs the passes that serve ``numba.njit`` (elementwise runs
     fused into loops over arrays, tapes as arrays); ``"cuda"`` leaves them out, as a
     device function runs on one example's scalars and allocates nothing.
+
+    ``result_type_only``: the callers read only the shape and dtype of the result,
+    which may then be a stand-in (``stand_ins.stand_in_result``; CPU only).
 
     ``options`` are the target's compile options: they change the machine code, so they
     are part of the module's cache key. ``weak_params``: the parameters given Python
@@ -96,8 +103,10 @@ def specialize(
         fn = known_shapes(fn, arrays)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
     kernels: list[gast.FunctionDef] = []
+    stood_in = False
     if target == "cpu":
         fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
+        stood_in = result_type_only and stand_in_result(fn, resolver, kernels)
     elif target == "cuda":
         fn = scalar_selects(fn, resolver)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
@@ -116,6 +125,8 @@ def specialize(
     if arrays is not None:
         shapes = arrays.describe([a.id for a in fn.args.args])
         held = f"arrays in local memory, for one example's shapes: {shapes or 'its own'}"
+    if stood_in:
+        held = "for callers that read only the result's shape and dtype: a stand-in of them"
     header = _header(source, transformation, statics, weak_params, held)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]
@@ -137,7 +148,7 @@ def specialize(
     function = getattr(function, "py_func", function)
     function.__defaults__ = _remaining_defaults(source.func, fn)
     function.__kwdefaults__ = source.func.__kwdefaults__
-    return Specialization(function, module, source, emitted, bindings)
+    return Specialization(function, module, source, emitted, bindings, stood_in)
 
 
 def _header(

@@ -1,4 +1,4 @@
-"""Gradients computed only for their shape and dtype, not computed.
+"""Values computed only for their shape and dtype, not computed.
 
 ``grad`` of ``np.sum(derivative(x))``, with ``derivative = grad(f)`` (autograd's way to
 an elementwise higher derivative), reads the inner gradient's value for two things
@@ -6,23 +6,31 @@ only: the dtype of the seed (``nxrt.seed_of_total``, once fusion has dropped the
 and the shape its cotangent is spread over (``nxrt.broadcast_reduced``). The VJP of
 ``derivative`` that follows computes that gradient again, as it needs it. Compiled, the
 call still ran, and compiled, every lower order: the 4th derivative of ``tanh`` compiled
-16 generated functions where 6 do the work.
+16 generated functions where 6 do the work. A gradient of one real argument has that
+argument's shape and dtype (``grad(f)``'s ``__numbax_gradient_of__()``), so where every
+read of such a call's value is one of those (:data:`_SHAPE_READS`), the call becomes
+``nxrt.gradient_stand_in(x)``: ``x`` itself, after ``grad``'s check of its dtype.
 
-A gradient of one real argument has that argument's shape and dtype (``grad(f)``'s
-``__numbax_gradient_of__()``), so where every read of such a call's value is one of
-those (:data:`_SHAPE_READS`), the call becomes ``nxrt.gradient_stand_in(x)``: ``x``
-itself, after ``grad``'s check of its dtype.
+A Jacobian calls its function for the shape and dtype of the output alone (``jacrev``
+of ``sum_logistic``: the sum, its reduction compiled and run for a scalar's type). Such
+a call of a user's function is marked (:data:`RESULT_TYPE_ONLY`) and compiled as a
+variant of the function whose result is a stand-in where its value is a reduction over
+all of an array (:func:`stand_in_result`): a zero of the reduction's type, and the fused
+loop that made the array, when nothing else reads it, a zero of its values' type. Where
+the function ends otherwise, the variant is the function itself.
 
-Only a function known to be effect free is replaced (``transform/analysis/effects.py``):
-skipping it skips nothing but its value and the errors it raises; its lines run again in
-its VJP, the one run left.
+Only a function known to be effect free is replaced or marked
+(``transform/analysis/effects.py``): skipping it skips nothing but its value and the
+errors it raises; its lines run again in the VJP or JVP that follows.
 """
 
 from __future__ import annotations
 
+import types
 from collections import Counter
 
 import gast
+import numpy as np
 
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis import effects
@@ -35,14 +43,27 @@ _SHAPE_READS = {
     runtime.broadcast_reduced: 1,
     runtime.unbroadcast: 1,
     runtime.reduced_count: 1,
+    runtime.jac_buffer: 0,
+    runtime.jac_size: 0,
+    runtime.jac_basis: 0,
+    runtime.jac_unflatten: 1,
+    runtime.jac_diagonal: 1,
 }
 """Runtime helpers → the position of the argument of which they read only the shape and
 dtype."""
 
 
-def gradient_stand_ins(fn: gast.FunctionDef, resolver: Resolver) -> None:
-    """Replace in place, in ``fn``, each gradient whose value only gives shapes and
-    dtypes by ``nxrt.gradient_stand_in`` of its argument."""
+RESULT_TYPE_ONLY = "numbax_result_type_only"
+"""The attribute set on a call of a user's function whose result is read only for its
+shape and dtype: lowering binds the function's variant (:func:`stand_in_result`)."""
+
+_REDUCTIONS = {np.sum: "sum", np.mean: "mean"}
+
+
+def stand_ins(fn: gast.FunctionDef, resolver: Resolver) -> None:
+    """In place, in ``fn``: each gradient whose value only gives shapes and dtypes
+    becomes ``nxrt.gradient_stand_in`` of its argument, and each such call of a user's
+    function is marked :data:`RESULT_TYPE_ONLY`."""
     reads = Counter(n.id for n in name_nodes(fn, gast.Load))
     shape_reads = Counter(_shape_reads(fn, resolver))
     for node in walk(fn):
@@ -55,7 +76,69 @@ def gradient_stand_ins(fn: gast.FunctionDef, resolver: Resolver) -> None:
             continue
         argument = _gradient_argument(node.value, resolver)
         if argument is not None:
-            node.value = gast.Call(_stand_in(), [argument], [])
+            node.value = gast.Call(_runtime("gradient_stand_in"), [argument], [])
+        elif _effect_free_function_call(node.value, resolver):
+            setattr(node.value, RESULT_TYPE_ONLY, True)
+
+
+def stand_in_result(
+    fn: gast.FunctionDef, resolver: Resolver, kernels: list[gast.FunctionDef]
+) -> bool:
+    """Rewrite ``fn`` (fused, not yet lowered), whose callers read only its result's
+    shape and dtype, so that a result reduced over all of an array is a stand-in:
+    ``_sum = np.sum(_values)`` becomes ``nxrt.reduction_stand_in(_values, 'sum')``, and
+    ``_values = _kernel(x)``, a fused loop nothing else reads, ``nxrt.loop_stand_in(_kernel,
+    x)``. Whether ``fn`` changed."""
+    last = fn.body[-1] if fn.body else None
+    if not (isinstance(last, gast.Return) and isinstance(last.value, gast.Name)):
+        return False
+    reads = Counter(n.id for n in name_nodes(fn, gast.Load))
+    stores = Counter(n.id for n in name_nodes(fn, gast.Store))
+    reduced = _assignment(fn.body, last.value.id, reads, stores)
+    if reduced is None or len(reduced.value.args) != 1:
+        return False
+    reduction = next(
+        (r for f, r in _REDUCTIONS.items() if f is resolver.resolve(reduced.value.func)), None
+    )
+    values = reduced.value.args[0]
+    if reduction is None or not isinstance(values, gast.Name):
+        return False
+    reduced.value = gast.Call(
+        _runtime("reduction_stand_in"), [values, gast.Constant(reduction, None)], []
+    )
+    loop = _assignment(fn.body, values.id, reads, stores)
+    plain = {k.name for k in kernels if not getattr(k, "numbax_sum", None)}
+    if loop is not None and isinstance(loop.value.func, gast.Name) and loop.value.func.id in plain:
+        loop.value = gast.Call(_runtime("loop_stand_in"), [loop.value.func, *loop.value.args], [])
+    return True
+
+
+def _assignment(
+    body: list[gast.stmt], name: str, reads: Counter, stores: Counter
+) -> gast.Assign | None:
+    """The statement of ``body`` (not nested) that assigns ``name`` a call by position,
+    when it is the only one and one statement reads ``name``."""
+    if reads[name] != 1 or stores[name] != 1:
+        return None
+    for stmt in body:
+        if isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
+            target, value = stmt.targets[0], stmt.value
+            if isinstance(target, gast.Name) and target.id == name:
+                plain = isinstance(value, gast.Call) and not value.keywords
+                if plain and all(isinstance(a, gast.Name | gast.Constant) for a in value.args):
+                    return stmt
+                return None
+    return None
+
+
+def _effect_free_function_call(value: gast.expr, resolver: Resolver) -> bool:
+    """Whether ``value`` calls, by position, a user's function known to be effect free."""
+    if not isinstance(value, gast.Call) or value.keywords:
+        return False
+    if any(isinstance(a, gast.Starred) for a in value.args):
+        return False
+    callee = resolver.resolve(value.func)
+    return isinstance(callee, types.FunctionType) and effects.known_effect_free(callee)
 
 
 def _shape_reads(fn: gast.FunctionDef, resolver: Resolver) -> list[str]:
@@ -91,7 +174,5 @@ def _gradient_argument(value: gast.expr, resolver: Resolver) -> gast.Name | None
     return gast.Name(argument.id, gast.Load(), None, None)
 
 
-def _stand_in() -> gast.Attribute:
-    return gast.Attribute(
-        gast.Name("nxrt", gast.Load(), None, None), "gradient_stand_in", gast.Load()
-    )
+def _runtime(helper: str) -> gast.Attribute:
+    return gast.Attribute(gast.Name("nxrt", gast.Load(), None, None), helper, gast.Load())

@@ -73,3 +73,22 @@ def gradient_stand_in(argument: Any) -> Any:
     order again (``numba_backend/stand_ins.py``)."""
     grad_dtype_check(argument, 0)
     return argument
+
+
+@helper
+def loop_stand_in(kernel: Any, *args: Any) -> Any:
+    """``kernel(*args)`` (a fused loop) where only the dtype of its values is read (by
+    :func:`reduction_stand_in`): compiled code gives a zero of that dtype, known from
+    the scalar kernel's types, and neither runs the loop nor compiles it; plain Python
+    runs it."""
+    return kernel(*args)
+
+
+@helper
+def reduction_stand_in(value: Any, reduction: str) -> Any:
+    """``np.<reduction>(value)`` (``"sum"``, ``"mean"``) over all of ``value``, where only
+    its type is read: compiled code gives a zero of the reduction's dtype without
+    reducing (a function whose caller reads only its result's shape and dtype, as a
+    Jacobian reads its function's output: ``numba_backend/stand_ins.py``); plain Python
+    reduces."""
+    return getattr(np, reduction)(value)

@@ -1,6 +1,7 @@
-"""Under jit, a gradient whose value is read only for its shape and dtype is not
-computed (``numba_backend/stand_ins.py``): the same values, dtypes and errors as
-without jit, and what the value is read for decides."""
+"""Under jit, a value read only for its shape and dtype is not computed
+(``numba_backend/stand_ins.py``): a gradient is its argument, and a user's function
+whose Jacobian needs only its output's type returns a stand-in of it. The same values,
+dtypes and errors as without jit, and what the value is read for decides."""
 
 import sys
 
@@ -34,6 +35,28 @@ slope_in_x = nx.grad(scaled_bump, argnums=1)
 
 def total_slope_in_x(a, x):
     return np.sum(slope_in_x(a, x))
+
+
+def total_logistic(x):
+    return np.sum(1.0 / (1.0 + np.exp(-x)))
+
+
+def mean_square(x):
+    return np.mean(x * x * x)
+
+
+def logistic(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _stand_in_modules(name):
+    """The generated modules of ``name`` with a stand-in result."""
+    return [
+        m.__numbax_source__
+        for m in list(sys.modules.values())
+        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {name} (")
+        and "a stand-in of them" in m.__numbax_source__
+    ]
 
 
 def _lowered_body(name):
@@ -106,3 +129,28 @@ def test_only_a_plain_gradient_of_one_real_argument_declares_its_value_like_it()
         nx.grad(f, allow_int=True),
     ]:
         assert other.__numbax_gradient_of__() is None
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_hessian_reads_its_functions_output_type_from_a_stand_in(dtype):
+    x = np.linspace(-1.0, 1.0, 5).astype(dtype)
+    hessian = nx.hessian(total_logistic)
+    compiled = nx.jit(hessian)(x)
+    assert compiled.dtype == dtype
+    np.testing.assert_allclose(compiled, hessian(x), rtol=1e-6 if dtype == np.float32 else 1e-12)
+    body = _lowered_body("jvp_jacrev_total_logistic")
+    assert "_out = _total_logistic_type(x)" in body, body
+    (variant,) = {text for text in _stand_in_modules("total_logistic")}
+    assert "nxrt.reduction_stand_in(_div, 'sum')" in variant, variant
+    assert "nxrt.loop_stand_in(_total_logistic_line" in variant, variant
+
+
+def test_a_mean_has_its_own_stand_in_and_a_vector_output_none():
+    x = np.linspace(-1.0, 1.0, 5)
+    for f in (mean_square, logistic):
+        jacobian = nx.jacrev(f)
+        np.testing.assert_allclose(nx.jit(jacobian)(x), jacobian(x), rtol=1e-12, atol=1e-15)
+    (variant,) = {text for text in _stand_in_modules("mean_square")}
+    assert "nxrt.reduction_stand_in(_mul_2, 'mean')" in variant, variant
+    assert not _stand_in_modules("logistic")
+    assert "_out = _logistic(x)" in _lowered_body("jacrev_logistic")

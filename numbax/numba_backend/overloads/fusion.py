@@ -21,6 +21,8 @@ from numbax.runtime.fusion import (
     expand_reduced,
     first,
     gradient_stand_in,
+    loop_stand_in,
+    reduction_stand_in,
     seed_of_mean,
     seed_of_sum,
     seed_of_total,
@@ -135,6 +137,38 @@ def _gradient_stand_in_jit(argument):
 
         return refuse
     return lambda argument: argument
+
+
+@overload(loop_stand_in)
+def _loop_stand_in_jit(kernel, *args):
+    """A zero of the type of the fused loop's values, from its scalar kernel's types
+    (compiling the kernel alone, not the loop)."""
+    if args and isinstance(args[0], types.StarArgTuple):
+        args = args[0].types
+    fused = getattr(getattr(kernel, "typing_key", None), "__numbax_scalar__", None)
+    if fused is None:
+        return None
+    scalar = as_dtype(fused.element_types(tuple(args))[2]).type
+
+    def impl(kernel, *args):
+        return scalar(0)
+
+    return impl
+
+
+@overload(reduction_stand_in, prefer_literal=True)
+def _reduction_stand_in_jit(value, reduction):
+    """A zero of the type of ``np.<reduction>(value)``; nothing is reduced."""
+    if not isinstance(reduction, types.StringLiteral):
+        return None
+    scalar = _reduced_scalar(value, getattr(np, reduction.literal_value))
+    if scalar is None:
+        return None
+
+    def impl(value, reduction):
+        return scalar(0)
+
+    return impl
 
 
 @overload(expand_reduced, prefer_literal=True)
