@@ -195,13 +195,19 @@ class Grad(Transformed):
             return self.positions[0]
         return None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __numbax_check_arguments__(self, args: tuple, kwargs: dict) -> list[Any]:
+        """Raise JAX's TypeError for an argument ``grad`` cannot differentiate with
+        respect to (integers, unless ``allow_int``; real ones, with ``holomorphic``); the
+        arguments bound to the parameters. ``jit(grad(f))`` checks as ``grad(f)`` does."""
         values = _bound_arguments(self.fun, args, kwargs)
-        for k in self.positions:
-            if k >= len(values):
-                continue
-            if self.holomorphic or not self.allow_int:
-                grad_dtype_check(values[k], k, self.holomorphic)
+        if self.holomorphic or not self.allow_int:
+            for k in self.positions:
+                if k < len(values):
+                    grad_dtype_check(values[k], k, self.holomorphic)
+        return values
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        values = self.__numbax_check_arguments__(args, kwargs)
         result = self.generated().function(*args, **kwargs)
         if self.with_value:
             value, grads = result

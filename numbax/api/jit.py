@@ -162,6 +162,8 @@ class Jitted(NumbaxFunction):
                 f"numbax passes through are {sorted(NUMBA_OPTIONS - {'inline'})}"
             )
         self.options = dict(numba_options)
+        # grad(f)'s checks of its arguments' dtypes, made by jit(grad(f)) too
+        self._check_arguments = getattr(self.fun, "__numbax_check_arguments__", None)
         # parallel=False: one thread for numbax's loops too (``numba_backend/threads.py``)
         self._one_thread = numba_options.get("parallel") is False
         if inline:
@@ -257,9 +259,20 @@ class Jitted(NumbaxFunction):
                 return self._call(args, kwargs)
         return self._call(args, kwargs)
 
+    def _fast_key(self, args: tuple) -> tuple:
+        """What finds a call's specialization among those by types (:attr:`_fast`): the
+        arguments' types, and the arrays' dtypes where the function checks them (a call
+        with integers then goes through :meth:`_call_general`, which raises)."""
+        if self._check_arguments is None:
+            return tuple(map(type, args))
+        return tuple((type(a), a.dtype) if type(a) is np.ndarray else type(a) for a in args)
+
     def _call(self, args: tuple, kwargs: dict) -> Any:
         if not kwargs:
-            found = self._fast.get(tuple(map(type, args)))
+            if self._check_arguments is None:  # _fast_key, inlined: this path is per call
+                found = self._fast.get(tuple(map(type, args)))
+            else:
+                found = self._fast.get(self._fast_key(args))
             if found is not None:  # Compiled.__call__, inlined: this path is per call
                 fast, defaults = found
                 try:
@@ -287,6 +300,8 @@ class Jitted(NumbaxFunction):
         return statics, weak, tuple(bound.arguments.values())
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
+        if self._check_arguments is not None:
+            self._check_arguments(args, kwargs)
         compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
             return from_numba(compiled(*(to_numba(a) for a in dynamic)))
@@ -296,7 +311,7 @@ class Jitted(NumbaxFunction):
             # are passed too, because Numba's dispatcher finds machine code by the types
             # of every argument in C only when none is omitted (an omitted one costs a
             # trip through its Python compile path on every call).
-            self._fast[tuple(map(type, args))] = (compiled, dynamic[len(args) :])
+            self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :])
         return compiled(*dynamic)
 
     def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:

@@ -193,6 +193,19 @@ def test_grad_of_integer_input():
     assert nx.grad(lambda x: x * 2.0, allow_int=True)(3) == 2.0
 
 
+def test_jit_of_grad_checks_the_input_dtype_as_grad_does():
+    compiled = nx.jit(nx.grad(sum_logistic))
+    floats = np.linspace(0.0, 1.0, 3)
+    np.testing.assert_allclose(compiled(floats), nx.grad(sum_logistic)(floats), rtol=1e-12)
+    message = "grad requires real- or complex-valued inputs.*int64"
+    for _ in range(2):  # the first call, and one after a float call found its machine code
+        with pytest.raises(TypeError, match=message):
+            compiled(np.arange(3))
+        with pytest.raises(TypeError, match="grad requires real- or complex-valued.*int"):
+            compiled(3)
+    assert nx.jit(nx.grad(lambda x: x * 2.0, allow_int=True))(3) == 2.0
+
+
 def test_argnums_out_of_range():
     with pytest.raises(ValueError, match=r"argnums=2.*valid argnums are -2 to 1"):
         nx.grad(f2, argnums=2)
