@@ -23,6 +23,7 @@ from numbax.codegen.emit import EmittedSource
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import (
+    blas_threads,
     disk_cache,
     runtime_cache,  # noqa: F401  (helpers compiled once, see there)
     slice_errors,
@@ -175,6 +176,7 @@ def compile_function(
     ``result_type_only``: for callers that read only the result's shape and dtype
     (``stand_ins.py``).
     """
+    blas_threads.watch()
     options = dict(options or {})
     helper_options = _helper_options(options)
     generated = specialize(
