@@ -1,7 +1,8 @@
 """Numba versions of the fused kernels' helpers (``numbax/runtime/fusion.py``): ``first``
 compiles as it is; ``cotangent_as`` converts a scalar (typed and lowered in place);
 ``seed_of_sum``, ``seed_of_total`` and ``seed_of_mean`` are decided by types
-alone, and so is ``gradient_stand_in``'s check; ``expand_reduced`` is a reshape for its
+alone, and so are the stand-ins (``gradient_stand_in``'s check, the zeros of
+``loop_stand_in`` and ``reduction_stand_in``); ``expand_reduced`` is a reshape for its
 constant axes."""
 
 from __future__ import annotations
