@@ -204,6 +204,13 @@ def test_jit_of_grad_checks_the_input_dtype_as_grad_does():
         with pytest.raises(TypeError, match="grad requires real- or complex-valued.*int"):
             compiled(3)
     assert nx.jit(nx.grad(lambda x: x * 2.0, allow_int=True))(3) == 2.0
+    # with a static argument, every call takes the slow path, where the check is kept
+    # per argument types and dtypes
+    scaled = nx.jit(nx.grad(lambda x, n: n * sum_logistic(x)), static_argnums=1)
+    for _ in range(2):
+        np.testing.assert_allclose(scaled(floats, 2), 2 * compiled(floats), rtol=1e-12)
+        with pytest.raises(TypeError, match=message):
+            scaled(np.arange(3), 2)
 
 
 def test_argnums_out_of_range():
