@@ -95,11 +95,10 @@ def _seed_of_sum_jit(kernel, *args):
     return impl
 
 
-@overload(seed_of_total)
-def _seed_of_total_jit(value):
-    """One of the type of ``np.sum(value)``, with ``grad_seed``'s checks; the sum does
-    not run."""
-    scalar = _reduced_scalar(value)
+def _seed_of_reduction(value: types.Type, reduction: Any) -> Any:
+    """The implementation of one of the type of ``reduction(value)`` (``np.sum``,
+    ``np.mean``), with ``grad_seed``'s checks; nothing is reduced."""
+    scalar = _reduced_scalar(value, reduction)
     if scalar is None:
         return None
 
@@ -107,20 +106,16 @@ def _seed_of_total_jit(value):
         return grad_seed(scalar(0))
 
     return impl
+
+
+@overload(seed_of_total)
+def _seed_of_total_jit(value):
+    return _seed_of_reduction(value, np.sum)
 
 
 @overload(seed_of_mean)
 def _seed_of_mean_jit(value):
-    """One of the type of ``np.mean(value)``, with ``grad_seed``'s checks; the mean
-    is not taken."""
-    scalar = _reduced_scalar(value, np.mean)
-    if scalar is None:
-        return None
-
-    def impl(value):
-        return grad_seed(scalar(0))
-
-    return impl
+    return _seed_of_reduction(value, np.mean)
 
 
 @overload(gradient_stand_in)
