@@ -180,8 +180,11 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
         if not arrays:
             return lambda *args: scalar(*args)
         casts, _, result = fused.element_types(args)
-        flat = all(args[i].layout == "C" for i in arrays)
         ndim = max(args[i].ndim for i in arrays)
+        # a 0-d array next to larger ones is read once, as the scalar it holds
+        items = [i for i in arrays if args[i].ndim == 0] if ndim > 0 else []
+        arrays = [i for i in arrays if i not in items]
+        flat = all(args[i].layout == "C" for i in arrays)
         fewer = {i: args[i].ndim for i in arrays if args[i].ndim < ndim} if flat else {}
         parallel = threads_allowed()
         # A copy to the broadcast shape has the type of an argument that is also
@@ -202,6 +205,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
             parallel,
             spread,
             fewer,
+            items,
         )
 
     return apply
@@ -291,6 +295,7 @@ def _flat_loop(
     parallel: bool,
     spread: bool = False,
     fewer: dict[int, int] | None = None,
+    items: list[int] | None = None,
 ) -> Callable:
     """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
     dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
@@ -299,13 +304,19 @@ def _flat_loop(
     which the other cases fall back to, costs one to two seconds of compiling per
     kernel). ``fewer``: the arrays of fewer dimensions, by position, with their ndim:
     viewed first with leading dimensions of length 1, as NumPy broadcasts them (the
-    bias of ``x @ w + b``). ``parallel``: the flat loop runs on all threads when it is large enough
-    (``threads.py``). ``spread``: other shapes are copied to their broadcast shape and
-    go through the flat loop too (a kernel declared ``same_shapes``, whose arguments
-    are expected to have one shape: its loop is compiled once, without a nest)."""
+    bias of ``x @ w + b``); they go straight to the loop nest, since the arrays they
+    are broadcast against are larger (a flat loop for equal shapes would be compiled,
+    0.2 s a loop, and not run). ``items``: 0-d arrays, read once as the scalar they
+    hold (not arrays of the loop: it stays flat, and on every thread). ``parallel``:
+    the flat loop runs on all threads when it is large enough (``threads.py``).
+    ``spread``: other shapes are copied to their broadcast shape and go through the
+    flat loop too (a kernel declared ``same_shapes``, whose arguments are expected to
+    have one shape: its loop is compiled once, without a nest)."""
     fewer = fewer or {}
-    params = ", ".join(f"r{i}" if i in fewer else f"a{i}" for i in range(n))
+    items = items or []
+    params = ", ".join(f"r{i}" if i in fewer or i in items else f"a{i}" for i in range(n))
     lines = ["def impl(*args):", f"    {params}{',' if n == 1 else ''} = args"]
+    lines += [f"    a{i} = r{i}[()]" for i in items]
     lines += [f"    a{i} = _cast{i}(a{i})" for i in casts]
     for i, own in fewer.items():
         lengths = ["1"] * (ndim - own) + [f"r{i}.shape[{d}]" for d in range(own)]
@@ -332,6 +343,8 @@ def _flat_loop(
         ]
         if len(arrays) == 1 or ndim == 0:  # the shapes are equal
             lines += [f"    {line}" for line in loop]
+        elif fewer and not spread:
+            lines += _broadcast_loop(n, arrays, ndim)
         elif spread:
             checks = " and ".join(f"a{i}.shape == a{first}.shape" for i in arrays[1:])
             lines += [f"    if not ({checks}):", *_broadcast_shape(arrays, ndim, "        ")]

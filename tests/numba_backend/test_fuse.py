@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from numbax.numba_backend import elementwise as elementwise_module
 from numbax.numba_backend.cpu import compile_helper
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.fuse import MOST_INPUTS, _parameters_unpacked_early
@@ -636,6 +637,70 @@ def test_arrays_of_fewer_dimensions_broadcast_in_the_loop(shapes):
         np.testing.assert_allclose(got, want, rtol=1e-15)
     transposed = np.asfortranarray(a)  # not C-contiguous: the ufunc
     np.testing.assert_allclose(_call_plain(transposed, b, c), want, rtol=1e-15)
+
+
+def _compiled_with_sources(monkeypatch, call, *args):
+    """``call(*args)``, compiled now, and the sources of the fused-loop implementations
+    generated while Numba typed it."""
+    sources = []
+    define = elementwise_module.define
+
+    def recorded(source, *rest, **options):
+        sources.append(source)
+        return define(source, *rest, **options)
+
+    monkeypatch.setattr(elementwise_module, "define", recorded)
+    return call(*args), sources
+
+
+def _scaled_shift(a, b, c):
+    return a * b + c
+
+
+SCALED_SHIFT = elementwise(_scaled_shift)
+
+
+@numba.njit
+def _call_scaled_shift(a, b, c):
+    return SCALED_SHIFT(a, b, c)
+
+
+def _scaled(a, b):
+    return a * b
+
+
+SCALED = elementwise(_scaled)
+
+
+@numba.njit
+def _call_scaled(a, b):
+    return SCALED(a, b)
+
+
+@pytest.mark.parametrize("scale_dtype", [np.float64, np.float32])
+def test_a_0d_array_is_read_once_and_the_loop_stays_flat(monkeypatch, scale_dtype):
+    """A 0-d array next to larger ones is the scalar it holds: the loop over the others
+    stays one flat loop (on every thread when large), with NumPy's dtype (a 0-d array is
+    not a weak scalar: float32 values times a float64 0-d array are float64)."""
+    a = rng.standard_normal((300, 40)).astype(np.float32)
+    b = np.array(1.5, scale_dtype)
+    got, (source,) = _compiled_with_sources(monkeypatch, _call_scaled, a, b)
+    want = a * b
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert "a1 = r1[()]" in source and "_run_chunks" in source, source
+    assert "for i0 in" not in source, source
+
+
+def test_an_array_of_fewer_dimensions_goes_straight_to_the_loop_nest(monkeypatch):
+    """A bias (fewer dimensions) is broadcast against larger arrays: no flat loop for
+    equal shapes is compiled for it, since it would never run."""
+    a, c = rng.standard_normal((6, 5)), rng.standard_normal((6, 5))
+    b = rng.standard_normal(5)
+    got, (source,) = _compiled_with_sources(monkeypatch, _call_scaled_shift, a, b, c)
+    np.testing.assert_allclose(got, a * b + c, rtol=1e-15)
+    assert "a1 = r1.reshape((1, r1.shape[0]))" in source, source
+    assert "_run_chunks" not in source and "flat" not in source, source
 
 
 def filled_then_read(x, buf):
