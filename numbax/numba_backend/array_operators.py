@@ -20,6 +20,8 @@ which Numba's parallel loops run).
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -50,6 +52,9 @@ _BINARY = {
 
 _UNARY = {gast.USub: ("neg", "-"), gast.UAdd: ("pos", "+"), gast.Invert: ("invert", "~")}
 
+PYTHON_OPERATORS: dict[Callable, Callable] = {}
+"""Each ``nxrt.op_<name>`` → Python's ``operator.<name>`` (for typing it on arrays)."""
+
 
 def _inline_unless_an_array(expr: Any, caller: Any, callee: Any) -> bool:
     """Numba's cost model for the helpers: inline a call on scalars (the operator's own
@@ -72,6 +77,7 @@ def _declare(name: str, expression: str, parameters: str) -> None:
         name="typer",
     )
     overload(operation, target="cpu", inline=_inline_unless_an_array)(typer)
+    PYTHON_OPERATORS[operation] = getattr(operator, name)
 
 
 for _name, _symbol in _BINARY.values():

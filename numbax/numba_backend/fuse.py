@@ -51,7 +51,7 @@ from numbax.numba_backend.kept_shapes import (
     mark_kept_shapes,
 )
 from numbax.numba_backend.rematerialize import MOST_COPIED, Kinds, rematerialize
-from numbax.numba_backend.stand_ins import stand_ins
+from numbax.numba_backend.stand_ins import shape_stand_ins, stand_ins
 from numbax.runtime import nxrt as runtime
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.analysis.shape_sources import (
@@ -800,6 +800,7 @@ def fuse_elementwise(
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
     _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)
+    shape_stand_ins(fn, resolver, fuser.kernels)
     return fn, fuser.kernels
 
 

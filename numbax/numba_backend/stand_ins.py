@@ -19,6 +19,13 @@ all of an array (:func:`stand_in_result`): a zero of the reduction's type, and t
 loop that made the array, when nothing else reads it, a zero of its values' type. Where
 the function ends otherwise, the variant is the function itself.
 
+In the same way, once fused (:func:`shape_stand_ins`), a fused loop or an arithmetic
+operator whose value gives only shapes and dtypes (a mean's seed and count, the like of
+an unbroadcasting loop) becomes ``nxrt.shape_stand_in``: an array of the result's shape
+and dtype whose values are never set. The loss of ``jit(grad)`` of ``np.mean((out - y)
+** 2)`` is such a value, and ``out`` too when the adjoint loop recomputes it: their two
+loops were compiled (0.5 s of the MLP's first call) and run for their shapes.
+
 Only a function known to be effect free is replaced or marked
 (``transform/analysis/effects.py``): skipping it skips nothing but its value and the
 errors it raises; its lines run again in the VJP or JVP that follows.
@@ -38,19 +45,22 @@ from numbax.transform.resolve import Resolver
 from numbax.transform.walk import name_nodes, walk
 
 _SHAPE_READS = {
-    runtime.seed_of_total: 0,
-    runtime.seed_of_mean: 0,
-    runtime.broadcast_reduced: 1,
-    runtime.unbroadcast: 1,
-    runtime.reduced_count: 1,
-    runtime.jac_buffer: 0,
-    runtime.jac_size: 0,
-    runtime.jac_basis: 0,
-    runtime.jac_unflatten: 1,
-    runtime.jac_diagonal: 1,
+    runtime.seed_of_total: (0,),
+    runtime.seed_of_mean: (0,),
+    runtime.broadcast_reduced: (1,),
+    runtime.unbroadcast: (1,),
+    runtime.reduced_count: (0, 1),
+    runtime.jac_buffer: (0,),
+    runtime.jac_size: (0,),
+    runtime.jac_basis: (0,),
+    runtime.jac_unflatten: (1,),
+    runtime.jac_diagonal: (1,),
 }
-"""Runtime helpers → the position of the argument of which they read only the shape and
-dtype."""
+"""Runtime helpers → the positions of the arguments of which they read only the shape
+and dtype (``shape_stand_in``: every argument after the operation)."""
+
+_ARITHMETIC = {gast.Add: "op_add", gast.Sub: "op_sub", gast.Mult: "op_mul", gast.Div: "op_truediv"}
+"""Binary operators → the runtime helper a stand-in names as its operation."""
 
 
 RESULT_TYPE_ONLY = "numbax_result_type_only"
@@ -79,6 +89,54 @@ def stand_ins(fn: gast.FunctionDef, resolver: Resolver) -> None:
             node.value = gast.Call(_runtime("gradient_stand_in"), [argument], [])
         elif _effect_free_function_call(node.value, resolver):
             setattr(node.value, RESULT_TYPE_ONLY, True)
+
+
+def shape_stand_ins(
+    fn: gast.FunctionDef, resolver: Resolver, kernels: list[gast.FunctionDef]
+) -> None:
+    """In place, in fused ``fn``: each call of one of its plain fused ``kernels`` and each
+    arithmetic operator of two names whose value is read only for its shape and dtype
+    becomes ``nxrt.shape_stand_in`` of it; again until none is left, since a stand-in
+    reads its own arguments only for theirs."""
+    plain = {k.name for k in kernels if not getattr(k, "numbax_sum", None)}
+    likes = {  # an unbroadcasting loop's first arguments: the shapes its sums take
+        k.name: 1 + ("also" in k.numbax_sum)
+        for k in kernels
+        if "unbroadcast" in (getattr(k, "numbax_sum", None) or {})
+    }
+    changed = True
+    while changed:
+        changed = False
+        reads = Counter(n.id for n in name_nodes(fn, gast.Load))
+        shape_reads = Counter(_shape_reads(fn, resolver, likes))
+        for node in walk(fn):
+            if not (isinstance(node, gast.Assign) and len(node.targets) == 1):
+                continue
+            target = node.targets[0]
+            if not isinstance(target, gast.Name) or target.id not in resolver.locals:
+                continue
+            if reads[target.id] == 0 or reads[target.id] != shape_reads[target.id]:
+                continue
+            operation = _operation(node.value, plain)
+            if operation is not None:
+                node.value = gast.Call(_runtime("shape_stand_in"), operation, [])
+                changed = True
+
+
+def _operation(value: gast.expr, plain: set[str]) -> list[gast.expr] | None:
+    """``[operation, *arguments]`` of a call of a plain fused kernel by position, or of
+    an arithmetic operator of two names; else None."""
+    if isinstance(value, gast.BinOp) and type(value.op) in _ARITHMETIC:
+        if isinstance(value.left, gast.Name) and isinstance(value.right, gast.Name):
+            return [_runtime(_ARITHMETIC[type(value.op)]), value.left, value.right]
+        return None
+    if not (isinstance(value, gast.Call) and isinstance(value.func, gast.Name)):
+        return None
+    if value.func.id not in plain or value.keywords:
+        return None
+    if not all(isinstance(a, gast.Name | gast.Constant) for a in value.args):
+        return None
+    return [value.func, *value.args]
 
 
 def stand_in_result(
@@ -141,17 +199,26 @@ def _effect_free_function_call(value: gast.expr, resolver: Resolver) -> bool:
     return isinstance(callee, types.FunctionType) and effects.known_effect_free(callee)
 
 
-def _shape_reads(fn: gast.FunctionDef, resolver: Resolver) -> list[str]:
+def _shape_reads(
+    fn: gast.FunctionDef, resolver: Resolver, likes: dict[str, int] | None = None
+) -> list[str]:
     """The names read as an argument of which a helper reads only the shape and dtype,
-    once for each such read."""
+    once for each such read; ``likes``: the fused loops that unbroadcast, by name, with
+    how many of their first arguments are likes."""
     found = []
     for node in walk(fn):
         if not isinstance(node, gast.Call) or node.keywords:
             continue
-        callee = resolver.resolve(node.func)
-        position = next((p for f, p in _SHAPE_READS.items() if f is callee), None)
-        if position is not None and position < len(node.args):
-            argument = node.args[position]
+        if isinstance(node.func, gast.Name) and node.func.id in (likes or {}):
+            positions = range(likes[node.func.id])
+        else:
+            callee = resolver.resolve(node.func)
+            if callee is runtime.shape_stand_in:
+                positions = range(1, len(node.args))
+            else:
+                positions = next((p for f, p in _SHAPE_READS.items() if f is callee), ())
+        for position in positions:
+            argument = node.args[position] if position < len(node.args) else None
             if isinstance(argument, gast.Name):
                 found.append(argument.id)
     return found

@@ -85,6 +85,16 @@ def loop_stand_in(kernel: Any, *args: Any) -> Any:
 
 
 @helper
+def shape_stand_in(operation: Any, *args: Any) -> Any:
+    """``operation(*args)`` (a fused loop, or an arithmetic operator on arrays) where only
+    the shape and dtype of its values are read (a seed, a reduction's count, the shape a
+    cotangent is unbroadcast to): compiled code gives an array of that shape and dtype
+    whose values are never set, and neither compiles the loop nor runs it
+    (``numba_backend/stand_ins.py``); plain Python computes it."""
+    return operation(*args)
+
+
+@helper
 def reduction_stand_in(value: Any, reduction: str) -> Any:
     """``np.<reduction>(value)`` (``"sum"``, ``"mean"``) over all of ``value``, where only
     its type is read: compiled code gives a zero of the reduction's dtype without

@@ -154,3 +154,79 @@ def test_a_mean_has_its_own_stand_in_and_a_vector_output_none():
     assert "nxrt.reduction_stand_in(_mul_2, 'mean')" in variant, variant
     assert not _stand_in_modules("logistic")
     assert "_out = _logistic(x)" in _lowered_body("jacrev_logistic")
+
+
+def dense_squared_error(w, b, x, y):
+    out = x @ w + b
+    return np.mean((out - y) ** 2)
+
+
+def squared_error(w, y):
+    return np.mean((w - y) ** 2)
+
+
+def _difference_gradient(f, args, position, h=1e-6):
+    """Central differences of ``f`` in each element of ``args[position]``."""
+    base = args[position]
+    grad = np.zeros_like(base)
+    for index in np.ndindex(base.shape):
+        up, down = base.copy(), base.copy()
+        up[index] += h
+        down[index] -= h
+        high = f(*args[:position], up, *args[position + 1 :])
+        low = f(*args[:position], down, *args[position + 1 :])
+        grad[index] = (high - low) / (2 * h)
+    return grad
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_a_loss_read_only_by_its_seed_and_count_is_not_computed(dtype):
+    """``jit(grad)`` of a mean squared error: the loss's values (``(out - y) ** 2``) and
+    ``out`` itself, which the adjoint loop recomputes, are read only for shapes and
+    dtypes: each is a ``shape_stand_in``, and neither loop is compiled or run."""
+    rng = np.random.default_rng(3)
+    w, b = rng.standard_normal((4, 3)).astype(dtype), rng.standard_normal(3).astype(dtype)
+    x, y = rng.standard_normal((5, 4)).astype(dtype), rng.standard_normal((5, 3)).astype(dtype)
+    for argnums in (0, 1):
+        gradient = nx.grad(dense_squared_error, argnums=argnums)
+        compiled = nx.jit(gradient)(w, b, x, y)
+        assert compiled.dtype == dtype
+        tolerance = 1e-5 if dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(compiled, gradient(w, b, x, y), rtol=tolerance)
+        if dtype == np.float64:
+            want = _difference_gradient(dense_squared_error, (w, b, x, y), argnums)
+            np.testing.assert_allclose(compiled, want, rtol=1e-7, atol=1e-9)
+    body = _lowered_body("grad_dense_squared_error")
+    assert "out = nxrt.shape_stand_in(nxrt.op_add, _matmul, b)" in body, body
+    assert "_pow = nxrt.shape_stand_in(_grad_dense_squared_error_line" in body, body
+
+
+def test_a_stand_in_of_scalars_computes_and_of_unbroadcastable_shapes_raises():
+    """On Python floats the stand-in is the operation itself; on arrays whose shapes do
+    not broadcast, NumPy's ValueError, as the loop it stands for would raise."""
+    compiled = nx.jit(nx.grad(squared_error))
+    assert compiled(3.0, 1.0) == pytest.approx(4.0)
+    assert "nxrt.shape_stand_in(" in _lowered_body("grad_squared_error")
+    np.testing.assert_allclose(compiled(np.ones(3), np.zeros(3)), np.full(3, 2.0 / 3.0))
+    with pytest.raises(ValueError, match="broadcast"):
+        compiled(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="broadcast"):
+        nx.grad(squared_error)(np.ones(3), np.ones(4))
+
+
+def centered_square(x, y):
+    t = np.sum(x) + np.sum(y)
+    return np.mean((t - x) ** 2)
+
+
+def test_a_stand_in_of_an_operator_on_scalars_is_the_operator():
+    """``t``, a sum of two reductions, is read only for the shape of the mean's values
+    (the adjoint loop recomputes it): its stand-in adds the two numbers (``nxrt.op_add``
+    inlined on scalars)."""
+    x, y = np.array([0.5, 1.0]), np.array([2.0, -1.0, 0.25])
+    compiled = nx.jit(nx.grad(centered_square, argnums=(0, 1)))(x, y)
+    for got, want in zip(compiled, nx.grad(centered_square, argnums=(0, 1))(x, y), strict=True):
+        np.testing.assert_allclose(got, want, rtol=1e-14)
+    t = np.sum(x) + np.sum(y)
+    np.testing.assert_allclose(compiled[1], np.full(3, np.mean(2 * (t - x))), rtol=1e-14)
+    assert "nxrt.shape_stand_in(nxrt.op_add, " in _lowered_body("grad_centered_square")

@@ -2,8 +2,8 @@
 compiles as it is; ``cotangent_as`` converts a scalar (typed and lowered in place);
 ``seed_of_sum``, ``seed_of_total`` and ``seed_of_mean`` are decided by types
 alone, and so are the stand-ins (``gradient_stand_in``'s check, the zeros of
-``loop_stand_in`` and ``reduction_stand_in``); ``expand_reduced`` is a reshape for its
-constant axes."""
+``loop_stand_in`` and ``reduction_stand_in``, the unset array of ``shape_stand_in``);
+``expand_reduced`` is a reshape for its constant axes."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from numba.core.registry import cpu_target
 from numba.extending import lower_builtin, overload, register_jitable, type_callable
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend.array_operators import PYTHON_OPERATORS
 from numbax.numba_backend.overloads.common import _always, _define, _fail, _tuple
 from numbax.numba_backend.reductions import _axes, _keepdims
 from numbax.runtime.fusion import (
@@ -27,6 +28,7 @@ from numbax.runtime.fusion import (
     seed_of_mean,
     seed_of_sum,
     seed_of_total,
+    shape_stand_in,
 )
 from numbax.runtime.seeds import INTEGER_INPUT, grad_seed
 
@@ -150,6 +152,47 @@ def _loop_stand_in_jit(kernel, *args):
         return scalar(0)
 
     return impl
+
+
+@overload(shape_stand_in)
+def _shape_stand_in_jit(operation, *args):
+    """An array of the broadcast shape of ``args`` and the dtype of ``operation``'s
+    values: a fused loop's from its scalar kernel's types (compiling the kernel alone,
+    not the loop), an operator's from Numba's typing of it on the arrays. Its values are
+    never set: only their shape and dtype are read. NumPy's ValueError where the shapes
+    do not broadcast, as the operation would raise. Without an array argument (the
+    names were scalars), the operation itself, on its values."""
+    if args and isinstance(args[0], types.StarArgTuple):
+        args = args[0].types
+    arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
+    key = getattr(operation, "typing_key", None)
+    fused = getattr(key, "__numbax_scalar__", None)
+    dtype = None
+    if arrays and fused is not None:
+        dtype = as_dtype(fused.element_types(tuple(args))[2])
+    elif arrays and key in PYTHON_OPERATORS:
+        context = cpu_target.typing_context
+        signature = context.resolve_function_type(PYTHON_OPERATORS[key], tuple(args), {})
+        if signature is not None and isinstance(signature.return_type, types.Array):
+            dtype = as_dtype(signature.return_type.dtype)
+    names = ", ".join(f"a{i}" for i in range(len(args)))
+    unpacked = f"def impl(operation, *args):\n    {names}{',' if len(args) == 1 else ''} = args\n"
+    if dtype is None:
+        source = unpacked + f"    return operation({names})\n"
+        return _define(source, "impl", {})
+    ndim = max(args[i].ndim for i in arrays)
+    lengths = []
+    for d in range(ndim):  # NumPy aligns the shapes at their last dimension
+        each = [
+            f"a{i}.shape[{d - ndim + args[i].ndim}]" for i in arrays if args[i].ndim > ndim - d - 1
+        ]
+        length = each[0]
+        for other in each[1:]:
+            length = f"_bdim({length}, {other})"
+        lengths.append(length)
+    shape = ", ".join(lengths) + ("," if ndim == 1 else "")
+    source = unpacked + f"    return np.empty(({shape}), _dtype)\n"
+    return _define(source, "impl", {"_dtype": dtype})
 
 
 @overload(reduction_stand_in, prefer_literal=True)

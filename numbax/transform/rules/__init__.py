@@ -69,7 +69,7 @@ WITHOUT_DERIVATIVE_RULES = frozenset(
     # the batch); fused kernels: written after every transformation.
     ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_repeat", "first"]
     + ["cotangent_as", "seed_of_sum", "seed_of_total", "seed_of_mean", "expand_reduced"]
-    + ["gradient_stand_in", "loop_stand_in", "reduction_stand_in"]
+    + ["gradient_stand_in", "loop_stand_in", "reduction_stand_in", "shape_stand_in"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
