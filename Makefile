@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-$(shell cat setup.cfg pyproject.toml | cksum | cut 
 # numbax's source and rewrite every test module's asserts again (about 9 s a worker).
 export PYTHONDONTWRITEBYTECODE =
 
-.PHONY: demo test test-fast jit-marks bench fuzz lint format docs clean
+.PHONY: demo precompile test test-fast jit-marks bench fuzz lint format docs clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -22,7 +22,12 @@ $(STAMP): $(PY) setup.cfg pyproject.toml
 	rm -f $(VENV)/.installed-*
 	touch $(STAMP)
 
-demo: $(STAMP)
+# numbax's runtime helpers compiled once for the common dtypes and ranks (about 1.5
+# minutes, skipped while current), so that first calls compile only the program.
+precompile: $(STAMP)
+	$(PY) -m numbax precompile
+
+demo: precompile
 	$(PY) examples/demo.py
 
 # --record-jit: which tests compiled with Numba goes to tests/numba_compiles.txt, from
@@ -53,7 +58,7 @@ $(COMPARE): $(STAMP)
 # processes, e.g. make bench COMPILE_ARGS="--quick --only hessian,mlp_dict"
 COMPILE_ARGS ?=
 
-bench: $(COMPARE)
+bench: $(COMPARE) precompile
 	$(PY) -m benchmarks $(BENCH_ARGS)
 	$(PY) -m benchmarks.compile $(COMPILE_ARGS)
 
@@ -85,4 +90,4 @@ format: $(STAMP)
 	$(VENV)/bin/ruff format numbax tests benchmarks examples
 
 clean:
-	rm -rf $(VENV) build site *.egg-info
+	rm -rf $(VENV) build site *.egg-info numbax/_installed

@@ -1,4 +1,5 @@
-"""``python -m numbax cache info`` (location, entries, size) and ``cache clear``."""
+"""``python -m numbax cache info`` (location, entries, size), ``cache clear``, and
+``precompile`` (numbax's runtime compiled once, at installation: ``numbax.precompile``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import argparse
 import sys
 
 from numbax.codegen.cache_admin import cache_info, clear_cache
+from numbax.precompile import precompile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,8 +16,14 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     cache = commands.add_parser("cache", help="the cache of generated and compiled code")
     cache.add_argument("action", choices=["info", "clear"])
+    compile_runtime = commands.add_parser(
+        "precompile", help="compile numbax's runtime helpers once, for every later cache"
+    )
+    compile_runtime.add_argument("--force", action="store_true", help="even when it is current")
     args = parser.parse_args(argv)
-    if args.action == "info":
+    if args.command == "precompile":
+        print(precompile(force=args.force))
+    elif args.action == "info":
         print(cache_info())
     else:
         cleared = clear_cache()

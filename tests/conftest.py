@@ -50,6 +50,9 @@ import pytest  # noqa: E402
 # fresh directory per test run. The xdist workers inherit it from the controller's
 # environment (this module is imported before they start).
 os.environ.setdefault("NUMBAX_CACHE_DIR", tempfile.mkdtemp(prefix="numbax-test-cache-"))
+# ... and start empty, not from an installed runtime (`python -m numbax precompile`),
+# whatever was installed: the tests of that set it themselves.
+os.environ.setdefault("NUMBAX_INSTALLED_RUNTIME", "0")
 
 RECORD = Path(__file__).parent / "numba_compiles.txt"
 """What the last recording runs saw: ``jit <test>``, ``eager <test>``, ``fixture <id>``."""

@@ -90,6 +90,8 @@ class _CheckedFiles(IndexDataCacheFile):
     """Index and data files written with numbax's header and checksum and verified
     (owner, mode, checksum, entry) before they are unpickled."""
 
+    _file_problem = staticmethod(file_problem)  # who may have written a file it reads
+
     def save(self, key: Any, data: Any) -> None:
         try:
             overloads = self._load_index()
@@ -137,7 +139,7 @@ class _CheckedFiles(IndexDataCacheFile):
         write_atomic(path, _MAGIC + _checksum(tag, path, payload) + payload)
 
     def _read(self, path: Path, tag: bytes) -> bytes:
-        problem = file_problem(path)  # FileNotFoundError: no entry yet
+        problem = self._file_problem(path)  # FileNotFoundError: no entry yet
         if problem is not None:
             raise DamagedEntry(path, problem)
         with open(path, "rb", opener=_no_follow) as handle:

@@ -9,7 +9,9 @@ of the 15 s of an MLP's ``jit(grad)``. Here each implementation numbax hands Num
 overloads, ``register_jitable`` helpers, kernels, and the functions it writes while Numba
 types a call) is saved to ``<cache>/runtime`` the first time it compiles and loaded from
 there by later processes, with the same checks as generated code (``disk_cache``:
-owner, mode, checksum, entry).
+owner, mode, checksum, entry). An entry the user's cache lacks is looked for in the
+installed runtime (``python -m numbax precompile``; ``codegen/installed_runtime.py``),
+read in place, so a user's first program does not compile the common helpers either.
 
 What makes an entry valid. Numba's index keys an entry by signature and bytecode; all
 else that decides the machine code is put into the entry's name or key here:
@@ -51,7 +53,9 @@ from numba.core.targetconfig import ConfigStack
 from numba.core.typing.templates import _OverloadFunctionTemplate
 from numba.np.ufunc.dufunc import DUFunc
 
-from numbax.codegen.cache import RUNTIME_SUBDIR, cache_key, generated_dir
+from numbax.codegen.cache import RUNTIME_SUBDIR, generated_dir
+from numbax.codegen.installed_runtime import problem as installed_problem
+from numbax.codegen.installed_runtime import runtime_stamp, usable_installed_runtime
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock
 from numbax.codegen.trust import ensure_private_directory
@@ -222,7 +226,7 @@ def _portable(value: Any) -> bool:
 @functools.cache
 def _stamp() -> str:
     """numbax's source, Numba's and NumPy's versions: entries of another are stale."""
-    return cache_key("runtime")
+    return runtime_stamp()
 
 
 class _RuntimeLocator(_CacheLocator):
@@ -263,6 +267,18 @@ class _RuntimeImpl(CompileResultCacheImpl):
         return lifted_ok and not cres.library.has_dynamic_globals
 
 
+def _installed_file_problem(path: Path) -> str | None:
+    path.lstat()  # FileNotFoundError: not installed
+    return installed_problem(path)
+
+
+class _InstalledFiles(_CheckedFiles):
+    """An entry of the installed runtime: checked as the user's own are, except that
+    its files may belong to root (``codegen/installed_runtime.py``)."""
+
+    _file_problem = staticmethod(_installed_file_problem)
+
+
 class RuntimeCache(TrustedCache):
     """The disk cache of one of numbax's implementations (see the module docstring)."""
 
@@ -278,6 +294,7 @@ class RuntimeCache(TrustedCache):
         self._cache_file = _CheckedFiles(
             cache_path=self._cache_path, filename_base=filename_base, source_stamp=_stamp()
         )
+        self._filename_base = filename_base
         self._identity = identity
         self._own_options = own_options
         self.enable()
@@ -298,7 +315,24 @@ class RuntimeCache(TrustedCache):
         if not all(map(_portable, sig)):
             return None
         with entry_lock(self.lock_path):
-            return super().load_overload(sig, target_context)
+            loaded = super().load_overload(sig, target_context)
+        return loaded if loaded is not None else self._load_installed(sig, target_context)
+
+    def _load_installed(self, sig: Any, target_context: Any) -> Any:
+        """The entry for ``sig`` from the installed runtime, read in place, or None
+        (none installed, none for ``sig``, or a file that fails its checks: then the
+        helper compiles, as without one; installed files are never changed here)."""
+        installed = usable_installed_runtime()
+        if installed is None:
+            return None
+        files = _InstalledFiles(
+            cache_path=str(installed), filename_base=self._filename_base, source_stamp=_stamp()
+        )
+        try:
+            data = files.load(self._index_key(sig, target_context.codegen()))
+            return None if data is None else self._impl.rebuild(target_context, data)
+        except Exception:  # noqa: BLE001  (damaged, foreign or unloadable: compile instead)
+            return None
 
     def save_overload(self, sig: Any, data: Any) -> None:
         if not all(map(_portable, (*sig, data.signature.return_type))):
