@@ -9,7 +9,12 @@ restart; ideally only loading), and a third time with only numbax's compiled run
 helpers left in the directory (**new program**: what a user who has run other programs
 pays for one never run before; numbax's helpers are compiled once per installation,
 for the argument types programs meet). ``NUMBAX_CACHE_DIR`` and ``NUMBA_CACHE_DIR`` both point
-into the fresh directory, so nothing cached earlier helps the cold run. For each run the
+into the fresh directory, and the installed runtime is turned off
+(``NUMBAX_INSTALLED_RUNTIME=0``), so nothing compiled earlier helps these runs. A fourth
+run, **cold, installed**, starts from another empty directory with numbax's installed
+runtime (``python -m numbax precompile``, run by ``make bench``): what a new user of an
+installed numbax pays for a first program (the column shows "–" when there is no
+current installed runtime). For each run the
 child reports its import time and its first call's time (the table's columns are
 import + first call, the warm import also shown apart) and its CPU time (on a shared
 machine, wall time waits for others; CPU time is what the process itself spent), the
@@ -259,6 +264,10 @@ class Result:
     program_s: float | None = None
     program_cpu_s: float | None = None
     program_compiles: int | None = None
+    # import + first call, empty cache, numbax's installed runtime
+    installed_s: float | None = None
+    installed_cpu_s: float | None = None
+    installed_compiles: int | None = None
     warm_import_s: float | None = None
     cold_cpu_s: float | None = None  # the cold process's CPU time (import + first call)
     warm_cpu_s: float | None = None
@@ -326,7 +335,11 @@ def forget_programs(cache_root: Path) -> None:
 def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
     result = Result(name)
     with tempfile.TemporaryDirectory(prefix="numbax-compile-") as directory:
-        env = {"NUMBAX_CACHE_DIR": f"{directory}/numbax", "NUMBA_CACHE_DIR": f"{directory}/numba"}
+        env = {
+            "NUMBAX_CACHE_DIR": f"{directory}/numbax",
+            "NUMBA_CACHE_DIR": f"{directory}/numba",
+            "NUMBAX_INSTALLED_RUNTIME": "0",
+        }
         try:
             cold = launch(name, "numbax", quick, env, timeout)
             result.cold_s = cold["import_s"] + cold["call_s"]
@@ -348,6 +361,11 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
             result.program_s = program["import_s"] + program["call_s"]
             result.program_cpu_s = program["cpu_s"]
             result.program_compiles = program["compiles"]
+            if installed_runtime_current():
+                installed = launch(name, "numbax", quick, _empty_cache(directory), timeout)
+                result.installed_s = installed["import_s"] + installed["call_s"]
+                result.installed_cpu_s = installed["cpu_s"]
+                result.installed_compiles = installed["compiles"]
         except RuntimeError as err:
             result.error = str(err)
     if with_jax and WORKLOADS[name].jax_twin:
@@ -361,6 +379,19 @@ def measure(name: str, quick: bool, with_jax: bool, timeout: float) -> Result:
 _TIMES = ("import_s", "call_s")
 
 
+def installed_runtime_current() -> bool:
+    """Whether numbax's installed runtime is there and current (``make bench`` builds it)."""
+    from numbax.codegen.installed_runtime import usable_installed_runtime
+
+    return usable_installed_runtime() is not None
+
+
+def _empty_cache(directory: str) -> dict[str, str]:
+    """Cache variables for a child: a fresh directory inside ``directory``."""
+    fresh = tempfile.mkdtemp(prefix="installed-", dir=directory)
+    return {"NUMBAX_CACHE_DIR": f"{fresh}/numbax", "NUMBA_CACHE_DIR": f"{fresh}/numba"}
+
+
 def _seconds(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
 
@@ -371,7 +402,8 @@ def format_table(results: Sequence[Result]) -> str:
         "cold s (CPU)",
         "warm s (import; CPU)",
         "new program s (CPU)",
-        "compiles cold/warm/new",
+        "cold, installed s (CPU)",
+        "compiles cold/warm/new/installed",
         "typing s",
         "LLVM s",
         "numba s",
@@ -386,9 +418,15 @@ def format_table(results: Sequence[Result]) -> str:
             f"{_seconds(r.cold_s)} ({_seconds(r.cold_cpu_s)})",
             f"{_seconds(r.warm_s)} ({_seconds(r.warm_import_s)}; {_seconds(r.warm_cpu_s)})",
             f"{_seconds(r.program_s)} ({_seconds(r.program_cpu_s)})",
+            f"{_seconds(r.installed_s)} ({_seconds(r.installed_cpu_s)})",
             "/".join(
                 "–" if n is None else str(n)
-                for n in (r.cold_compiles, r.warm_compiles, r.program_compiles)
+                for n in (
+                    r.cold_compiles,
+                    r.warm_compiles,
+                    r.program_compiles,
+                    r.installed_compiles,
+                )
             ),
             _seconds(r.cold_typing_s),
             _seconds(r.cold_llvm_s),
