@@ -9,8 +9,9 @@ several times: the 4th derivative of ``tanh`` kept 350 of them in one function, 
 its 27 s of compiling.
 
 So each operator statement of the function's straight-line code (outside loops, where
-values are mostly scalars) calls ``nxrt.op_<name>`` (Python's ``operator`` names:
-``op_sub(a, b)`` is ``a - b``). On arrays it is a call to an implementation compiled once
+values are mostly scalars; a matrix product, whose operands are arrays, inside loops
+too) calls ``nxrt.op_<name>`` (Python's ``operator`` names: ``op_sub(a, b)`` is ``a - b``;
+a product's, Numba's own, is compiled in every process otherwise: 0.06 s each). On arrays it is a call to an implementation compiled once
 per argument types and kept in the runtime cache, like numbax's other helpers; on
 scalars, tuples and anything else Numba inlines it, so the code is what the operator
 compiled to before. Either way it computes exactly what the operator does under Numba.
@@ -35,6 +36,7 @@ _BINARY = {
     gast.Add: ("add", "+"),
     gast.Sub: ("sub", "-"),
     gast.Mult: ("mul", "*"),
+    gast.MatMult: ("matmul", "@"),
     gast.Div: ("truediv", "/"),
     gast.FloorDiv: ("floordiv", "//"),
     gast.Mod: ("mod", "%"),
@@ -86,16 +88,20 @@ for _name, _symbol in _UNARY.values():
     _declare(_name, f"{_symbol}a", "a")
 
 
-def call_operators(body: list[gast.stmt]) -> None:
+def call_operators(body: list[gast.stmt], in_loop: bool = False) -> None:
     """Rewrite, in place, each ``t = a <op> b``, ``t = <op> a`` and single comparison of
-    ``body``'s straight-line statements (those of its ``if`` blocks included; not those
-    of its loops) as a call of the operator's helper."""
+    ``body``'s straight-line statements (those of its ``if`` blocks included; in its
+    loops, only matrix products) as a call of the operator's helper."""
     for stmt in body:
         if isinstance(stmt, gast.If):
-            call_operators(stmt.body)
-            call_operators(stmt.orelse)
+            call_operators(stmt.body, in_loop)
+            call_operators(stmt.orelse, in_loop)
+        elif isinstance(stmt, gast.For | gast.While):
+            call_operators(stmt.body, in_loop=True)
+            call_operators(stmt.orelse, in_loop=True)
         elif isinstance(stmt, gast.Assign) and len(stmt.targets) == 1:
-            call = _as_call(stmt.value)
+            matmul = isinstance(stmt.value, gast.BinOp) and isinstance(stmt.value.op, gast.MatMult)
+            call = _as_call(stmt.value) if matmul or not in_loop else None
             if call is not None:
                 stmt.value = call
 

@@ -81,3 +81,28 @@ def test_the_helpers_are_the_operators_in_python():
     np.testing.assert_array_equal(nxrt.op_floordiv(a, b), a // b)
     np.testing.assert_array_equal(nxrt.op_ne(a, b), a != b)
     np.testing.assert_array_equal(nxrt.op_invert(np.array([1, 2])), ~np.array([1, 2]))
+
+
+def products(m, v, steps):
+    first = m @ v
+    for _ in range(steps):
+        v = np.tanh(m.T @ first) + v
+        first = m @ v
+    return first @ first
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_matrix_products_call_their_helper_in_loops_too(dtype):
+    """A matrix product's operands are arrays wherever it is: in a loop it calls
+    ``nxrt.op_matmul`` too (cached with numbax's helpers, where Numba's own compiles in
+    every process)."""
+    m = np.linspace(-1.0, 1.0, 12).reshape(3, 4).astype(dtype)
+    v = np.linspace(0.5, 1.5, 4).astype(dtype)
+    jitted = nx.jit(products)
+    got, want = jitted(m, v, 2), products(m, v, 2)
+    assert np.result_type(got) == np.result_type(want)
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == np.float32 else 1e-13)
+    text = jitted.source
+    assert "first = nxrt.op_matmul(m, v)" in text, text
+    loop = text.split("\n    for ")[1]
+    assert "nxrt.op_matmul(m, v)" in loop and "nxrt.op_add" not in loop, loop
