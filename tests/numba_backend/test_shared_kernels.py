@@ -131,7 +131,8 @@ def test_a_second_adjoint_shares_its_kernels_and_keeps_its_values():
     for text in texts:
         defined = re.findall(r"^def (\w+_line\w*)\(", text, re.M)
         called = re.findall(r"= (\w+_line\w*)\(", text)
-        assert set(called) == set(defined), text
+        stood_in = re.findall(r"nxrt\.shape_stand_in\((\w+_line\w*), ", text)  # for a shape
+        assert set(called) | set(stood_in) == set(defined), text
         assert len(called) > len(set(called)), text  # a kernel called in two places
     h = 1e-5
     fd = (slope(x + h) - slope(x - h)) / (2 * h)
