@@ -10,13 +10,14 @@ its 27 s of compiling.
 
 So each operator statement of the function's straight-line code (outside loops, where
 values are mostly scalars; a matrix product, whose operands are arrays, inside loops
-too) calls ``nxrt.op_<name>`` (Python's ``operator`` names: ``op_sub(a, b)`` is ``a - b``;
-a product's, Numba's own, is compiled in every process otherwise: 0.06 s each). On arrays it is a call to an implementation compiled once
-per argument types and kept in the runtime cache, like numbax's other helpers; on
-scalars, tuples and anything else Numba inlines it, so the code is what the operator
-compiled to before. Either way it computes exactly what the operator does under Numba.
-Only the CPU target does this (``parallel=True`` functions keep their array expressions,
-which Numba's parallel loops run).
+too: Numba's own product compiled in every process, 0.06 s each) calls
+``nxrt.op_<name>`` (Python's ``operator`` names: ``op_sub(a, b)`` is ``a - b``). On
+arrays it is a call to an implementation compiled once per argument types and kept in
+the runtime cache, like numbax's other helpers; on scalars, tuples and anything else
+Numba inlines it, so the code is what the operator compiled to before. Either way it
+computes exactly what the operator does under Numba. Only the CPU target does this
+(``parallel=True`` functions keep their array expressions, which Numba's parallel loops
+run).
 """
 
 from __future__ import annotations

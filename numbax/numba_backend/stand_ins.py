@@ -74,16 +74,7 @@ def stand_ins(fn: gast.FunctionDef, resolver: Resolver) -> None:
     """In place, in ``fn``: each gradient whose value only gives shapes and dtypes
     becomes ``nxrt.gradient_stand_in`` of its argument, and each such call of a user's
     function is marked :data:`RESULT_TYPE_ONLY`."""
-    reads = Counter(n.id for n in name_nodes(fn, gast.Load))
-    shape_reads = Counter(_shape_reads(fn, resolver))
-    for node in walk(fn):
-        if not (isinstance(node, gast.Assign) and len(node.targets) == 1):
-            continue
-        target = node.targets[0]
-        if not isinstance(target, gast.Name) or target.id not in resolver.locals:
-            continue
-        if reads[target.id] == 0 or reads[target.id] != shape_reads[target.id]:
-            continue
+    for node in _read_for_shapes_only(fn, resolver):
         argument = _gradient_argument(node.value, resolver)
         if argument is not None:
             node.value = gast.Call(_runtime("gradient_stand_in"), [argument], [])
@@ -107,20 +98,30 @@ def shape_stand_ins(
     changed = True
     while changed:
         changed = False
-        reads = Counter(n.id for n in name_nodes(fn, gast.Load))
-        shape_reads = Counter(_shape_reads(fn, resolver, likes))
-        for node in walk(fn):
-            if not (isinstance(node, gast.Assign) and len(node.targets) == 1):
-                continue
-            target = node.targets[0]
-            if not isinstance(target, gast.Name) or target.id not in resolver.locals:
-                continue
-            if reads[target.id] == 0 or reads[target.id] != shape_reads[target.id]:
-                continue
+        for node in _read_for_shapes_only(fn, resolver, likes):
             operation = _operation(node.value, plain)
             if operation is not None:
                 node.value = gast.Call(_runtime("shape_stand_in"), operation, [])
                 changed = True
+
+
+def _read_for_shapes_only(
+    fn: gast.FunctionDef, resolver: Resolver, likes: dict[str, int] | None = None
+) -> list[gast.Assign]:
+    """The assignments of ``fn`` to a local name read somewhere, and only ever for its
+    shape and dtype (:func:`_shape_reads`), as the reads are when this is called."""
+    reads = Counter(n.id for n in name_nodes(fn, gast.Load))
+    shape_reads = Counter(_shape_reads(fn, resolver, likes))
+    found = []
+    for node in walk(fn):
+        if not (isinstance(node, gast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, gast.Name) or target.id not in resolver.locals:
+            continue
+        if 0 < reads[target.id] == shape_reads[target.id]:
+            found.append(node)
+    return found
 
 
 def _operation(value: gast.expr, plain: set[str]) -> list[gast.expr] | None:
