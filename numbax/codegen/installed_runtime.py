@@ -27,11 +27,11 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import stat
 import uuid
 from pathlib import Path
 
 from numbax.codegen.cache import RUNTIME_SUBDIR, cache_key, version_dirname
+from numbax.codegen.trust import installed_problem
 
 INSTALLED_ENV = "NUMBAX_INSTALLED_RUNTIME"
 STAMP_FILE = "stamp"
@@ -58,15 +58,14 @@ def installed_runtime_dir() -> Path | None:
 def usable_installed_runtime() -> Path | None:
     """The installed runtime's directory when this process may load from it (it exists,
     passes the checks of the module docstring, and its stamp is current); else None.
-    Each of its files is checked again as it is read (:func:`problem`)."""
+    Each of its files is checked again as it is read (``trust.installed_problem``)."""
     source = installed_runtime_dir()
-    if source is None or problem(source) is not None:
-        return None
-    stamp_file = source / STAMP_FILE
-    if problem(stamp_file) is not None:
+    if source is None:
         return None
     try:
-        current = stamp_file.read_text(encoding="utf-8") == runtime_stamp()
+        if installed_problem(source) or installed_problem(source / STAMP_FILE):
+            return None
+        current = (source / STAMP_FILE).read_text(encoding="utf-8") == runtime_stamp()
     except OSError:
         return None
     return source if current else None
@@ -95,22 +94,3 @@ def install(built: Path, target: Path) -> int:
     shutil.rmtree(previous, ignore_errors=True)
     usable_installed_runtime.cache_clear()
     return count
-
-
-def problem(path: Path) -> str | None:
-    """Why ``path`` of the installed runtime may not be read (None: it may): it must be
-    a real directory or regular file of the current user or root that no one else may
-    write."""
-    try:
-        info = path.lstat()
-    except OSError:
-        return "it does not exist"
-    if stat.S_ISLNK(info.st_mode):
-        return "it is a symbolic link"
-    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
-        return "it is neither a directory nor a regular file"
-    if hasattr(os, "getuid") and info.st_uid not in (os.getuid(), 0):
-        return f"it belongs to user id {info.st_uid}"
-    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return "other users may write it"
-    return None

@@ -45,9 +45,11 @@ def warn_once(message: str) -> None:
     warnings.warn(message, CacheWarning, stacklevel=3)
 
 
-def _foreign(info: os.stat_result) -> str | None:
-    if hasattr(os, "getuid") and info.st_uid != os.getuid():
-        return f"it belongs to user id {info.st_uid}, not to you"
+def _foreign(info: os.stat_result, root_too: bool = False) -> str | None:
+    if hasattr(os, "getuid"):
+        owners = (os.getuid(), 0) if root_too else (os.getuid(),)
+        if info.st_uid not in owners:
+            return f"it belongs to user id {info.st_uid}, not to you"
     if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         return f"other users may write it (mode {stat.S_IMODE(info.st_mode):o})"
     return None
@@ -74,6 +76,20 @@ def file_problem(path: Path) -> str | None:
     if not stat.S_ISREG(info.st_mode):
         return "it is not a regular file"
     return _foreign(info)
+
+
+def installed_problem(path: Path) -> str | None:
+    """Why ``path``, installed with numbax for every user, may not be read (None: it
+    may): it must be a real directory or regular file that belongs to the current user
+    or to root and that no one else may write, as numbax's own source.
+
+    Raises ``FileNotFoundError`` when it does not exist."""
+    info = path.lstat()
+    if stat.S_ISLNK(info.st_mode):
+        return "it is a symbolic link"
+    if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+        return "it is neither a directory nor a regular file"
+    return _foreign(info, root_too=True)
 
 
 def ensure_private_directory(path: Path) -> None:

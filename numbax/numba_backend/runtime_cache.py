@@ -54,11 +54,10 @@ from numba.core.typing.templates import _OverloadFunctionTemplate
 from numba.np.ufunc.dufunc import DUFunc
 
 from numbax.codegen.cache import RUNTIME_SUBDIR, generated_dir
-from numbax.codegen.installed_runtime import problem as installed_problem
 from numbax.codegen.installed_runtime import runtime_stamp, usable_installed_runtime
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock
-from numbax.codegen.trust import ensure_private_directory
+from numbax.codegen.trust import ensure_private_directory, installed_problem
 from numbax.numba_backend.disk_cache import TrustedCache, _CheckedFiles
 
 _LIBRARIES = (Path(__file__).resolve().parent.parent, Path(numba.__file__).resolve().parent)
@@ -267,16 +266,11 @@ class _RuntimeImpl(CompileResultCacheImpl):
         return lifted_ok and not cres.library.has_dynamic_globals
 
 
-def _installed_file_problem(path: Path) -> str | None:
-    path.lstat()  # FileNotFoundError: not installed
-    return installed_problem(path)
-
-
 class _InstalledFiles(_CheckedFiles):
     """An entry of the installed runtime: checked as the user's own are, except that
     its files may belong to root (``codegen/installed_runtime.py``)."""
 
-    _file_problem = staticmethod(_installed_file_problem)
+    _file_problem = staticmethod(installed_problem)
 
 
 class RuntimeCache(TrustedCache):
