@@ -59,28 +59,37 @@ PYTHON_OPERATORS: dict[Callable, Callable] = {}
 """Each ``nxrt.op_<name>`` → Python's ``operator.<name>`` (for typing it on arrays)."""
 
 
-def _inline_unless_an_array(expr: Any, caller: Any, callee: Any) -> bool:
-    """Numba's cost model for the helpers: inline a call on scalars (the operator's own
-    code, which LLVM optimizes in place), call the cached implementation on arrays."""
-    return not any(isinstance(caller.typemap[arg.name], types.Array) for arg in expr.args)
-
-
 def _declare(name: str, expression: str, parameters: str) -> None:
     """``nxrt.op_<name>``: a Python function computing ``expression`` of ``parameters``
-    and its Numba implementation, the same text."""
+    and its Numba implementation, the same text.
+
+    Two overloads share that implementation. On scalars (no array argument) Numba
+    inlines it: the operator's own code, which LLVM optimizes in place. On arrays it is
+    a call of the implementation compiled once and kept in the runtime cache. A single
+    overload whose ``inline`` is a cost model would do both, but Numba then types the
+    implementation's body on every call site before asking the model, and for ``@``
+    that compiles Numba's matrix product again in every process (0.08 s a signature).
+    """
     source = f"def op_{name}({parameters}):\n    return {expression}\n"
     operation = define(source, {}, f"operator {name}", name=f"op_{name}")
     operation.__module__ = __name__  # numbax's own: described by its place in the cache
     lowering_helper(operation)
     implementation = define(source, {}, f"operator {name} under Numba", name=f"op_{name}")
-    typer = define(  # Numba asks for the implementation's own parameters
-        f"def typer({parameters}):\n    return implementation\n",
-        {"implementation": implementation},
-        f"operator {name} typing",
-        name="typer",
-    )
-    overload(operation, target="cpu", inline=_inline_unless_an_array)(typer)
+    for on_arrays in (False, True):
+        typer = define(  # Numba asks for the implementation's own parameters
+            f"def typer({parameters}):\n"
+            f"    if any_array({parameters}) is on_arrays:\n"
+            f"        return implementation\n",
+            {"implementation": implementation, "any_array": _any_array, "on_arrays": on_arrays},
+            f"operator {name} typing {'arrays' if on_arrays else 'scalars'}",
+            name="typer",
+        )
+        overload(operation, target="cpu", inline="never" if on_arrays else "always")(typer)
     PYTHON_OPERATORS[operation] = getattr(operator, name)
+
+
+def _any_array(*operand_types: Any) -> bool:
+    return any(isinstance(t, types.Array) for t in operand_types)
 
 
 for _name, _symbol in _BINARY.values():
