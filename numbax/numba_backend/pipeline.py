@@ -2,7 +2,8 @@
 
 One specialization of a user function (its static values, which parameters hold
 Python scalars) goes: read (``transform.source``, done by the caller) → normalize →
-bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``) →
+bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``),
+a pytree's cotangent filled in where it is zero (``fresh_fields``) →
 lower for Numba (``lower``) → one kernel per distinct computation (``shared_kernels``) →
 loop tapes as arrays where their length is known (``tapes``) → emit readable source
 and load it as a module from the cache directory (``codegen``). What comes out is a
@@ -25,6 +26,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.array_operators import call_operators
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
+from numbax.numba_backend.fresh_fields import fill_fresh_fields
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
@@ -106,6 +108,7 @@ def specialize(
     stood_in = False
     if target == "cpu":
         fn, kernels = fuse_elementwise(fn, resolver, Namer.for_function(fn))
+        fill_fresh_fields(fn.body, resolver)
         stood_in = result_type_only and stand_in_result(fn, resolver, kernels)
     elif target == "cuda":
         fn = scalar_selects(fn, resolver)

@@ -116,6 +116,16 @@ def index_add(base: np.ndarray, index: Any, value: Any) -> np.ndarray:
     return base
 
 
+@helper
+def field_filled(base: Any, index: str, value: Any) -> Any:
+    """``index_add(base, index, value)`` where ``base``'s entry ``index`` is still the zero
+    ``zeros_like`` made (``numba_backend/fresh_fields.py``): compiled code puts ``value``
+    in the zero's place when it has the zero's type, rather than adding the two (a
+    dict of parameters' cotangent is built this way, one entry at a time); plain Python
+    adds."""
+    return index_add(base, index, value)
+
+
 def _with_field(base: Any, name: str, value: Any) -> Any:
     """A copy of object ``base`` (a registered pytree class) with ``value`` added to
     its attribute ``name``."""

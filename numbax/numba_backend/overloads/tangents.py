@@ -29,6 +29,7 @@ from numbax.numba_backend.overloads.common import (
 )
 from numbax.runtime.tangents import (
     custom_cotangents,
+    field_filled,
     index_add,
     loop_cotangent,
     ones_like,
@@ -244,15 +245,37 @@ def _field_index_add(base: types.BaseNamedTuple, key: str) -> Any:
     """A new NamedTuple: ``base`` with ``value`` added to the field standing for
     ``key`` (a field name, or a dict key that is not an identifier: see
     ``boundary.field_name``)."""
+    position = _field_position("index_add", base, key)
+    return _with_field_source(base, position, f"tree_add(base[{position}], value)")
+
+
+def _field_position(helper: str, base: types.BaseNamedTuple, key: str) -> int:
+    """Where ``base`` holds the field standing for ``key``."""
     field = key if key in base.fields else field_name(key)
     if field not in base.fields:
-        raise _fail("index_add", f"{base} has no field for the key {key!r}")
-    parts = [
-        f"tree_add(base[{i}], value)" if name == field else f"base[{i}]"
-        for i, name in enumerate(base.fields)
-    ]
+        raise _fail(helper, f"{base} has no field for the key {key!r}")
+    return base.fields.index(field)
+
+
+def _with_field_source(base: types.BaseNamedTuple, position: int, value: str) -> Any:
+    """``impl(base, index, value)``: a new ``base`` whose field at ``position`` is the
+    expression ``value``."""
+    parts = [value if i == position else f"base[{i}]" for i in range(len(base.fields))]
     source = f"def impl(base, index, value):\n    return cls({', '.join(parts)})\n"
     return _define(source, "impl", {"tree_add": tree_add, "cls": base.instance_class})
+
+
+@overload(field_filled)
+def _field_filled_jit(base, index, value):
+    """``value`` in the place of the zero at field ``index`` when it has that field's
+    type (an array: a cotangent has its value's type), not added to it: no addition
+    to compile, nor a new array to fill. Otherwise (another type, or a base that is not
+    a NamedTuple) what ``index_add`` does."""
+    if isinstance(base, types.BaseNamedTuple) and isinstance(index, types.StringLiteral):
+        position = _field_position("field_filled", base, index.literal_value)
+        if isinstance(value, types.Array) and base.types[position] == value:
+            return _with_field_source(base, position, "value")
+    return lambda base, index, value: index_add(base, index, value)
 
 
 @overload(custom_cotangents)

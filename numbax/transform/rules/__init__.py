@@ -66,10 +66,11 @@ __all__ = [
 WITHOUT_DERIVATIVE_RULES = frozenset(
     # vmap's loop over examples: transformations compose with the vmapped function as a
     # whole, never reading its loop (nor the buffers its vectorized code repeats over
-    # the batch); fused kernels: written after every transformation.
+    # the batch); fused kernels and filled fields: written after every transformation.
     ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_repeat", "first"]
     + ["cotangent_as", "seed_of_sum", "seed_of_total", "seed_of_mean", "expand_reduced"]
     + ["gradient_stand_in", "loop_stand_in", "reduction_stand_in", "shape_stand_in"]
+    + ["field_filled"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
