@@ -265,7 +265,7 @@ def _with_field_source(base: types.BaseNamedTuple, position: int, value: str) ->
     return _define(source, "impl", {"tree_add": tree_add, "cls": base.instance_class})
 
 
-@overload(field_filled)
+@overload(field_filled, prefer_literal=True)  # the key, to find its field
 def _field_filled_jit(base, index, value):
     """``value`` in the place of the zero at field ``index`` when it has that field's
     type (an array: a cotangent has its value's type), not added to it: no addition
