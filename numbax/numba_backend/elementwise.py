@@ -32,6 +32,7 @@ from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
 from numbax.numba_backend.generated import define
+from numbax.numba_backend.linking import optimized_moderately
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.runtime_cache import cache_of
 from numbax.numba_backend.threads import chunk_runner, threads_allowed, threads_for
@@ -369,7 +370,8 @@ def _flat_loop(
         launch_threads()
         namespace.update(_threads_for=threads_for, _run_chunks=chunk_runner(scalar))
     namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
-    return define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
+    driver = define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
+    return optimized_moderately(driver)
 
 
 @register_jitable

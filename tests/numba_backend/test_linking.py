@@ -266,6 +266,24 @@ def test_a_small_function_keeps_o3(monkeypatch):
     assert max(levels) == numba.core.config.OPT == 3
 
 
+def test_a_function_marked_moderate_is_optimized_at_o2(monkeypatch):
+    """An elementwise loop's driver is marked so (``elementwise.py``)."""
+    levels = _optimization_levels(monkeypatch)
+
+    def scaled_total(a):  # nothing it calls is compiled apart
+        total = 0.0
+        for i in range(a.shape[0]):
+            total += 2.0 * a[i]
+        return total
+
+    function = numba.njit(linking.optimized_moderately(scaled_total))
+    a = np.linspace(0.1, 1.0, 9)
+    with linking.linking_large_callees_late():
+        assert function(a) == pytest.approx(2.0 * a.sum())
+    assert function.overloads[function.signatures[0]].library in linking._large_functions
+    assert levels and max(levels) == linking.MODERATE_OPT
+
+
 def test_outside_numbax_compiles_every_function_keeps_numbas_level(monkeypatch):
     levels = _optimization_levels(monkeypatch)
     monkeypatch.setattr(linking, "LARGE_FUNCTION_BITCODE", 0)
