@@ -103,8 +103,6 @@ _state = threading.local()
 _large: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
 _large_functions: weakref.WeakSet[Any] = weakref.WeakSet()
 """Libraries optimized at :data:`MODERATE_OPT`: large functions and marked ones."""
-_moderate_code: set[Any] = set()
-"""Code objects of the Python functions compiled at :data:`MODERATE_OPT`."""
 _without_machine_code: weakref.WeakSet[Any] = weakref.WeakSet()
 """Libraries finalized as LLVM IR only (see the module's docstring)."""
 _pending_environments: dict[str, Any] = {}
@@ -130,7 +128,7 @@ def linking_large_callees_late() -> Iterator[None]:
 def optimized_moderately(function: Any) -> Any:
     """Mark ``function`` (Python) to be optimized at :data:`MODERATE_OPT` whenever numbax
     compiles it (see the module's docstring); returns it."""
-    _moderate_code.add(function.__code__)
+    function.__numbax_moderate__ = True
     return function
 
 
@@ -319,7 +317,9 @@ def _lowering_run_pass(self: Any, state: Any) -> bool:
         state.flags.no_cpython_wrapper or state.func_id.modname.startswith(_NUMBAX_MODULES)
     ):
         state.flags.no_cfunc_wrapper = True
-    if getattr(_state, "active", False) and state.func_id.code in _moderate_code:
+    if getattr(_state, "active", False) and getattr(
+        state.func_id.func, "__numbax_moderate__", False
+    ):
         if state.library is None:  # made here as Numba's pass makes it, to be marked
             state.library = state.targetctx.codegen().create_library(state.func_id.func_qualname)
             state.library.enable_object_caching()
