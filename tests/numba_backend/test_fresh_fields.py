@@ -2,12 +2,12 @@
 (``numba_backend/fresh_fields.py``): the same gradients as interpreted and as central
 differences, with the sum kept wherever an entry may already hold a contribution."""
 
-import sys
-
 import numpy as np
 import pytest
 
 import numbax as nx
+from tests.autodiff.fd import numeric_jacobian
+from tests.numba_backend.generated_sources import jit_sources
 
 
 def mlp_loss(params, x, y):
@@ -40,36 +40,16 @@ def scalar_entry(params, x):
     return np.sum(params["w"] * x) * params["s"]
 
 
-def _generated(name):
-    """The source of the last module generated for ``jit`` of ``name``."""
-    texts = [
-        m.__numbax_source__
-        for m in list(sys.modules.values())
-        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {name} (")
-    ]
-    assert texts, name
-    return texts[-1]
-
-
-def _central_differences(f, params, key, h=1e-6):
-    """d f / d params[key], entry by entry."""
-    value = np.asarray(params[key], dtype=np.float64)
-    out = np.zeros(value.shape)
-    for index in np.ndindex(value.shape):
-        step = np.zeros(value.shape)
-        step[index] = h
-        up = {**params, key: value + step if value.ndim else float(value + h)}
-        down = {**params, key: value - step if value.ndim else float(value - h)}
-        out[index] = (f(up) - f(down)) / (2 * h)
-    return out
-
-
 def _check(fn, params, *rest):
     gradient = nx.jit(nx.grad(fn))(params, *rest)
     interpreted = nx.grad(fn)(params, *rest)
     assert gradient.keys() == params.keys()
     for key in params:
-        expected = _central_differences(lambda p: fn(p, *rest), params, key)
+
+        def of_entry(value, key=key):
+            return fn({**params, key: value}, *rest)
+
+        expected = numeric_jacobian(of_entry, [params[key]], 0)
         np.testing.assert_allclose(gradient[key], expected, rtol=1e-6, atol=1e-8)
         np.testing.assert_allclose(gradient[key], interpreted[key], rtol=1e-12, atol=1e-14)
         assert np.asarray(gradient[key]).dtype == np.asarray(params[key]).dtype
@@ -99,7 +79,7 @@ def test_each_entry_read_once_is_filled_in(rng, dtype):
         for key in params:
             np.testing.assert_allclose(gradient[key], interpreted[key], rtol=1e-4, atol=1e-6)
             assert gradient[key].dtype == np.float32
-    source = _generated("grad_mlp_loss")
+    source = jit_sources("grad_mlp_loss")[-1]
     assert source.count("nxrt.field_filled(") == 4
     assert "nxrt.index_add(" not in source
 
@@ -107,7 +87,7 @@ def test_each_entry_read_once_is_filled_in(rng, dtype):
 def test_an_entry_read_twice_is_added_the_second_time(rng):
     params = {"w": rng.standard_normal(4), "b": rng.standard_normal(3)}
     _check(read_twice, params, rng.standard_normal(4))
-    source = _generated("grad_read_twice")
+    source = jit_sources("grad_read_twice")[-1]
     assert source.count("nxrt.field_filled(") == 2  # "w" once and "b"
     assert source.count("nxrt.index_add(") == 1  # "w" again
 

@@ -19,6 +19,7 @@ from numbax.numba_backend import elementwise as elementwise_module
 from numbax.numba_backend.cpu import compile_helper
 from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.fuse import MOST_INPUTS, _parameters_unpacked_early
+from tests.numba_backend.generated_sources import jit_sources
 
 
 def selu(x, alpha=1.67, lmbda=1.05):
@@ -300,17 +301,6 @@ def total_of_slope(x):
     return np.sum(nx.grad(total_of_damped)(x))
 
 
-def _lowered(prefix):
-    """The sources Numba compiled for generated functions named ``prefix``."""
-    texts = [
-        m.__numbax_source__
-        for m in list(sys.modules.values())
-        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {prefix} (")
-    ]
-    assert texts, prefix
-    return texts
-
-
 def test_the_adjoint_of_a_vjp_reads_its_cotangents_as_of_their_outputs_shape():
     """``grad`` of ``grad``: the second adjoint runs the first VJP again, whose
     cotangent parameter has its output's shape (reverse.COTANGENT_OF); no cotangent of
@@ -322,7 +312,7 @@ def test_the_adjoint_of_a_vjp_reads_its_cotangents_as_of_their_outputs_shape():
     slope = nx.grad(total_of_damped)
     fd = (slope(x + h) - slope(x - h)) / (2 * h)
     np.testing.assert_allclose(curvature(x), fd, rtol=1e-6, atol=1e-9)
-    for text in _lowered("vjp_vjp_damped"):
+    for text in jit_sources("vjp_vjp_damped"):
         body = text.split("\ndef vjp_vjp_damped(")[1]
         assert "nxrt.unbroadcast(" not in body, text
         assert body.count("_vjp_vjp_damped_line") <= 5, text
@@ -537,10 +527,10 @@ def test_loops_of_values_computed_from_the_same_arrays_are_declared_same_shapes(
     x = np.linspace(-3.0, 3.0, 7)
     curvature = nx.grad(total_of_slope)
     np.testing.assert_allclose(nx.jit(curvature)(x), curvature(x), rtol=1e-12)
-    declared = [t for t in _lowered("vjp_vjp_damped") if "same_shapes=True" in t]
-    assert declared, _lowered("vjp_vjp_damped")
+    declared = [t for t in jit_sources("vjp_vjp_damped") if "same_shapes=True" in t]
+    assert declared, jit_sources("vjp_vjp_damped")
     np.testing.assert_allclose(nx.jit(selu)(X, 1.5, 1.05), selu(X, 1.5, 1.05), rtol=1e-13)
-    for text in _lowered("selu"):
+    for text in jit_sources("selu"):
         assert "same_shapes" not in text, text
 
 
@@ -559,7 +549,7 @@ def test_the_third_adjoint_unpacks_its_cotangents_first_and_is_one_loop():
     curvature = nx.grad(total_of_slope)
     fd = (curvature(x + h) - curvature(x - h)) / (2 * h)
     np.testing.assert_allclose(third(x), fd, rtol=1e-6, atol=1e-8)
-    for text in _lowered("vjp_vjp_vjp_damped"):
+    for text in jit_sources("vjp_vjp_vjp_damped"):
         assert text.count("@nxrt.elementwise") == 1, text
 
 
@@ -742,7 +732,7 @@ def test_the_seed_of_a_sum_of_a_call_does_not_sum_and_keeps_grads_checks():
     as ``grad_seed`` checks it."""
     x = np.linspace(-1.0, 1.0, 5)
     np.testing.assert_allclose(nx.jit(nx.grad(total_of_damped))(x), nx.grad(total_of_damped)(x))
-    (text,) = _lowered("grad_total_of_damped")
+    (text,) = jit_sources("grad_total_of_damped")
     body = text.split("def grad_total_of_damped(x):")[1]
     assert "nxrt.seed_of_total(_damped)" in body and "nxrt.sum" not in body, text
     with pytest.raises(TypeError, match="complex"):
@@ -770,7 +760,7 @@ def test_the_seed_of_a_mean_loss_takes_no_mean_and_keeps_grads_checks():
     grad = nx.grad(mean_squared_error)
     np.testing.assert_allclose(nx.jit(grad)(w, x, y), grad(w, x, y), rtol=1e-13)
     np.testing.assert_allclose(grad(w, x, y), 2.0 * x.T @ (x @ w - y) / 6, rtol=1e-13)
-    (text,) = _lowered("grad_mean_squared_error")
+    (text,) = jit_sources("grad_mean_squared_error")
     body = text.split("def grad_mean_squared_error(")[1]
     assert "nxrt.seed_of_mean(" in body and "nxrt.mean(" not in body, text
     assert re.search(r"nxrt\.reduced_count\(\w+, _ct_mean\)", body), text
@@ -805,11 +795,11 @@ def test_values_two_loops_share_are_computed_in_each_instead_of_stored():
     for function in (shared_chain, chain_rebinding_its_input):
         for got, want in zip(nx.jit(function)(x, y), function(x, y), strict=True):
             np.testing.assert_allclose(got, want, rtol=1e-14)
-    (text,) = _lowered("shared_chain")
+    (text,) = jit_sources("shared_chain")
     body = text.split("def shared_chain(")[1]
     assert len(re.findall(r"= _shared_chain_line\d+\(", body)) == 2, text
     assert "nxrt.op_" not in body and "nxrt.exp(" not in body, text
-    (text,) = _lowered("chain_rebinding_its_input")
+    (text,) = jit_sources("chain_rebinding_its_input")
     body = text.split("def chain_rebinding_its_input(")[1]
     assert re.search(r"\n    a = _chain_rebinding_its_input_line\d+\(", body), text
 
@@ -824,7 +814,7 @@ def test_the_jvp_of_a_vjp_is_one_loop_per_output():
     fd = (gradient(x + h) - gradient(x - h)) / (2 * h)
     np.testing.assert_allclose(np.diag(hessian(x)), fd, rtol=1e-7, atol=1e-10)
     np.testing.assert_allclose(hessian(x), nx.hessian(sum_logistic)(x), rtol=1e-13)
-    for text in _lowered("jvp_vjp_sum_logistic"):  # other tests' argument types too
+    for text in jit_sources("jvp_vjp_sum_logistic"):  # other tests' argument types too
         body = text.split("def jvp_vjp_sum_logistic(")[1]
         assert len(re.findall(r"= _jvp_vjp_sum_logistic_line\d+\(", body)) == 2, text
         assert "nxrt.op_" not in body, text
@@ -847,7 +837,7 @@ def test_a_powers_derivative_joins_the_adjoints_loop():
         want = np.cos(x) * x**3 + np.sin(x) * 3 * x**2
         np.testing.assert_allclose(got, want, rtol=1e-6 if dtype == np.float32 else 1e-14)
         np.testing.assert_array_equal(got, grad(x).astype(dtype))
-    for text in _lowered("grad_cubed_and_constant"):
+    for text in jit_sources("grad_cubed_and_constant"):
         body = text.split("def grad_cubed_and_constant(")[1]
         assert "nxrt.mul_pow(" not in body, text  # only inside the loop
         assert "nxrt.mul_pow(nxrt.weak(" in text, text

@@ -3,12 +3,11 @@
 whose Jacobian needs only its output's type returns a stand-in of it. The same values,
 dtypes and errors as without jit, and what the value is read for decides."""
 
-import sys
-
 import numpy as np
 import pytest
 
 import numbax as nx
+from tests.numba_backend.generated_sources import jit_sources
 
 
 def bump(x):
@@ -51,24 +50,13 @@ def logistic(x):
 
 def _stand_in_modules(name):
     """The generated modules of ``name`` with a stand-in result."""
-    return [
-        m.__numbax_source__
-        for m in list(sys.modules.values())
-        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {name} (")
-        and "a stand-in of them" in m.__numbax_source__
-    ]
+    return [t for t in jit_sources(name) if "a stand-in of them" in t]
 
 
 def _lowered_body(name):
     """The body of the function named ``name`` as Numba compiled it, from the last
     module generated for it."""
-    texts = [
-        m.__numbax_source__
-        for m in list(sys.modules.values())
-        if getattr(m, "__numbax_source__", "").startswith(f"# jit of {name} (")
-    ]
-    assert texts, name
-    return texts[-1].split(f"\ndef {name}(")[1]
+    return jit_sources(name)[-1].split(f"\ndef {name}(")[1]
 
 
 def _central_difference(f, x, h=1e-5):
