@@ -5,8 +5,8 @@ Reverse mode gives a dict (or NamedTuple) argument its cotangent one read at a t
 ``_ct_params = nxrt.index_add(_ct_params, "w", _ct_w)``: a new record whose entry is the
 zero plus the read's cotangent. Compiled, each such sum of arrays is Numba's
 broadcasting loop (2,600 LLVM instructions for a matrix), emitted again in every
-program's machine code: a quarter of a second of the first call of ``jit(grad)`` of an
-MLP whose parameters are a dict.
+program's machine code: the first call of ``jit(grad)`` of an MLP whose parameters are
+a dict took 5.15 s with them, 4.57 s without (numbax's helpers compiled anew).
 
 Where the program shows that the entry is still the zero (:func:`fill_fresh_fields`),
 the call becomes ``nxrt.field_filled``, which compiled puts the cotangent in the zero's
