@@ -47,6 +47,7 @@ import numba
 import numpy as np
 from numba.core import types
 from numba.core.caching import CompileResultCacheImpl, NullCache, _CacheLocator
+from numba.core.compiler import Flags
 from numba.core.decorators import jit as numba_cpu_jit
 from numba.core.dispatcher import Dispatcher
 from numba.core.targetconfig import ConfigStack
@@ -342,6 +343,10 @@ _INHERITED = ("nrt", "fastmath", "error_model", "forceinline")
 """The options Numba's CPU target copies from the caller when the callee does not set
 them (``CPUTargetOptions.finalize``)."""
 
+_WITHOUT_CALLER = {"nrt": True, "error_model": "python"}
+"""What ``CPUTargetOptions.finalize`` gives a function compiled with no caller, where it
+differs from ``Flags``' own defaults."""
+
 NEVER_INHERITED = {"fastmath": False}
 """What every implementation here compiles with unless it says otherwise. Numba keeps one
 compiled version of a function per signature in a process, made with the options of
@@ -352,13 +357,19 @@ never take a caller's ``fastmath``; a ``fastmath`` program's own code still has 
 
 
 def _inherited_options(own_options: frozenset[str]) -> str:
+    """The values a function compiled now takes from its caller, as it gets them
+    (``TargetConfig.inherit_if_not_set``): the caller's, set or not, and with no caller
+    :data:`_WITHOUT_CALLER` or the default. Keyed by value, not by whether the caller set
+    it: a caller compiled inside another (an overload's implementation) has
+    ``forceinline=False`` set, a generated function has it unset, and the helper both
+    call is the same code (it was compiled twice, once for each key)."""
     caller = ConfigStack().top_or_none()
     if caller is None:
-        return ""
+        caller = Flags()
+        for name, value in _WITHOUT_CALLER.items():
+            setattr(caller, name, value)
     return ";".join(
-        f"{name}={getattr(caller, name)}"
-        for name in _INHERITED
-        if name not in own_options and caller.is_set(name)
+        f"{name}={getattr(caller, name)}" for name in _INHERITED if name not in own_options
     )
 
 

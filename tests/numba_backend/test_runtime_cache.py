@@ -112,6 +112,26 @@ def test_options_a_helper_inherits_from_its_caller_are_part_of_its_key(cache_dir
     assert hits(caller({})) == 1
 
 
+def test_callers_that_pass_a_helper_the_same_options_share_its_entry(cache_dir):
+    """Keyed by the values a helper inherits, not by whether its caller set them: an
+    overload's implementation calling a helper has ``forceinline=False`` set, a generated
+    function has it unset, and Python calling it directly has no caller at all; the
+    machine code is the same (it was compiled once for each)."""
+    source = "def impl(x):\n    return x * K\n"
+    direct = runtime_cache.njit(written(source, {"K": 2.0}))
+    assert direct(1.5) == 3.0 and misses(direct) == 1
+
+    def caller(options: dict):
+        helper = runtime_cache.njit(written(source, {"K": 2.0}))
+        runner = numba.njit(**options)(lambda x: helper(x))
+        assert runner(1.5) == 3.0
+        return helper
+
+    through_a_function = caller({})
+    assert (hits(through_a_function), misses(through_a_function)) == (1, 0)
+    assert hits(caller({"forceinline": False})) == 1
+
+
 INF_MINUS_INF = "def impl(x):\n    return x - x\n"  # NaN for inf; 0.0 under fast-math
 
 
