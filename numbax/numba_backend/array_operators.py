@@ -31,6 +31,7 @@ from numba import types
 from numba.extending import overload
 
 from numbax.numba_backend.generated import define
+from numbax.numba_backend.matrix_product import is_blas_matrix_pair, matrix_product
 from numbax.numba_backend.redirects import lowering_helper
 
 _BINARY = {
@@ -78,14 +79,45 @@ def _declare(name: str, expression: str, parameters: str) -> None:
     for on_arrays in (False, True):
         typer = define(  # Numba asks for the implementation's own parameters
             f"def typer({parameters}):\n"
-            f"    if any_array({parameters}) is on_arrays:\n"
+            f"    if any_array({parameters}) is on_arrays and not declined({parameters}):\n"
             f"        return implementation\n",
-            {"implementation": implementation, "any_array": _any_array, "on_arrays": on_arrays},
+            {
+                "implementation": implementation,
+                "any_array": _any_array,
+                "on_arrays": on_arrays,
+                "declined": is_blas_matrix_pair if name == "matmul" else _never,
+            },
             f"operator {name} typing {'arrays' if on_arrays else 'scalars'}",
             name="typer",
         )
         overload(operation, target="cpu", inline="never" if on_arrays else "always")(typer)
+    if name == "matmul":
+        _declare_matrix_product(operation)
     PYTHON_OPERATORS[operation] = getattr(operator, name)
+
+
+def _declare_matrix_product(operation: Callable) -> None:
+    """``nxrt.op_matmul`` of two matrices that BLAS takes as they are: numbax's
+    :func:`matrix_product`, which compiles nothing more, instead of Numba's ``@``
+    (which compiles ``np.zeros``, ``np.empty`` and ``np.dot``). Numba tries this overload
+    after the two above, which decline such a pair."""
+    implementation = define(
+        "def op_matmul(a, b):\n    return matrix_product(a, b)\n",
+        {"matrix_product": matrix_product},
+        "operator matmul of matrices under Numba",
+        name="op_matmul",
+    )
+
+    def typer(a, b):
+        if is_blas_matrix_pair(a, b):
+            return implementation
+        return None
+
+    overload(operation, target="cpu", inline="never")(typer)
+
+
+def _never(*operand_types: Any) -> bool:
+    return False
 
 
 def _any_array(*operand_types: Any) -> bool:

@@ -62,6 +62,7 @@ from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import reductions, runtime_cache
 from numbax.numba_backend.generated import Code
+from numbax.numba_backend.matrix_product import is_blas_matrix_pair, matrix_product
 from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.reductions import _accumulating, _dtype_arg, _is_none
 from numbax.numba_backend.weak import weak_target
@@ -508,6 +509,8 @@ def _gemm(a: Any, b: Any) -> Any:
 @overload(_gemm)
 def _gemm_jit(a, b):
     dt = a.dtype
+    if is_blas_matrix_pair(a, b):
+        return lambda a, b: matrix_product(a, b)
     if _blas(dt):
         return lambda a, b: np.dot(a, b)
     acc = types.int64 if isinstance(dt, types.Boolean) else dt

@@ -15,6 +15,7 @@ from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend import numpy_extra, reductions
+from numbax.numba_backend.matrix_product import is_blas_matrix_pair, matrix_product
 from numbax.numba_backend.overloads.common import (
     _array,
     _code,
@@ -126,6 +127,8 @@ def _matmul_vjp_x_jit(ct, x, y):
             return unbroadcast(r[..., 0], x)
 
         return vector
+    if is_blas_matrix_pair(ct, _transposed(y)):
+        return lambda ct, x, y: unbroadcast(matrix_product(ct, y.T), x)
     return lambda ct, x, y: unbroadcast(numpy_extra.matmul(ct, matrix_transpose(y)), x)
 
 
@@ -144,7 +147,18 @@ def _matmul_vjp_y_jit(ct, x, y):
             return unbroadcast(r[..., 0], y)
 
         return vector
+    if is_blas_matrix_pair(_transposed(x), ct):
+        return lambda ct, x, y: unbroadcast(matrix_product(x.T, ct), y)
     return lambda ct, x, y: unbroadcast(numpy_extra.matmul(matrix_transpose(x), ct), y)
+
+
+def _transposed(matrix: Any) -> Any:
+    """The Numba type of ``matrix.T`` (2-d): a C-contiguous matrix's transpose is
+    Fortran-contiguous, and the reverse. BLAS reads either in place
+    (:func:`matrix_product`), where a copy in C order was made before."""
+    if not isinstance(matrix, types.Array):
+        return matrix
+    return matrix.copy(layout={"C": "F", "F": "C"}.get(matrix.layout, matrix.layout))
 
 
 def _static_axes(name: str, axes: Any) -> Any:
