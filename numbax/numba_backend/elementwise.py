@@ -27,7 +27,7 @@ from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.codegen.load import GENERATED_PREFIX
-from numbax.numba_backend import reductions
+from numbax.numba_backend import new_arrays, reductions
 from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
@@ -64,7 +64,7 @@ if sys.platform.startswith("linux"):
 
     @register_jitable
     def _allocate(shape, dtype):
-        out = np.empty(shape, dtype)
+        out = new_arrays.empty(shape, dtype)
         nbytes = out.size * out.itemsize
         if nbytes >= _HUGE_PAGE_THRESHOLD:
             address = out.ctypes.data
@@ -76,7 +76,7 @@ else:
 
     @register_jitable
     def _allocate(shape, dtype):
-        return np.empty(shape, dtype)
+        return new_arrays.empty(shape, dtype)
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ from numba import types
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend import new_arrays
 from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.reductions import _START, _accumulating, _fold1d, _sum_op
@@ -57,7 +58,11 @@ class _Nest:
         self.args = args
         self.arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         self.ndim = builtins.max((args[i].ndim for i in self.arrays), default=0)
-        self.code = Code(header, {"np": np, "_bdim": broadcast_dim, "U": np.uint64}, "fused sum")
+        self.code = Code(
+            header,
+            {"np": np, "new_arrays": new_arrays, "_bdim": broadcast_dim, "U": np.uint64},
+            "fused sum",
+        )
         params = ", ".join([f"like{m}" for m in range(skip)] + [f"a{i}" for i in range(len(args))])
         self.code(f"{params}{',' if skip + len(args) == 1 else ''} = args")
         for i, target in casts.items():
@@ -136,11 +141,11 @@ def sum_loop(
     while tail < n and n - 1 - tail in reduced:
         tail += 1
     lead = n - tail
-    code(f"out = np.zeros({_tuple([f'n{d}' for d in kept] or ['1'])}, T)")
+    code(f"out = new_arrays.zeros({_tuple([f'n{d}' for d in kept] or ['1'])}, T)")
     at = f"out[{', '.join([f'U(i{d})' for d in kept] or ['0'])}]"
     if tail:
         code(f"row = {' * '.join(f'n{d}' for d in range(lead, n))}")
-        code("buffer = np.empty(row if row >= 8 else 0, T)")
+        code("buffer = new_arrays.empty(row if row >= 8 else 0, T)")
         nest.loops(range(lead))
         code("if row < 8:")  # NumPy's pairwise sum of a short row: one after the other
         code.depth += 1
@@ -204,7 +209,7 @@ def unbroadcast_loop(kernels: list[Kernel], args: tuple, stored: Callable) -> Ca
         acc = np.result_type(as_dtype(vreal), as_dtype(target)).type
         code.names.update({f"_scalar{m}": kernel.scalar, f"ACC{m}": acc})
         code.names[f"R{m}"] = as_dtype(target).type
-        code(f"out{m} = np.zeros(like{m}.shape, ACC{m})")
+        code(f"out{m} = new_arrays.zeros(like{m}.shape, ACC{m})")
         for d in range(n - like.ndim, n):
             code(f"l{m}_{d} = int(like{m}.shape[{d - (n - like.ndim)}] != 1)")
         at = nest.index(f"out{m}", like.ndim, f"l{m}")

@@ -79,7 +79,7 @@ def _unbroadcast_jit(value, like):
     vreal = vdtype.underlying_float if real else vdtype
     acc = as_dtype(vreal) if isinstance(vreal, types.Float | types.Complex) else None
     acc = np.result_type(acc, as_dtype(target)).type if acc is not None else cast
-    lines.append("    out = np.zeros(like.shape, acc)")
+    lines.append("    out = new_arrays.zeros(like.shape, acc)")
     for depth, loop in enumerate(loops):
         lines.append("    " * (depth + 1) + loop)
     item = f"value[{_subscript(vidx)}]" if isinstance(value, types.Array) else "value"
@@ -148,7 +148,7 @@ def _broadcast_reduced_jit(value, a, axis=None, keepdims=False):
         for d in range(n):
             code(f"s{d} = 1", f"if not red[{d}]:", f"    s{d} = value.shape[j]", "    j += 1")
         code(f"v = np.ascontiguousarray(value).reshape({_tuple(f's{d}' for d in range(n))})")
-    code("out = np.empty(a.shape, T)")
+    code("out = new_arrays.empty(a.shape, T)")
     for d in range(n):
         code(f"f{d} = 0 if v.shape[{d}] == 1 else 1")
     for d in range(n):

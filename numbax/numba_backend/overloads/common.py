@@ -17,6 +17,7 @@ from numba.core import errors
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
+from numbax.numba_backend import new_arrays
 from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
 from numbax.runtime.reductions import inexact_dtype
@@ -68,6 +69,7 @@ def _axis_index(axis, ndim):
 
 SCOPE = {
     "np": np,
+    "new_arrays": new_arrays,
     "_always": _always,
     "_axis_index": _axis_index,
     "_bdim": _bdim,

@@ -191,7 +191,7 @@ def _shape_stand_in_jit(operation, *args):
             length = f"_bdim({length}, {other})"
         lengths.append(length)
     shape = ", ".join(lengths) + ("," if ndim == 1 else "")
-    source = unpacked + f"    return np.empty(({shape}), _dtype)\n"
+    source = unpacked + f"    return new_arrays.empty(({shape}), _dtype)\n"
     return _define(source, "impl", {"_dtype": dtype})
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
+from numbax.numba_backend import new_arrays
 from numbax.numba_backend.boundary import field_name
 from numbax.numba_backend.overloads.common import (
     _constant,
@@ -50,7 +51,7 @@ def _filled_like(name: str, func: Any, x: Any, value: int) -> Any:
     if isinstance(x, types.Array):
         dtype = x.dtype
         if value == 0:
-            return lambda x: np.zeros(x.shape, dtype)
+            return lambda x: new_arrays.zeros(x.shape, dtype)
         return lambda x: np.ones(x.shape, dtype)
     if _is_scalar(x):
         constant = _constant(types.unliteral(x), value)
