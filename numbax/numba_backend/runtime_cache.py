@@ -50,6 +50,7 @@ from numba.core.caching import CompileResultCacheImpl, NullCache, _CacheLocator
 from numba.core.compiler import Flags
 from numba.core.decorators import jit as numba_cpu_jit
 from numba.core.dispatcher import Dispatcher
+from numba.core.extending import _Intrinsic
 from numba.core.targetconfig import ConfigStack
 from numba.core.typing.templates import _OverloadFunctionTemplate
 from numba.np.ufunc.dufunc import DUFunc
@@ -117,6 +118,8 @@ def _describe(value: Any, seen: set[int]) -> str:
         return f"dufunc:{_describe(kernel.py_func, seen)}:{options}:{value.identity!r}"
     if isinstance(value, pytypes.FunctionType):
         return _describe_function(value, seen)
+    if isinstance(value, _Intrinsic):  # what it compiles to is its definition's code
+        return f"intrinsic:{_describe_function(value._defn, seen)}"
     description = getattr(value, "__numbax_description__", None)
     if description is not None:  # made by a numbax factory from values described here
         return f"made:{_describe(description, seen)}"

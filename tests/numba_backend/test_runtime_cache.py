@@ -23,7 +23,7 @@ from numba.extending import overload
 
 from numbax.codegen import cache
 from numbax.codegen.trust import CacheWarning
-from numbax.numba_backend import runtime_cache
+from numbax.numba_backend import new_arrays, runtime_cache
 from numbax.numba_backend.elementwise import _disk_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
@@ -130,6 +130,19 @@ def test_callers_that_pass_a_helper_the_same_options_share_its_entry(cache_dir):
     through_a_function = caller({})
     assert (hits(through_a_function), misses(through_a_function)) == (1, 0)
     assert hits(caller({"forceinline": False})) == 1
+
+
+def test_a_helper_calling_an_intrinsic_is_cached(cache_dir):
+    """An intrinsic compiles to what its definition's code says: described by that
+    definition, so a helper written at run time that calls one is cached (it was
+    compiled in every process)."""
+    source = "def impl(n):\n    return zeros((n, 2), np.float64)\n"
+    scope = {"zeros": new_arrays.zeros, "np": np}
+    first = runtime_cache.njit(written(source, scope))
+    assert first(3).shape == (3, 2) and misses(first) == 1
+    again = runtime_cache.njit(written(source, scope))
+    assert again(3).shape == (3, 2)
+    assert (hits(again), misses(again)) == (1, 0)
 
 
 INF_MINUS_INF = "def impl(x):\n    return x - x\n"  # NaN for inf; 0.0 under fast-math
