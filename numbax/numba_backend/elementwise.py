@@ -245,7 +245,7 @@ def _summed_into_like(applied: list[Callable]) -> Callable:
     @overload(total)
     def _total_numba(*args):
         kernels = [f.__numbax_scalar__ for f in applied]
-        return unbroadcast_loop(kernels, _star(args), stored)
+        return unbroadcast_loop(kernels, _star(args), stored, applied[0])
 
     return total
 

@@ -173,13 +173,17 @@ def sum_loop(
     return code.compile("sum")
 
 
-def unbroadcast_loop(kernels: list[Kernel], args: tuple, stored: Callable) -> Callable:
+def unbroadcast_loop(
+    kernels: list[Kernel], args: tuple, stored: Callable, computed: Callable
+) -> Callable:
     """The implementation of ``unbroadcast(kernel(*values), like)`` for each kernel and
     its like, of arguments ``(*likes, *values)`` of types ``args``, one like per kernel:
     one loop computes every kernel's value and adds each into its like's shape.
     ``stored(*likes, *values)``: the same of the stored values, where nothing is summed
     (a number, or a like of more axes than the values, which ``unbroadcast`` spreads
-    them over)."""
+    them over). ``computed(*values)``: the first kernel's values, stored: the result
+    itself when there is one like, of the values' shape and dtype (``unbroadcast``
+    returns its value then; called directly, its general case is not compiled)."""
     count = len(kernels)
     likes, values = args[:count], args[count:]
     casts, _, _ = kernels[0].element_types(values)
@@ -190,12 +194,17 @@ def unbroadcast_loop(kernels: list[Kernel], args: tuple, stored: Callable) -> Ca
     if not summed or any(kernel.element_types(values)[0] != casts for kernel in kernels):
         return lambda *args: stored(*args)
     code = nest.code
+    as_computed = count == 1 and likes[0].ndim == n and _keeps_dtype(kernels[0], values, likes[0])
+    if as_computed:
+        code.names["computed"] = computed
+        same = " and ".join(f"n{d} == like0.shape[{d}]" for d in range(n)) or "True"
+        code(f"if {same}:", "    return computed(*args[1:])")
     for like, name in zip(likes, like_names, strict=True):
         for d in range(n):  # a like of larger shape (a value to spread) broadcasts the loop
             if (k := d - (n - like.ndim)) >= 0:
                 code(f"n{d} = _bdim(n{d}, {name}.shape[{k}])")
     nest.flags()
-    if count == 1 and likes[0].ndim == n:  # equal shapes: the kernel's own loop
+    if count == 1 and likes[0].ndim == n and not as_computed:  # equal shapes: the kernel's own loop
         code.names["stored"] = stored
         same = " and ".join(f"n{d} == like0.shape[{d}]" for d in range(n)) or "True"
         code(f"if {same}:", "    return stored(*args)")
@@ -220,6 +229,14 @@ def unbroadcast_loop(kernels: list[Kernel], args: tuple, stored: Callable) -> Ca
     code.depth = 1
     code(f"return {results[0]}" if count == 1 else f"return {_tuple(results)}")
     return code.compile("unbroadcast")
+
+
+def _keeps_dtype(kernel: Kernel, values: tuple, like: Any) -> bool:
+    """Whether ``unbroadcast`` of the kernel's values into ``like``'s shape keeps their
+    dtype (it takes like's when that is inexact, and the real part of complex values
+    for a real like)."""
+    result = kernel.element_types(values)[2]
+    return not isinstance(like.dtype, types.Float | types.Complex) or like.dtype == result
 
 
 def stored_unbroadcast(applied: list[Callable]) -> Callable:

@@ -225,6 +225,22 @@ def test_an_unbroadcasting_loop_compiled_is_its_python_version(like):
     np.testing.assert_allclose(got, want, rtol=1e-15)
 
 
+@pytest.mark.parametrize(
+    "like, a, b",
+    [
+        (np.zeros((4, 3)), ROWS, ROWS),  # the values' shape spread over the like's
+        (np.zeros((4, 3), np.float32), ROWS, COLUMNS),  # the like's dtype, not the values'
+        (np.zeros((4, 1)), ROWS, ROWS),  # the values' own shape and dtype: stored as is
+    ],
+    ids=["spread-over-equal-axes", "float32-like", "values-shape"],
+)
+def test_an_unbroadcasting_loop_keeps_the_likes_shape_and_dtype(like, a, b):
+    got = _unbroadcast_compiled(like, a, b)
+    want = nxrt.unbroadcast(a * b - b, like)
+    assert got.shape == want.shape == like.shape and got.dtype == want.dtype == like.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-6 if like.dtype == np.float32 else 1e-15)
+
+
 def test_expand_reduced_puts_the_reduced_axes_back():
     v = rng.standard_normal((4, 3))
     for got, want in zip(
