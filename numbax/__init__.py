@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.configuration import config
 from numbax.errors import CompileError, TransformError
 from numbax.version import __version__
@@ -125,7 +126,8 @@ def __getattr__(name: str) -> Any:
     if module == "":  # a submodule: what it needs, it imports (the runtime reads lax)
         value = importlib.import_module(f"numbax.{name}")
     else:  # the api package registers the transformations with the normalizer
-        importlib.import_module("numbax.api")
+        with fewer_full_collections():  # it imports Numba: as many objects as numbax makes
+            importlib.import_module("numbax.api")
         value = getattr(importlib.import_module(module), name)
     globals()[name] = value
     return value

@@ -29,6 +29,7 @@ from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
 from numbax.codegen.fingerprint import callable_identity
+from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.locks import generation_lock
 from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.codegen.partials import partial_wrapper
@@ -64,7 +65,7 @@ class NumbaxFunction(ABC):
         found = self._specializations.get(key)
         if found is not None:
             return found
-        with generation_lock:
+        with generation_lock, fewer_full_collections():
             if key not in self._specializations:
                 self._specializations[key] = make()
             return self._specializations[key]

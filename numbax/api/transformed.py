@@ -28,6 +28,7 @@ from numbax.api.jit import Jitted
 from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.fingerprint import callable_identity, fingerprint
+from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.load import live_function, load_module, module_name
 from numbax.codegen.reuse import live_key
 from numbax.codegen.variadic import fixed_arity
@@ -161,6 +162,7 @@ _of_function: weakref.WeakKeyDictionary[types.FunctionType, Generated] = (
 )  # a generated function → how it was generated
 
 
+@fewer_full_collections()
 def generate(
     fun: Any,
     transformation: str,

@@ -40,6 +40,7 @@ from numba.core.caching import (
 from numba.core.sigutils import normalize_signature
 
 from numbax.codegen.cache import NUMBA_SUBDIR, write_atomic
+from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
@@ -267,7 +268,8 @@ def attach(dispatcher: Any, cached: bool) -> None:
         existing = dispatcher.overloads.get(tuple(normalize_signature(sig)[0]))
         if existing is not None:  # Numba comes here for a call with an omitted argument
             return existing.entry_point
-        with generation_lock, linking_large_callees_late():  # the lock before the entry's
+        # the lock before the entry's
+        with generation_lock, linking_large_callees_late(), fewer_full_collections():
             if cache is None or not _usable(cache):
                 return original(sig)
             with entry_lock(cache.lock_path):
