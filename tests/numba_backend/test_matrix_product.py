@@ -75,6 +75,7 @@ def matmul_then_tanh(x, w):
     return np.tanh(x @ w)
 
 
+@pytest.mark.filterwarnings("ignore::numba.NumbaPerformanceWarning")  # the strided pair
 def test_matmul_under_jit_matches_numpy_on_every_kind_of_operand():
     jitted = nx.jit(matmul_then_tanh)
     rng = np.random.default_rng(1)
