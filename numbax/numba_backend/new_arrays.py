@@ -16,8 +16,10 @@ from typing import Any
 
 from numba import types
 from numba.core import cgutils
+from numba.core.errors import TypingError
 from numba.core.imputils import impl_ret_new_ref
 from numba.core.typing import signature
+from numba.core.typing.npydecl import parse_dtype
 from numba.extending import intrinsic
 from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 
@@ -25,7 +27,7 @@ from numba.np.arrayobj import _empty_nd_impl, _parse_shape
 @intrinsic
 def empty(typingctx: Any, shape: Any, dtype: Any) -> Any:
     """``np.empty(shape, dtype)``: ``shape`` an integer or a tuple of integers, ``dtype``
-    a NumPy scalar type or dtype."""
+    what ``np.empty`` takes (a NumPy scalar type, a dtype, a constant string)."""
     return _new_array(shape, dtype, zeroed=False)
 
 
@@ -54,11 +56,11 @@ def _new_array(shape: Any, dtype: Any, zeroed: bool) -> Any:
 
 
 def _element_type(dtype: Any) -> Any:
-    if isinstance(dtype, types.DType):
-        return dtype.dtype
-    if isinstance(dtype, types.NumberClass):
-        return dtype.instance_type
-    return None
+    """What ``np.empty`` takes as a dtype (Numba's parsing of it), or None."""
+    try:
+        return parse_dtype(dtype)
+    except TypingError:
+        return None
 
 
 def _is_shape(shape: Any) -> bool:

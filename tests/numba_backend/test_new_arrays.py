@@ -24,6 +24,11 @@ def empty_then_filled(n, m):
 
 
 @numba.njit
+def named_dtypes(n):
+    return new_arrays.zeros(n, "float32"), new_arrays.empty((n, n), np.dtype("datetime64[D]"))
+
+
+@numba.njit
 def typed_zeros(n):
     return new_arrays.zeros(n, np.complex128), new_arrays.zeros((), np.bool_)
 
@@ -53,3 +58,9 @@ def test_a_negative_length_raises_numpys_value_error():
         empty_then_filled(-1, 3)
     with pytest.raises(ValueError, match="negative dimensions not allowed"):
         typed_zeros(-2)
+
+
+def test_dtypes_given_as_np_empty_takes_them():
+    floats, dates = named_dtypes(3)
+    assert floats.dtype == np.float32 and not floats.any()
+    assert dates.dtype == np.dtype("datetime64[D]") and dates.shape == (3, 3)
