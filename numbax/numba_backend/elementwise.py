@@ -34,6 +34,7 @@ from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroa
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.linking import optimized_moderately
 from numbax.numba_backend.redirects import lowering_helper
+from numbax.numba_backend.result_types import result_type
 from numbax.numba_backend.runtime_cache import cache_of
 from numbax.numba_backend.threads import chunk_runner, threads_allowed, threads_for
 from numbax.numba_backend.threads import launch as launch_threads
@@ -90,13 +91,26 @@ class ScalarKernel:
     def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
         """For argument types ``args`` (some arrays): the casts of weak scalars, the
         scalar function's argument types, and its result type (compiling it)."""
+        casts, element_types = self._casts_and_element_types(args)
+        self.scalar.compile(element_types)
+        return casts, element_types, self.scalar.overloads[element_types].signature.return_type
+
+    def result_type(self, args: tuple) -> types.Type:
+        """The scalar function's result type for argument types ``args``, typed and not
+        compiled unless it is already (``result_types.py``: for a shape stand-in)."""
+        _, element_types = self._casts_and_element_types(args)
+        compiled = self.scalar.overloads.get(element_types)
+        if compiled is not None:
+            return compiled.signature.return_type
+        return result_type(self.scalar.py_func, element_types)
+
+    def _casts_and_element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple]:
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
         casts = _weak_casts(args, arrays, self.weak_positions) if arrays else {}
         element_types = tuple(
             a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
         )
-        self.scalar.compile(element_types)
-        return casts, element_types, self.scalar.overloads[element_types].signature.return_type
+        return casts, element_types
 
 
 @lowering_helper

@@ -157,8 +157,8 @@ def _loop_stand_in_jit(kernel, *args):
 @overload(shape_stand_in)
 def _shape_stand_in_jit(operation, *args):
     """An array of the broadcast shape of ``args`` and the dtype of ``operation``'s
-    values: a fused loop's from its scalar kernel's types (compiling the kernel alone,
-    not the loop), an operator's from Numba's typing of it on the arrays. Its values are
+    values: a fused loop's from its scalar kernel's types (typing the kernel alone,
+    not compiling it), an operator's from Numba's typing of it on the arrays. Its values are
     never set: only their shape and dtype are read. NumPy's ValueError where the shapes
     do not broadcast, as the operation would raise. Without an array argument (the
     names were scalars), the operation itself, on its values."""
@@ -169,7 +169,7 @@ def _shape_stand_in_jit(operation, *args):
     fused = getattr(key, "__numbax_scalar__", None)
     dtype = None
     if arrays and fused is not None:
-        dtype = as_dtype(fused.element_types(tuple(args))[2])
+        dtype = as_dtype(fused.result_type(tuple(args)))
     elif arrays and key in PYTHON_OPERATORS:
         context = cpu_target.typing_context
         signature = context.resolve_function_type(PYTHON_OPERATORS[key], tuple(args), {})
