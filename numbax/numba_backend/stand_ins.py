@@ -24,7 +24,9 @@ operator whose value gives only shapes and dtypes (a mean's seed and count, the 
 an unbroadcasting loop) becomes ``nxrt.shape_stand_in``: an array of the result's shape
 and dtype whose values are never set. The loss of ``jit(grad)`` of ``np.mean((out - y)
 ** 2)`` is such a value, and ``out`` too when the adjoint loop recomputes it: their two
-loops were compiled (0.5 s of the MLP's first call) and run for their shapes.
+loops were compiled (0.5 s of the MLP's first call) and run for their shapes. A fused
+loop's stand-in takes its dtype from typing the loop's scalar kernel, not compiling it
+(``result_types.py``).
 
 Only a function known to be effect free is replaced or marked
 (``transform/analysis/effects.py``): skipping it skips nothing but its value and the
