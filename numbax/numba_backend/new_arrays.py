@@ -7,7 +7,8 @@ one anew, and a ``dtype`` given as ``np.float64`` and as an array's ``.dtype`` a
 types. numbax's helpers allocate their results everywhere, so :func:`empty` and
 :func:`zeros` lower the allocation in place instead, as Numba's own implementations
 end up doing (``_empty_nd_impl``: the same allocator, the same checks of the shape): the
-same code, nothing more to compile.
+same code, nothing more to compile. The summing loops keep Numba's calls
+(``fused_sums.py`` says why).
 """
 
 from __future__ import annotations
