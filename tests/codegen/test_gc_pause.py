@@ -26,7 +26,7 @@ def test_full_collections_are_rarer_within_the_block_and_restored_after():
     with fewer_full_collections():
         assert gc.get_threshold() == (700, 10, 10 * FULL_COLLECTION_FACTOR)
         with fewer_full_collections():  # nested: still paused after the inner block
-            pass
+            assert gc.get_threshold() == (700, 10, 10 * FULL_COLLECTION_FACTOR)
         assert gc.get_threshold() == (700, 10, 10 * FULL_COLLECTION_FACTOR)
     assert gc.get_threshold() == (700, 10, 10)
 
@@ -49,7 +49,7 @@ def test_overlapping_blocks_in_two_threads_restore_once_both_end():
     worker.start()
     inside.wait(10)
     with fewer_full_collections():
-        pass
+        assert gc.get_threshold() == (700, 10, 10 * FULL_COLLECTION_FACTOR)
     assert gc.get_threshold() == (700, 10, 10 * FULL_COLLECTION_FACTOR)  # the other is in
     release.set()
     worker.join(10)
