@@ -37,8 +37,10 @@ from numbax.numba_backend._intrinsics import (
 
 F = np.float32
 _kernel = runtime_cache.njit(error_model="numpy")
-# Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each caller.
-_big_kernel = numba.njit(error_model="numpy", inline="always")
+# The helpers of the kernels above: inlined by Numba (in Numba IR) into each caller, so
+# a program compiles no function of their own (30 to 50 ms each on an empty cache) and
+# LLVM inlines even those too big for its inliner.
+_inlined_kernel = numba.njit(error_model="numpy", inline="always")
 
 _ZERO = F(0.0)
 _HALF = F(0.5)
@@ -82,7 +84,7 @@ _EXP2_Q4 = F(0.0013390982)
 _EXP2_Q5 = F(0.00015469868)
 
 
-@_kernel
+@_inlined_kernel
 def _scale(p, k):
     """p * 2**k for int k in [-300, 300], p in [0.5, 2]: two exact power-of-two factors
     (each a normal float32), so the single final rounding handles overflow to inf and
@@ -92,7 +94,7 @@ def _scale(p, k):
     return p * as_float32((k1 + 127) << 23) * as_float32((k2 + 127) << 23)
 
 
-@_kernel
+@_inlined_kernel
 def _exp_core(x, kshift):
     """exp(x) * 2**kshift, for x in [-110, 100] or NaN.
 
@@ -136,7 +138,7 @@ def exp2(x):
     return _scale(fma(q, r, _ONE), k)
 
 
-@_kernel
+@_inlined_kernel
 def _expm1_core(x):
     """expm1(x) for x in [-30, 100] or NaN (no signed-zero fix-up).
 
@@ -240,7 +242,7 @@ _SQRT_HALF_BITS = np.int32(0x3F3504F3)
 _MIN_NORMAL = F(1.1754944e-38)
 
 
-@_kernel
+@_inlined_kernel
 def _log_reduce(x):
     """(k, f) with x = 2^k (1 + f), f in [sqrt(1/2) - 1, sqrt(2) - 1), for finite x > 0
     including subnormals (pre-scaled by 2^23)."""
@@ -253,7 +255,7 @@ def _log_reduce(x):
     return k, m - _ONE
 
 
-@_kernel
+@_inlined_kernel
 def _log_tail(f):
     """(f^2/2, s (f^2/2 + R)) so that log(1 + f) = f - (f^2/2 - s (f^2/2 + R))."""
     s = fdiv(f, _TWO + f)
@@ -264,7 +266,7 @@ def _log_tail(f):
     return hfsq, s * (hfsq + r)
 
 
-@_kernel
+@_inlined_kernel
 def _log_special(x, y):
     """y for 0 < x < inf; log's value at 0 (-inf), < 0 (nan), inf and nan otherwise."""
     ok = (x > _ZERO) & (x < _INF)
@@ -344,7 +346,7 @@ _C3 = F(-2.7300504e-07)
 REDUCE_MAX = F(1048576.0)
 
 
-@_kernel
+@_inlined_kernel
 def _reduce_pio2(x):
     """(r, q): x = q pi/2 + r, |r| <= pi/4, q's low bits (two's complement) in an int."""
     t = fma(x, _TWO_OVER_PI, _SHIFT)
@@ -355,7 +357,7 @@ def _reduce_pio2(x):
     return r, as_int(t)
 
 
-@_kernel
+@_inlined_kernel
 def _sin_cos_poly(r):
     """(sin r, cos r) for |r| <= pi/4; cos with fdlibm's compensated 1 - r^2/2."""
     z = r * r
@@ -405,7 +407,7 @@ def cos(x):
 
 
 # ---------------------------------------------------------------------------------------
-@_big_kernel
+@_inlined_kernel
 def power(x, y):
     """x**y as exp2(y log2|x|) in float64 (the float64 kernels, ~1 ulp each: the
     product's error, |y log2 x| 2^-52 <= 2^-44 for any finite float32 result, is far

@@ -27,8 +27,10 @@ from numbax.numba_backend._intrinsics import (
 
 D = np.float64
 _kernel = runtime_cache.njit(error_model="numpy")
-# Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each caller.
-_big_kernel = numba.njit(error_model="numpy", inline="always")
+# The helpers of the kernels above: inlined by Numba (in Numba IR) into each caller, so
+# a program compiles no function of their own (30 to 50 ms each on an empty cache) and
+# LLVM inlines even those too big for its inliner.
+_inlined_kernel = numba.njit(error_model="numpy", inline="always")
 
 _ZERO = D(0.0)
 _HALF = D(0.5)
@@ -79,7 +81,7 @@ _E2 = (
 _E2_0, _E2_1, _E2_2, _E2_3, _E2_4, _E2_5, _E2_6, _E2_7, _E2_8, _E2_9, _E2_10, _E2_11 = _E2
 
 
-@_kernel
+@_inlined_kernel
 def _scale(p, k):
     """p * 2**k for int k in [-2200, 2200], p in [0.5, 2]; see _kernels32._scale."""
     k1 = k >> 1
@@ -87,7 +89,7 @@ def _scale(p, k):
     return p * as_float64((k1 + 1023) << 52) * as_float64((k2 + 1023) << 52)
 
 
-@_kernel
+@_inlined_kernel
 def _expm1_poly(r):
     """expm1(r) for |r| <= ln2/2 (Estrin's scheme: shorter dependency chains)."""
     r2 = r * r
@@ -105,7 +107,7 @@ def _expm1_poly(r):
     return fma(q, r2, r)
 
 
-@_kernel
+@_inlined_kernel
 def _exp_core(x, xlo, kshift):
     """exp(x + xlo) * 2**kshift for x in [-760, 720] or NaN, |xlo| tiny.
 
@@ -149,7 +151,7 @@ def exp2(x):
     return _scale(fma(q, r, _ONE), k)
 
 
-@_kernel
+@_inlined_kernel
 def _expm1_core(x):
     """expm1(x) for x in [-40, 720] or NaN; see _kernels32._expm1_core."""
     t = fma(x, _LOG2E, _SHIFT)
@@ -238,7 +240,7 @@ _SQRT_HALF_BITS = np.int64(0x3FE6A09E667F3BCD)
 _MIN_NORMAL = D(2.2250738585072014e-308)
 
 
-@_kernel
+@_inlined_kernel
 def _log_reduce(x):
     """(k, f) with x = 2^k (1 + f), f in [sqrt(1/2) - 1, sqrt(2) - 1), for finite x > 0
     including subnormals (pre-scaled by 2^54)."""
@@ -251,7 +253,7 @@ def _log_reduce(x):
     return k, m - _ONE
 
 
-@_kernel
+@_inlined_kernel
 def _log_tail(f):
     """(f^2/2, s (f^2/2 + R)): log(1 + f) = f - (f^2/2 - s (f^2/2 + R))."""
     s = fdiv(f, _TWO + f)
@@ -263,7 +265,7 @@ def _log_tail(f):
     return hfsq, s * (hfsq + (t1 + t2))
 
 
-@_kernel
+@_inlined_kernel
 def _log_special(x, y):
     ok = (x > _ZERO) & (x < _INF)
     other = select(x == _ZERO, -_INF, select(x < _ZERO, _NAN, x))
@@ -342,7 +344,7 @@ _C5 = D(-1.1382464276181854e-11)
 REDUCE_MAX = D(1073741824.0)
 
 
-@_kernel
+@_inlined_kernel
 def _reduce_pio2(x):
     """(r, q): x = q pi/2 + r, |r| <= pi/4, q's low bits (two's complement) in an int."""
     t = fma(x, _TWO_OVER_PI, _SHIFT)
@@ -353,7 +355,7 @@ def _reduce_pio2(x):
     return r, as_int(t)
 
 
-@_kernel
+@_inlined_kernel
 def _sin_cos_poly(r):
     """(sin r, cos r) for |r| <= pi/4; cos with fdlibm's compensated 1 - r^2/2."""
     z = r * r
@@ -423,14 +425,14 @@ _TWO_THIRDS_HI = D(0.6666666666666666)
 _TWO_THIRDS_LO = D(3.700743415417188e-17)
 
 
-@_kernel
+@_inlined_kernel
 def _two_sum(a, b):
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
 
 
-@_kernel
+@_inlined_kernel
 def _log_dd(ax):
     """log(ax) as (hi, lo), relative error ~2^-68, for finite ax > 0."""
     k, f = _log_reduce(ax)
@@ -472,7 +474,7 @@ def power_special(x, y, r):
     return select((x == D(-1.0)) & (fabs(y) == _INF), _ONE, r)
 
 
-@_big_kernel
+@_inlined_kernel
 def power(x, y):
     """x**y = exp(y log|x|) with log|x| and the product in double-double, then the
     special cases. Max error 1.1 ulp."""
