@@ -50,7 +50,7 @@ from llvmlite import ir
 from numba import types
 from numba.core import cgutils
 from numba.core.targetconfig import ConfigStack
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic
 from numba.np.ufunc.parallel import _launch_threads
 
 __all__ = [
@@ -132,24 +132,19 @@ def threads_allowed() -> bool:
     return flags is None or not flags.is_set("auto_parallel")
 
 
-@intrinsic
-def _usable_threads(typingctx):
+def _usable_threads(builder: ir.IRBuilder) -> ir.Value:
     """Numba's thread count (``numba.set_num_threads``) where this process may use the
-    threads (:func:`launch`'s flag), else 0. (``numba.get_num_threads`` itself would
-    tie the machine code to this process: its error message is a Python object.)"""
-
-    def codegen(context, builder, signature, args):
-        flag = builder.module.globals.get(_USABLE_SYMBOL)
-        if flag is None:
-            flag = ir.GlobalVariable(builder.module, ir.IntType(32), _USABLE_SYMBOL)
-            flag.linkage = "external"
-        usable = builder.icmp_signed("!=", builder.load(flag), ir.Constant(ir.IntType(32), 0))
-        count = cgutils.alloca_once_value(builder, ir.Constant(ir.IntType(32), 0))
-        with builder.if_then(usable):
-            builder.store(builder.call(_get_num_threads(builder.module), []), count)
-        return builder.sext(builder.load(count), ir.IntType(64))
-
-    return types.intp(), codegen
+    threads (:func:`launch`'s flag), else 0, as an i64. (``numba.get_num_threads`` itself
+    would tie the machine code to this process: its error message is a Python object.)"""
+    flag = builder.module.globals.get(_USABLE_SYMBOL)
+    if flag is None:
+        flag = ir.GlobalVariable(builder.module, ir.IntType(32), _USABLE_SYMBOL)
+        flag.linkage = "external"
+    usable = builder.icmp_signed("!=", builder.load(flag), ir.Constant(ir.IntType(32), 0))
+    count = cgutils.alloca_once_value(builder, ir.Constant(ir.IntType(32), 0))
+    with builder.if_then(usable):
+        builder.store(builder.call(_get_num_threads(builder.module), []), count)
+    return builder.sext(builder.load(count), _I64)
 
 
 def _backoff_state(builder: ir.IRBuilder) -> tuple[ir.Value, ir.Value]:
@@ -176,33 +171,39 @@ def _now(builder: ir.IRBuilder) -> ir.Value:
     return builder.add(builder.mul(seconds, ir.Constant(_I64, 1_000_000_000)), nanoseconds)
 
 
-@intrinsic
-def _backing_off(typingctx):
+def _backing_off(builder: ir.IRBuilder) -> ir.Value:
     """Whether loops run alone for now, because the other threads came late to the last
-    one (their cores were busy)."""
+    one (their cores were busy): an i1."""
+    until, _ = _backoff_state(builder)
+    deadline = builder.load(until)
+    waiting = builder.icmp_signed("!=", deadline, ir.Constant(_I64, 0))
+    result = cgutils.alloca_once_value(builder, cgutils.false_bit)
+    with builder.if_then(waiting, likely=False):
+        builder.store(builder.icmp_signed("<", _now(builder), deadline), result)
+    return builder.load(result)
+
+
+@intrinsic
+def threads_for(typingctx, n):
+    """How many threads to run a loop over ``n`` elements on: all of Numba's, or 1 (too
+    few elements, threads not usable, only one, or backing off). Lowered in place: no
+    function of its own for a program to compile."""
+    if not isinstance(n, types.Integer):
+        return None
 
     def codegen(context, builder, signature, args):
-        until, _ = _backoff_state(builder)
-        deadline = builder.load(until)
-        waiting = builder.icmp_signed("!=", deadline, ir.Constant(_I64, 0))
-        result = cgutils.alloca_once_value(builder, cgutils.false_bit)
-        with builder.if_then(waiting, likely=False):
-            builder.store(builder.icmp_signed("<", _now(builder), deadline), result)
-        return builder.load(result)
+        count = context.cast(builder, args[0], signature.args[0], types.int64)
+        threads = cgutils.alloca_once_value(builder, ir.Constant(_I64, 1))
+        large = builder.icmp_signed(">=", count, ir.Constant(_I64, PARALLEL_MIN_ELEMENTS))
+        with builder.if_then(large):
+            usable = _usable_threads(builder)
+            several = builder.icmp_signed(">=", usable, ir.Constant(_I64, 2))
+            with builder.if_then(several):
+                with builder.if_then(builder.not_(_backing_off(builder))):
+                    builder.store(usable, threads)
+        return builder.load(threads)
 
-    return types.boolean(), codegen
-
-
-@register_jitable
-def threads_for(n):
-    """How many threads to run a loop over ``n`` elements on: all of Numba's, or 1 (too
-    few elements, threads not usable, only one, or backing off)."""
-    if n < PARALLEL_MIN_ELEMENTS:
-        return 1
-    threads = _usable_threads()
-    if threads < 2 or _backing_off():
-        return 1
-    return threads
+    return types.int64(n), codegen
 
 
 @functools.cache
