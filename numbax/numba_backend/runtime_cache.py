@@ -60,7 +60,11 @@ from numbax.codegen.installed_runtime import runtime_stamp, usable_installed_run
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock
 from numbax.codegen.trust import ensure_private_directory, installed_problem
-from numbax.numba_backend.disk_cache import TrustedCache, _CheckedFiles
+from numbax.numba_backend.disk_cache import (
+    TrustedCache,
+    _CheckedFiles,
+    reduce_without_annotation,
+)
 
 _LIBRARIES = (Path(__file__).resolve().parent.parent, Path(numba.__file__).resolve().parent)
 """numbax's and Numba's source: the cache's stamp holds numbax's hash and Numba's version."""
@@ -262,6 +266,9 @@ class _RuntimeImpl(CompileResultCacheImpl):
         self._lineno = py_func.__code__.co_firstlineno
         self._locator = _RuntimeLocator(self._lineno)
         self._filename_base = filename_base
+
+    def reduce(self, cres: Any) -> Any:
+        return reduce_without_annotation(cres)
 
     def check_cachable(self, cres: Any) -> bool:
         """Machine code that holds addresses of this process's objects is not saved

@@ -23,7 +23,7 @@ from numba.extending import overload
 
 from numbax.codegen import cache
 from numbax.codegen.trust import CacheWarning
-from numbax.numba_backend import new_arrays, runtime_cache
+from numbax.numba_backend import disk_cache, new_arrays, runtime_cache
 from numbax.numba_backend.elementwise import _disk_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
@@ -61,6 +61,19 @@ def test_a_helper_compiled_once_is_loaded_by_a_later_dispatcher(cache_dir):
     assert again(2.0) == 7.0
     assert (hits(again), misses(again)) == (1, 0)
     assert list((cache_dir / cache.version_dirname() / cache.RUNTIME_SUBDIR).glob("*.nbi"))
+
+
+def test_an_entry_keeps_no_type_annotation(cache_dir):
+    """Numba would write the function's source with every variable's type into the
+    entry; a loaded function shows a line saying why there is none."""
+    first = runtime_cache.njit(written(SCALE, {"K": 2.0}))
+    assert first(1.0) == 3.0
+    (compiled,) = first.overloads.values()
+    assert compiled.type_annotation != disk_cache.ANNOTATION_NOT_KEPT  # kept in memory
+    again = runtime_cache.njit(written(SCALE, {"K": 2.0}))
+    assert again(1.0) == 3.0 and hits(again) == 1
+    (loaded,) = again.overloads.values()
+    assert loaded.type_annotation == disk_cache.ANNOTATION_NOT_KEPT
 
 
 def test_the_same_text_reading_other_globals_is_another_entry(cache_dir):
