@@ -23,10 +23,11 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.api import generation_cache
 from numbax.api.callable import NumbaxFunction
 from numbax.api.jit import Jitted
 from numbax.codegen.cache import cache_key
-from numbax.codegen.emit import emit_function, emit_module
+from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import callable_identity, fingerprint
 from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.load import live_function, load_module, module_name
@@ -42,7 +43,7 @@ from numbax.transform.forward import jvp_function
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize_calls import keyword_only_function, positional_view
 from numbax.transform.normalize_nodes import clone
-from numbax.transform.provenance import resolve
+from numbax.transform.provenance import Origin, record_module, resolve
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import COTANGENT_OF, vjp_function
 from numbax.transform.source import (
@@ -119,6 +120,8 @@ class Derivatives:
         self.bindings: dict[str, Any] = {}
         self.names: dict[Any, str] = {}  # derivative function → its name here
         self.generated: list[Generated] = []  # what the bindings were generated as
+        # how each binding was made: (name, callee, mode, positions, arity, derivative)
+        self.recipes: list[tuple[str, Any, str, tuple[int, ...], int | None, Generated]] = []
 
     def __call__(
         self, callee: Any, mode: str, positions: tuple[int, ...], arity: int | None = None
@@ -138,9 +141,8 @@ class Derivatives:
                 function=display_name(callee),
                 transformation=mode,
             ) from None
-        value = derived.function
-        if value in self.names:
-            return self.names[value]
+        if derived.function in self.names:
+            return self.names[derived.function]
         self.generated.append(derived)
         name = f"_{mode}_{derived.source.name.lstrip('_')}"
         if name in self.bindings:  # the same function, w.r.t. other arguments
@@ -149,10 +151,16 @@ class Derivatives:
         while name in self.taken or name in self.bindings:  # a local of the same name
             count += 1
             name = f"{base}_{count}"
+        self.bind(name, callee, derived)
+        self.recipes.append((name, callee, mode, positions, arity, derived))
+        return name
+
+    def bind(self, name: str, callee: Any, derived: Generated) -> None:
+        """Bind ``callee``'s derivative ``derived`` as ``name``."""
+        value = derived.function
         self.names[value] = name
         # a function the user compiled gets a compiled derivative
         self.bindings[name] = Jitted(value) if isinstance(callee, Jitted) else value
-        return name
 
 
 _generated: dict[tuple, Generated] = {}
@@ -170,11 +178,17 @@ def generate(
     build: Builder,
     name: Callable[[FunctionSource], str] | None = None,
     note: str = "",
+    on_disk: bool = False,
 ) -> Generated:
     """The function ``build`` makes from ``fun``'s normalized source (cached per
     ``(fun, transformation, key)`` while the names it reads denote what they did),
     loaded from a module in the cache directory; ``note``: more lines for its header
     comment.
+
+    ``on_disk``: also kept for later processes where what it depends on has a lasting
+    description (:mod:`~numbax.api.generation_cache`), for a ``build`` whose whole
+    effect is the tree it returns and the derivatives it binds through ``derive``
+    (called, not written into its ``bindings``).
 
     ``name`` gives the generated function's name from the source, for a function that
     may call itself (:class:`RecursiveDerivative`).
@@ -190,6 +204,11 @@ def generate(
         raise RecursiveDerivative(cache, _building[cache])
     source = read_function(fun, transformation)
     depends = _dependencies(source)
+    stored = generation_cache.entry_key(source, transformation, key, note) if on_disk else None
+    if stored is not None:
+        restored = _restored(cache, source, depends, stored, name)
+        if restored is not None:
+            return restored
     fn = normalize(source, transformation)
     normalized = clone(fn)  # as read, for its effects: building may change ``fn``
     derivatives = Derivatives(cache, frozenset(_names(fn)))
@@ -201,9 +220,25 @@ def generate(
         _building.pop(cache, None)
     # known once the helpers it calls are transformed (their derivatives, just built)
     pure = effect_free(normalized, source)
-    effects.record(source.func, pure)
-    user = resolve(source.filename, source.firstlineno)  # through compositions
     notes = [n for n in (note, getattr(tree, NOTE, "")) if n]
+    emitted = _emitted(tree, source, transformation, notes)
+    # Names the user's function reads are read live; only what numbax binds itself is
+    # part of the module (and of its key: a global's value is not baked in).
+    made = _made_bindings(tree, Resolver(source, local_names(tree)))
+    cotangents = getattr(tree, COTANGENT_OF, None)  # a VJP: each cotangent's output
+    generated = _loaded(
+        cache, source, depends, emitted.text, tree.name, pure, cotangents, derivatives, made
+    )
+    if stored is not None and not made:
+        _store(stored, source, emitted, tree.name, pure, cotangents, derivatives)
+    return generated
+
+
+def _emitted(
+    tree: gast.FunctionDef, source: FunctionSource, transformation: str, notes: list[str]
+) -> EmittedSource:
+    """The generated module: a header comment saying what it is, then the function."""
+    user = resolve(source.filename, source.firstlineno)  # through compositions
     header = "\n".join(
         [
             f"{transformation} of {display_name(source.func)} ({describe_file(user.filename)}, "
@@ -212,36 +247,43 @@ def generate(
             "generated by numbax; edits to this file are overwritten",
         ]
     )
-    emitted = emit_module(
+    return emit_module(
         [emit_function(tree, describe_line=source.line)],
         preamble="\n".join(f"# {line}" for line in header.splitlines()),
     )
-    resolver = Resolver(source, local_names(tree))
-    # Names the user's function reads are read live; only what numbax binds itself is
-    # part of the module (and of its key: a global's value is not baked in).
-    made = _made_bindings(tree, resolver)
-    bindings = {
-        **made,
-        "np": np,
-        RUNTIME: runtime,
-        **derivatives.bindings,
-    }
-    key_text = cache_key(emitted.text, fingerprint(bindings))
-    module = load_module(module_name(tree.name, key_text), emitted.text, bindings)
-    function = live_function(module, tree.name, bindings, source.live)
+
+
+def _loaded(
+    cache: tuple,
+    source: FunctionSource,
+    depends: tuple[tuple[str, Any], ...],
+    text: str,
+    function_name: str,
+    pure: bool,
+    cotangents: dict[str, Any] | None,
+    derivatives: Derivatives,
+    made: dict[str, Any],
+) -> Generated:
+    """The generated function of module ``text``, loaded with what numbax binds in it,
+    and remembered as how ``cache`` was generated."""
+    effects.record(source.func, pure)
+    bindings = {**made, "np": np, RUNTIME: runtime, **derivatives.bindings}
+    key_text = cache_key(text, fingerprint(bindings))
+    module = load_module(module_name(function_name, key_text), text, bindings)
+    function = live_function(module, function_name, bindings, source.live)
     # Closures of one factory share the module (the text and what numbax binds) and
     # differ in what they read live: code that binds this function (vmap's loop of a
     # Jacobian's JVP) is keyed by the user's function too, closure values included.
     function.__numbax_identity__ = lambda: (
-        f"{module.__name__}.{tree.name} of {callable_identity(source.func)}"
+        f"{module.__name__}.{function_name} of {callable_identity(source.func)}"
     )
     setattr(function, effects.EFFECT_FREE, pure)
-    if hasattr(tree, COTANGENT_OF):  # a VJP: which output each cotangent belongs to
-        setattr(function, COTANGENT_OF, getattr(tree, COTANGENT_OF))
+    if cotangents is not None:
+        setattr(function, COTANGENT_OF, cotangents)
     origin = _of_function.get(source.func)  # grad(grad(f)): grad(f) must hold too
     generated = Generated(
         function,
-        emitted.text,
+        text,
         source,
         depends,
         tuple(derivatives.generated)
@@ -251,6 +293,104 @@ def generate(
     _of_function[function] = generated
     _generated[cache] = generated
     return generated
+
+
+def _store(
+    stored: str,
+    source: FunctionSource,
+    emitted: EmittedSource,
+    function_name: str,
+    pure: bool,
+    cotangents: dict[str, Any] | None,
+    derivatives: Derivatives,
+) -> None:
+    """Keep the generation on disk (:mod:`~numbax.api.generation_cache`) when each
+    derivative it binds is of a function one of its free names denotes."""
+    by_identity = {}
+    for free in generation_cache.free_names(source):
+        try:
+            by_identity.setdefault(id(source.live(free)), free)
+        except KeyError:
+            continue
+    if {recipe[0] for recipe in derivatives.recipes} != set(derivatives.bindings):
+        return  # a binding the builder made itself: not known how to make it again
+    recipes = []
+    for binding, callee, mode, positions, arity, derived in derivatives.recipes:
+        free = by_identity.get(id(callee))
+        if free is None:
+            return
+        recipe = {
+            "name": binding,
+            "callee": free,
+            "mode": mode,
+            "positions": list(positions),
+            "arity": arity,
+            "text": generation_cache.text_digest(derived.text),
+        }
+        recipes.append(recipe)
+    shapes = None
+    if cotangents is not None:
+        shapes = generation_cache.shapes_to_json(cotangents)
+        if shapes is None:
+            return
+    origins = [
+        [line, origin.filename, origin.line, origin.adjoint]
+        for line, origin in sorted(emitted.origins.items())
+    ]
+    entry = {
+        "name": function_name,
+        "text": emitted.text,
+        "origins": origins,
+        "pure": bool(pure),
+        "cotangents": shapes,
+        "derivatives": recipes,
+    }
+    generation_cache.save(stored, entry)
+
+
+def _restored(
+    cache: tuple,
+    source: FunctionSource,
+    depends: tuple[tuple[str, Any], ...],
+    stored: str,
+    name: Callable[[FunctionSource], str] | None,
+) -> Generated | None:
+    """The generation an earlier process kept as ``stored``, or None (none kept, or a
+    callee's derivative is no longer the one it was made with: generated again)."""
+    entry = generation_cache.load(stored)
+    if entry is None:
+        return None
+    derivatives = Derivatives(cache)
+    if name is not None:
+        _building[cache] = name(source)
+    try:
+        for recipe in entry["derivatives"]:
+            callee = source.live(recipe["callee"])
+            derived = callee_derivative(
+                callee, recipe["mode"], tuple(recipe["positions"]), recipe["arity"]
+            )
+            if generation_cache.text_digest(derived.text) != recipe["text"]:
+                return None
+            derivatives.generated.append(derived)
+            derivatives.bind(recipe["name"], callee, derived)
+    except Exception:  # noqa: BLE001  (generated again, which raises what is wrong)
+        return None
+    finally:
+        _building.pop(cache, None)
+    # the user's line of each line, for what transforms this module again
+    record_module(entry["text"], {line: Origin(*where) for line, *where in entry["origins"]})
+    cotangents = entry["cotangents"]
+    return _loaded(
+        cache,
+        source,
+        depends,
+        entry["text"],
+        entry["name"],
+        entry["pure"],
+        None if cotangents is None else generation_cache.shapes_from_json(cotangents),
+        derivatives,
+        {},
+    )
 
 
 def generated_of(function: Any) -> Generated | None:
@@ -305,7 +445,7 @@ def callee_derivative(
             has_aux=mode == "vjp_aux",
         )
 
-    return generate(target, mode, positions, build, name)
+    return generate(target, mode, positions, build, name, on_disk=True)
 
 
 def params(fn: gast.FunctionDef) -> list[str]:
@@ -348,13 +488,9 @@ def _readable(source: FunctionSource, name: str) -> bool:
 
 def _dependencies(source: FunctionSource) -> tuple[tuple[str, Any], ...]:
     """Each free name of the user's function with what the transformation relies on."""
-    locals_ = local_names(source.tree)
-    free = {
-        node.id
-        for node in gast.walk(source.tree)
-        if isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load)
-    }
-    return tuple((name, _current_token(source, name)) for name in sorted(free - locals_))
+    return tuple(
+        (name, _current_token(source, name)) for name in generation_cache.free_names(source)
+    )
 
 
 class _Same:
@@ -412,7 +548,7 @@ class Transformed(NumbaxFunction):
         """The generated function's tree, from ``fn``'s normalized tree."""
 
     def generated(self) -> Generated:
-        return generate(self.fun, self.transformation, self._key(), self._build)
+        return generate(self.fun, self.transformation, self._key(), self._build, on_disk=True)
 
     def __numbax_function__(self) -> types.FunctionType:
         """The generated function, which other transformations read as source."""
