@@ -596,9 +596,17 @@ class _Fuser:
     def _scalar_statement(self, stmt: gast.Assign) -> gast.Assign:
         """On scalars, ``np.where(c, a, b)`` is ``a if c else b``, a full reduction's
         spread cotangent is the cotangent (``a`` stays an input, for the shape), an
-        ``unbroadcast`` that keeps the shape converts the dtype alone, and the seeds of a
-        batch of outputs are each output's seed."""
+        ``unbroadcast`` that keeps the shape converts the dtype alone, the seeds of a
+        batch of outputs are each output's seed, and the slope of a square,
+        ``nxrt.mul_pow(2, x, 1)``, is ``2 * x`` (for a sequence ``x`` it is not: only
+        here, where ``x`` is one element)."""
         value = stmt.value
+        if isinstance(value, gast.Call) and _first_power_slope(value, self.resolver):
+            factor, base, _ = value.args
+            line = getattr(stmt, "lineno", None)
+            stmt = gast.Assign(stmt.targets, gast.BinOp(factor, gast.Mult(), base), None)
+            stmt.lineno = line
+            return stmt
         if isinstance(value, gast.Call) and keeps_shape(value):
             return _runtime_assign(stmt, "cotangent_as", value.args)
         seed = isinstance(value, gast.Call) and _seed_of_each(self.resolver.resolve(value.func))
@@ -612,6 +620,25 @@ class _Fuser:
             stmt = gast.Assign(stmt.targets, gast.IfExp(cond, a, b), None)
             stmt.lineno = line
         return stmt
+
+
+def _first_power_slope(call: gast.Call, resolver: Resolver) -> bool:
+    """Whether ``call`` is ``nxrt.mul_pow(c, x, 1)`` with ``c`` a nonzero number: ``c *
+    x ** 1``, whose guard (0 where ``c`` is 0, even where ``x ** p`` is not finite) has
+    nothing to guard. On scalars it is ``c * x``, which compiles no kernel of its own."""
+    if resolver.resolve(call.func) is not runtime.mul_pow:
+        return False
+    if call.keywords or len(call.args) != 3:
+        return False
+    factor, _, power = call.args
+    return (
+        isinstance(factor, gast.Constant)
+        and type(factor.value) in (int, float)
+        and factor.value != 0
+        and isinstance(power, gast.Constant)
+        and type(power.value) is int
+        and power.value == 1
+    )
 
 
 def _axes_written_out(fn: gast.FunctionDef, resolver: Resolver) -> None:

@@ -18,8 +18,7 @@ changes:
   rebound only in the straight-line region between them, whose values are renamed
   instead (the restore is removed, then the save is dead);
 
-and once, before: folds arithmetic on numeric literals (``2 - 1``) and the slope of a
-square (``nxrt.mul_pow(2, x, 1)``, from ``x ** 2``, becomes ``2 * x``), drops keyword
+and once, before: folds arithmetic on numeric literals (``2 - 1``), drops keyword
 arguments of NumPy reductions that spell out their defaults (``axis=None``,
 ``keepdims=False``), and gives each statement the user's line it comes from
 (:mod:`~numbax.transform.provenance`). The result is still core language.
@@ -179,8 +178,7 @@ _RUNTIME = _Runtime()
 
 
 class _Constants(gast.NodeTransformer):
-    """Folds ``+``, ``-``, ``*`` on numeric literals and a first power's slope; drops
-    spelled-out defaults."""
+    """Folds ``+``, ``-``, ``*`` on numeric literals; drops spelled-out defaults."""
 
     def __init__(self, names: _Names) -> None:
         self.names = names
@@ -197,39 +195,12 @@ class _Constants(gast.NodeTransformer):
             return node
         return gast.copy_location(gast.Constant(value, None), node)
 
-    def visit_Call(self, node: gast.Call) -> gast.expr:
+    def visit_Call(self, node: gast.Call) -> gast.Call:
         self.generic_visit(node)
-        if self._first_power_slope(node):
-            # c * x ** 1 is c * x, of x's dtype (an integer power keeps it); the helper's
-            # guard, 0 where c is, matters only for a c that may be 0.
-            factor, base, _ = node.args
-            return gast.copy_location(gast.BinOp(factor, gast.Mult(), base), node)
         defaults = _REDUCTION_DEFAULTS.get(_hashable(self.names.resolve(node.func)))
         if defaults:
             node.keywords = [k for k in node.keywords if not _is_default(k, defaults)]
         return node
-
-    def _first_power_slope(self, call: gast.Call) -> bool:
-        """Whether ``call`` is ``nxrt.mul_pow(c, x, 1)`` with ``c`` a nonzero number."""
-        func = call.func
-        if not (
-            isinstance(func, gast.Attribute)
-            and func.attr == "mul_pow"
-            and isinstance(func.value, gast.Name)
-            and func.value.id == RUNTIME
-            and RUNTIME not in self.names.locals
-        ):
-            return False
-        if call.keywords or len(call.args) != 3:
-            return False
-        factor, _, power = call.args
-        return (
-            _number(factor)
-            and factor.value != 0
-            and isinstance(power, gast.Constant)
-            and type(power.value) is int
-            and power.value == 1
-        )
 
 
 def _hashable(value: Any) -> Any:

@@ -820,6 +820,23 @@ def test_the_jvp_of_a_vjp_is_one_loop_per_output():
         assert "nxrt.op_" not in body, text
 
 
+def summed_square_error(x, y):
+    return np.sum((x - y) ** 2)
+
+
+def test_the_slope_of_a_square_is_a_product_in_the_loop():
+    """``nxrt.mul_pow(2, x, 1)`` (``x ** 2``'s slope) is ``2 * x`` on the loop's
+    scalars: no kernel of its own to compile, and float32 stays float32."""
+    for dtype in (np.float64, np.float32):
+        x, y = np.linspace(-1.0, 1.0, 5).astype(dtype), np.ones(5, dtype)
+        got = nx.jit(nx.grad(summed_square_error))(x, y)
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, 2 * (x - y), rtol=1e-6)
+    for text in jit_sources("grad_summed_square_error"):
+        assert "nxrt.mul_pow(" not in text, text
+        assert "nxrt.weak(2, _sub" in text and ") * _sub" in text, text
+
+
 def cubed_and_constant(x):
     return np.sum(np.sin(x) * x**3 + x**0)
 
