@@ -157,6 +157,9 @@ def describe(value: Any, seen: frozenset[int] = frozenset()) -> Any:
         return ("ufunc", value.__name__)
     module = getattr(value, "__module__", None)
     qualname = getattr(value, "__qualname__", None)
+    bound_to = getattr(value, "__self__", None)
+    if bound_to is not None and not isinstance(bound_to, types.ModuleType):
+        return None  # a method of some object: what it does depends on the object
     if isinstance(module, str) and isinstance(qualname, str) and _in_library(module):
         if "<locals>" not in qualname:  # a builtin, a class or a callable of a library
             return ("library", module, qualname)

@@ -246,6 +246,8 @@ def test_descriptions_name_what_holds_across_processes():
     assert describe(nx.grad(helper_v1)) != describe(nx.grad(helper_v1, argnums=(0,)))
     assert describe(object()) is None and describe({object(): 1}) is None
     assert describe(Box) is None  # a class of the user's
+    assert describe(np.random.default_rng(0).normal) is None  # a method of an object
+    assert describe(np.dtype("float32")) is None
 
 
 SCRIPT = """
