@@ -54,6 +54,20 @@ os.environ.setdefault("NUMBAX_CACHE_DIR", tempfile.mkdtemp(prefix="numbax-test-c
 # whatever was installed: the tests of that set it themselves.
 os.environ.setdefault("NUMBAX_INSTALLED_RUNTIME", "0")
 
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A fresh, empty cache root for this test (``NUMBAX_CACHE_DIR``); the directories
+    numbax checked are forgotten before and after it."""
+    from numbax.codegen import cache
+
+    root = tmp_path / "cache"
+    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
+    cache.forget_directories()
+    yield root
+    cache.forget_directories()
+
+
 RECORD = Path(__file__).parent / "numba_compiles.txt"
 """What the last recording runs saw: ``jit <test>``, ``eager <test>``, ``fixture <id>``."""
 

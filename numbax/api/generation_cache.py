@@ -92,7 +92,10 @@ def entry_key(
     options = describe(key)
     if options is None:
         return None
-    defaults = _exactly(source.func.__defaults__), _exactly(source.func.__kwdefaults__)
+    defaults = (
+        describe(source.func.__defaults__, exact=True),
+        describe(source.func.__kwdefaults__, exact=True),
+    )
     if None in defaults:
         return None
     user = resolve(source.filename, source.firstlineno)
@@ -128,25 +131,29 @@ def _scipy_version() -> str:
     return getattr(scipy, "__version__", "") if scipy is not None else ""
 
 
-def describe(value: Any, seen: frozenset[int] = frozenset()) -> Any:
+def describe(value: Any, seen: frozenset[int] = frozenset(), exact: bool = False) -> Any:
     """A description of ``value`` that is the same in another process exactly when a
-    derivative generated for it is (see the module docstring), or None."""
+    derivative generated for it is (see the module docstring), or None. ``exact``:
+    floats and arrays by value, as defaults need (the generated code writes them out,
+    ``def grad_f(x, k=2.0)``, or binds them as they are)."""
     if isinstance(value, np.generic) and isinstance(value, _VALUED):
         return (type(value).__name__, value.item())
     if isinstance(value, _VALUED):
         return (type(value).__name__, value)
     if isinstance(value, (float, complex, np.inexact)):
-        return type(value).__name__
+        return (type(value).__name__, repr(value)) if exact else type(value).__name__
     if isinstance(value, np.ndarray):
-        return ("ndarray", value.dtype.str, value.ndim)
-    if type(value) in (tuple, list):
-        items = [describe(item, seen) for item in value]
-        return None if None in items else (type(value).__name__, tuple(items))
-    if type(value) is dict:
-        if not all(isinstance(k, _VALUED) for k in value):
+        if not exact:
+            return ("ndarray", value.dtype.str, value.ndim)
+        digest = hashlib.sha256(np.ascontiguousarray(value).view(np.uint8)).hexdigest()
+        return ("ndarray", value.dtype.str, value.shape, digest)
+    if type(value) in (tuple, list, dict):
+        keys = tuple(value) if type(value) is dict else ()
+        if not all(isinstance(k, _VALUED) for k in keys):
             return None
-        items = [describe(item, seen) for item in value.values()]
-        return None if None in items else ("dict", tuple(zip(value, items, strict=True)))
+        elements = value.values() if type(value) is dict else value
+        items = tuple(describe(item, seen, exact) for item in elements)
+        return None if None in items else (type(value).__name__, keys, items)
     if isinstance(value, types.ModuleType):
         return ("module", value.__name__) if _in_library(value.__name__) else None
     if isinstance(value, NumbaxFunction):
@@ -200,32 +207,13 @@ def _describe_function(function: types.FunctionType, seen: frozenset[int]) -> An
     for name in sorted(_names_read(code)):
         if name in function.__globals__:
             named.append((name, describe(function.__globals__[name], seen)))
-    defaults = _exactly(function.__defaults__, seen)
-    kwdefaults = _exactly(function.__kwdefaults__, seen)
+    defaults = describe(function.__defaults__, seen, exact=True)
+    kwdefaults = describe(function.__kwdefaults__, seen, exact=True)
     described = [d for _, d in cells + named] + [defaults, kwdefaults]
     if any(d is None for d in described):
         return None
     digest = _code_digest(code)
     return ("function", module, function.__qualname__, digest, defaults, kwdefaults, cells, named)
-
-
-def _exactly(value: Any, seen: frozenset[int] = frozenset()) -> Any:
-    """:func:`describe`, with floats and arrays by value: what default values need, which
-    the generated code writes out (``def grad_f(x, k=2.0)``) or binds as they are."""
-    if isinstance(value, (float, complex, np.inexact)) and not isinstance(value, np.ndarray):
-        return (type(value).__name__, repr(value))
-    if isinstance(value, np.ndarray):
-        digest = hashlib.sha256(np.ascontiguousarray(value).view(np.uint8)).hexdigest()
-        return ("ndarray", value.dtype.str, value.shape, digest)
-    if type(value) in (tuple, list):
-        items = [_exactly(item, seen) for item in value]
-        return None if None in items else (type(value).__name__, tuple(items))
-    if type(value) is dict:
-        if not all(isinstance(k, _VALUED) for k in value):
-            return None
-        items = [_exactly(item, seen) for item in value.values()]
-        return None if None in items else ("dict", tuple(zip(value, items, strict=True)))
-    return describe(value, seen)
 
 
 def _code_digest(code: types.CodeType) -> str:

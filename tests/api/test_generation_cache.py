@@ -27,15 +27,6 @@ from numbax.codegen.trust import CacheWarning
 
 
 @pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    root = tmp_path / "cache"
-    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
-    cache.forget_directories()
-    yield root
-    cache.forget_directories()
-
-
-@pytest.fixture
 def new_process(monkeypatch):
     """``forget()``: drop the generations held in memory, as a new process starts
     without them; ``generations()``: how many functions were generated (not loaded)
@@ -239,7 +230,9 @@ def test_descriptions_name_what_holds_across_processes():
     assert describe(np) == ("module", "numpy")
     assert describe(np.sin) == ("ufunc", "sin")
     assert describe(math.exp) == ("library", "math", "exp")
-    assert describe((1, "a", None)) == ("tuple", (("int", 1), ("str", "a"), ("NoneType", None)))
+    assert describe((1, "a", None)) == ("tuple", (), (("int", 1), ("str", "a"), ("NoneType", None)))
+    assert describe({"k": 2.0}) == ("dict", ("k",), ("float",))
+    assert describe({"k": 2.0}, exact=True) == ("dict", ("k",), (("float", "2.0"),))
     assert describe(helper_v1) != describe(helper_v2)  # the code
     assert describe(closure_of(2)) != describe(closure_of(3))  # the closure
     assert describe(closure_of(2)) == describe(closure_of(2))

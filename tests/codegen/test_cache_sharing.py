@@ -16,13 +16,6 @@ from numbax.codegen import cache
 from numbax.transform.specialize import bake_static_arguments
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    root = tmp_path / "cache"
-    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
-    return root
-
-
 def affine(x, k):
     return x * k + 1.0
 

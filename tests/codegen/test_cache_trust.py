@@ -34,14 +34,6 @@ def give_away(path: Path) -> None:
     os.chown(path, OTHER_USER, OTHER_USER, follow_symlinks=False)
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    """A fresh cache root for this test."""
-    root = tmp_path / "cache"
-    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
-    return root
-
-
 def marker_payload(marker: Path) -> str:
     return f"open({str(marker)!r}, 'w').close()\n"
 

@@ -29,15 +29,6 @@ from numbax.numba_backend.generated import define
 from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
 
 
-@pytest.fixture
-def cache_dir(tmp_path, monkeypatch):
-    root = tmp_path / "cache"
-    monkeypatch.setenv("NUMBAX_CACHE_DIR", str(root))
-    cache.forget_directories()
-    yield root
-    cache.forget_directories()
-
-
 def written(source: str, scope: dict | None = None, name: str = "impl"):
     """A function numbax writes at run time, as ``generated.define`` makes them."""
     return define(textwrap.dedent(source), scope or {}, "runtime cache test", name)
