@@ -74,12 +74,13 @@ def free_names(source: FunctionSource) -> list[str]:
 
 
 def entry_key(
-    source: FunctionSource, transformation: str, key: tuple, note: str = ""
+    source: FunctionSource, free: list[str], transformation: str, key: tuple, note: str = ""
 ) -> str | None:
-    """The entry's name for this generation, or None when something it depends on has
-    no description that holds across processes."""
+    """The entry's name for this generation of the function of ``source``, whose free
+    names are ``free``, or None when something it depends on has no description that
+    holds across processes."""
     parts = []
-    for name in free_names(source):
+    for name in free:
         try:
             value = source.live(name)
         except KeyError:

@@ -203,8 +203,12 @@ def generate(
     if cache in _building:
         raise RecursiveDerivative(cache, _building[cache])
     source = read_function(fun, transformation)
-    depends = _dependencies(source)
-    stored = generation_cache.entry_key(source, transformation, key, note) if on_disk else None
+    free = generation_cache.free_names(source)
+    # what the generation relies on in each free name, while this process runs
+    depends = tuple((name, _current_token(source, name)) for name in free)
+    stored = (
+        generation_cache.entry_key(source, free, transformation, key, note) if on_disk else None
+    )
     if stored is not None:
         restored = _restored(cache, source, depends, stored, name)
         if restored is not None:
@@ -230,7 +234,7 @@ def generate(
         cache, source, depends, emitted.text, tree.name, pure, cotangents, derivatives, made
     )
     if stored is not None and not made:
-        _store(stored, source, emitted, tree.name, pure, cotangents, derivatives)
+        _store(stored, source, free, emitted, tree.name, pure, cotangents, derivatives)
     return generated
 
 
@@ -298,6 +302,7 @@ def _loaded(
 def _store(
     stored: str,
     source: FunctionSource,
+    free_names: list[str],
     emitted: EmittedSource,
     function_name: str,
     pure: bool,
@@ -307,7 +312,7 @@ def _store(
     """Keep the generation on disk (:mod:`~numbax.api.generation_cache`) when each
     derivative it binds is of a function one of its free names denotes."""
     by_identity = {}
-    for free in generation_cache.free_names(source):
+    for free in free_names:
         try:
             by_identity.setdefault(id(source.live(free)), free)
         except KeyError:
@@ -484,13 +489,6 @@ def _readable(source: FunctionSource, name: str) -> bool:
     except KeyError:
         return False
     return True
-
-
-def _dependencies(source: FunctionSource) -> tuple[tuple[str, Any], ...]:
-    """Each free name of the user's function with what the transformation relies on."""
-    return tuple(
-        (name, _current_token(source, name)) for name in generation_cache.free_names(source)
-    )
 
 
 class _Same:
