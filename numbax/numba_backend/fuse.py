@@ -24,6 +24,10 @@ A run may end at a sum of its value over constant axes (``np.sum(x, axis=2)``) o
 ``unbroadcast`` that may sum: the kernel is then declared to sum its values as it makes
 them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``fused_sums.py``), and no
 array of values is stored. Two such loops of the same arguments become one (``also=``).
+An ``unbroadcast`` into the shape of a value the loop itself computes (the cotangent of
+``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop) is declared
+``rarely_sums=True``: that value usually has the loop's shape, so its loop returns the
+values as they are and sums only where the shapes differ, after storing them.
 
 A run whose values are read after it in several places (the JVP of a VJP returns a
 cotangent and its tangent) makes a loop for each such value, computing it from what
@@ -438,7 +442,9 @@ class _Fuser:
         args = [gast.Name(n, gast.Load(), None, None) for n in inputs]
         if sink is not None:  # the loop's values summed as they are made
             output = summed.targets[0].id
-            kernel.numbax_sum = sink.declared  # for its declaration (lower.py)
+            kernel.numbax_sum = dict(sink.declared)  # for its declaration (lower.py)
+            if sink.like is not None and sink.like.id in _computed(group):
+                kernel.numbax_sum["rarely_sums"] = gast.Constant(True, None)
             args = [gast.Name(sink.like.id, gast.Load(), None, None), *args] if sink.like else args
         call = gast.Call(gast.Name(kernel_name, gast.Load(), None, None), args, [])
         assign = gast.Assign([gast.Name(output, gast.Store(), None, None)], call, None)
@@ -737,6 +743,13 @@ def _one_expansion_each(stmts: list[gast.stmt], kernels: list[gast.FunctionDef])
     return out
 
 
+def _computed(group: list[gast.stmt]) -> set[str]:
+    """The values a loop's statements compute, by their names in the code before fusing
+    (a copy that computes a value again has a fresh name of its own)."""
+    names = {stmt.targets[0].id for stmt in group}
+    return names | {stmt.recomputes for stmt in group if hasattr(stmt, "recomputes")}
+
+
 def _in_one_loop(stmts: list[gast.stmt], kernels: dict[str, gast.FunctionDef]) -> list[gast.stmt]:
     """Two consecutive calls of loops that sum their values into a like's shape, given
     the same arguments, as one loop (the second declared ``also=`` the first): the
@@ -763,6 +776,8 @@ def _merged(
         return None
     if "also" in kernels[kernel_b].numbax_sum or "also" in kernels[kernel_a].numbax_sum:
         return None
+    for kernel in (kernel_a, kernel_b):  # two likes: the loop sums (fused_sums.py)
+        kernels[kernel].numbax_sum.pop("rarely_sums", None)
     kernels[kernel_b].numbax_sum = {
         **kernels[kernel_b].numbax_sum,
         "also": gast.Name(kernel_a, gast.Load(), None, None),

@@ -160,6 +160,7 @@ class _Block:
         for i in plan:
             copy = clone(self.originals[i])
             copy.recomputed = True  # for the fused loop's name and line (fuse.py)
+            copy.recomputes = self._target(i)  # the value it computes again (fuse.py)
             copy_mark(self.stmts[i], copy)
             for node in name_nodes(copy.value, gast.Load):
                 if node.id not in self.kinds.whole(copy):
