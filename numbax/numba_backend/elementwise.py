@@ -123,7 +123,6 @@ def elementwise(
     unbroadcast: bool = False,
     also: Callable | None = None,
     same_shapes: bool = False,
-    rarely_sums: bool = False,
 ) -> Callable:
     """The elementwise application of scalar ``kernel`` (usable in Python and Numba).
 
@@ -137,11 +136,6 @@ def elementwise(
     argument is ``like`` (not the kernel's) and it returns ``unbroadcast(values, like)``.
     ``also``, an earlier kernel so declared, given the same arguments: the call takes its
     like first, then this kernel's, and returns both sums, made in one loop.
-    ``rarely_sums`` (with ``unbroadcast``): like is a value the kernel itself computes,
-    so it usually has the values' shape and they are returned as they are; only that
-    loop is compiled, and where like's shape differs the values are stored, then
-    summed (``fused_sums.py``: a second loop, compiled for every program, that such a
-    program would seldom run).
 
     ``same_shapes``: the program shows that the array arguments have one shape
     (``fuse.py``), so the compiled loop has no broadcasting loop nest, the largest part
@@ -152,7 +146,6 @@ def elementwise(
     options = {"weak": weak, "summed": summed, "keepdims": keepdims, "unbroadcast": unbroadcast}
     options.update({"also": also} if also is not None else {})
     options.update({"same_shapes": True} if same_shapes else {})
-    options.update({"rarely_sums": True} if rarely_sums else {})
     if kernel is None:
         return lambda kernel: elementwise(kernel, **options)
     apply = _applied(kernel, weak, same_shapes)
@@ -160,7 +153,7 @@ def elementwise(
         return apply
     if unbroadcast:
         together = [also.__numbax_applied__] if also is not None else []
-        total = _summed_into_like([*together, apply], rarely_sums)
+        total = _summed_into_like([*together, apply])
     else:
         total = _summed_over(apply, summed if isinstance(summed, tuple) else (summed,), keepdims)
     total.__name__ = total.__qualname__ = kernel.__name__
@@ -251,10 +244,10 @@ def _summed_over(apply: Callable, axes: tuple[int, ...], keepdims: bool) -> Call
     return total
 
 
-def _summed_into_like(applied: list[Callable], rarely_sums: bool = False) -> Callable:
+def _summed_into_like(applied: list[Callable]) -> Callable:
     """``unbroadcast(apply(*values), like)`` of ``(*likes, *values)`` for each of the
     ``applied`` loops and its like (a tuple of them for more than one), in one loop once
-    compiled (``rarely_sums``: see :func:`elementwise`)."""
+    compiled."""
     stored = stored_unbroadcast(applied)
     count = len(applied)
 
@@ -266,7 +259,7 @@ def _summed_into_like(applied: list[Callable], rarely_sums: bool = False) -> Cal
     @overload(total)
     def _total_numba(*args):
         kernels = [f.__numbax_scalar__ for f in applied]
-        return unbroadcast_loop(kernels, _star(args), stored, applied[0], rarely_sums)
+        return unbroadcast_loop(kernels, _star(args), stored, applied[0])
 
     return total
 

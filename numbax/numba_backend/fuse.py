@@ -25,9 +25,8 @@ A run may end at a sum of its value over constant axes (``np.sum(x, axis=2)``) o
 them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``fused_sums.py``), and no
 array of values is stored. Two such loops of the same arguments become one (``also=``).
 An ``unbroadcast`` into the shape of a value the loop itself computes (the cotangent of
-``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop) is declared
-``rarely_sums=True``: that value usually has the loop's shape, so its loop returns the
-values as they are and sums only where the shapes differ, after storing them.
+``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop), unless it shares its
+loop with another, stays a statement after the loop (:func:`_summed_after_the_loop`).
 
 A run whose values are read after it in several places (the JVP of a VJP returns a
 cotangent and its tangent) makes a loop for each such value, computing it from what
@@ -442,9 +441,9 @@ class _Fuser:
         args = [gast.Name(n, gast.Load(), None, None) for n in inputs]
         if sink is not None:  # the loop's values summed as they are made
             output = summed.targets[0].id
-            kernel.numbax_sum = dict(sink.declared)  # for its declaration (lower.py)
+            kernel.numbax_sum = sink.declared  # for its declaration (lower.py)
             if sink.like is not None and sink.like.id in _computed(group):
-                kernel.numbax_sum["rarely_sums"] = gast.Constant(True, None)
+                kernel.numbax_summed_after = summed  # see _summed_after_the_loop
             args = [gast.Name(sink.like.id, gast.Load(), None, None), *args] if sink.like else args
         call = gast.Call(gast.Name(kernel_name, gast.Load(), None, None), args, [])
         assign = gast.Assign([gast.Name(output, gast.Store(), None, None)], call, None)
@@ -743,6 +742,36 @@ def _one_expansion_each(stmts: list[gast.stmt], kernels: list[gast.FunctionDef])
     return out
 
 
+def _summed_after_the_loop(
+    stmts: list[gast.stmt], kernels: dict[str, gast.FunctionDef]
+) -> list[gast.stmt]:
+    """Each call ``t = kernel(like, *args)`` of a loop that would sum its values into the
+    shape of a value it computes itself, alone in its loop (not declared ``also=``), as
+    the plain loop's values and the ``unbroadcast`` of them after it.
+
+    That value (``out`` in ``(out - y) ** 2``) usually has the loop's shape, which
+    ``unbroadcast`` sees and returns the values as they are; the summing loop would be
+    compiled for every program and seldom run. ``jit(grad)`` of the MLP of a dict (a
+    squared error) took 0.5 s less on an empty cache: the loop nest, its machine code in
+    the caller, and the call choosing between it and the plain loop. The ``unbroadcast``
+    of the same values into ``like``'s shape after the loop shares its compiled code with
+    the other ``unbroadcast`` calls of those types. Two loops into one (``also=``, the
+    cotangents of ``f(x) * w`` into ``f(x)``'s shape and ``w``'s) stay one."""
+    out: list[gast.stmt] = []
+    for stmt in stmts:
+        call = _unbroadcasting_call(stmt, kernels)
+        kernel = kernels[call[1]] if call is not None else None
+        summed = getattr(kernel, "numbax_summed_after", None)
+        if summed is None or "also" in kernel.numbax_sum:
+            out.append(stmt)
+            continue
+        del kernel.numbax_sum  # a plain loop
+        stmt.targets[0].id = summed.value.args[0].id  # what the kernel returns
+        stmt.value.args = stmt.value.args[1:]
+        out += [stmt, summed]
+    return out
+
+
 def _computed(group: list[gast.stmt]) -> set[str]:
     """The values a loop's statements compute, by their names in the code before fusing
     (a copy that computes a value again has a fresh name of its own)."""
@@ -776,8 +805,6 @@ def _merged(
         return None
     if "also" in kernels[kernel_b].numbax_sum or "also" in kernels[kernel_a].numbax_sum:
         return None
-    for kernel in (kernel_a, kernel_b):  # two likes: the loop sums (fused_sums.py)
-        kernels[kernel].numbax_sum.pop("rarely_sums", None)
     kernels[kernel_b].numbax_sum = {
         **kernels[kernel_b].numbax_sum,
         "also": gast.Name(kernel_a, gast.Load(), None, None),
@@ -841,6 +868,7 @@ def fuse_elementwise(
     stand_ins(fn, resolver)
     fn.body = _one_expansion_each(fn.body, fuser.kernels)
     fn.body = _in_one_loop(fn.body, {k.name: k for k in fuser.kernels})
+    fn.body = _summed_after_the_loop(fn.body, {k.name: k for k in fuser.kernels})
     _declare_same_shapes(fn.body, params, resolver, fuser, cotangents)
     shape_stand_ins(fn, resolver, fuser.kernels)
     return fn, fuser.kernels

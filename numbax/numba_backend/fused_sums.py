@@ -178,11 +178,7 @@ def sum_loop(
 
 
 def unbroadcast_loop(
-    kernels: list[Kernel],
-    args: tuple,
-    stored: Callable,
-    computed: Callable,
-    rarely_sums: bool = False,
+    kernels: list[Kernel], args: tuple, stored: Callable, computed: Callable
 ) -> Callable:
     """The implementation of ``unbroadcast(kernel(*values), like)`` for each kernel and
     its like, of arguments ``(*likes, *values)`` of types ``args``, one like per kernel:
@@ -191,10 +187,7 @@ def unbroadcast_loop(
     (a number, or a like of more axes than the values, which ``unbroadcast`` spreads
     them over). ``computed(*values)``: the first kernel's values, stored: the result
     itself when there is one like, of the values' shape and dtype (``unbroadcast``
-    returns its value then; called directly, its general case is not compiled).
-    ``rarely_sums``: where the values do not have like's shape, ``stored`` sums them
-    instead of a loop of their own (compiled once for every program, to be seldom run:
-    in ``jit(grad)`` of an MLP's squared error, 0.3 s of its 3 s on an empty cache)."""
+    returns its value then; called directly, its general case is not compiled)."""
     count = len(kernels)
     likes, values = args[:count], args[count:]
     casts, _, _ = kernels[0].element_types(values)
@@ -210,10 +203,6 @@ def unbroadcast_loop(
         code.names["computed"] = computed
         same = " and ".join(f"n{d} == like0.shape[{d}]" for d in range(n)) or "True"
         code(f"if {same}:", "    return computed(*args[1:])")
-        if rarely_sums:
-            code.names["stored"] = stored
-            code("return stored(*args)")
-            return code.compile("unbroadcast")
     for like, name in zip(likes, like_names, strict=True):
         for d in range(n):  # a like of larger shape (a value to spread) broadcasts the loop
             if (k := d - (n - like.ndim)) >= 0:

@@ -188,12 +188,6 @@ def _kernel_header(kernel: gast.FunctionDef) -> str:
             "after the first two (likes); adds the values of `also` into the first like's\n"
             "shape and its own into the second's, both made there (no values stored)"
         )
-    elif "rarely_sums" in declared:
-        text = (
-            "fused elementwise loop: runs once per element of the broadcast of its arguments\n"
-            "after the first (like), a value it computes: returns its values when like has\n"
-            "their shape (usually); else stores them and adds each into like's shape"
-        )
     elif declared:
         text = (
             "fused elementwise loop: runs once per element of the broadcast of its arguments\n"

@@ -4,7 +4,6 @@ values spread inside loops (``nxrt.expand_reduced``): NumPy's values, shapes and
 compiled and with the generated code run as Python, while the summed values are never
 stored."""
 
-import inspect
 import re
 
 import numba
@@ -15,7 +14,6 @@ import numbax as nx
 import numbax.numba_backend.runtime  # noqa: F401  (the helpers' Numba versions)
 from benchmarks.kernels_loops import lj_energy  # the molecular-dynamics energy
 from numbax.numba_backend.elementwise import elementwise
-from numbax.numba_backend.fused_sums import unbroadcast_loop
 from numbax.runtime import nxrt
 from tests.autodiff.fd import numeric_jacobian
 
@@ -153,9 +151,10 @@ def squared_error_of_affine(w, x, y):
 
 
 @pytest.mark.parametrize("targets", [(3,), (4, 3)], ids=["same-shape", "broadcast-targets"])
-def test_a_cotangent_into_a_value_the_loop_computes_rarely_sums(targets):
-    """The cotangent of ``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop,
-    is declared ``rarely_sums``: right whether ``y`` has ``out``'s shape or broadcasts it."""
+def test_a_cotangent_into_a_value_the_loop_computes_is_unbroadcast_after_it(targets):
+    """The cotangent of ``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop, is
+    the loop's value unbroadcast after it (no summing loop): right whether ``y`` has
+    ``out``'s shape or broadcasts it."""
     w, x, y = rng.standard_normal(3), rng.standard_normal(3), rng.standard_normal(targets)
     grad = nx.jit(nx.grad(squared_error_of_affine))
     got = grad(w, x, y)
@@ -163,9 +162,11 @@ def test_a_cotangent_into_a_value_the_loop_computes_rarely_sums(targets):
     want = numeric_jacobian(squared_error_of_affine, [w, x, y], 0)
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(_as_python(grad, w, x, y), got, rtol=1e-12)
-    kernels = grad.source.split("def grad_squared_error_of_affine(")[0]
-    assert kernels.count("@nxrt.elementwise(unbroadcast=True, rarely_sums=True)") == 1
-    assert kernels.count("@nxrt.elementwise(unbroadcast=True)\n") == 1  # into w: an argument
+    kernels, body = grad.source.split("def grad_squared_error_of_affine(")
+    assert re.search(r"_ct_out = nxrt\.unbroadcast\(\w+, out\)", body)
+    # into w, an argument of the loop (not computed by it): summed as the values are made
+    assert kernels.count("@nxrt.elementwise(unbroadcast=True)") == 1
+    assert re.search(r"_ct_w = _grad_squared_error_of_affine_line\d+\(w, ", body)
 
 
 def shared_square(x, y):
@@ -189,7 +190,6 @@ PRODUCT_ROWS = elementwise(_product, summed=1)
 PRODUCT_KEPT = elementwise(_product, summed=(0, 1), keepdims=True)
 PRODUCT_FIRST = elementwise(_product, summed=-2)
 PRODUCT_LIKE = elementwise(_product, unbroadcast=True)
-PRODUCT_RARELY = elementwise(_product, unbroadcast=True, rarely_sums=True)
 QUOTIENT_ALSO = elementwise(lambda a, b: a / (1.0 + b * b), unbroadcast=True, also=PRODUCT_LIKE)
 ROWS, COLUMNS = rng.standard_normal((4, 1)), rng.standard_normal((1, 3))
 
@@ -202,11 +202,6 @@ def _summed_compiled(a, b):
 @numba.njit
 def _unbroadcast_compiled(like, a, b):
     return PRODUCT_LIKE(like, a, b)
-
-
-@numba.njit
-def _rarely_compiled(like, a, b):
-    return PRODUCT_RARELY(like, a, b)
 
 
 @numba.njit
@@ -247,33 +242,11 @@ def test_a_summed_loop_compiled_is_its_python_version():
     [ROWS, COLUMNS, np.zeros((4, 3)), np.zeros((2, 4, 3)), np.zeros(3), 1.0],
     ids=["rows", "columns", "same-shape", "spread", "fewer-axes", "number"],
 )
-@pytest.mark.parametrize(
-    "compiled, declared",
-    [(_unbroadcast_compiled, PRODUCT_LIKE), (_rarely_compiled, PRODUCT_RARELY)],
-    ids=["sums-in-its-loop", "rarely-sums"],
-)
-def test_an_unbroadcasting_loop_compiled_is_its_python_version(like, compiled, declared):
-    got = compiled(like, ROWS, COLUMNS)
-    want = declared(like, ROWS, COLUMNS)
+def test_an_unbroadcasting_loop_compiled_is_its_python_version(like):
+    got = _unbroadcast_compiled(like, ROWS, COLUMNS)
+    want = PRODUCT_LIKE(like, ROWS, COLUMNS)
     assert np.shape(got) == np.shape(want) == np.shape(like)
     np.testing.assert_allclose(got, want, rtol=1e-15)
-    np.testing.assert_allclose(want, PRODUCT_LIKE(like, ROWS, COLUMNS), rtol=1e-15)
-
-
-def test_a_loop_that_rarely_sums_has_no_summing_loop_of_its_own():
-    """Declared ``rarely_sums``, the implementation returns the elementwise loop's
-    values, or sums stored ones: no loop nest of its own to compile."""
-    matrix, vector = numba.typeof(np.zeros((4, 3))), numba.typeof(np.zeros(3))
-    kernel = PRODUCT_LIKE.__numbax_applied__.__numbax_scalar__
-    args = (matrix, matrix, vector)
-
-    def implementation(rarely_sums):
-        return inspect.getsource(unbroadcast_loop([kernel], args, None, None, rarely_sums))
-
-    assert "for i0 in range(n0):" in implementation(False)
-    rarely = implementation(True)
-    assert "for " not in rarely
-    assert "return computed(*args[1:])" in rarely and "return stored(*args)" in rarely
 
 
 @pytest.mark.parametrize(
