@@ -7,6 +7,7 @@ import contextlib
 
 import numba
 import numpy as np
+import pytest
 from numba.core import event
 
 import numbax as nx
@@ -40,11 +41,8 @@ def test_a_users_own_compile_keeps_numbas_timers():
 
 
 def test_untimed_ends_with_its_block_even_on_an_error():
-    try:
-        with compile_timers.untimed():
-            raise ValueError("inside")
-    except ValueError:
-        pass
+    with pytest.raises(ValueError, match="inside"), compile_timers.untimed():
+        raise ValueError("inside")
     function = _fresh()
     function(1.0)
     assert "timers" in _metadata(function)
