@@ -45,6 +45,7 @@ from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
 from numbax.numba_backend.compile_timers import untimed
+from numbax.numba_backend.inlining import one_copy_per_inlined_function
 from numbax.numba_backend.linking import linking_large_callees_late
 from numbax.numba_backend.symbol_names import start_numbering_at_random_offset
 from numbax.numba_backend.threads import launch as launch_threads
@@ -288,7 +289,13 @@ def attach(dispatcher: Any, cached: bool) -> None:
         if existing is not None:  # Numba comes here for a call with an omitted argument
             return existing.entry_point
         # the lock before the entry's
-        with generation_lock, linking_large_callees_late(), untimed(), fewer_full_collections():
+        with (
+            generation_lock,
+            linking_large_callees_late(),
+            one_copy_per_inlined_function(),
+            untimed(),
+            fewer_full_collections(),
+        ):
             if cache is None or not _usable(cache):
                 return original(sig)
             with entry_lock(cache.lock_path):
