@@ -78,7 +78,7 @@ def uses_loop_helper(x):
     return loop_helper(x) * 2.0 + loop_helper(x[::-1])
 
 
-def test_a_derivative_through_an_inlined_helper_is_right(cache_dir):
+def test_a_derivative_through_an_inlined_helper_is_right():
     """numbax's compiles copy inlined callees with one scope each: the gradient of a
     function calling a generated helper with loops and branches twice."""
     x = np.array([0.4, -0.8, 1.3, -0.2])
