@@ -44,8 +44,8 @@ from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.locks import entry_lock, generation_lock
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
-from numbax.numba_backend.compile_timers import untimed
-from numbax.numba_backend.inlining import one_copy_per_inlined_function
+from numbax.numba_backend import compile_timers, inlining  # noqa: F401  (installed on import)
+from numbax.numba_backend.compiling import numbax_compiling
 from numbax.numba_backend.linking import linking_large_callees_late
 from numbax.numba_backend.symbol_names import start_numbering_at_random_offset
 from numbax.numba_backend.threads import launch as launch_threads
@@ -292,8 +292,7 @@ def attach(dispatcher: Any, cached: bool) -> None:
         with (
             generation_lock,
             linking_large_callees_late(),
-            one_copy_per_inlined_function(),
-            untimed(),
+            numbax_compiling(),
             fewer_full_collections(),
         ):
             if cache is None or not _usable(cache):

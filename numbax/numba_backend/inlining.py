@@ -8,7 +8,7 @@ each block copies the whole scope again: blocks times variables. The VJP of a gr
 with loops and a ``while`` (a program of the fuzz's ``jit_grad_grad`` mode: 903 blocks,
 9,466 variables) took 28 s to inline, most of its compile's 100 s.
 
-While numbax compiles (:func:`one_copy_per_inlined_function`, this thread), the blocks
+While numbax compiles (``compiling.numbax_compiling``, this thread), the blocks
 of one copy share one memo, as one deep copy of the whole function would: the scope is
 copied once per copy and every block's variables refer to that copy. The same function
 then compiled in 72 s (the inlining itself in 0.6 s). What a block copy shares with
@@ -19,32 +19,21 @@ this way (:data:`_MIRRORED`).
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import numba
 from numba.core import inline_closurecall, ir
 
+from numbax.numba_backend.compiling import in_numbax_compile
+
 _MIRRORED = ("0.68",)
 """Numba versions whose ``InlineWorker.inline_ir`` copies the callee with one
 ``copy.deepcopy`` per block (through ``inline_closurecall.copy``)."""
 
-_state = threading.local()
-
-
-@contextlib.contextmanager
-def one_copy_per_inlined_function() -> Iterator[None]:
-    """Within this block (this thread), an inlined function's blocks are copied with one
-    memo per copy (see the module's docstring)."""
-    previous = getattr(_state, "active", False)
-    _state.active = True
-    try:
-        yield
-    finally:
-        _state.active = previous
+_copies = threading.local()
+"""``memos``: while an inline_ir call copies, one memo per scope copied from."""
 
 
 class _BlockCopies:
@@ -56,7 +45,7 @@ class _BlockCopies:
 
     @staticmethod
     def deepcopy(value: Any, memo: dict | None = None) -> Any:
-        memos = getattr(_state, "memos", None)
+        memos = getattr(_copies, "memos", None)
         if memo is None and memos is not None and isinstance(value, ir.Block):
             # one memo per scope copied from: inline_ir copies the callee's IR, then
             # that copy (an unchanged original to return), each with one memo
@@ -66,15 +55,15 @@ class _BlockCopies:
 
 def _inline_ir(self: Any, *args: Any, **kwargs: Any) -> Any:
     """``InlineWorker.inline_ir``, its copies of the callee's blocks sharing a memo per
-    copy within :func:`one_copy_per_inlined_function`."""
-    if not getattr(_state, "active", False):
+    copy within numbax's compiles."""
+    if not in_numbax_compile():
         return _numba_inline_ir(self, *args, **kwargs)
-    previous = getattr(_state, "memos", None)
-    _state.memos = {}  # by id of the scope: each held alive by its entry
+    previous = getattr(_copies, "memos", None)
+    _copies.memos = {}  # by id of the scope: each held alive by its entry
     try:
         return _numba_inline_ir(self, *args, **kwargs)
     finally:
-        _state.memos = previous
+        _copies.memos = previous
 
 
 _numba_inline_ir = inline_closurecall.InlineWorker.inline_ir

@@ -9,7 +9,8 @@ import pytest
 from numba.core import inline_closurecall
 
 import numbax as nx
-from numbax.numba_backend import inlining
+from numbax.numba_backend import inlining  # noqa: F401  (installs its inline_ir)
+from numbax.numba_backend.compiling import numbax_compiling
 
 
 @numba.njit(inline="always")
@@ -52,7 +53,7 @@ def _scopes_of_inlined_copies(monkeypatch):
 
 
 def test_each_copy_of_an_inlined_function_has_one_scope(monkeypatch):
-    with inlining.one_copy_per_inlined_function():
+    with numbax_compiling():
         copies = _scopes_of_inlined_copies(monkeypatch)
     assert len(copies) == 2  # both call sites
     assert all(len(scopes) == 1 for scopes in copies)
