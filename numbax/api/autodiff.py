@@ -414,7 +414,9 @@ def _defaults_after_primals(
     unpassed = len(inspect.signature(generated.function).parameters) - n - trailing
     if unpassed <= 0:
         return ()
-    rest = list(inspect.signature(fun).parameters.values())[n : n + unpassed]
+    # the parameters of the function the derivative was generated from (a partial's:
+    # those its wrapper takes, not the partial's signature, which lists bound keywords)
+    rest = list(inspect.signature(callable_target(fun)).parameters.values())[n : n + unpassed]
     missing = [p.name for p in rest if p.default is inspect.Parameter.empty]
     if missing or len(rest) != unpassed:
         raise TypeError(

@@ -14,10 +14,10 @@ code of their own)::
         return jv
 
 Keyword arguments the partial binds stay keyword-only parameters with the bound value
-as their default, as ``inspect.signature`` shows them, where the value is a number, a
-string or None; one bound to another value (an array) is passed from the closure and
-cannot be given again at the call. A parameter of the wrapped function with a default
-of another kind is left to that default.
+as their default, as ``inspect.signature`` shows them (and as a partial, they can be
+given again at the call): written as text where the value is a number, a string or
+None, else (a list, a dict, an array) the factory's argument, read as any default
+that names a value. The wrapper's parameters are thus the partial's own, in its order.
 """
 
 from __future__ import annotations
@@ -46,16 +46,17 @@ def partial_wrapper(partial: functools.partial) -> types.FunctionType:
         elif p.kind is p.VAR_KEYWORD:
             parameters.append(f"**{p.name}")
             arguments.append(f"**{p.name}")
-        elif p.default is not p.empty and not _spelled(p.default):
-            if p.name in partial.keywords:  # bound to a value text cannot spell
-                factory.append(f"partial_keyword_{p.name}")
-                values.append(p.default)
-                arguments.append(f"{p.name}=partial_keyword_{p.name}")
-            # else: left to the wrapped function's own default
         else:
             if p.kind is p.KEYWORD_ONLY and not any(q.startswith("*") for q in parameters):
                 parameters.append("*")
-            default = "" if p.default is p.empty else f"={p.default!r}"
+            if p.default is p.empty:
+                default = ""
+            elif _spelled(p.default):
+                default = f"={p.default!r}"
+            else:  # a value text cannot spell (a list, an array): the factory's
+                default = f"=partial_default_{p.name}"
+                factory.append(f"partial_default_{p.name}")
+                values.append(p.default)
             parameters.append(f"{p.name}{default}")
             arguments.append(f"{p.name}={p.name}" if p.kind is p.KEYWORD_ONLY else p.name)
     text = (

@@ -18,6 +18,11 @@ COMPLEX_OUTPUT = (
     "differentiating non-holomorphic functions involving complex outputs, use nx.vjp "
     "directly."
 )
+INTEGER_OUTPUT = (
+    "grad requires real-valued outputs (output dtype that is a sub-dtype of np.floating), "
+    "but got {}. For differentiation of functions with integer outputs, use nx.vjp "
+    "directly."
+)
 REAL_OUTPUT = "grad with holomorphic=True requires outputs with complex dtype, but got {}."
 INTEGER_INPUT = (
     "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of "
@@ -33,11 +38,10 @@ def grad_seed(out: Any) -> Any:
     ``grad`` is only defined for a real scalar (or 0-d) output; anything else raises
     JAX's TypeError here, when the output is known. A complex output's derivative is
     only defined for holomorphic functions, which the user must say (``holomorphic_seed``):
-    silently seeding it with 1 would give the derivative of its real part.
+    silently seeding it with 1 would give the derivative of its real part. An integer
+    or boolean output has no derivative (its gradient would be zeros, silently).
     """
-    dtype = _scalar_seed_dtype(out)
-    if dtype.kind == "c":
-        raise TypeError(COMPLEX_OUTPUT.format(dtype.name))
+    _check_real(_scalar_seed_dtype(out))
     return _one_of(out)
 
 
@@ -54,9 +58,7 @@ def holomorphic_seed(out: Any) -> Any:
 def grad_seeds(out: Any) -> Any:
     """``grad_seed`` of each example of a batch of scalar outputs (``vmap(grad(f))``,
     vectorized): ones of ``out``'s shape, with the same check of the dtype."""
-    dtype = np.result_type(out)
-    if dtype.kind == "c":
-        raise TypeError(COMPLEX_OUTPUT.format(dtype.name))
+    _check_real(np.result_type(out))
     return np.ones_like(out)
 
 
@@ -67,6 +69,14 @@ def holomorphic_seeds(out: Any) -> Any:
     if dtype.kind != "c":
         raise TypeError(REAL_OUTPUT.format(dtype.name))
     return np.ones_like(out)
+
+
+def _check_real(dtype: np.dtype) -> None:
+    """JAX's TypeError for an output ``grad`` cannot seed without ``holomorphic``."""
+    if dtype.kind == "c":
+        raise TypeError(COMPLEX_OUTPUT.format(dtype.name))
+    if dtype.kind in "biu":
+        raise TypeError(INTEGER_OUTPUT.format(dtype.name))
 
 
 def _scalar_seed_dtype(out: Any) -> np.dtype:

@@ -393,22 +393,22 @@ class _Rewriter(gast.NodeTransformer):
         self, node: gast.AST, callee: Any, fun: gast.expr, mode: str, n: int
     ) -> tuple[str, list[gast.expr]]:
         """The bound name of ``callee``'s ``mode`` derivative w.r.t. its first ``n``
-        arguments, and the constants its parameters after them default to."""
+        arguments, and the values its parameters after them default to."""
         construct = {"jvp": "nx.jvp", "vjp": "nx.vjp"}[mode]
         try:
             function, defaults = _derive[0](callee, mode, n)
         except TypeError as error:
             raise self.refuse(node, f"{construct} of `{_text(fun)}`", str(error)) from error
-        if not all(isinstance(d, _CONSTANTS) for d in defaults):
-            raise self.refuse(
-                node,
-                f"{construct} of `{_text(fun)}` with {n} primal(s), whose later parameters "
-                "default to values that are not constants",
-                "pass a primal for every parameter, or bind them first with functools.partial",
-            )
         hint = function.__name__.removeprefix(f"{mode}_")
         name = self.folder.bind(function, mode, hint)
-        return name, [gast.Constant(d, None) for d in defaults]
+        return name, [self._default(d, hint) for d in defaults]
+
+    def _default(self, value: Any, hint: str) -> gast.expr:
+        """A parameter's default, as a constant or a name bound in the closure (an array,
+        a list a ``functools.partial`` binds), as a closure's value is read."""
+        if type(value) in _CONSTANTS:  # a NumPy scalar (a float's subclass) is bound
+            return gast.Constant(value, None)
+        return gast.Name(self.folder.bind(value, "default", hint), gast.Load(), None, None)
 
 
 def _copy(node: gast.expr) -> gast.expr:

@@ -48,6 +48,7 @@ from numbax.transform.analysis.dataflow import (
 )
 from numbax.transform.analysis.shape_sources import Shape, ShapeSources, is_elementwise_value
 from numbax.transform.cleanup import cleanup
+from numbax.transform.kept_results import fold_kept_copies, keep_results
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -1194,8 +1195,16 @@ def vjp_function(
     cts = results[0] if len(results) == 1 else gast.Tuple(results, gast.Load())
     if returns == "tuple" or tuple_cotangents:
         cts = gast.Tuple(results, gast.Load())
-    value = clone(out)
-    if aux is not None:
+    # the value and aux, as the primal sweep left them (the adjoint sweep restores)
+    value = clone(out) if returns == "value_and_cotangents" else None
+    shown = [e for e in (value, aux) if e is not None]
+    kept, renamed = keep_results(
+        set().union(*(read_names(e) for e in shown)), body, adjoint, resolver, namer
+    )
+    for node in (n for e in shown for n in walk(e)):
+        if isinstance(node, gast.Name) and node.id in renamed:
+            node.id = renamed[node.id]
+    if value is not None and aux is not None:
         value = gast.Tuple([value, aux], gast.Load())
     if returns == "value_and_cotangents":
         result = gast.Tuple([value, cts], gast.Load())
@@ -1211,11 +1220,13 @@ def vjp_function(
     new.body = (
         tapes
         + primal
+        + located(kept, line)
         + located(seed_stmts, line, adjoint=True)
         + adjoint
         + located([gast.Return(result)], line, adjoint=True)
     )
     cleanup(new, source)
+    fold_kept_copies(new, set(renamed.values()))
     setattr(new, COTANGENT_OF, _cotangent_shapes(source, fn, primal, out, ct_out_param, resolver))
     return new
 

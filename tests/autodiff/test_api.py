@@ -263,6 +263,32 @@ def test_a_complex_output_needs_holomorphic_as_in_jax(call):
         call()
 
 
+def _positive(x):
+    return x > 0.0
+
+
+def _count_positive(x):
+    return np.sum(x > 0.0)
+
+
+@pytest.mark.parametrize(
+    ("call", "dtype"),
+    [
+        (lambda: nx.grad(_positive)(1.0), "bool"),
+        (lambda: nx.jit(nx.grad(_positive))(1.0), "bool"),
+        (lambda: nx.value_and_grad(_count_positive)(np.ones(3)), "int64"),
+        (lambda: nx.jit(nx.grad(_count_positive))(np.ones(3)), "int64"),
+        (lambda: nx.vmap(nx.grad(_positive))(np.ones(3)), "bool"),
+    ],
+    ids=["bool-eager", "bool-jit", "int-eager", "int-jit", "bool-vmap"],
+)
+def test_an_integer_or_bool_output_is_refused_as_in_jax(call, dtype):
+    """Its gradient would be zeros: JAX's TypeError instead."""
+    match = f"grad requires real-valued outputs .* but got {dtype}. .* integer outputs, use nx.vjp"
+    with pytest.raises(TypeError, match=match):
+        call()
+
+
 def test_holomorphic_grad_is_the_complex_derivative():
     z = 1.0 + 2.0j
     assert nx.grad(_square, holomorphic=True)(z) == 2 * z

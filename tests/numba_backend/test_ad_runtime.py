@@ -280,7 +280,7 @@ def test_jac_size(key: str) -> None:
 # grad_seed, grad_dtype_check.
 # ---------------------------------------------------------------------------------------
 
-SEEDS = {key: VALUES[key] for key in ["pyfloat", "pyint", "f32scalar", "0d"]}
+SEEDS = {key: VALUES[key] for key in ["pyfloat", "f32scalar", "0d"]}
 SEEDS["0d-f32"] = lambda: np.array(1.5, np.float32)
 HOLOMORPHIC_SEEDS = {"pycomplex": VALUES["pycomplex"], "0d-c64": lambda: np.array(1j, np.complex64)}
 
@@ -302,12 +302,16 @@ def test_holomorphic_seed(key: str) -> None:
     [
         ("grad_seed", 1j, "grad requires real-valued outputs"),
         ("grad_seed", np.array(1j, np.complex64), "grad requires real-valued outputs"),
+        ("grad_seed", 3, "real-valued outputs .* but got int64. .* integer outputs"),
+        ("grad_seed", np.bool_(True), "real-valued outputs .* but got bool"),
+        ("grad_seed", np.array(2, np.int32), "real-valued outputs .* but got int32"),
         ("holomorphic_seed", 1.0, "holomorphic=True requires outputs with complex dtype"),
         ("holomorphic_seed", np.array(1.0), "holomorphic=True requires outputs with complex"),
     ],
 )
 def test_seeds_check_the_output_dtype(helper: str, value: Any, message: str) -> None:
-    """A complex output seeded as a real one would silently give its real part's gradient."""
+    """A complex output seeded as a real one would silently give its real part's gradient,
+    an integer or boolean one zeros."""
     for func in (getattr(ad, helper), COMPILED[helper]):
         with pytest.raises(TypeError, match=message):
             func(value)

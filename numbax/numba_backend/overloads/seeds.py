@@ -18,6 +18,7 @@ from numbax.numba_backend.overloads.common import (
 )
 from numbax.runtime.seeds import (
     COMPLEX_OUTPUT,
+    INTEGER_OUTPUT,
     REAL_OUTPUT,
     grad_seed,
     grad_seeds,
@@ -53,6 +54,8 @@ def _seed_jit(name: str, out: Any, holomorphic: bool, per_example: bool = False)
         return _raising(REAL_OUTPUT.format(dtype.name))
     if not holomorphic and dtype.kind == "c":
         return _raising(COMPLEX_OUTPUT.format(dtype.name))
+    if not holomorphic and dtype.kind in "biu":
+        return _raising(INTEGER_OUTPUT.format(dtype.name))
     return lambda out: ones_like(out)
 
 
