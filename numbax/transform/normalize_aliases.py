@@ -165,6 +165,7 @@ class _Aliases:
         self.resolver = Resolver(source, local_names(fn))
         self.namer = Namer.for_function(fn)
         self.integers = _integer_names(fn)
+        self.index_arrays = _index_arrays(fn, self.resolver)
         self.before: dict[int, State] = {}
         self._np: str | None = None
 
@@ -256,9 +257,12 @@ class _Aliases:
             if held is None:
                 return None
             kind = self._index_kind(value.slice)
+            if kind == "copy":
+                return Held(fresh, None, line)
             if kind is None:  # an index array or an integer: a copy or a view
                 return Held(held.objects | fresh, None, line)
-            return Held(held.objects, self._derivation(value.value.id, value, line, kind), line)
+            derivation = self._derivation(value.value.id, value, line, kind == "view")
+            return Held(held.objects, derivation, line)
         if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
             held = state.get(value.value.id)
             if held is None:
@@ -280,25 +284,33 @@ class _Aliases:
         reads = frozenset(name_ids(value))
         return Derivation(parent, clone(value), gast.dump(value), reads, line, array)
 
-    def _index_kind(self, index: gast.expr) -> bool | None:
-        """True: basic indexing with a slice (always a view); False: integers only (a
-        view, or one number); None: it may hold an index array (a copy)."""
+    def _index_kind(self, index: gast.expr) -> str | None:
+        """``"view"``: basic indexing with a slice, ``...`` or ``None`` (a view, always
+        an array); ``"item"``: integers or keys only (a view, or one number or item);
+        ``"copy"``: an index array among the parts (fancy indexing copies); None: a name
+        that may hold an integer or an index array."""
         parts = index.elts if isinstance(index, gast.Tuple) else [index]
-        sliced = False
+        kinds = set()
         for part in parts:
             if isinstance(part, gast.Slice):
-                sliced = True
-                bounds = [b for b in (part.lower, part.upper, part.step) if b is not None]
-                if any(isinstance(b, gast.Name) and b.id not in self.integers for b in bounds):
-                    return None
+                kinds.add("view")  # its bounds are integers, whatever computes them
             elif isinstance(part, gast.Constant):
                 if part.value is Ellipsis or part.value is None:
-                    sliced = True
-                elif not isinstance(part.value, (int, str)) or isinstance(part.value, bool):
-                    return None
-            elif not (isinstance(part, gast.Name) and part.id in self.integers):
-                return None
-        return sliced
+                    kinds.add("view")
+                elif type(part.value) in (int, str):
+                    kinds.add("item")
+                else:
+                    kinds.add(None)
+            elif isinstance(part, gast.Name) and part.id in self.integers:
+                kinds.add("item")
+            elif isinstance(part, gast.Name) and part.id in self.index_arrays:
+                kinds.add("copy")
+            else:
+                kinds.add(None)
+        for kind in ("copy", None, "view"):
+            if kind in kinds:
+                return kind
+        return "item"
 
     def _call_shares(self, value: gast.Call, state: State) -> frozenset:
         """The objects a call's result may share with the arrays it is given."""
@@ -313,7 +325,9 @@ class _Aliases:
         if target is LOCAL or target is UNRESOLVED:
             return frozenset()
         if any(target is f for f in _VIEW_FUNCTIONS):
-            return state[given[0]].objects if given and given[0] is value.args[0] else frozenset()
+            return (
+                state[given[0].id].objects if given and given[0] is value.args[0] else frozenset()
+            )
         if _is_user_function(target, self.source):
             return frozenset().union(*(state[a.id].objects for a in given))
         return frozenset()
@@ -522,6 +536,49 @@ def _integer_names(fn: gast.FunctionDef) -> set[str]:
 
 
 _RANGE = gast.Constant(0, None)
+
+_INDEX_ARRAY_FUNCTIONS = (
+    np.array,
+    np.asarray,
+    np.arange,
+    np.argsort,
+    np.nonzero,
+    np.flatnonzero,
+    np.where,
+    np.logical_and,
+    np.logical_or,
+    np.logical_not,
+    np.isnan,
+    np.isfinite,
+)
+
+
+def _index_arrays(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
+    """Locals that hold index arrays (or tuples of them) wherever they are assigned: list
+    literals, comparisons (masks) and what ``np.array``, ``np.arange``, ``np.argsort``,
+    ``np.nonzero``, ``np.where``... return. Indexing with one copies."""
+    assigned: dict[str, list[gast.AST | None]] = {}
+    for node in walk(fn):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, (gast.Assign, gast.For)):
+            targets = node.targets[0] if isinstance(node, gast.Assign) else node.target
+            if not isinstance(targets, gast.Subscript):
+                for name in name_ids(targets, gast.Store):
+                    assigned.setdefault(name, []).append(None)
+    args = fn.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        assigned.setdefault(a.id, []).append(None)
+
+    def index_array(value: gast.AST | None) -> bool:
+        if isinstance(value, (gast.List, gast.Compare)):
+            return True
+        if isinstance(value, gast.Call):
+            target = resolver.resolve(value.func)
+            return any(target is f for f in _INDEX_ARRAY_FUNCTIONS)
+        return False
+
+    return {n for n, values in assigned.items() if all(map(index_array, values))}
 
 
 def _integer(value: gast.AST | None, integers: set[str]) -> bool:
