@@ -67,6 +67,13 @@ def view_of_view(a):
     return np.sum(a * b[0])
 
 
+def made_then_written(a):
+    c = a * 2.0  # elementwise: jit's fused adjoint must read it as written, not recompute it
+    b = c[:2]
+    b[0] = 7.0
+    return np.sum(a * c)
+
+
 def number_not_shared(a):
     r = a[0]  # a number: += rebinds it, the array is unchanged
     r *= 3.0
@@ -97,6 +104,7 @@ PROGRAMS = [
     (transposed, M),
     (base_written, X),
     (view_of_view, X),
+    (made_then_written, X),
     (number_not_shared, X),
     (copies_are_not_aliases, X),
 ]
@@ -123,7 +131,9 @@ def test_values_under_jit(f, x):
 
 
 @pytest.mark.parametrize(
-    ("f", "x"), [(slice_in_place, X), (rows, M), (base_written, X)], ids=lambda v: ""
+    ("f", "x"),
+    [(slice_in_place, X), (rows, M), (base_written, X), (made_then_written, X)],
+    ids=["slice_in_place", "rows", "base_written", "made_then_written"],
 )
 def test_compiled_gradients(f, x):
     want = numeric_jacobian(_fresh(f), [x], 0)
