@@ -74,6 +74,14 @@ def made_then_written(a):
     return np.sum(a * c)
 
 
+def ufunc_out(a):
+    b = a[:2]
+    np.multiply(b, 2.0, out=b)  # a store into b's memory: into a's
+    c = a * 1.0
+    np.exp(c, out=(c,))
+    return np.sum(a * a) + np.sum(c)
+
+
 def number_not_shared(a):
     r = a[0]  # a number: += rebinds it, the array is unchanged
     r *= 3.0
@@ -105,6 +113,7 @@ PROGRAMS = [
     (base_written, X),
     (view_of_view, X),
     (made_then_written, X),
+    (ufunc_out, X),
     (number_not_shared, X),
     (copies_are_not_aliases, X),
 ]
