@@ -234,3 +234,22 @@ def test_in_place_through_a_name_of_either_kind_is_refused_where_it_runs():
     # an array (a number would be rebound, changing nothing else)
     with pytest.raises(ValueError, match="may also change `a`"):
         nx.grad(maybe_shared)(X.copy(), 1.0)
+
+
+def _zero_first(v):
+    v[0] = 0.0
+
+
+def helper_writes_into_view(a):
+    b = a[:2]
+    _zero_first(b)  # writes into a through b
+    return np.sum(a) * a[2]
+
+
+def test_a_helper_writing_into_a_view_is_refused_for_derivatives():
+    # the write reaches a (a[:2] = b after the call), and a call for its effect on a value
+    # that carries a derivative is refused: never the derivative of the unchanged a
+    with pytest.raises(nx.TransformError, match="called for its effect"):
+        nx.grad(helper_writes_into_view)(X.copy())
+    x = X.copy()
+    assert nx.jit(helper_writes_into_view)(x) == helper_writes_into_view(X.copy())
