@@ -32,7 +32,7 @@ import gast
 from numbax.numba_backend.kept_shapes import copy_mark
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
-from numbax.transform.walk import name_ids, name_nodes
+from numbax.transform.walk import name_ids, name_nodes, walk
 
 MOST_COPIED = 24
 """Statements copied into one run at most: a bound on the work recomputed."""
@@ -108,7 +108,7 @@ class _Block:
         self.kinds = kinds
         self.is_elementwise = kinds.elementwise
         self.is_local = is_local
-        self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
+        self.assigned = [_assigned(stmt) for stmt in stmts]
         self.assignments: dict[str, list[int]] = {}  # by name, the statements in order
         for index, names in enumerate(self.assigned):
             for name in names:
@@ -239,6 +239,16 @@ class _Block:
         indices = self.assignments.get(name, [])
         position = bisect.bisect_left(indices, read_at)
         return position == len(indices) or indices[position] >= until
+
+
+def _assigned(stmt: gast.stmt) -> set[str]:
+    """The names ``stmt`` assigns, and those whose arrays it stores into (``c[0] = v``
+    changes ``c``: a value computed before it is not computed again after it)."""
+    names = name_ids(stmt, gast.Store, gast.Del)
+    for node in walk(stmt):
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, (gast.Store, gast.Del)):
+            names |= name_ids(node.value, gast.Load)
+    return names
 
 
 def _without_unread(

@@ -57,9 +57,10 @@ Lowerings
   When a statement's outermost operation assigns to a user variable it assigns
   directly: ``y = np.exp(x) + 1`` is ``_exp = np.exp(x)``, ``y = _exp + 1``.
 * ``x op= v`` is ``x = x op v``. This is *functional*: ``a += 1`` on an array (or a
-  list) rebinds ``a`` instead of mutating the object, so a caller's array, or another
-  name for it, is not changed (and NumPy's in-place casting errors, such as adding a
-  float to an int array in place, do not occur). ``a[i] op= v`` is
+  list) rebinds ``a`` instead of mutating the object, so a caller's array is not
+  changed (and NumPy's in-place casting errors, such as adding a float to an int array
+  in place, do not occur); other names of the function for the same array (``c = a``,
+  a view ``b = a[:2]``) follow it as in NumPy (normalize_aliases.py). ``a[i] op= v`` is
   ``_a_at = a[i]; _add = _a_at op v; a[i] = _add``, the index computed once, and does
   mutate ``a`` exactly as Python does.
 * ``and``/``or``, conditional expressions and chained comparisons become ``if``
@@ -74,6 +75,9 @@ Lowerings
 * Functions defined inside the function are lifted out of it first (nested.py),
   methods of objects it reads from its globals bound to them (methods.py), and starred
   arguments whose length the source says spelled out (normalize_starred.py).
+* A write through a name that shares memory with another (``b = a[:2]; b[0] = v``),
+  or into an array that another name views, is made explicit on the names it changes
+  (``a[:2] = b``, ``b = a[:2]`` again), or refused: normalize_aliases.py.
 * ``assert c, msg`` is ``_not = not c; if _not: raise AssertionError(msg)``.
 * Loops: see normalize_loops.py (every ``for`` becomes a ``range`` loop) and, for
   ``for/while ... else`` and early returns, normalize_exits.py.
@@ -111,6 +115,7 @@ from numbax.transform.analysis.dataflow import names as mentioned
 from numbax.transform.methods import bind_methods
 from numbax.transform.names import Namer
 from numbax.transform.nested import lift_nested
+from numbax.transform.normalize_aliases import IN_PLACE, write_through_aliases
 from numbax.transform.normalize_calls import (
     keyword_only_function,
     positional_arguments,
@@ -202,6 +207,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     body = lower_loop_else(body, namer)
     body = single_exit(body, namer, fn.lineno)
     fn.body = _Flattener(source, transformation, namer, fn).block(body)
+    write_through_aliases(fn, source, transformation)
     annotate(fn, source.filename)
     return fn
 
@@ -723,7 +729,9 @@ class _Flattener(LoopLowering):
         if isinstance(target, gast.Name):
             name = self.rename(target.id)
             value = self.atom(stmt.value)
-            self.emit(assign(name, gast.BinOp(load(name), stmt.op, value)))
+            in_place = assign(name, gast.BinOp(load(name), stmt.op, value))
+            setattr(in_place, IN_PLACE, True)  # an array's own memory: see normalize_aliases
+            self.emit(in_place)
             return
         base = self.name_of(target.value)  # a Subscript: index computed once
         index = self.index(target.slice)

@@ -32,6 +32,8 @@ calls that have rules, before the function is flattened:
 * the methods of ``scipy.stats``' distributions that numbax writes with ruled
   operations (``norm.logpdf(x, loc, scale)``: ``rules/stats.py``) as calls of those
   compositions (other methods keep the call, which has no rule);
+* ``ufunc(x, ..., out=y)`` called for its effect: ``y[...] = ufunc(x, ...)``, a
+  store into ``y``;
 * ``functools.partial``: a partial object from the globals or closure, or one built in
   the function from known arguments (``normalize_transformations`` builds those once),
   is called as the function it wraps with its stored arguments in front
@@ -277,9 +279,15 @@ class _Rewriter(gast.NodeTransformer):
         ``np.put_along_axis(a, ...)`` as ``a = nxrt.put_along_axis(a, ...)``, for an
         array ``a`` the function made (:func:`_own_arrays`): the values they leave in
         ``a``, which have derivatives (calls made for their effect have none). On a
-        parameter, or another name for an array, the call stays: the caller sees it."""
+        parameter, or another name for an array, the call stays: the caller sees it.
+
+        ``ufunc(x, ..., out=y)`` as ``y[...] = ufunc(x, ...)``: a store into ``y``, the
+        same whatever else holds ``y``'s array (normalize_aliases.py follows it)."""
         node = self.generic_visit(node)
         call = node.value
+        stored = self.ufunc_out(call)
+        if stored is not None:
+            return gast.copy_location(stored, node)
         if (
             isinstance(call, gast.Call)
             and self.target(call.func) is np.put_along_axis
@@ -304,6 +312,25 @@ class _Rewriter(gast.NodeTransformer):
         helper = self.reference(nxrt.sorted_in_place, "sorted_in_place")
         value = _call(helper, [gast.Name(name, gast.Load(), None, None), *call.args], call.keywords)
         return gast.copy_location(assign(name, value), node)
+
+    def ufunc_out(self, call: gast.expr) -> gast.Assign | None:
+        """``y[...] = ufunc(args)`` for ``ufunc(args, out=y)`` (or ``out=(y,)``) on a
+        local ``y``, a NumPy ufunc called with no ``where=``; None for any other call."""
+        if not isinstance(call, gast.Call) or not isinstance(self.target(call.func), np.ufunc):
+            return None
+        out = [k for k in call.keywords if k.arg == "out"]
+        if len(out) != 1 or any(k.arg == "where" for k in call.keywords):
+            return None
+        array = out[0].value
+        if isinstance(array, gast.Tuple) and len(array.elts) == 1:
+            array = array.elts[0]
+        if not isinstance(array, gast.Name) or array.id not in self.locals:
+            return None
+        keywords = [k for k in call.keywords if k.arg != "out"]
+        value = _call(call.func, call.args, keywords)
+        whole = gast.Constant(Ellipsis, None)
+        target = gast.Subscript(gast.Name(array.id, gast.Load(), None, None), whole, gast.Store())
+        return assign(target, value)
 
     def visit_Call(self, node: gast.Call) -> gast.expr:
         node = self.generic_visit(node)

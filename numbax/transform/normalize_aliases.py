@@ -1,0 +1,608 @@
+"""Writes through a second name for an array, made explicit on every name they change.
+
+NumPy lets two names hold one array: ``c = a``, a view ``b = a[:2]``, ``r = M[i]``,
+``t = a.T``. A write through one of them (``b[0] = v``, ``b *= 2.0``) changes what the
+others hold. Every later pass of numbax (derivatives, batching, fusion) reads a name as
+a *value*: a store into ``b`` changes ``b`` and nothing else, and ``b *= 2.0`` is
+``b = b * 2.0`` (normalize.py). This pass, run on the core language, brings the two
+readings together: after it, the function computes the same whether a view shares its
+base's memory or is a copy of it, so value semantics give NumPy's results.
+
+The model
+=========
+
+A forward dataflow analysis gives each local name, before each statement, what it
+holds as far as sharing goes (:class:`Held`):
+
+* the *objects* it may hold or point into: an abstract object per parameter and per
+  statement that makes a new value (arithmetic, ``a.copy()``, ``np.array(a)``, a NumPy
+  function's result, fancy indexing);
+* and, where it is known, *how it was made from another name* (its derivation): ``b =
+  a[:2]`` (basic indexing: slices, ``...``, ``None``, integers that the function
+  computes as integers, such as a ``range`` loop's variable), ``r = M[i]``, ``t = a.T``
+  (``np.transpose(a)``, ``a.transpose()``) and ``c = a``. A derivation stays known
+  while neither the base nor any name its index reads is assigned again.
+
+A name made some other way from another's array keeps that array among its objects but
+has no derivation: a view that NumPy makes or not depending on the run (``np.reshape``,
+``ravel``, ``np.asarray``, ``squeeze``...; a subscript whose index may be an integer or
+an index array; a helper of the user's, which may return a view of its argument), a
+view whose base or index was assigned since, and a name that holds different things on
+the paths that meet after an ``if`` or around a loop.
+
+Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` too) and an augmented
+assignment ``x op= v`` on a name — changes every name that shares an object with ``x``
+and is read later (liveness). Those are brought up to date after the write:
+
+* the value is written back along ``x``'s derivations up to the name it starts from:
+  ``b = a[:2]; b[0] = v`` is followed by ``a[:2] = b`` (``t = a.T``: ``a = t.T``;
+  ``c = a``: ``a = c``);
+* every other name derived from that same name (directly or through others) is made
+  again from it, parents first: after ``a[0] = v``, ``b = a[:2]``.
+
+``x op= v`` changes ``x`` in place only where ``x`` is an array; where it holds a number
+(``r = M[i]`` of a vector), Python rebinds the name. So unless ``x`` is certainly an
+array (a slice of one), the write-back runs under ``if`` on ``len(np.shape(x)) > 0``,
+measured before the operation.
+
+A write that changes a later-read name which cannot be made again from where the write
+goes (no derivation, or one from another array) is refused with a
+:class:`~numbax.errors.TransformError` naming the line of the write, the line that made
+the other name, and what to write instead (``.copy()`` where a copy is meant, or the
+write on the base itself). Functions numbax generated are not analysed again: their
+writes go to arrays they own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import gast
+import numpy as np
+
+from numbax.errors import TransformError
+from numbax.transform.analysis.dataflow import Liveness
+from numbax.transform.names import Namer
+from numbax.transform.normalize_nodes import assign, at, call, clone, load
+from numbax.transform.normalize_reject import unsupported
+from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
+from numbax.transform.source import FunctionSource, bind_in_closure
+from numbax.transform.walk import name_ids, walk
+
+__all__ = ["IN_PLACE", "write_through_aliases"]
+
+IN_PLACE = "numbax_in_place"
+"""Attribute the flattener sets on ``x = x op v`` lowered from ``x op= v``."""
+
+_VIEW_FUNCTIONS = {
+    np.reshape,
+    np.ravel,
+    np.asarray,
+    np.asanyarray,
+    np.squeeze,
+    np.expand_dims,
+    np.swapaxes,
+    np.moveaxis,
+    np.atleast_1d,
+    np.atleast_2d,
+    np.atleast_3d,
+    np.diagonal,
+    np.broadcast_to,
+    np.real,
+    np.imag,
+    np.transpose,
+}
+"""NumPy functions whose result may share memory with their first argument."""
+
+_VIEW_METHODS = {"reshape", "ravel", "view", "squeeze", "swapaxes", "diagonal", "transpose"}
+_VIEW_ATTRIBUTES = {"real", "imag", "flat", "mT"}
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """``name = value``, where ``value`` reads ``parent`` (and the names in ``reads``)."""
+
+    parent: str
+    value: gast.expr
+    text: str  # gast.dump of value: derivations compare by it
+    reads: frozenset[str]
+    line: int
+    array: bool  # certainly an array (a slice of one), not maybe a number
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Derivation) and (self.parent, self.text) == (
+            other.parent,
+            other.text,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.parent, self.text))
+
+
+@dataclass(frozen=True)
+class Held:
+    """What a name holds: the abstract objects it may share, how it was derived (if
+    known) and the line that made it."""
+
+    objects: frozenset[object]
+    derivation: Derivation | None
+    line: int
+
+
+State = dict[str, Held]
+
+
+def write_through_aliases(
+    fn: gast.FunctionDef, source: FunctionSource, transformation: str
+) -> None:
+    """Rewrite ``fn`` (core language, in place) as the module docstring says."""
+    if getattr(source.func, "__numbax_identity__", None) is not None:
+        return  # generated by numbax: it writes only into arrays it owns
+    aliases = _Aliases(fn, source, transformation)
+    if any(aliases.written(s) for s in walk(fn) if isinstance(s, gast.stmt)):
+        aliases.run()
+
+
+class _Aliases:
+    def __init__(self, fn: gast.FunctionDef, source: FunctionSource, transformation: str):
+        self.fn = fn
+        self.source = source
+        self.transformation = transformation
+        self.resolver = Resolver(source, local_names(fn))
+        self.namer = Namer.for_function(fn)
+        self.integers = _integer_names(fn)
+        self.index_arrays = _index_arrays(fn, self.resolver)
+        self.before: dict[int, State] = {}
+        self._np: str | None = None
+
+    def written(self, stmt: gast.stmt) -> list[str]:
+        """The names whose arrays ``stmt`` writes into: a store's, an in-place
+        operation's, and the names given to a helper of the user's called for its effect
+        (``zero_first(b)``), which may write into them."""
+        if isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Call):
+            target = self.resolver.resolve(stmt.value.func)
+            if target is LOCAL or target is UNRESOLVED or not _is_user_function(target):
+                return []
+            given = stmt.value.args + [k.value for k in stmt.value.keywords]
+            return list(dict.fromkeys(a.id for a in given if isinstance(a, gast.Name)))
+        if not isinstance(stmt, gast.Assign):
+            return []
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript) and isinstance(target.value, gast.Name):
+            return [target.value.id]
+        if isinstance(target, gast.Name) and getattr(stmt, IN_PLACE, False):
+            return [target.id]
+        return []
+
+    # -- analysis --------------------------------------------------------------------
+    def run(self) -> None:
+        args = self.fn.args
+        params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
+        state = {p: Held(frozenset({("param", p)}), None, self.fn.lineno) for p in params}
+        self._block(self.fn.body, state, None)
+        self.liveness = Liveness(self.fn.body)
+        self.fn.body = self._rewrite(self.fn.body)
+
+    def _block(self, stmts: list[gast.stmt], state: State, loop: list | None) -> State | None:
+        """The state after ``stmts`` (None: they never complete); ``loop`` collects the
+        states at each ``break`` and ``continue`` of the innermost loop."""
+        for stmt in stmts:
+            seen = self.before.get(id(stmt))
+            self.before[id(stmt)] = state if seen is None else _join(seen, state)
+            if isinstance(stmt, gast.If):
+                body = self._block(stmt.body, dict(state), loop)
+                orelse = self._block(stmt.orelse, dict(state), loop)
+                state = _join_all([s for s in (body, orelse) if s is not None])
+                if state is None:
+                    return None
+            elif isinstance(stmt, (gast.For, gast.While)):
+                state = self._loop(stmt, state)
+            elif isinstance(stmt, (gast.Break, gast.Continue)):
+                loop.append((type(stmt), state))
+                return None
+            elif isinstance(stmt, (gast.Return, gast.Raise)):
+                return None
+            elif isinstance(stmt, gast.Assign):
+                state = self._assign(stmt, state)
+        return state
+
+    def _loop(self, stmt: gast.For | gast.While, entry: State) -> State:
+        head = dict(entry)
+        if isinstance(stmt, gast.For):
+            head = self._rebind(head, stmt.target.id, None)
+        while True:
+            jumps: list = []
+            end = self._block(stmt.body, dict(head), jumps)
+            continuing = [s for kind, s in jumps if kind is gast.Continue]
+            back = [s for s in [end, *continuing] if s is not None]
+            if isinstance(stmt, gast.For):
+                back = [self._rebind(dict(s), stmt.target.id, None) for s in back]
+            new = _join_all([head, *back])
+            if new == head:
+                breaks = [s for kind, s in jumps if kind is gast.Break]
+                return _join_all([head, *breaks])
+            head = new
+
+    def _rebind(self, state: State, name: str, held: Held | None) -> State:
+        """``state`` after ``name`` is assigned ``held`` (None: a value of its own that
+        shares nothing, such as a loop's integer): derivations reading it are lost."""
+        for other, h in list(state.items()):
+            if h.derivation is not None and name in h.derivation.reads and other != name:
+                state[other] = replace(h, derivation=None)
+        if held is None:
+            state.pop(name, None)
+        else:
+            state[name] = held
+        return state
+
+    def _assign(self, stmt: gast.Assign, state: State) -> State:
+        target = stmt.targets[0]
+        if isinstance(target, gast.Subscript):
+            return state  # a store: changes values, not what names hold
+        line = stmt.lineno
+        if isinstance(target, gast.Name):
+            if getattr(stmt, IN_PLACE, False) and target.id in state:
+                return state  # in place: the name holds the same object
+            state = _made_again(state, stmt)
+            return self._rebind(state, target.id, self._made(stmt.value, stmt, state, line))
+        state = dict(state)
+        for name in name_ids(target, gast.Store):  # a, b = t: parts of t, not followed
+            state = self._rebind(state, name, None)
+        return state
+
+    def _made(self, value: gast.expr, stmt: gast.stmt, state: State, line: int) -> Held | None:
+        fresh = frozenset({("made", id(stmt))})
+        if isinstance(value, gast.Name):
+            held = state.get(value.id)
+            if held is None:
+                return None  # a global, a number, a loop's integer
+            return Held(held.objects, self._derivation(value.id, value, line, False), line)
+        if isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name):
+            held = state.get(value.value.id)
+            if held is None:
+                return None
+            kind = self._index_kind(value.slice)
+            if kind == "copy":
+                return Held(fresh, None, line)
+            if kind is None:  # an index array or an integer: a copy or a view
+                return Held(held.objects | fresh, None, line)
+            derivation = self._derivation(value.value.id, value, line, kind == "view")
+            return Held(held.objects, derivation, line)
+        if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
+            held = state.get(value.value.id)
+            if held is None:
+                return None
+            if value.attr == "T":
+                return Held(
+                    held.objects, self._derivation(value.value.id, value, line, False), line
+                )
+            if value.attr in _VIEW_ATTRIBUTES:
+                return Held(held.objects | fresh, None, line)
+            return None  # x.shape, x.size: numbers and tuples of them
+        if isinstance(value, gast.Call):
+            shared = self._call_shares(value, state)
+            if shared:
+                return Held(shared | fresh, None, line)
+        return Held(fresh, None, line)
+
+    def _derivation(self, parent: str, value: gast.expr, line: int, array: bool) -> Derivation:
+        reads = frozenset(name_ids(value))
+        return Derivation(parent, clone(value), gast.dump(value), reads, line, array)
+
+    def _index_kind(self, index: gast.expr) -> str | None:
+        """``"view"``: basic indexing with a slice, ``...`` or ``None`` (a view, always
+        an array); ``"item"``: integers or keys only (a view, or one number or item);
+        ``"copy"``: an index array among the parts (fancy indexing copies); None: a name
+        that may hold an integer or an index array."""
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        kinds = set()
+        for part in parts:
+            if isinstance(part, gast.Slice):
+                kinds.add("view")  # its bounds are integers, whatever computes them
+            elif isinstance(part, gast.Constant):
+                if part.value is Ellipsis or part.value is None:
+                    kinds.add("view")
+                elif type(part.value) in (int, str):
+                    kinds.add("item")
+                else:
+                    kinds.add(None)
+            elif isinstance(part, gast.Name) and part.id in self.integers:
+                kinds.add("item")
+            elif isinstance(part, gast.Name) and part.id in self.index_arrays:
+                kinds.add("copy")
+            else:
+                kinds.add(None)
+        for kind in ("copy", None, "view"):
+            if kind in kinds:
+                return kind
+        return "item"
+
+    def _call_shares(self, value: gast.Call, state: State) -> frozenset:
+        """The objects a call's result may share with the arrays it is given."""
+        func = value.func
+        given = [a for a in value.args if isinstance(a, gast.Name) and a.id in state]
+        if isinstance(func, gast.Attribute) and isinstance(func.value, gast.Name):
+            if func.value.id in state and func.attr in _VIEW_METHODS:
+                return state[func.value.id].objects
+            if func.value.id in state or not self.resolver.is_global_chain(func):
+                return frozenset()  # x.copy(), x.sum(): a value of its own
+        target = self.resolver.resolve(func)
+        if target is LOCAL or target is UNRESOLVED:
+            return frozenset()
+        if any(target is f for f in _VIEW_FUNCTIONS):
+            return (
+                state[given[0].id].objects if given and given[0] is value.args[0] else frozenset()
+            )
+        if _is_user_function(target):
+            return frozenset().union(*(state[a.id].objects for a in given))
+        return frozenset()
+
+    # -- rewriting -------------------------------------------------------------------
+    def _rewrite(self, stmts: list[gast.stmt]) -> list[gast.stmt]:
+        out: list[gast.stmt] = []
+        for stmt in stmts:
+            for block in ("body", "orelse"):
+                if getattr(stmt, block, None):
+                    setattr(stmt, block, self._rewrite(getattr(stmt, block)))
+            state = self.before.get(id(stmt))
+            names = [n for n in self.written(stmt) if state is not None and n in state]
+            if not names:
+                out.append(stmt)
+                continue
+            out += self._write(stmt, names[0], state)
+            for name in names[1:]:  # a helper given several arrays
+                out += self._write(stmt, name, state)[1:]
+        return out
+
+    def _write(self, stmt: gast.stmt, name: str, state: State) -> list[gast.stmt]:
+        """``stmt``, a write into ``name``'s array, and what brings the names it changes
+        up to date (or a refusal)."""
+        line = stmt.lineno
+        held = state[name]
+        live = self.liveness.after(stmt)
+        changed = sorted(
+            other
+            for other, h in state.items()
+            if other != name and other in live and h.objects & held.objects
+        )
+        if not changed:
+            return [stmt]
+        in_place = getattr(stmt, IN_PLACE, False)
+        chain = self._chain(name, state)
+        top = chain[-1]
+        blocked = [o for o in changed if o not in chain and self._chain(o, state)[-1] != top]
+        certain = held.derivation is not None and held.derivation.array
+        if blocked and not (in_place and not certain):
+            raise self._refusal(name, blocked[0], state, line)
+        if blocked:  # x op= v: refused when it runs, where x holds an array
+            construct, advice = self._refused(name, blocked[0], state)
+            text = f"{construct} (line {line}: `{self.source.line(line)}`), where `{name}` "
+            text += f"holds an array; {advice}"
+            error = call(load("ValueError"), [gast.Constant(text, None)])
+            return self._where_array(name, stmt, [at(gast.Raise(error, None), line)], line)
+        # the names between top and the changed ones, made again parents first
+        again: list[str] = []
+        for other in changed:
+            for link in reversed(self._chain(other, state)):
+                if link not in chain and link not in again:
+                    again.append(link)
+        again.sort(key=lambda n: len(self._chain(n, state)))
+        after: list[gast.stmt] = []
+        for child, parent in zip(chain, chain[1:], strict=False):
+            after.append(self._write_back(child, parent, state[child].derivation))
+        if in_place and len(chain) > 1:
+            again.insert(0, name)  # in place: the name holds its base's part again
+        for other in again:
+            after.append(assign(other, clone(state[other].derivation.value)))
+        after = [at(s, line) for s in after]
+        if not in_place or certain:
+            return [stmt, *after]
+        return self._where_array(name, stmt, after, line)
+
+    def _where_array(
+        self, name: str, stmt: gast.stmt, then: list[gast.stmt], line: int
+    ) -> list[gast.stmt]:
+        """``stmt`` (``x op= v``), with ``then`` after it where ``x`` held an array before
+        it (a number is rebound: nothing else changes)."""
+        shape = self.namer.fresh(f"{name.lstrip('_')}_shape")
+        rank = self.namer.fresh(f"{name.lstrip('_')}_rank")
+        is_array = self.namer.fresh(f"{name.lstrip('_')}_is_array")
+        np_shape = gast.Attribute(load(self._numpy()), "shape", gast.Load())
+        measure = [
+            assign(shape, call(np_shape, [load(name)])),
+            assign(rank, call(load("len"), [load(shape)])),
+            assign(is_array, gast.Compare(load(rank), [gast.Gt()], [gast.Constant(0, None)])),
+        ]
+        guarded = gast.If(load(is_array), then, [])
+        return [at(s, line) for s in [*measure, stmt, guarded]]
+
+    def _chain(self, name: str, state: State) -> list[str]:
+        """``name``, the name it was derived from, and so on up to one not derived."""
+        chain = [name]
+        while True:
+            derivation = state[chain[-1]].derivation
+            if derivation is None or derivation.parent not in state or derivation.parent in chain:
+                return chain
+            chain.append(derivation.parent)
+
+    def _write_back(self, child: str, parent: str, derivation: Derivation) -> gast.stmt:
+        value = derivation.value
+        if isinstance(value, gast.Subscript):
+            target = gast.Subscript(load(parent), clone(value.slice), gast.Store())
+            return assign(target, load(child))
+        if isinstance(value, gast.Attribute):  # .T
+            return assign(parent, gast.Attribute(load(child), "T", gast.Load()))
+        return assign(parent, load(child))  # c = a
+
+    def _numpy(self) -> str:
+        """A name for numpy in the function (the user's own, else one bound for it)."""
+        if self._np is None:
+            locals_ = self.resolver.locals
+            for space in (self.source.closure, self.source.globals):
+                for key, value in space.items():
+                    if value is np and key not in locals_:
+                        self._np = key
+                        return key
+            self._np = bind_in_closure(self.source, np, "np", set(locals_))
+        return self._np
+
+    def _refusal(self, name: str, other: str, state: State, line: int) -> TransformError:
+        """The write at ``line`` into ``name`` changes ``other``, which is read later and
+        cannot be made again from where the write goes."""
+        construct, advice = self._refused(name, other, state)
+        return unsupported(self.source, self.transformation, line, construct, advice)
+
+    def _refused(self, name: str, other: str, state: State) -> tuple[str, str]:
+        """What a refusal of a write into ``name`` that changes ``other`` says."""
+        params = self._params()
+        view = other if other not in params and state[other].derivation is None else name
+        made = state[view].line
+        construct = (
+            f"a write into `{name}` that may also change `{other}` (they may share memory: "
+            f"`{view}` was made at line {made}: `{self.source.line(made)}`, in a way whose "
+            "sharing numbax cannot follow)"
+        )
+        advice = (
+            f"write `.copy()` at line {made} where a copy is meant; where the write should "
+            "reach the other array, write into it directly, or make the view by basic "
+            "indexing (slices, `...`, integers the function computes) or `.T` rather than "
+            "np.reshape/np.asarray, an index array, a helper's result or a branch"
+        )
+        return construct, advice
+
+    def _params(self) -> set[str]:
+        args = self.fn.args
+        return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
+
+
+def _made_again(state: State, stmt: gast.stmt) -> State:
+    """``state`` as ``stmt`` makes a new value once more (a loop's next pass): the
+    values it made before are told apart from the new one (one object for all of them,
+    which may share memory with each other but not with the new one)."""
+    made, old = ("made", id(stmt)), ("old", id(stmt))
+    return {
+        name: replace(held, objects=(held.objects - {made}) | {old})
+        if made in held.objects
+        else held
+        for name, held in state.items()
+    }
+
+
+def _join(a: State, b: State) -> State:
+    out = dict(a)
+    for name, held in b.items():
+        mine = out.get(name)
+        if mine is None or mine == held:
+            out[name] = held
+        else:
+            derivation = mine.derivation if mine.derivation == held.derivation else None
+            out[name] = Held(mine.objects | held.objects, derivation, min(mine.line, held.line))
+    return out
+
+
+def _join_all(states: list[State]) -> State | None:
+    if not states:
+        return None
+    out = states[0]
+    for other in states[1:]:
+        out = _join(out, other)
+    return out
+
+
+def _is_user_function(target: object) -> bool:
+    """A Python function of the user's (not NumPy's, nor numbax's): it may return a view
+    of what it is given."""
+    module = getattr(target, "__module__", None) or ""
+    if module.split(".")[0] in ("numpy", "numbax", "math", "builtins", "scipy"):
+        return False
+    return callable(target) and hasattr(target, "__code__")
+
+
+def _integer_names(fn: gast.FunctionDef) -> set[str]:
+    """Locals that hold integers wherever they are assigned: ``range`` loops' variables,
+    integer constants, ``len(...)`` and sums, differences, products of those."""
+    assigned: dict[str, list[gast.AST]] = {}
+    for node in walk(fn):
+        if isinstance(node, gast.For):
+            assigned.setdefault(node.target.id, []).append(_RANGE)
+        elif isinstance(node, gast.Assign):
+            target = node.targets[0]
+            if isinstance(target, gast.Name):
+                assigned.setdefault(target.id, []).append(node.value)
+            else:
+                for name in name_ids(target, gast.Store):
+                    if not isinstance(target, gast.Subscript):
+                        assigned.setdefault(name, []).append(None)
+    args = fn.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        assigned.setdefault(a.id, []).append(None)
+    integers = set(assigned)
+    while True:
+        kept = {n for n in integers if all(_integer(v, integers) for v in assigned[n])}
+        if kept == integers:
+            return integers
+        integers = kept
+
+
+_RANGE = gast.Constant(0, None)
+
+_INDEX_ARRAY_FUNCTIONS = (
+    np.array,
+    np.asarray,
+    np.arange,
+    np.argsort,
+    np.nonzero,
+    np.flatnonzero,
+    np.where,
+    np.logical_and,
+    np.logical_or,
+    np.logical_not,
+    np.isnan,
+    np.isfinite,
+)
+
+
+def _index_arrays(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
+    """Locals that hold index arrays (or tuples of them) wherever they are assigned: list
+    literals, comparisons (masks) and what ``np.array``, ``np.arange``, ``np.argsort``,
+    ``np.nonzero``, ``np.where``... return. Indexing with one copies."""
+    assigned: dict[str, list[gast.AST | None]] = {}
+    for node in walk(fn):
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node.value)
+        elif isinstance(node, (gast.Assign, gast.For)):
+            targets = node.targets[0] if isinstance(node, gast.Assign) else node.target
+            if not isinstance(targets, gast.Subscript):
+                for name in name_ids(targets, gast.Store):
+                    assigned.setdefault(name, []).append(None)
+    args = fn.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        assigned.setdefault(a.id, []).append(None)
+
+    def index_array(value: gast.AST | None) -> bool:
+        if isinstance(value, (gast.List, gast.Compare)):
+            return True
+        if isinstance(value, gast.Call):
+            target = resolver.resolve(value.func)
+            return any(target is f for f in _INDEX_ARRAY_FUNCTIONS)
+        return False
+
+    return {n for n, values in assigned.items() if all(map(index_array, values))}
+
+
+def _integer(value: gast.AST | None, integers: set[str]) -> bool:
+    if value is None:
+        return False
+    if isinstance(value, gast.Constant):
+        return type(value.value) is int
+    if isinstance(value, gast.Name):
+        return value.id in integers
+    if isinstance(value, gast.BinOp) and isinstance(
+        value.op, (gast.Add, gast.Sub, gast.Mult, gast.FloorDiv, gast.Mod)
+    ):
+        return _integer(value.left, integers) and _integer(value.right, integers)
+    if isinstance(value, gast.UnaryOp) and isinstance(value.op, gast.USub):
+        return _integer(value.operand, integers)
+    if isinstance(value, gast.Call) and isinstance(value.func, gast.Name):
+        return value.func.id in ("len", "int")
+    return False
