@@ -65,7 +65,10 @@ def jit(
     (NumPy buffers are never donated; Numba ignores unused arguments). ``inline=True``
     inlines this function into compiled callers. Other keyword arguments are Numba's:
     ``fastmath``, ``parallel``, ``boundscheck``, ``error_model``, ``nogil``, ``cache``.
-    ``cache=True`` (the default) keeps the machine code in numbax's disk cache, so a new
+    An index out of bounds raises NumPy's ``IndexError``, as without ``jit``: numbax
+    checks the function's own subscripts (once before a loop, where the index is the
+    loop's variable); ``boundscheck=False`` leaves those checks out, ``boundscheck=True``
+    adds Numba's own on every subscript. ``cache=True`` (the default) keeps the machine code in numbax's disk cache, so a new
     process loads it instead of compiling; ``cache=False`` compiles in every process
     (the generated source is cached either way). ``jit(f).lower(*args).compile()``
     compiles ahead of the first call (JAX's ahead-of-time API).

@@ -29,6 +29,7 @@ from numbax.numba_backend import (
     slice_errors,
 )
 from numbax.numba_backend.boundary import python_result
+from numbax.numba_backend.bounds import BoundsError, as_numpy_error
 from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
@@ -99,7 +100,7 @@ class Float16Error(CompileError, TypeError):
     ``TypeError`` (the argument's type) that is also numbax's :class:`CompileError`."""
 
 
-CALL_ERRORS = (*NUMBA_ERRORS, NotImplementedError)
+CALL_ERRORS = (*NUMBA_ERRORS, NotImplementedError, BoundsError)
 """What a call of compiled code raises that :func:`explain_failure` explains."""
 
 
@@ -108,7 +109,10 @@ def explain_failure(err: Exception, compiled: Compiled, args: tuple) -> NoReturn
     function and line for Numba's errors, and for a float16 argument (Numba types float16
     but cannot compile it on the CPU, and says only ``NotImplementedError: float16``, or
     finds no implementation); any other ``NotImplementedError`` (one the user's code
-    raises) is raised again as it is."""
+    raises) is raised again as it is; an index out of bounds as NumPy's ``IndexError``,
+    naming the user's line in a note."""
+    if isinstance(err, BoundsError):
+        raise as_numpy_error(err) from None
     names = list(inspect.signature(compiled.python_function).parameters)
     for index, arg in enumerate(args):
         if any(np.asarray(leaf).dtype == np.float16 for leaf in tree_util.tree_leaves(arg)):

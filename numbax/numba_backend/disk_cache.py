@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from numba.core import config
 from numba.core.caching import (
     CompileResultCacheImpl,
     FunctionCache,
@@ -236,6 +237,29 @@ def _checksum(tag: bytes, path: Path, payload: bytes) -> bytes:
     return digest.digest()
 
 
+CODE_SETTINGS = (
+    "BOUNDSCHECK",
+    "OPT",
+    "LOOP_VECTORIZE",
+    "SLP_VECTORIZE",
+    "DEBUGINFO_DEFAULT",
+    "EXTEND_VARIABLE_LIFETIMES",
+    "FULL_TRACEBACKS",
+)
+"""Numba's process-wide settings (``numba.config``, from ``NUMBA_*`` environment
+variables) that change the machine code of every function it compiles: bounds checks on
+every subscript (``NUMBA_BOUNDSCHECK``), the optimization level, the vectorizers, debug
+information (which also turns bounds checks on) and what it keeps for it, and the
+messages bounds checks print. Numba's key holds none of them (the CPU's name and
+features are in it), so its cache served code compiled without ``NUMBA_BOUNDSCHECK=1``
+to a process that set it."""
+
+
+def code_settings() -> str:
+    """The values of :data:`CODE_SETTINGS` in this process, as a cache key holds them."""
+    return ";".join(f"{name}={getattr(config, name, None)!r}" for name in CODE_SETTINGS)
+
+
 class TrustedCache(FunctionCache):
     """Numba's function cache for a generated function, in numbax's trusted directory."""
 
@@ -253,6 +277,12 @@ class TrustedCache(FunctionCache):
     def lock_path(self) -> Path:
         """The lock file of this function's entry."""
         return Path(self._cache_path) / f"{self._impl.filename_base}.lock"
+
+    def _index_key(self, sig: Any, codegen: Any) -> tuple:
+        """Numba's key (signature, CPU, bytecode) and the settings that change the code
+        (:data:`CODE_SETTINGS`); the options the function compiles with are in its
+        module's name (``pipeline.specialize``)."""
+        return (*super()._index_key(sig, codegen), code_settings())
 
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         launch_threads()  # machine code that may run in parallel names the layer's symbols

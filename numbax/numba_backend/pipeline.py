@@ -4,7 +4,8 @@ One specialization of a user function (its static values, which parameters hold
 Python scalars) goes: read (``transform.source``, done by the caller) → normalize →
 bake static arguments (``transform.specialize``) → fuse elementwise runs (``fuse``),
 a pytree's cotangent filled in where it is zero (``fresh_fields``) →
-lower for Numba (``lower``) → one kernel per distinct computation (``shared_kernels``) →
+lower for Numba (``lower``) → NumPy's bounds checks on the user's subscripts
+(``bounds``) → one kernel per distinct computation (``shared_kernels``) →
 loop tapes as arrays where their length is known (``tapes``) → emit readable source
 and load it as a module from the cache directory (``codegen``). What comes out is a
 plain Python function in that module; a target (``cpu.py``: ``numba.njit``) compiles
@@ -25,6 +26,7 @@ from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.array_operators import call_operators
+from numbax.numba_backend.bounds import bounds_checks
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fresh_fields import fill_fresh_fields
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
@@ -88,8 +90,10 @@ def specialize(
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
 
     ``target``: ``"cpu"`` runs the passes that serve ``numba.njit`` (elementwise runs
-    fused into loops over arrays, tapes as arrays); ``"cuda"`` leaves them out, as a
-    device function runs on one example's scalars and allocates nothing.
+    fused into loops over arrays, the user's subscripts checked against NumPy's bounds
+    (``bounds.py``; the option ``boundscheck=False`` leaves them out), tapes as arrays);
+    ``"cuda"`` leaves them out, as a device function runs on one example's scalars and
+    allocates nothing.
 
     ``result_type_only``: the callers read only the shape and dtype of the result,
     which may then be a stand-in (``stand_ins.stand_in_result``; CPU only).
@@ -114,6 +118,8 @@ def specialize(
         fn = scalar_selects(fn, resolver)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
+        if (options or {}).get("boundscheck") is not False:
+            fn = bounds_checks(fn)
         kernels = share_kernels(fn, kernels, source.filename)
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):

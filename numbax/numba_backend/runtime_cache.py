@@ -18,7 +18,8 @@ else that decides the machine code is put into the entry's name or key here:
 
 - the hash of numbax's whole source, Numba's and NumPy's versions (the index's stamp:
   a changed helper anywhere makes every entry stale);
-- the Numba options the function compiles with;
+- the Numba options the function compiles with, and Numba's process-wide settings that
+  change all code (``NUMBA_BOUNDSCHECK``, ``NUMBA_OPT``...: ``disk_cache.CODE_SETTINGS``);
 - for a function numbax wrote at run time (``generated.define``), its source text and
   a description of every global it reads;
 - the values its closure captured, described the same way.
@@ -63,6 +64,7 @@ from numbax.codegen.trust import ensure_private_directory, installed_problem
 from numbax.numba_backend.disk_cache import (
     TrustedCache,
     _CheckedFiles,
+    code_settings,
     reduce_without_annotation,
 )
 
@@ -306,13 +308,14 @@ class RuntimeCache(TrustedCache):
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple:
         """Numba's key with the closure described portably (Numba pickles it, and the
-        pickle of a Numba type differs between processes), and with the options a
+        pickle of a Numba type differs between processes), with the options a
         function compiled inside a caller inherits from it (Numba's key omits them: a
-        helper compiled for a caller with Python's error model must not serve another)."""
+        helper compiled for a caller with Python's error model must not serve another),
+        and Numba's settings that change all code (``disk_cache.CODE_SETTINGS``)."""
         code = hashlib.sha256(self._py_func.__code__.co_code).hexdigest()
         identity = hashlib.sha256(self._identity.encode()).hexdigest()
         inherited = _inherited_options(self._own_options)
-        return (sig, codegen.magic_tuple(), (code, identity, inherited))
+        return (sig, codegen.magic_tuple(), (code, identity, inherited), code_settings())
 
     # Loads and saves hold the entry's lock: processes compiling one helper for two
     # signatures at once would otherwise both write its first data file.

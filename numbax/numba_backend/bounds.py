@@ -1,0 +1,720 @@
+"""NumPy's ``IndexError`` in compiled code: a check before each of the user's subscripts.
+
+NumPy checks every index; Numba checks none (its ``boundscheck`` option checks every
+subscript, numbax's own ones too, and says only "index is out of bounds"), so under
+``nx.jit`` an index past the end read whatever memory lay there, or ended the process.
+This pass, the CPU target's, writes a check before each subscript of the function's
+own code that indexes with an integer or an integer array on some axis (a slice clips,
+and needs none), in NumPy's words, naming the user's line:
+
+    # line 5: s += x[i]
+    nxrt.check_index(x, i, 'model.py, line 5')
+    _x_at = x[i]
+
+:func:`check_index` checks what Numba's types say: an array's integer and range
+components against its shape (a negative index counts from the end), each element of
+an integer array, the shape of a boolean mask; anything else (a tuple, a list, which
+Numba checks itself) passes. A check is not written where the index provably holds:
+the variable of a loop over ``range(x.shape[k])`` (or ``len(x)``), indexing axis ``k``
+of that ``x``, as long as nothing rebinds them; and reverse mode's adjoint statements
+index cotangents with the indices their forward sweep checked.
+
+Loops pay for a check once, not per iteration: a check whose index is the loop's
+variable, ``for i in range(a, b, s)``, and which reads nothing else the loop changes,
+moves before the loop with that component as ``range(a, b, s)``, which checks the
+range's first and last values (NumPy's message names the first value out of bounds,
+found only then). It moves only out of a loop that runs every iteration to its end
+(no ``break``, ``continue``, ``raise``) and from its body's own statements (not from a
+branch, which may not run): so it fails exactly when the loop would, only before the
+loop's first iteration instead of at the failing one. A check holds one loop's range
+at most (a nested loop's check moves out of the inner loop, and runs once per
+iteration of the outer one). Checks repeated with nothing rebound in between
+(``x[i] += v`` reads and writes ``x[i]``) are written once.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterator
+from typing import Any, NamedTuple
+
+import gast
+import numpy as np
+from numba import types
+from numba.extending import overload, register_jitable
+
+from numbax.codegen.cache import portable_path
+from numbax.numba_backend.generated import define
+from numbax.numba_backend.redirects import lowering_helper
+from numbax.transform.normalize_nodes import clone
+from numbax.transform.provenance import origin_of
+from numbax.transform.source import describe_file
+from numbax.transform.walk import walk
+
+_RUNTIME = "nxrt"
+_CHECK = "check_index"
+_MARK = "numbax_bounds_check"  # on the statements this pass writes
+_IMPLIED = "numbax_bounds_implied"  # on a loop: its body's checks made before it
+
+
+class BoundsError(IndexError):
+    """NumPy's ``IndexError``, raised by compiled code with numbers (formatting them there
+    would compile Numba's string support into every program), which make the message
+    here; ``where`` is the user's file and line."""
+
+    where: str = ""
+
+
+class OutOfBounds(BoundsError):
+    """An integer index out of bounds."""
+
+    def __init__(self, index: int, axis: int, size: int, where: str = "") -> None:
+        super().__init__(f"index {index} is out of bounds for axis {axis} with size {size}")
+        self.where = where
+
+
+class MaskMismatch(BoundsError):
+    """A boolean index whose shape is not the array's."""
+
+    def __init__(self, axis: int, size: int, mask_size: int, where: str = "") -> None:
+        super().__init__(
+            f"boolean index did not match indexed array along axis {axis}; size of axis is "
+            f"{size} but size of corresponding boolean axis is {mask_size}"
+        )
+        self.where = where
+
+
+def as_numpy_error(err: BoundsError) -> IndexError:
+    """The plain ``IndexError`` NumPy raises, with the user's line as a note."""
+    error = IndexError(*err.args)
+    if err.where:
+        error.add_note(f"(raised under nx.jit at {err.where})")
+    return error
+
+
+# ---------------------------------------------------------------------------------------
+# The checks, the same interpreted and compiled.
+# ---------------------------------------------------------------------------------------
+
+
+@register_jitable
+def _check_scalar(i, n, axis, where):  # noqa: ANN001, ANN202 (Numba reads annotations)
+    if i < -n or i >= n:
+        raise OutOfBounds(i, axis, n, where)
+
+
+@register_jitable
+def _check_array(indices, n, axis, where):  # noqa: ANN001, ANN202
+    for i in indices.flat:
+        if i < -n or i >= n:
+            raise OutOfBounds(i, axis, n, where)
+
+
+@register_jitable
+def _check_mask(mask_size, n, axis, where):  # noqa: ANN001, ANN202
+    if mask_size != n:
+        raise MaskMismatch(axis, n, mask_size, where)
+
+
+@register_jitable
+def _first_out(start, step, count, n):  # noqa: ANN001, ANN202
+    """The first ``t < count`` for which ``start + t * step`` is out of bounds for a
+    length ``n`` (``count`` if none): from the range's ends, in constant time."""
+    if count == 0:
+        return count
+    last = start + (count - 1) * step
+    if -n <= min(start, last) and max(start, last) < n:
+        return count
+    if start < -n or start >= n:
+        return 0
+    if step > 0:  # the first value at n or above
+        return (n - start + step - 1) // step
+    return (start + n) // (-step) + 1  # the first value below -n
+
+
+class _Step(NamedTuple):
+    """One check of a plan: ``kind`` (scalar, first (a range's first value), array, mask),
+    the index component it reads, the array's axis, and the mask's own axis."""
+
+    kind: str
+    component: int
+    axis: int
+    mask_axis: int = 0
+
+
+class _Plan(NamedTuple):
+    """What to check of one index, in NumPy's order (boolean masks, then integers in
+    axis order, then integer arrays), then the ranges in step: ``ranges`` holds the
+    (component, axis) of each; a range with no values means no iteration indexes."""
+
+    steps: tuple[_Step, ...]
+    ranges: tuple[tuple[int, int], ...]
+
+
+def _plan(ndim: int, kinds: list[tuple[str, int]]) -> _Plan | None:
+    """The checks for an index with components of these kinds (``scalar``, ``range``,
+    ``array``, ``mask`` with its rank, ``slice``, ``newaxis``, ``ellipsis``) into an array
+    of rank ``ndim``; None where nothing is checked (an index Numba rejects itself)."""
+    takes = {"scalar": 1, "range": 1, "array": 1, "slice": 1, "newaxis": 0}
+    used = [takes[k] if k in takes else rank if k == "mask" else 0 for k, rank in kinds]
+    ellipses = [j for j, (k, _) in enumerate(kinds) if k == "ellipsis"]
+    if any(k == "other" for k, _ in kinds) or len(ellipses) > 1 or sum(used) > ndim:
+        return None
+    axes, axis = [], 0
+    for j, (kind, _) in enumerate(kinds):
+        axes.append(axis)
+        axis += ndim - sum(used) if kind == "ellipsis" else used[j]
+    masks = [
+        _Step("mask", j, axes[j] + d, d)
+        for j, (kind, rank) in enumerate(kinds)
+        if kind == "mask"
+        for d in range(rank)
+    ]
+    scalars = [
+        _Step("scalar" if kind == "scalar" else "first", j, axes[j])
+        for j, (kind, _) in enumerate(kinds)
+        if kind in ("scalar", "range")
+    ]
+    arrays = [_Step("array", j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "array"]
+    ranges = tuple((j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "range")
+    steps = (*masks, *scalars, *arrays)
+    return _Plan(steps, ranges) if steps else None
+
+
+def _value_kind(value: Any) -> tuple[str, int]:
+    """The kind of an index component, interpreted."""
+    if value is None:
+        return "newaxis", 0
+    if value is Ellipsis:
+        return "ellipsis", 0
+    if isinstance(value, slice):
+        return "slice", 0
+    if isinstance(value, range):
+        return "range", 0
+    if isinstance(value, (bool, np.bool_)):
+        return "newaxis", 0  # NumPy: a new axis of length 1 (True) or 0 (False)
+    if isinstance(value, (int, np.integer)):
+        return "scalar", 0
+    if isinstance(value, np.ndarray) and value.dtype == np.bool_:
+        return "mask", value.ndim
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.integer):
+        return "array", 0
+    return "other", 0
+
+
+def _type_kind(kind: types.Type) -> tuple[str, int]:
+    """The kind of an index component, from Numba's type."""
+    if isinstance(kind, (types.NoneType, types.Omitted)):
+        return "newaxis", 0
+    if isinstance(kind, types.EllipsisType):
+        return "ellipsis", 0
+    if isinstance(kind, types.SliceType):
+        return "slice", 0
+    if isinstance(kind, types.RangeType):
+        return "range", 0
+    if isinstance(kind, types.Boolean):
+        return "newaxis", 0
+    if isinstance(kind, types.Integer):
+        return "scalar", 0
+    if isinstance(kind, types.Array) and isinstance(kind.dtype, types.Boolean):
+        return "mask", kind.ndim
+    if isinstance(kind, types.Array) and isinstance(kind.dtype, types.Integer):
+        return "array", 0
+    return "other", 0
+
+
+@lowering_helper
+def check_index(array: Any, index: Any, where: str = "", during: range | None = None) -> None:
+    """Raise NumPy's ``IndexError`` if ``array[index]`` indexes out of bounds; nothing
+    happens for what is not an array. A ``range`` component stands for each of its
+    values in turn (a loop's subscript, checked before the loop): none, if it is empty.
+    ``during``: the range of a loop the subscript is in, checked before the loop: if it
+    is empty, the subscript never runs. ``where`` names the user's line in the error."""
+    if not isinstance(array, np.ndarray) or (during is not None and len(during) == 0):
+        return
+    components = index if isinstance(index, tuple) else (index,)
+    plan = _plan(array.ndim, [_value_kind(c) for c in components])
+    if plan is None or any(len(components[j]) == 0 for j, _ in plan.ranges):
+        return
+    shape = array.shape
+    for step in plan.steps:
+        value = components[step.component]
+        if step.kind == "mask":
+            _check_mask(value.shape[step.mask_axis], shape[step.axis], step.axis, where)
+        elif step.kind == "array":
+            _check_array(value, shape[step.axis], step.axis, where)
+        else:
+            first = value.start if step.kind == "first" else value
+            _check_scalar(first, shape[step.axis], step.axis, where)
+    if plan.ranges:
+        first = components[plan.ranges[0][0]]
+        t = min(
+            _first_out(components[j].start, components[j].step, len(first), shape[axis])
+            for j, axis in plan.ranges
+        )
+        for j, axis in plan.ranges:
+            r = components[j]
+            if t < len(r):
+                _check_scalar(r.start + t * r.step, shape[axis], axis, where)
+
+
+@overload(check_index, inline="always")  # the comparisons in the caller, where LLVM sees them
+def _check_index_jit(array, index, where="", during=None):  # noqa: ANN001, ANN202
+    if not isinstance(array, types.Array):
+        return lambda array, index, where="", during=None: None
+    tupled = isinstance(index, types.BaseTuple)
+    components = index.types if tupled else (index,)
+    plan = _plan(array.ndim, [_type_kind(t) for t in components])
+    if plan is None:
+        return lambda array, index, where="", during=None: None
+    return _compiled_check(plan, tupled, isinstance(during, types.RangeType))
+
+
+@functools.cache
+def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
+    """:func:`check_index`'s steps for one plan, as source Numba compiles."""
+
+    def component(j: int) -> str:
+        return f"index[{j}]" if tupled else "index"
+
+    lines = ["def impl(array, index, where='', during=None):", "    shape = array.shape"]
+    if guarded:
+        lines += ["    if len(during) == 0:", "        return"]
+    for j, _ in plan.ranges:
+        lines += [f"    if len({component(j)}) == 0:", "        return"]
+    for step in plan.steps:
+        value, n = component(step.component), f"shape[{step.axis}]"
+        if step.kind == "mask":
+            size = f"{value}.shape[{step.mask_axis}]"
+            lines.append(f"    _check_mask({size}, {n}, {step.axis}, where)")
+        elif step.kind == "array":
+            lines.append(f"    _check_array({value}, {n}, {step.axis}, where)")
+        else:
+            first = f"{value}.start" if step.kind == "first" else value
+            lines.append(f"    _check_scalar({first}, {n}, {step.axis}, where)")
+    if plan.ranges:
+        count = f"len({component(plan.ranges[0][0])})"
+        lines.append(f"    t = {count}")
+        for j, axis in plan.ranges:
+            r = component(j)
+            lines.append(f"    t = min(t, _first_out({r}.start, {r}.step, {count}, shape[{axis}]))")
+        lines.append(f"    if t < {count}:")
+        for j, axis in plan.ranges:
+            r = component(j)
+            lines.append(
+                f"        _check_scalar({r}.start + t * {r}.step, shape[{axis}], {axis}, where)"
+            )
+    scope = {
+        "_check_scalar": _check_scalar,
+        "_check_array": _check_array,
+        "_check_mask": _check_mask,
+        "_first_out": _first_out,
+    }
+    return define("\n".join(lines) + "\n", scope, "bounds check_index")
+
+
+# ---------------------------------------------------------------------------------------
+# The pass.
+# ---------------------------------------------------------------------------------------
+
+
+def bounds_checks(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """Write the checks of ``fn``'s subscripts (see the module's docstring), in place."""
+    facts = _Definitions(fn)
+    fn.body = _with_checks(fn.body, (), facts)
+    _hoist(fn.body)
+    _drop_repeated(fn.body, {})
+    return fn
+
+
+class _Definitions:
+    """The assignments of each name of a function, and which are its parameters."""
+
+    def __init__(self, fn: gast.FunctionDef) -> None:
+        args = fn.args
+        self.params = {a.id for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+        self.sites: dict[str, list[gast.AST]] = {}
+        for node in walk(fn):
+            if isinstance(node, gast.Assign):
+                for target in node.targets:
+                    for name in _stored_names(target):
+                        self.sites.setdefault(name, []).append(node.value)
+            elif isinstance(node, (gast.For, gast.AugAssign, gast.AnnAssign)):
+                for name in _stored_names(node.target):
+                    self.sites.setdefault(name, []).append(node)
+
+    def value(self, name: str) -> gast.AST | None:
+        """The value of ``name``'s one assignment (None for a parameter, or for a name
+        assigned more than once or by a compound target)."""
+        sites = self.sites.get(name, [])
+        if name in self.params or len(sites) != 1 or not isinstance(sites[0], gast.expr):
+            return None
+        return sites[0]
+
+    def one_value(self, name: str) -> bool:
+        """Whether ``name`` holds one value all along: an unassigned parameter, or a
+        name assigned once."""
+        if name in self.params:
+            return name not in self.sites
+        return self.value(name) is not None
+
+    def not_array(self, name: str) -> bool:
+        """Whether every value ``name`` is given is a shape or a tuple literal."""
+        values = self.sites.get(name, [])
+        return (
+            name not in self.params
+            and bool(values)
+            and all(
+                (isinstance(v, gast.Attribute) and v.attr in ("shape", "strides"))
+                or isinstance(v, gast.Tuple)
+                for v in values
+            )
+        )
+
+
+def _stored_names(target: gast.AST) -> list[str]:
+    return [
+        n.id for n in walk(target) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    ]
+
+
+def _with_checks(stmts: list[gast.stmt], loops: tuple[gast.For, ...], facts: _Definitions) -> list:
+    out: list[gast.stmt] = []
+    for stmt in stmts:
+        if isinstance(stmt, (gast.For, gast.While, gast.If)):
+            inner = (*loops, stmt) if isinstance(stmt, gast.For) else loops
+            stmt.body = _with_checks(stmt.body, inner, facts)
+            stmt.orelse = _with_checks(stmt.orelse, loops, facts)
+        else:
+            for subscript in _subscripts(stmt):
+                check = _check(subscript, stmt, loops, facts)
+                if check is not None:
+                    out.append(check)
+        out.append(stmt)
+    return out
+
+
+def _subscripts(stmt: gast.stmt) -> Iterator[gast.Subscript]:
+    """The subscripts ``stmt`` evaluates, in the order it evaluates them (an assignment's
+    value before its targets, an index before the subscript it is in)."""
+    parts = [stmt.value, *stmt.targets] if isinstance(stmt, gast.Assign) else [stmt]
+    for part in parts:
+        yield from _in_order(part)
+
+
+def _in_order(node: gast.AST) -> Iterator[gast.Subscript]:
+    for _, child in gast.iter_fields(node):
+        for item in child if isinstance(child, list) else [child]:
+            if isinstance(item, gast.AST):
+                yield from _in_order(item)
+    if isinstance(node, gast.Subscript) and not isinstance(node.ctx, gast.Del):
+        yield node
+
+
+def _components(index: gast.expr) -> list[gast.expr]:
+    return list(index.elts) if isinstance(index, gast.Tuple) else [index]
+
+
+def _check(
+    subscript: gast.Subscript, stmt: gast.stmt, loops: tuple[gast.For, ...], facts: _Definitions
+) -> gast.Expr | None:
+    """The check of ``subscript`` (a statement to put before ``stmt``), or None where it
+    needs none: no integer component, a base that is no array, an index that holds."""
+    origin = origin_of(stmt)
+    if origin is not None and origin.adjoint:
+        return None  # indexes as the forward sweep did, with the values it checked
+    base = subscript.value
+    if not _pure(base) or not _pure(subscript.slice):
+        return None
+    if isinstance(base, gast.Name) and facts.not_array(base.id):
+        return None
+    parts = _components(subscript.slice)
+    if any(isinstance(p, gast.Constant) and isinstance(p.value, (str, bytes)) for p in parts):
+        return None  # a record's field
+    checked = [
+        p
+        for p in parts
+        if not isinstance(p, gast.Slice)
+        and not (isinstance(p, gast.Constant) and (p.value is None or p.value is Ellipsis))
+    ]
+    if not checked:
+        return None
+    if all(_holds(parts, p, base, loops, facts) for p in checked):
+        return None
+    where = ""
+    if origin is not None:
+        where = f"{portable_path(describe_file(origin.filename))}, line {origin.line}"
+    call = gast.Call(
+        gast.Attribute(gast.Name(_RUNTIME, gast.Load(), None, None), _CHECK, gast.Load()),
+        [clone(base), _index_value(subscript.slice), gast.Constant(where, None)],
+        [],
+    )
+    check = gast.copy_location(gast.Expr(call), stmt)
+    for key, value in vars(stmt).items():
+        if key.startswith("numbax_"):
+            setattr(check, key, value)
+    setattr(check, _MARK, True)
+    return check
+
+
+def _pure(node: gast.AST) -> bool:
+    """Whether evaluating ``node`` again reads the same value and changes nothing."""
+    allowed = (
+        gast.Name,
+        gast.Constant,
+        gast.Attribute,
+        gast.Subscript,
+        gast.Tuple,
+        gast.Slice,
+        gast.UnaryOp,
+        gast.BinOp,
+        gast.expr_context,
+        gast.unaryop,
+        gast.operator,
+    )
+    return all(isinstance(n, allowed) for n in walk(node))
+
+
+def _index_value(index: gast.expr) -> gast.expr:
+    """The index as a value: its slices as ``slice(...)`` calls."""
+    if isinstance(index, gast.Tuple):
+        return gast.Tuple([_index_value(e) for e in index.elts], gast.Load())
+    if isinstance(index, gast.Slice):
+        bounds = [index.lower, index.upper, index.step]
+        args = [clone(b) if b is not None else gast.Constant(None, None) for b in bounds]
+        while len(args) > 1 and isinstance(args[-1], gast.Constant) and args[-1].value is None:
+            args.pop()
+        return gast.Call(gast.Name("slice", gast.Load(), None, None), args, [])
+    return clone(index)
+
+
+def _holds(
+    parts: list[gast.expr],
+    part: gast.expr,
+    base: gast.expr,
+    loops: tuple[gast.For, ...],
+    facts: _Definitions,
+) -> bool:
+    """Whether component ``part`` of a subscript of ``base`` is in bounds whenever it runs:
+    the variable of a loop over ``range(x.shape[k])`` (from 0 or a positive start, by a
+    positive step) indexing axis ``k`` of the same ``x``."""
+    if not (isinstance(part, gast.Name) and isinstance(base, gast.Name)):
+        return False
+    loop_variables = {loop.target.id for loop in loops if isinstance(loop.target, gast.Name)}
+    axis = parts.index(part)
+    for before in parts[:axis]:  # each takes one axis
+        if not (
+            isinstance(before, gast.Slice)
+            or _int(before) is not None
+            or (isinstance(before, gast.Name) and before.id in loop_variables)
+        ):
+            return False
+    loop = next(
+        (
+            loop
+            for loop in reversed(loops)
+            if isinstance(loop.target, gast.Name) and loop.target.id == part.id
+        ),
+        None,
+    )
+    if loop is None or part.id in _assigned(loop.body) or not facts.one_value(base.id):
+        return False
+    args = _range_args(loop.iter)
+    if args is None or not 1 <= len(args) <= 3:
+        return False
+    start = 0 if len(args) == 1 else _int(args[0])
+    step = 1 if len(args) < 3 else _int(args[2])
+    if start is None or start < 0 or step is None or step <= 0:
+        return False
+    return _length_of(args[0] if len(args) == 1 else args[1], facts) == (base.id, axis)
+
+
+def _length_of(stop: gast.expr, facts: _Definitions) -> tuple[str, int] | None:
+    """``(x, k)`` when ``stop`` holds ``x.shape[k]`` (or ``len(x)``: ``k = 0``) for an
+    ``x`` bound once."""
+    if not isinstance(stop, gast.Name):
+        return None
+    value = facts.value(stop.id)
+    if (
+        isinstance(value, gast.Call)
+        and isinstance(value.func, gast.Name)
+        and value.func.id == "len"
+        and len(value.args) == 1
+        and isinstance(value.args[0], gast.Name)
+        and facts.one_value(value.args[0].id)
+    ):
+        return value.args[0].id, 0
+    if not (isinstance(value, gast.Subscript) and isinstance(value.value, gast.Name)):
+        return None
+    k = _int(value.slice)
+    shape = facts.value(value.value.id)
+    if k is None or k < 0 or not (isinstance(shape, gast.Attribute) and shape.attr == "shape"):
+        return None
+    if not (isinstance(shape.value, gast.Name) and facts.one_value(shape.value.id)):
+        return None
+    return shape.value.id, k
+
+
+def _int(node: gast.expr) -> int | None:
+    if isinstance(node, gast.UnaryOp) and isinstance(node.op, gast.USub):
+        inner = _int(node.operand)
+        return None if inner is None else -inner
+    if isinstance(node, gast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _range_args(node: gast.expr) -> list[gast.expr] | None:
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id == "range"
+        and not node.keywords
+    ):
+        return node.args
+    return None
+
+
+def _assigned(stmts: list[gast.stmt]) -> set[str]:
+    """The names stored anywhere in ``stmts`` (loop variables included)."""
+    return {
+        n.id
+        for stmt in stmts
+        for n in walk(stmt)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store)
+    }
+
+
+def _is_check(stmt: gast.stmt) -> bool:
+    return getattr(stmt, _MARK, False)
+
+
+def _hoist(block: list[gast.stmt]) -> None:
+    """Move the checks of each loop's body before the loop, innermost loops first."""
+    for stmt in block:
+        for name in ("body", "orelse"):
+            inner = getattr(stmt, name, None)
+            if isinstance(inner, list) and inner:
+                _hoist(inner)
+    out: list[gast.stmt] = []
+    for stmt in block:
+        if isinstance(stmt, gast.For) and _runs_to_the_end(stmt):
+            body, implied = [], []
+            for inner in stmt.body:
+                moved = _before_loop(inner, stmt) if _is_check(inner) else None
+                if moved is None:
+                    body.append(inner)
+                else:
+                    out.append(moved)
+                    implied.append(inner)
+            stmt.body = body
+            setattr(stmt, _IMPLIED, implied)
+        out.append(stmt)
+    block[:] = out
+
+
+def _runs_to_the_end(loop: gast.For) -> bool:
+    """Whether ``loop`` is a loop over ``range(...)`` whose every iteration runs its body
+    to the end (nothing leaves it early) and that does not rebind its variable."""
+    if _range_args(loop.iter) is None or loop.orelse or not isinstance(loop.target, gast.Name):
+        return False
+    if loop.target.id in _assigned(loop.body):
+        return False
+    for node in walk(gast.Module(body=loop.body, type_ignores=[])):
+        if isinstance(node, (gast.Raise, gast.Return, gast.Yield, gast.YieldFrom)):
+            return False
+    return not _leaves(loop.body)
+
+
+def _leaves(stmts: list[gast.stmt]) -> bool:
+    """Whether a ``break`` or ``continue`` of the loop whose body is ``stmts`` is in it."""
+    for stmt in stmts:
+        if isinstance(stmt, (gast.Break, gast.Continue)):
+            return True
+        if isinstance(stmt, gast.If) and (_leaves(stmt.body) or _leaves(stmt.orelse)):
+            return True
+        if isinstance(stmt, (gast.For, gast.While)) and _leaves(stmt.orelse):
+            return True
+    return False
+
+
+def _before_loop(check: gast.Expr, loop: gast.For) -> gast.Expr | None:
+    """``check`` (a statement of ``loop``'s body) made once for every iteration, to put
+    before the loop: its components that are the loop's variable become the loop's
+    range; one without the variable holds ``during`` the loop's range. None where it
+    cannot move: it reads what the loop changes, or holds a range already (one loop's
+    to a check)."""
+    variable = loop.target.id
+    call = check.value
+    parts = _components(call.args[1])
+    if call.keywords or any(_range_args(p) is not None for p in parts):
+        return None
+    read = {n.id for n in walk(call) if isinstance(n, gast.Name)} - {variable}
+    if read & _assigned(loop.body):
+        return None
+    positions = [j for j, p in enumerate(parts) if isinstance(p, gast.Name) and p.id == variable]
+    mentions = sum(1 for n in walk(call) if isinstance(n, gast.Name) and n.id == variable)
+    if mentions != len(positions):
+        return None  # the variable in a bound or in the array's expression
+    moved = clone(check)
+    every = gast.Call(
+        gast.Name("range", gast.Load(), None, None), clone(_range_args(loop.iter)), []
+    )
+    if not positions:
+        moved.value.keywords = [gast.keyword("during", every)]
+    elif isinstance(call.args[1], gast.Tuple):
+        for j in positions:
+            moved.value.args[1].elts[j] = clone(every)
+    else:
+        moved.value.args[1] = every
+    return moved
+
+
+def _key(check: gast.Expr) -> str:
+    """What a check checks: its array, index and loop (the line it names aside)."""
+    call = check.value
+    return gast.dump(gast.Tuple([*call.args[:2], *[k.value for k in call.keywords]], gast.Load()))
+
+
+def _drop_repeated(block: list[gast.stmt], done: dict[str, set[str]]) -> None:
+    """Remove each check that one before it, on every path, made already with the same
+    names holding the same values. ``done``: those made before ``block``, by
+    :func:`_key`, with the names each reads. In a loop's body, a check moved before the
+    loop holds for every iteration (it moved only if nothing it reads changes there)."""
+    out: list[gast.stmt] = []
+    for stmt in block:
+        if _is_check(stmt):
+            key = _key(stmt)
+            if key in done:
+                continue
+            done[key] = {n.id for n in walk(stmt) if isinstance(n, gast.Name)}
+            out.append(stmt)
+            continue
+        if isinstance(stmt, (gast.For, gast.While)):
+            _forget(done, _assigned([stmt]))  # what the loop changes, for its next iteration
+            inside = dict(done)
+            for implied in getattr(stmt, _IMPLIED, ()):
+                inside[_key(implied)] = set()  # its names keep their values in the body
+            _drop_repeated(stmt.body, inside)
+            _drop_repeated(stmt.orelse, dict(done))
+        elif isinstance(stmt, gast.If):
+            _drop_repeated(stmt.body, dict(done))
+            _drop_repeated(stmt.orelse, dict(done))
+        _forget(done, _assigned([stmt]))
+        out.append(stmt)
+    block[:] = out
+
+
+def _forget(done: dict[str, set[str]], assigned: set[str]) -> None:
+    for key in [k for k, names in done.items() if names & assigned]:
+        del done[key]
+
+
+__all__ = [
+    "BoundsError",
+    "MaskMismatch",
+    "OutOfBounds",
+    "as_numpy_error",
+    "bounds_checks",
+    "check_index",
+]
