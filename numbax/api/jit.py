@@ -326,7 +326,8 @@ class Jitted(NumbaxFunction):
             self._check(args, kwargs)
         compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
-            return from_numba(compiled(*(to_numba(a) for a in dynamic)))
+            result = from_numba(compiled(*(to_numba(a) for a in dynamic)))
+            return self._rebuilt(args, kwargs, result)
         static = self.static_argnames or self._deciding_ranks()
         if not kwargs and not static and self._positional_only_signature():
             # The types of the given arguments decide the specialization; the defaults
@@ -335,6 +336,13 @@ class Jitted(NumbaxFunction):
             # trip through its Python compile path on every call).
             self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :])
         return compiled(*dynamic)
+
+    def _rebuilt(self, args: tuple, kwargs: dict, result: Any) -> Any:
+        """A compiled call's result as the function itself returns it for pytree
+        arguments: a transformation rebuilds its derivatives in their arguments'
+        structures (a list, which compiled code holds as a tuple, is a list again)."""
+        rebuild = getattr(self.fun, "__numbax_result__", None)
+        return result if rebuild is None else rebuild(args, kwargs, result)
 
     def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
         """The specialization a call with these arguments runs (its source generated,
@@ -370,7 +378,14 @@ class Jitted(NumbaxFunction):
         ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
         pytree structures (shapes do not matter); ``.as_text()`` is the source."""
         statics, weak, _ = self._bind(args, kwargs)
-        return Lowered(self.fun.__name__, self.specialize(statics, weak), self._bind, args, kwargs)
+        return Lowered(
+            self.fun.__name__,
+            self.specialize(statics, weak),
+            self._bind,
+            args,
+            kwargs,
+            self._rebuilt,
+        )
 
     def _deciding_ranks(self) -> tuple[str, ...]:
         """Parameters, not marked static, whose value decides the rank of a result

@@ -21,6 +21,10 @@ Binder = Callable[[tuple, dict], tuple[dict[str, Any], frozenset[str], tuple]]
 """How a jitted function splits a call's arguments: its static values, the parameters
 given Python scalars, and the dynamic arguments in order."""
 
+Rebuild = Callable[[tuple, dict, Any], Any]
+"""How a jitted function's result is given back for a call's arguments (pytrees rebuilt
+in the arguments' structures)."""
+
 
 class Lowered:
     """The generated source of one specialization of a jitted function, for the types of
@@ -33,10 +37,12 @@ class Lowered:
         bind: Binder,
         args: tuple,
         kwargs: dict[str, Any],
+        rebuild: Rebuild,
     ) -> None:
         self._name = name
         self._specialization = specialization
         self._bind = bind
+        self._rebuild = rebuild
         statics, weak, dynamic = bind(args, kwargs)
         self._static_key = (statics, weak)
         self._signature = numba_types(tuple(to_numba(a) for a in dynamic))
@@ -49,7 +55,12 @@ class Lowered:
         """Compile now (or load from the disk cache) for the lowered argument types."""
         self._specialization.dispatcher.compile(self._signature)
         return Compiled(
-            self._name, self._specialization, self._bind, self._static_key, self._signature
+            self._name,
+            self._specialization,
+            self._bind,
+            self._static_key,
+            self._signature,
+            self._rebuild,
         )
 
 
@@ -66,8 +77,10 @@ class Compiled:
         bind: Binder,
         static_key: tuple,
         signature: tuple,
+        rebuild: Rebuild,
     ) -> None:
         self._name = name
+        self._rebuild = rebuild
         self._specialization = specialization
         self._bind = bind
         self._static_key = static_key
@@ -91,4 +104,4 @@ class Compiled:
                 f"{self._name} was compiled for argument types {self._signature}, called "
                 f"with {types}: lower and compile it again for these arguments"
             )
-        return from_numba(self._specialization(*ready))
+        return self._rebuild(args, kwargs, from_numba(self._specialization(*ready)))
