@@ -38,13 +38,15 @@ class Lowered:
         args: tuple,
         kwargs: dict[str, Any],
         rebuild: Rebuild,
+        containers: Callable[[tuple, dict], tuple],
     ) -> None:
         self._name = name
         self._specialization = specialization
         self._bind = bind
         self._rebuild = rebuild
+        self._containers = containers
         statics, weak, dynamic = bind(args, kwargs)
-        self._static_key = (statics, weak)
+        self._static_key = (statics, weak, containers(args, kwargs))
         self._signature = numba_types(tuple(to_numba(a) for a in dynamic))
 
     def as_text(self) -> str:
@@ -61,6 +63,7 @@ class Lowered:
             self._static_key,
             self._signature,
             self._rebuild,
+            self._containers,
         )
 
 
@@ -78,9 +81,11 @@ class Compiled:
         static_key: tuple,
         signature: tuple,
         rebuild: Rebuild,
+        containers: Callable[[tuple, dict], tuple],
     ) -> None:
         self._name = name
         self._rebuild = rebuild
+        self._containers = containers
         self._specialization = specialization
         self._bind = bind
         self._static_key = static_key
@@ -91,11 +96,13 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         statics, weak, dynamic = self._bind(args, kwargs)
-        if (statics, weak) != self._static_key:
+        containers = self._containers(args, kwargs)
+        if (statics, weak, containers) != self._static_key:
             raise TypeError(
-                f"{self._name} was compiled for static arguments {self._static_key[0]} and "
-                f"Python scalars in {sorted(self._static_key[1])}; called with {statics} and "
-                f"{sorted(weak)}: lower and compile it again for these arguments"
+                f"{self._name} was compiled for static arguments {self._static_key[0]}, "
+                f"Python scalars in {sorted(self._static_key[1])} and pytree arguments "
+                f"{self._static_key[2]}; called with {statics}, {sorted(weak)} and "
+                f"{containers}: lower and compile it again for these arguments"
             )
         ready = tuple(to_numba(a) for a in dynamic)
         types = numba_types(ready)
