@@ -102,10 +102,12 @@ def _like_input(derivative: Any, primal: Any) -> Any:
     """A derivative in its input's dtype, as JAX gives (float32 in, float32 out), and
     in its structure when the input is a pytree (a dict, list, NamedTuple...). A list
     or tuple that operations only used as the array NumPy makes of it (``np.sin(t)``)
-    has an array derivative: it is split back into the sequence's items."""
-    if isinstance(derivative, np.ndarray) and type(primal) in (list, tuple):
-        if derivative.shape[:1] == (len(primal),):
-            derivative = type(primal)(derivative[k] for k in range(len(primal)))
+    has an array derivative: it is split back into the sequence's items, and theirs
+    (a list of lists: ``np.asarray(rows)``)."""
+    if type(primal) in (list, tuple) and isinstance(derivative, (np.ndarray, list, tuple)):
+        array = isinstance(derivative, np.ndarray)
+        if (derivative.shape[:1] if array else (len(derivative),)) == (len(primal),):
+            return type(primal)(_like_input(derivative[k], p) for k, p in enumerate(primal))
     if not _is_leaf(primal):
         leaves, treedef = tree_util.tree_flatten(primal)
         parts = tree_util.tree_leaves(derivative)
@@ -375,18 +377,16 @@ class Jacobian(Transformed):
         values = _bound_arguments(self.fun, args, kwargs)
         jacobian, aux = result if self.has_aux else (result, None)
         inner = self.fun  # a Hessian's: the output's tree is the argument's too
-        if isinstance(inner, Grad):
-            of_gradient = inner.__numbax_gradient_of__() is not None
+        of_gradient = (
+            isinstance(inner, Grad | Jacobian)
+            and not (inner.has_aux or getattr(inner, "with_value", False))
+            and (inner.positions, inner.as_tuple) == (self.positions, self.as_tuple)
+        )
+        if self.as_tuple:  # the Jacobian of ``f`` as a function of the tuple of those
+            primal = tuple(values[k] for k in self.positions)
         else:
-            of_gradient = isinstance(inner, Jacobian) and not (inner.has_aux or inner.as_tuple)
-        of_gradient = of_gradient and inner.positions == self.positions
-        if self.as_tuple:
-            jacobian = tuple(
-                _jacobian_like(part, values[k], False)
-                for part, k in zip(jacobian, self.positions, strict=True)
-            )
-        else:
-            jacobian = _jacobian_like(jacobian, values[self.positions[0]], of_gradient)
+            primal = values[self.positions[0]]
+        jacobian = _jacobian_like(jacobian, primal, of_gradient)
         return (jacobian, aux) if self.has_aux else jacobian
 
     def _separable_in(self) -> str | None:
