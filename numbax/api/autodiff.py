@@ -102,10 +102,12 @@ def _like_input(derivative: Any, primal: Any) -> Any:
     """A derivative in its input's dtype, as JAX gives (float32 in, float32 out), and
     in its structure when the input is a pytree (a dict, list, NamedTuple...). A list
     or tuple that operations only used as the array NumPy makes of it (``np.sin(t)``)
-    has an array derivative: it is split back into the sequence's items."""
-    if isinstance(derivative, np.ndarray) and type(primal) in (list, tuple):
-        if derivative.shape[:1] == (len(primal),):
-            derivative = type(primal)(derivative[k] for k in range(len(primal)))
+    has an array derivative: it is split back into the sequence's items, and theirs
+    (a list of lists: ``np.asarray(rows)``)."""
+    if type(primal) in (list, tuple) and isinstance(derivative, (np.ndarray, list, tuple)):
+        array = isinstance(derivative, np.ndarray)
+        if (derivative.shape[:1] if array else (len(derivative),)) == (len(primal),):
+            return type(primal)(_like_input(derivative[k], p) for k, p in enumerate(primal))
     if not _is_leaf(primal):
         leaves, treedef = tree_util.tree_flatten(primal)
         parts = tree_util.tree_leaves(derivative)
@@ -127,6 +129,59 @@ def _like_input(derivative: Any, primal: Any) -> Any:
 
 def _is_leaf(value: Any) -> bool:
     return isinstance(value, (np.ndarray, np.generic, int, float, complex, bool))
+
+
+_MISMATCH = object()
+_LEAVES = object()
+
+
+def _in_kinds_of(value: Any, like: Any, inner: Any = _LEAVES) -> Any:
+    """``value`` with the container types of ``like``, a tree of the same structure but
+    for the kinds of its sequences (compiled code returns a list as a tuple: Numba has
+    no heterogeneous lists), or ``_MISMATCH``. ``inner``: what ``value`` holds in place
+    of each leaf of ``like``, a tree whose kinds it takes too (a Hessian is a tree of its
+    argument's structure of trees of that structure)."""
+    if isinstance(like, (list, tuple)) and not _is_leaf(like):
+        if not isinstance(value, (list, tuple)) or len(value) != len(like):
+            return _MISMATCH
+        items = [_in_kinds_of(v, k, inner) for v, k in zip(value, like, strict=True)]
+        if any(item is _MISMATCH for item in items):
+            return _MISMATCH
+        if isinstance(like, list):
+            return items
+        return type(like)(*items) if hasattr(like, "_fields") else tuple(items)
+    if type(like) is dict:
+        if type(value) is not dict or value.keys() != like.keys():
+            return _MISMATCH
+        items = {key: _in_kinds_of(value[key], like[key], inner) for key in like}
+        return _MISMATCH if any(item is _MISMATCH for item in items.values()) else items
+    if inner is not _LEAVES:
+        return _in_kinds_of(value, inner)
+    if (like is None) != (value is None) or isinstance(value, (list, tuple, dict)):
+        return _MISMATCH
+    return value
+
+
+def _jacobian_like(jacobian: Any, primal: Any, outer_is_primal: bool) -> Any:
+    """A Jacobian (the output's tree of trees of ``primal``'s structure) with ``primal``'s
+    container types in each of its trees of the input's structure, as JAX and numbax's
+    own eager code give it; ``outer_is_primal``: the output's tree is ``primal``'s too
+    (the Jacobian of a gradient: a Hessian)."""
+    if outer_is_primal:
+        both = _in_kinds_of(jacobian, primal, inner=primal)
+        if both is not _MISMATCH:
+            return both
+    exact = _in_kinds_of(jacobian, primal)
+    if exact is not _MISMATCH:
+        return exact
+    if isinstance(jacobian, (list, tuple)):
+        parts = [_jacobian_like(part, primal, False) for part in jacobian]
+        if isinstance(jacobian, list):
+            return parts
+        return type(jacobian)(*parts) if hasattr(jacobian, "_fields") else tuple(parts)
+    if type(jacobian) is dict:
+        return {key: _jacobian_like(part, primal, False) for key, part in jacobian.items()}
+    return jacobian
 
 
 def _bound_arguments(fun: Callable, args: tuple, kwargs: dict) -> list[Any]:
@@ -208,7 +263,14 @@ class Grad(Transformed):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         values = self.__numbax_check_arguments__(args, kwargs)
-        result = self.generated().function(*args, **kwargs)
+        return self._finished(values, self.generated().function(*args, **kwargs))
+
+    def __numbax_result__(self, args: tuple, kwargs: dict, result: Any) -> Any:
+        """What a call returns, from what the generated code returned (compiled, under
+        ``jit``): each gradient in its argument's structure and dtype."""
+        return self._finished(_bound_arguments(self.fun, args, kwargs), result)
+
+    def _finished(self, values: list[Any], result: Any) -> Any:
         if self.with_value:
             value, grads = result
         elif self.has_aux:
@@ -308,6 +370,24 @@ class Jacobian(Transformed):
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.generated().function(*args, **kwargs)
+
+    def __numbax_result__(self, args: tuple, kwargs: dict, result: Any) -> Any:
+        """What a call returns, from what the compiled code returned: each tree of an
+        argument's structure in that argument's container types (a list stays a list)."""
+        values = _bound_arguments(self.fun, args, kwargs)
+        jacobian, aux = result if self.has_aux else (result, None)
+        inner = self.fun  # a Hessian's: the output's tree is the argument's too
+        of_gradient = (
+            isinstance(inner, Grad | Jacobian)
+            and not (inner.has_aux or getattr(inner, "with_value", False))
+            and (inner.positions, inner.as_tuple) == (self.positions, self.as_tuple)
+        )
+        if self.as_tuple:  # the Jacobian of ``f`` as a function of the tuple of those
+            primal = tuple(values[k] for k in self.positions)
+        else:
+            primal = values[self.positions[0]]
+        jacobian = _jacobian_like(jacobian, primal, of_gradient)
+        return (jacobian, aux) if self.has_aux else jacobian
 
     def _separable_in(self) -> str | None:
         """The argument, where this is the Jacobian of the gradient (``jacrev``,

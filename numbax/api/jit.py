@@ -31,8 +31,10 @@ from numbax.numba_backend.cpu import (
 )
 from numbax.numba_backend.threads import one_thread
 from numbax.transform.analysis.ranks import rank_parameters
+from numbax.transform.container_checks import asks_container_types
+from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, read_function
-from numbax.tree_util import is_flat
+from numbax.tree_util import is_flat, tree_structure
 
 _PYTHON_SCALARS = frozenset([bool, int, float, complex])
 _RANK_DECIDING_VALUES = frozenset([bool, int, str, type(None)])
@@ -141,6 +143,11 @@ def _share(compilations: _Compilations) -> _Compilations:
         return found
 
 
+def _structures(containers: dict[str, Any]) -> tuple:
+    """The pytree structures (container types included) of arguments by parameter."""
+    return tuple((name, tree_structure(value)) for name, value in containers.items())
+
+
 class Jitted(NumbaxFunction):
     """A function compiled by numbax. Call it like the original; read ``.source``."""
 
@@ -185,6 +192,7 @@ class Jitted(NumbaxFunction):
         self._static_spec = (_as_tuple(static_argnums, int), _as_tuple(static_argnames, str))
         self._latest: Compiled | None = None
         self._rank_parameters: tuple[str, ...] | None = None
+        self._asks_container_types: bool | None = None
         # Another jit object of the same function and options compiled already: its
         # specializations serve this one (a jit made anew in a loop costs a lookup).
         key = self._reuse_key()
@@ -329,7 +337,8 @@ class Jitted(NumbaxFunction):
             self._check(args, kwargs)
         compiled, dynamic = self.specialization_for(args, kwargs)
         if not is_flat(dynamic):
-            return from_numba(compiled(*(to_numba(a) for a in dynamic)))
+            result = from_numba(compiled(*(to_numba(a) for a in dynamic)))
+            return self._rebuilt(args, kwargs, result)
         static = self.static_argnames or self._deciding_ranks()
         if not kwargs and not static and self._positional_only_signature():
             # The types of the given arguments decide the specialization; the defaults
@@ -339,18 +348,58 @@ class Jitted(NumbaxFunction):
             self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :])
         return compiled(*dynamic)
 
+    def _rebuilt(self, args: tuple, kwargs: dict, result: Any) -> Any:
+        """A compiled call's result as the function itself returns it for pytree
+        arguments: a transformation rebuilds its derivatives in their arguments'
+        structures (a list, which compiled code holds as a tuple, is a list again)."""
+        rebuild = getattr(self.fun, "__numbax_result__", None)
+        return result if rebuild is None else rebuild(args, kwargs, result)
+
     def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
         """The specialization a call with these arguments runs (its source generated,
         compiled by Numba at its first call), and the arguments it is passed: the
         dynamic ones, defaults filled in."""
         statics, weak, dynamic = self._bind(args, kwargs)
-        return self.specialize(statics, weak), dynamic
+        return self.specialize(statics, weak, self._containers(args, kwargs, statics)), dynamic
+
+    def _containers(self, args: tuple, kwargs: dict, statics: dict[str, Any]) -> dict[str, Any]:
+        """The call's pytree arguments by parameter, where the function asks about their
+        container types (``isinstance(p, list)``: ``transform/container_checks.py``),
+        which compiled code holds only as tuples and NamedTuples: their structures are
+        then part of the specialization's key, and its checks constants."""
+        if self._asks_container_types is None:
+            with generation_lock:  # reading the source parses it (see _deciding_ranks)
+                compilations = self._compilations
+                if compilations.source is None:
+                    compilations.source = read_function(self.fun, "jit")
+                tree = compilations.source.tree
+                resolver = Resolver(compilations.source, local_names(tree))
+                self._asks_container_types = asks_container_types(tree, resolver)
+        if not self._asks_container_types:
+            return {}
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return {
+            name: value
+            for name, value in bound.arguments.items()
+            if name not in statics and not is_flat((value,))
+        }
+
+    def _container_key(self, args: tuple, kwargs: dict) -> tuple:
+        """What of a call's pytree arguments its specialization is for (see
+        :meth:`_containers`): their structures, container types included."""
+        statics, _, _ = self._bind(args, kwargs)
+        return _structures(self._containers(args, kwargs, statics))
 
     def specialize(
-        self, statics: dict[str, Any] | None = None, weak: frozenset[str] | None = None
+        self,
+        statics: dict[str, Any] | None = None,
+        weak: frozenset[str] | None = None,
+        containers: dict[str, Any] | None = None,
     ) -> Compiled:
         """The compiled specialization for these static values and these parameters
-        holding Python scalars (generated on first use).
+        holding Python scalars (generated on first use), and for the container types of
+        ``containers`` (pytree arguments by parameter; see :meth:`_containers`).
 
         Python scalars are weakly typed in NumPy 2 (a float32 array times 1.5 stays
         float32) and NumPy scalars are not, so which arguments are Python scalars is
@@ -361,10 +410,12 @@ class Jitted(NumbaxFunction):
         if weak is None:
             weak = self._weak_by_default()
         key = (self._static_key(statics), weak)
+        if containers:
+            key += (_structures(containers),)
         found = self._specializations.get(key)
         if found is None:
             self._current_compilations()
-            found = self._cached(key, lambda: self._compile(statics, weak))
+            found = self._cached(key, lambda: self._compile(statics, weak, containers))
         self._latest = found
         return found
 
@@ -373,7 +424,15 @@ class Jitted(NumbaxFunction):
         ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
         pytree structures (shapes do not matter); ``.as_text()`` is the source."""
         statics, weak, _ = self._bind(args, kwargs)
-        return Lowered(self.fun.__name__, self.specialize(statics, weak), self._bind, args, kwargs)
+        return Lowered(
+            self.fun.__name__,
+            self.specialize(statics, weak, self._containers(args, kwargs, statics)),
+            self._bind,
+            args,
+            kwargs,
+            self._rebuilt,
+            self._container_key,
+        )
 
     def _deciding_ranks(self) -> tuple[str, ...]:
         """Parameters, not marked static, whose value decides the rank of a result
@@ -390,11 +449,15 @@ class Jitted(NumbaxFunction):
             self._rank_parameters = tuple(p for p in found if p not in self.static_argnames)
         return self._rank_parameters
 
-    def _compile(self, statics: dict[str, Any], weak: frozenset[str]) -> Compiled:
+    def _compile(
+        self, statics: dict[str, Any], weak: frozenset[str], containers: dict[str, Any] | None
+    ) -> Compiled:
         compilations = self._compilations
         if compilations.source is None:
             compilations.source = read_function(self.fun, "jit")
-        return compile_function(compilations.source, statics, self.options, weak_params=weak)
+        return compile_function(
+            compilations.source, statics, self.options, weak_params=weak, containers=containers
+        )
 
     def _weak_by_default(self) -> frozenset[str]:
         return frozenset(

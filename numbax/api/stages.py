@@ -21,6 +21,10 @@ Binder = Callable[[tuple, dict], tuple[dict[str, Any], frozenset[str], tuple]]
 """How a jitted function splits a call's arguments: its static values, the parameters
 given Python scalars, and the dynamic arguments in order."""
 
+Rebuild = Callable[[tuple, dict, Any], Any]
+"""How a jitted function's result is given back for a call's arguments (pytrees rebuilt
+in the arguments' structures)."""
+
 
 class Lowered:
     """The generated source of one specialization of a jitted function, for the types of
@@ -33,12 +37,16 @@ class Lowered:
         bind: Binder,
         args: tuple,
         kwargs: dict[str, Any],
+        rebuild: Rebuild,
+        containers: Callable[[tuple, dict], tuple],
     ) -> None:
         self._name = name
         self._specialization = specialization
         self._bind = bind
+        self._rebuild = rebuild
+        self._containers = containers
         statics, weak, dynamic = bind(args, kwargs)
-        self._static_key = (statics, weak)
+        self._static_key = (statics, weak, containers(args, kwargs))
         self._signature = numba_types(tuple(to_numba(a) for a in dynamic))
 
     def as_text(self) -> str:
@@ -49,7 +57,13 @@ class Lowered:
         """Compile now (or load from the disk cache) for the lowered argument types."""
         self._specialization.dispatcher.compile(self._signature)
         return Compiled(
-            self._name, self._specialization, self._bind, self._static_key, self._signature
+            self._name,
+            self._specialization,
+            self._bind,
+            self._static_key,
+            self._signature,
+            self._rebuild,
+            self._containers,
         )
 
 
@@ -66,8 +80,12 @@ class Compiled:
         bind: Binder,
         static_key: tuple,
         signature: tuple,
+        rebuild: Rebuild,
+        containers: Callable[[tuple, dict], tuple],
     ) -> None:
         self._name = name
+        self._rebuild = rebuild
+        self._containers = containers
         self._specialization = specialization
         self._bind = bind
         self._static_key = static_key
@@ -78,11 +96,13 @@ class Compiled:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         statics, weak, dynamic = self._bind(args, kwargs)
-        if (statics, weak) != self._static_key:
+        containers = self._containers(args, kwargs)
+        if (statics, weak, containers) != self._static_key:
             raise TypeError(
-                f"{self._name} was compiled for static arguments {self._static_key[0]} and "
-                f"Python scalars in {sorted(self._static_key[1])}; called with {statics} and "
-                f"{sorted(weak)}: lower and compile it again for these arguments"
+                f"{self._name} was compiled for static arguments {self._static_key[0]}, "
+                f"Python scalars in {sorted(self._static_key[1])} and pytree arguments "
+                f"{self._static_key[2]}; called with {statics}, {sorted(weak)} and "
+                f"{containers}: lower and compile it again for these arguments"
             )
         ready = tuple(to_numba(a) for a in dynamic)
         types = numba_types(ready)
@@ -91,4 +111,4 @@ class Compiled:
                 f"{self._name} was compiled for argument types {self._signature}, called "
                 f"with {types}: lower and compile it again for these arguments"
             )
-        return from_numba(self._specialization(*ready))
+        return self._rebuild(args, kwargs, from_numba(self._specialization(*ready)))

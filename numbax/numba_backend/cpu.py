@@ -170,6 +170,7 @@ def compile_function(
     weak_params: frozenset[str] | None = None,
     inline: bool = False,
     result_type_only: bool = False,
+    containers: dict[str, Any] | None = None,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
@@ -178,7 +179,8 @@ def compile_function(
     calls the function takes its body in (Numba's ``inline="always"``) instead of
     calling a separately compiled function, unless it calls itself.
     ``result_type_only``: for callers that read only the result's shape and dtype
-    (``stand_ins.py``).
+    (``stand_ins.py``). ``containers``: pytree arguments by parameter, whose container
+    types the specialization is for (``transform/container_checks.py``).
     """
     blas_threads.watch()
     options = dict(options or {})
@@ -191,6 +193,7 @@ def compile_function(
         transformation,
         weak_params,
         result_type_only=result_type_only,
+        containers=containers,
     )
     typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}

@@ -35,12 +35,14 @@ from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
 from numbax.numba_backend.shared_kernels import share_kernels
 from numbax.numba_backend.stand_ins import stand_in_result
 from numbax.numba_backend.tapes import array_tapes, device_tapes
+from numbax.transform.container_checks import fold_container_checks
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.source import FunctionSource, describe_file, display_name
 from numbax.transform.specialize import bake_static_arguments
+from numbax.tree_util import tree_structure
 
 HelperCompiler = Callable[..., Any]
 """How a target compiles a user function that generated code calls: the compiled
@@ -86,6 +88,7 @@ def specialize(
     arrays: ThreadArrays | None = None,
     extra_bindings: dict[str, Any] | None = None,
     result_type_only: bool = False,
+    containers: dict[str, Any] | None = None,
 ) -> Specialization:
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
 
@@ -101,13 +104,15 @@ def specialize(
     ``options`` are the target's compile options: they change the machine code, so they
     are part of the module's cache key. ``weak_params``: the parameters given Python
     scalars, which NumPy 2 promotion treats as weakly typed (None: any parameter may be
-    one).
+    one). ``containers``: the pytree arguments whose container types the function asks
+    about (``isinstance``), by parameter, whose checks are answered here.
     """
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
     if arrays is not None:
         fn = known_shapes(fn, arrays)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
+    fn = fold_container_checks(fn, containers or {}, resolver)
     kernels: list[gast.FunctionDef] = []
     stood_in = False
     if target == "cpu":
@@ -136,6 +141,9 @@ def specialize(
         held = f"arrays in local memory, for one example's shapes: {shapes or 'its own'}"
     if stood_in:
         held = "for callers that read only the result's shape and dtype: a stand-in of them"
+    if containers:  # the checks of their types were answered for these
+        kinds = ", ".join(f"{k}: {tree_structure(v)}" for k, v in containers.items())
+        held = "\n".join([*([held] if held else []), f"pytree arguments of types {kinds}"])
     header = _header(source, transformation, statics, weak_params, held)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]

@@ -1050,10 +1050,12 @@ def _range_args(node: gast.Call) -> tuple[gast.expr, gast.expr, gast.expr]:
     return args[0], args[1], args[2]
 
 
-_STRUCTURED_COTANGENTS = frozenset({"unarray", "split_like", "unstack_like"})
-"""Runtime helpers whose result has the structure of a sequence operand: the cotangent
-they give an operand that holds a tuple or list is one (``np.asarray(t)``,
-``np.stack(xs)``)."""
+_STRUCTURED_COTANGENTS = frozenset(
+    {"unarray", "split_like", "unstack_like", "unravel_pytree", "unravel_batch", "jac_unflatten"}
+)
+"""Runtime helpers whose result has the structure of a sequence or pytree operand: the
+cotangent they give an operand that holds a tuple, list or dict is one (``np.asarray(t)``,
+``np.stack(xs)``, ``ravel_pytree(params)``)."""
 
 
 def _gives_structure(rule: rules.Rule, param: str) -> bool:
