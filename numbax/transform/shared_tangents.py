@@ -8,7 +8,8 @@ values do. Two kinds of operation break that mirror, as their value is a new arr
 but their tangent may be the operand's own:
 
 * a rule whose tangent *is* an operand's tangent (``y = x + c``: ``_d_y = _d_x``;
-  ``nxrt.tree_add`` with one active operand);
+  ``nxrt.tree_add`` with one active operand; ``nxrt.owned``, the copy that derivative
+  code makes of an array it will write into);
 * a call of a helper differentiated with its own JVP, which may hand back the tangent
   of an argument (``return x + 1.0``).
 
@@ -62,12 +63,6 @@ def passed_through(op: Operation, activity: Activity) -> str | None:
     return None
 
 
-def _copied(template: gast.expr) -> bool:
-    """Whether a template is ``nxrt.owned(...)``, a copy."""
-    func = template.func if isinstance(template, gast.Call) else None
-    return isinstance(func, gast.Attribute) and func.attr == "owned"
-
-
 def _may_share(op: Operation, activity: Activity) -> list[str]:
     """The active operands whose tangent the result's tangent may be, or be a view of,
     where its value is or views that operand too."""
@@ -81,8 +76,8 @@ def _may_share(op: Operation, activity: Activity) -> list[str]:
     if len(active) != 1:
         return []
     template = op.rule.jvp[active[0]]
-    if isinstance(template, (gast.BinOp, gast.UnaryOp)) or _copied(template):
-        return []  # arithmetic makes a new array, as a copy does
+    if isinstance(template, (gast.BinOp, gast.UnaryOp)):  # arithmetic makes a new array
+        return []
     return [op.bound[active[0]].id]  # np.reshape(dx), dx.T: a view as the value is
 
 

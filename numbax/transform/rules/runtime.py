@@ -177,9 +177,10 @@ define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
        batch=_broadcast_reduced,
        samples=["value[3], np.zeros((3, 4)), 1", "value[], np.zeros((3, 4))",
                 "value[3], a[3, 4], 1"])
-# a copy's tangent is a copy: the code that asked for one writes into it
+# the tangent of a copy is its operand's, copied where a write may reach it
+# (shared_tangents.py)
 define(nxrt.owned, "x",
-       linear="nxrt.owned(x)",                            vjp="g",
+       linear="x",                                        vjp=SELF_ADJOINT,
        batch=same_shape("x"), samples=["x[3, 2]"])
 define(nxrt.ravel, "x",
        linear="nxrt.ravel(x)",                            vjp="nxrt.reshape_like(g, x)",
