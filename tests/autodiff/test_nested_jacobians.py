@@ -273,11 +273,27 @@ def writes_into_a_copy_of_a_sum(x):
     return np.sum(w * x)
 
 
+def writes_in_a_loop(x):
+    y = x + 0.0
+    for i in range(3):
+        y[i] = y[i] * x[i]
+    return np.sum(y) + np.sum(x**3)
+
+
+def writes_into_an_element_of_a_tuple(x):
+    t = (x + 0.0, x * 2.0)
+    a, b = t
+    a[1] = 7.0
+    return np.sum(a * x) + np.sum(b)
+
+
 IN_PLACE = [
     writes_into_a_sum,
     writes_into_a_helpers_result,
     writes_into_the_operand,
     writes_into_a_copy_of_a_sum,
+    writes_in_a_loop,
+    writes_into_an_element_of_a_tuple,
 ]
 
 
