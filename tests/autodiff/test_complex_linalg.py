@@ -102,6 +102,10 @@ def least_squares(a):
     return np.linalg.lstsq(a, Z4, rcond=None)[0]
 
 
+def residuals(a):
+    return np.linalg.lstsq(a, Z4, rcond=None)[1]
+
+
 def vdot_first(a):
     return np.vdot(a, Z)
 
@@ -134,6 +138,7 @@ CASES = [
     (qr_product, TALL),
     (pseudo_inverse, TALL),
     (least_squares, TALL),
+    (residuals, TALL),
     (vdot_first, _complex(3)),
     (vdot_second, _complex(3)),
     (spectral_norm, SQUARE),
@@ -141,6 +146,13 @@ CASES = [
 ]
 IDS = [f"{f.__name__}-{np.shape(a)}" for f, a in CASES]
 SCALARS = [svd_magnitudes, condition, real_scalar_dot_real, log_abs_det, spectral_norm]
+
+
+def test_residuals_of_least_squares_are_numpys():
+    """NumPy's residuals of a complex problem are real squared norms."""
+    close(residuals(TALL), np.linalg.lstsq(TALL, Z4, rcond=None)[1], 1e-12)
+    assert not np.iscomplexobj(residuals(TALL))
+
 
 EPS = 1e-6
 
@@ -302,6 +314,7 @@ def _jax_versions(jnp):
         qr_product: qr_product_jax,
         pseudo_inverse: jnp.linalg.pinv,
         least_squares: lambda a: jnp.linalg.lstsq(a, Z4)[0],
+        residuals: lambda a: jnp.linalg.lstsq(a, Z4)[1],
         vdot_first: lambda a: jnp.vdot(a, Z),
         vdot_second: lambda b: jnp.vdot(Z, b),
         spectral_norm: lambda a: jnp.linalg.matrix_norm(a, ord=2),
