@@ -99,7 +99,8 @@ def _fail(name: str, message: str) -> errors.NumbaTypeError:
 
 def _matrices(name: str, a: Any, complex_ok: bool = False) -> int:
     """The rank of an array of matrices (``complex_ok``: complex ones too, where Numba's
-    2-d function takes them: the derivative of ``eigvals`` solves complex systems)."""
+    2-d function takes them: decompositions of complex matrices, and the derivative of
+    ``eigvals`` solves complex systems)."""
     if not isinstance(a, types.Array) or a.ndim < 2:
         raise _fail(name, f"expected an array of matrices (at least 2 dims), got {a}")
     kinds = (types.Float, types.Complex) if complex_ok else types.Float
@@ -144,7 +145,7 @@ def _stacked(name: str, header: str, ndim: int, call: str, names: list[str]) -> 
 
 @overload(svd, prefer_literal=True)
 def _svd_jit(a, full_matrices=True, compute_uv=True, hermitian=False):
-    ndim = _matrices("svd", a)
+    ndim = _matrices("svd", a, complex_ok=True)
     full = _constant("svd", full_matrices, True)
     uv = _constant("svd", compute_uv, True)
     if _constant("svd", hermitian, False):
@@ -159,13 +160,13 @@ def _svd_jit(a, full_matrices=True, compute_uv=True, hermitian=False):
 
 @overload(svdvals)
 def _svdvals_jit(x):
-    _matrices("svdvals", x)
+    _matrices("svdvals", x, complex_ok=True)
     return lambda x: svd(x, False, False)
 
 
 @overload(eigh, prefer_literal=True)
 def _eigh_jit(a, UPLO="L"):  # noqa: N803
-    ndim = _matrices("eigh", a)
+    ndim = _matrices("eigh", a, complex_ok=True)
     if _constant("eigh", UPLO, "L") != "L":
         raise _fail("eigh", "only UPLO='L' is supported under jit")
     outputs = ["w", "v"]
@@ -255,7 +256,7 @@ overload(eig)(_eig_overload("eig", vectors=True))
 
 @overload(eigvalsh, prefer_literal=True)
 def _eigvalsh_jit(a, UPLO="L"):  # noqa: N803
-    ndim = _matrices("eigvalsh", a)
+    ndim = _matrices("eigvalsh", a, complex_ok=True)
     if _constant("eigvalsh", UPLO, "L") != "L":
         raise _fail("eigvalsh", "only UPLO='L' is supported under jit")
     return _stacked("eigvalsh", "def impl(a, UPLO='L'):", ndim, "np.linalg.eigvalsh(m)", ["w"])
@@ -263,7 +264,7 @@ def _eigvalsh_jit(a, UPLO="L"):  # noqa: N803
 
 @overload(pinv)
 def _pinv_jit(a, rcond=None, hermitian=False):
-    ndim = _matrices("pinv", a)
+    ndim = _matrices("pinv", a, complex_ok=True)
     header = "def impl(a, rcond=None, hermitian=False):"
     if rcond is None or isinstance(rcond, (types.Omitted, types.NoneType)):
         return _stacked("pinv", header, ndim, "np.linalg.pinv(m)", ["p"])
@@ -295,7 +296,7 @@ def qr(a: Any, mode: str = "reduced") -> Any:
 
 @overload(qr, prefer_literal=True)
 def _qr_jit(a, mode="reduced"):
-    ndim = _matrices("qr", a)
+    ndim = _matrices("qr", a, complex_ok=True)
     if _constant("qr", mode, "reduced") != "reduced":
         raise _fail("qr", "only mode='reduced' is supported under jit")
     return _stacked("qr", "def impl(a, mode='reduced'):", ndim, "np.linalg.qr(m)", ["q", "r"])
@@ -427,7 +428,7 @@ def cholesky(a: Any) -> Any:
 
 @overload(cholesky)
 def _cholesky_jit(a):
-    ndim = _matrices("cholesky", a)
+    ndim = _matrices("cholesky", a, complex_ok=True)
     return _stacked("cholesky", "def impl(a):", ndim, "np.linalg.cholesky(m)", ["x"])
 
 
@@ -484,7 +485,7 @@ def cond(x: Any, p: Any = None) -> Any:
 
 @overload(cond)
 def _cond_jit(x, p=None):
-    ndim = _matrices("cond", x)
+    ndim = _matrices("cond", x, complex_ok=True)
     if not (p is None or isinstance(p, (types.Omitted, types.NoneType))):
         if ndim != 2:
             raise _fail("cond", "only p=None is supported for stacks under jit")

@@ -124,7 +124,7 @@ def dot_axes(a_nd: int, b_nd: int) -> tuple[tuple[int], tuple[int]]:
 def dot_vjp_a(ct: Any, a: Any, b: Any) -> Any:
     """The cotangent of ``a`` in ``np.dot(a, b)`` given the output's cotangent ``ct``."""
     if np.ndim(a) == 0 or np.ndim(b) == 0:
-        return unbroadcast(ct * np.conj(b) if np.iscomplexobj(b) else ct * b, a)
+        return unbroadcast(ct * b, a)  # no conjugate: the transpose, as JAX's
     return tensordot_vjp_a(ct, a, b, dot_axes(np.ndim(a), np.ndim(b)))
 
 
@@ -148,16 +148,20 @@ def tril_half_diag(x: Any) -> Any:
 
 @helper
 def tril_symmetric(x: Any) -> Any:
-    """The symmetric matrix whose lower triangle is x's, which is what
-    ``np.linalg.cholesky(x)`` reads of ``x``."""
-    return np.tril(x) + matrix_transpose(np.tril(x, -1))
+    """The Hermitian (for real x, symmetric) matrix whose lower triangle is x's, which
+    is what ``np.linalg.cholesky(x)`` and ``np.linalg.eigh(x)`` read of ``x``: LAPACK
+    takes the diagonal as real."""
+    lower = np.tril(x, -1)
+    return lower + np.conj(matrix_transpose(lower)) + diagonal_matrix(np.real(matrix_diagonal(x)))
 
 
 @helper
 def tril_fold(x: Any) -> Any:
     """The adjoint of ``tril_symmetric``: the strict upper triangle of ``x`` added onto
-    the lower one (transposed), upper triangle zero."""
-    return np.tril(x) + np.tril(matrix_transpose(x), -1)
+    the lower one (transposed, conjugated), the real part of the diagonal, upper
+    triangle zero."""
+    upper = np.tril(np.conj(matrix_transpose(x)), -1)
+    return np.tril(x, -1) + upper + diagonal_matrix(np.real(matrix_diagonal(x)))
 
 
 # ---------------------------------------------------------------------------------------

@@ -45,10 +45,10 @@ def multi_dot(arrays, out=None):
 def lstsq(a, b, rcond=None):
     """``np.linalg.lstsq(a, b, rcond)``: ``(x, residuals, rank, s)``. The solution is
     the pseudo-inverse applied to ``b``, whose derivative is that of a matrix of full
-    rank (as JAX's); the residuals are the squared norms of ``b - a x`` (empty unless
-    ``a`` has full column rank and more rows than columns); ``s`` are ``a``'s singular
-    values and ``rank`` how many exceed ``rcond`` times the largest (by default
-    machine precision times the larger dimension), as NumPy's."""
+    rank (as JAX's); the residuals are the squared norms of ``b - a x`` (real for a
+    complex ``a``; empty unless ``a`` has full column rank and more rows than columns);
+    ``s`` are ``a``'s singular values and ``rank`` how many exceed ``rcond`` times the
+    largest (by default machine precision times the larger dimension), as NumPy's."""
     rows, columns = a.shape
     relative = rcond
     if rcond is None:
@@ -62,7 +62,7 @@ def lstsq(a, b, rcond=None):
     residuals = np.zeros(0)
     if rank == columns and rows > columns:
         r = b - np.dot(a, x)
-        residuals = np.atleast_1d(np.sum(r * r, axis=0))
+        residuals = np.atleast_1d(np.sum(np.real(r * np.conj(r)), axis=0))  # |r|^2
     return x, residuals, rank, s
 
 

@@ -47,6 +47,7 @@ from numbax.transform.sequences import (
     on_sequences_as_arrays,
     sequence_operands,
 )
+from numbax.transform.shared_tangents import SharedTangents
 from numbax.transform.source import FunctionSource
 
 
@@ -68,6 +69,7 @@ class _Forward:
         self.namer = Namer.for_function(fn)
         self.tangents: dict[str, str] = {}
         self.maybe_sequences = may_hold_sequences(fn, resolver)
+        self.shared = SharedTangents(fn, activity, resolver)
 
     def tangent(self, name: str) -> str:
         if name not in self.tangents:
@@ -150,7 +152,17 @@ class _Forward:
     def tangent_expression(
         self, op: Operation, target: gast.Name, ans: gast.Name, line: int | None
     ) -> gast.expr:
-        """The tangent of ``target = <op>``; ``ans`` holds the operation's result."""
+        """The tangent of ``target = <op>``; ``ans`` holds the operation's result: a
+        copy where it would be an operand's tangent that a write may reach (see
+        shared_tangents.py)."""
+        tangent = self._tangent_expression(op, target, ans, line)
+        if self.shared.copies(target.id, op):
+            return runtime_call("owned", tangent)
+        return tangent
+
+    def _tangent_expression(
+        self, op: Operation, target: gast.Name, ans: gast.Name, line: int | None
+    ) -> gast.expr:
         if op.kind == COPY:
             return self.tangent_of(op.node)
         if op.kind == PACK:
@@ -227,8 +239,12 @@ class _Forward:
             load(self.tangent(call.args[i].id)) for i in positions
         ]
         target = stmt.targets[0].id
-        both = gast.Tuple([store(target), store(self.tangent(target))], gast.Store())
-        return located([assign(both, gast.Call(load(name), args, []))], line)
+        tangent = self.tangent(target)
+        both = gast.Tuple([store(target), store(tangent)], gast.Store())
+        out = [assign(both, gast.Call(load(name), args, []))]
+        if self.shared.copies(target, op):  # perhaps an argument's tangent, handed back
+            out.append(assign(tangent, runtime_call("owned", load(tangent))))
+        return located(out, line)
 
 
 def jvp_function(
@@ -250,7 +266,9 @@ def jvp_function(
     tangent_params = [forward.tangent(p) for p in wrt]
     body = forward.block(fn.body[:-1])
     for p, t in zip(wrt, tangent_params, strict=True):
-        if p in stored_into(fn):  # the function writes into x: keep the caller's tangent
+        # the function writes into x, or into what shares x's memory: keep the caller's
+        # tangent
+        if p in stored_into(fn) or forward.shared.written([p]):
             body.insert(0, assign(t, runtime_call("owned", load(t))))
     # and the caller's array: derivatives are those of the functional equivalent (JAX's)
     params = [a.id for a in fn.args.posonlyargs + fn.args.args]

@@ -259,13 +259,25 @@ def _tril_half_diag_jit(x):
 
 @overload(tril_symmetric)
 def _tril_symmetric_jit(x):
-    body = ["o[i, j] = m[i, j] if j <= i else m[j, i]"]
+    body = [
+        "if j < i:",
+        "    o[i, j] = m[i, j]",
+        "elif j == i:",
+        "    o[i, j] = m[i, j].real",
+        "else:",
+        "    o[i, j] = m[j, i].conjugate()",
+    ]
     return _matrix_loops("tril_symmetric", x, body)
 
 
 @overload(tril_fold)
 def _tril_fold_jit(x):
-    body = ["if j < i:", "    o[i, j] = m[i, j] + m[j, i]", "elif j == i:", "    o[i, j] = m[i, j]"]
+    body = [
+        "if j < i:",
+        "    o[i, j] = m[i, j] + m[j, i].conjugate()",
+        "elif j == i:",
+        "    o[i, j] = m[i, j].real",
+    ]
     return _matrix_loops("tril_fold", x, body)
 
 

@@ -10,19 +10,23 @@ takes ``(subscripts, j)`` for "the VJP of operand j of that einsum" and works it
 it runs (when it compiles, under jit), so derivatives of any order stay einsums.
 
 Matrix functions (``a`` may be a stack of matrices, as in NumPy, ``mT`` below being
-``nxrt.matrix_transpose``):
+``nxrt.matrix_transpose``; for complex matrices JAX's conventions, ``^H`` the conjugate
+transpose, see ``conjugated``):
 
-* ``inv``: ``d(A^-1) = -A^-1 dA A^-1``;
-* ``det``: ``d det = det tr(A^-1 dA)``; ``slogdet``: ``d logdet = tr(A^-1 dA)``, the sign
-  constant (real matrices);
-* ``solve``: ``x = A^-1 b``, ``dx = A^-1 (db - dA x)``;
+* ``inv``: ``d(A^-1) = -A^-1 dA A^-1``; ``det``: ``d det = det tr(A^-1 dA)``;
+  ``solve``: ``x = A^-1 b``, ``dx = A^-1 (db - dA x)`` (complex-analytic: plain
+  transposes in the VJPs);
+* ``slogdet``: with ``t = tr(A^-1 dA)``, ``d logabsdet = Re t``, ``d sign = sign i Im t``
+  (a real matrix's sign is constant);
 * ``cholesky``: ``L = chol(A)`` reads only A's lower triangle, so the tangent seen is
-  ``S = tril_symmetric(dA)``, and ``dL = L Phi(L^-1 S L^-T)``, ``Phi`` the lower triangle
-  with the diagonal halved (``nxrt.tril_half_diag``); the VJP is its adjoint,
-  ``tril_fold(L^-T Phi(L^T G) L^-1)``.
+  ``S = tril_symmetric(dA)`` (Hermitian), and ``dL = L Phi(L^-1 S L^-H)``, ``Phi`` the
+  lower triangle with the diagonal halved (``nxrt.tril_half_diag``); the adjoint is
+  ``tril_fold(L^-H Phi(L^H G) L^-1)``;
+* ``qr``: below; ``vdot`` conjugates its first operand, whose cotangent is conjugated.
 """
 
 import ast
+import re
 from typing import Any
 
 import numpy as np
@@ -54,6 +58,22 @@ def define(targets: Any, signature: str, **spec: Any) -> registry.Rule:
     return registry.define(targets, signature, prepare=stack_products, **spec)
 
 
+def adjoint(x: str) -> str:
+    """The conjugate transpose of (each matrix of) ``x``: its transpose for real ``x``."""
+    return f"np.conj(nxrt.matrix_transpose({x}))"
+
+
+def conjugated(template: str) -> str:
+    """A VJP in JAX's convention (the JVP's transpose, no conjugate) from the adjoint
+    ``template`` of the JVP in the complex inner product ``Re tr(x^H y)``, written with
+    ``g``: the conjugate of that adjoint applied to ``conj(g)``. The same for real
+    values."""
+    return "np.conj(" + _COTANGENT.sub(r"np.conj(\g<0>)", template) + ")"
+
+
+_COTANGENT = re.compile(r"(?<![\w.])g(\[\d\])?(?!\w)")  # g, g[1]; not a letter of a word
+
+
 # fmt: off
 #      operation, signature
 #      jvp (tangent out)
@@ -64,10 +84,11 @@ define(np.dot, "a, b, out=None",
        methods=["dot"], batch=product("a", "b"),
        samples=["a[3, 4], b[4, 2]", "a[4], b[4]", "a[3, 4], b[4]", "a[3], b[3, 4]",
                 "a[2, 3, 4], b[2, 4, 2]", "a[], b[3, 4]"])
+# vdot(a, b) = sum(conj(a) b): conjugate-linear in a, so a's cotangent is conjugated
 define(np.vdot, "a, b",
        jvp={"a": "np.vdot(da, b)",                        "b": "np.vdot(a, db)"},
-       vjp={"a": "nxrt.reshape_like(g * nxrt.ravel(b), a)",
-            "b": "nxrt.reshape_like(g * nxrt.ravel(a), b)"},
+       vjp={"a": "nxrt.reshape_like(np.conj(g * nxrt.ravel(b)), a)",
+            "b": "nxrt.reshape_like(g * np.conj(nxrt.ravel(a)), b)"},
        samples=["a[3, 4], b[12]", "a[4], b[4]"])
 define(np.inner, "a, b",
        jvp={"a": "np.inner(da, b)",                       "b": "np.inner(a, db)"},
@@ -98,9 +119,12 @@ define(np.linalg.det, "a",
        jvp=f"ans * {TRACE_INV}",
        vjp=f"nxrt.broadcast_reduced(g * ans, a, (-2, -1)) * {INV_T}",
        batch=on_matrices({"a": 2}, 0), samples=["a[3, 3]", "a[2, 3, 3]"], domain="invertible")
-define(np.linalg.slogdet, "a",  # (sign, logabsdet): the sign is constant
-       jvp=f"(nxrt.zeros_like(ans[0]), {TRACE_INV})",
-       vjp=f"nxrt.broadcast_reduced(g[1], a, (-2, -1)) * {INV_T}",
+# a complex determinant's sign turns: d sign = sign i Im(t), d logabsdet = Re(t), with
+# t = tr(A^-1 dA); the cotangent w t pairs with is g[1] + i Im(g[0] sign)
+define(np.linalg.slogdet, "a",  # (sign, logabsdet)
+       jvp=f"(ans[0] * ({TRACE_INV} - np.real({TRACE_INV})), np.real({TRACE_INV}))",
+       vjp="nxrt.broadcast_reduced(g[1] + g[0] * ans[0] - np.real(g[0] * ans[0]), a, (-2, -1))"
+           f" * {INV_T}",
        combine="nxrt.tree_add", batch=on_matrices({"a": 2}, (0, 0)), samples=checked_elsewhere(
            "tests/autodiff/test_rules_reductions_linalg.py: a (sign, logdet) pair"))
 define(np.linalg.solve, "a, b",
@@ -110,12 +134,15 @@ define(np.linalg.solve, "a, b",
             "b": f"np.linalg.solve({MT}(a), g)"},
        batch=solve, samples=["a[3, 3], b[3]", "a[3, 3], b[3, 2]", "a[2, 3, 3], b[2, 3, 2]"],
        domain={"a": "invertible", "b": (-2, 2)})
-# dL = L Phi(L^-1 S L^-T), S = tril_symmetric(dA); the VJP: tril_fold(L^-T Phi(L^T G) L^-1).
+# dL = L Phi(L^-1 S L^-H), S = tril_symmetric(dA) (Hermitian); the VJP: the conjugate of
+# tril_fold(L^-H Phi(L^H G) L^-1) at G = conj(g).
+LH = adjoint("ans")
+L_S = adjoint("np.linalg.solve(ans, nxrt.tril_symmetric(da))")  # S L^-H
+PHI_G = adjoint(f"nxrt.tril_half_diag({LH} @ g)")
+G_L = adjoint(f"np.linalg.solve({LH}, {PHI_G})")  # Phi(L^H G) L^-1
 define(np.linalg.cholesky, "a",
-       jvp=f"ans @ nxrt.tril_half_diag(np.linalg.solve(ans, {MT}("
-           "np.linalg.solve(ans, nxrt.tril_symmetric(da)))))",
-       vjp=f"nxrt.tril_fold(np.linalg.solve({MT}(ans), {MT}(np.linalg.solve({MT}(ans), {MT}("
-           f"nxrt.tril_half_diag({MT}(ans) @ g))))))",
+       jvp=f"ans @ nxrt.tril_half_diag(np.linalg.solve(ans, {L_S}))",
+       vjp=conjugated(f"nxrt.tril_fold(np.linalg.solve({LH}, {G_L}))"),
        batch=on_matrices({"a": 2}, 2), samples=["a[3, 3]", "a[2, 3, 3]"], domain="spd")
 # fmt: on
 
@@ -200,18 +227,24 @@ nondifferentiable([np.linalg.matrix_rank])
 # the shape of tensorsolve's solution (numbax/transform/compositions.py)
 nondifferentiable([nxrt.trailing_shape])
 
-# -- qr (reduced, m >= n): with X = dA R^-1, Q^T X = C, O = tril(C, -1) - tril(C, -1)^T:
-# dQ = Q (O - C) + X, dR = (C - O) R. The VJP: M = Q^T gQ - gR R^T,
-# B = gQ + Q (tril(M - M^T, -1) - M), A_bar = B R^-T.
+# -- qr (reduced, m >= n): with X = dA R^-1, Q^H X = C, O = tril(C, -1) - tril(C, -1)^H
+# plus i Im(C) on the diagonal (complex R has no real diagonal to keep: JAX's choice):
+# dQ = Q (O - C) + X, dR = (C - O) R. The VJP, conjugated (see conjugated): with
+# M = Q^H gQ - gR R^H, B = gQ + Q (tril(M - M^H, -1) + i Im(diag M) - M), A_bar = B R^-H.
 _Q, _R = "ans[0]", "ans[1]"
 _X = f"{MT}(np.linalg.solve({MT}({_R}), {MT}(da)))"
-_C = f"({MT}({_Q}) @ {_X})"
-_O = f"(np.tril({_C}, -1) - {MT}(np.tril({_C}, -1)))"
-_M = f"({MT}({_Q}) @ g[0] - g[1] @ {MT}({_R}))"
-_B = f"(g[0] + {_Q} @ (np.tril({_M} - {MT}({_M}), -1) - {_M}))"
+_C = f"({adjoint(_Q)} @ {_X})"
+_O = (
+    f"(np.tril({_C}, -1) - {adjoint(f'np.tril({_C}, -1)')}"
+    f" + nxrt.diagonal_matrix(nxrt.matrix_diagonal({_C}) - np.real(nxrt.matrix_diagonal({_C}))))"
+)
+_M = f"({adjoint(_Q)} @ g[0] - g[1] @ {adjoint(_R)})"
+_M_DIAG = f"nxrt.matrix_diagonal({_M})"
+_TURN = f"nxrt.diagonal_matrix(({_M_DIAG} - np.conj({_M_DIAG})) * 0.5)"  # i Im(diag M)
+_B = f"(g[0] + {_Q} @ (np.tril({_M} - {adjoint(_M)}, -1) + {_TURN} - {_M}))"
 define(np.linalg.qr, "a, mode='reduced'",
        jvp=f"({_Q} @ ({_O} - {_C}) + {_X}, ({_C} - {_O}) @ {_R})",
-       vjp=f"{MT}(np.linalg.solve({_R}, {MT}({_B})))",
+       vjp=conjugated(adjoint(f"np.linalg.solve({_R}, {adjoint(_B)})")),
        combine="nxrt.tree_add", by_constant={"mode": {"reduced": None}},
        batch=on_matrices({"a": 2}, (2, 2)),
        samples=checked_elsewhere("tests/autodiff/test_linalg_more.py: both outputs, stacks"))

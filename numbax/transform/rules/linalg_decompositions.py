@@ -8,20 +8,29 @@ derivatives of derivatives come from the same table. ``a`` may be a stack of mat
 ``mT`` below is ``nxrt.matrix_transpose``, ``diag`` ``nxrt.matrix_diagonal`` and
 ``F(w)`` ``nxrt.inverse_differences(w)``, ``1 / (w_j - w_i)`` off the diagonal.
 
+Complex matrices: each ``^H`` below is the conjugate transpose (``adjoint`` in
+linalg.py), the transpose for real ones. The VJPs are the JVPs' transposes without a
+conjugate, as JAX's: each is written as the adjoint in the inner product
+``Re tr(x^H y)`` (the formula below), conjugated and applied to ``conj(g)``
+(``conjugated``). Real results (singular values, eigenvalues) have real tangents.
+
 * ``svd``: ``a = U diag(s) Vh`` (reduced; square if ``full_matrices``, the default:
   the extra vectors of a non-square one are arbitrary and have no derivative). With
-  ``dP = U^T da V``: ``ds = diag(dP)``,
-  ``dU = U (F(s^2) * (dP S + S dP^T)) + (I - U U^T) da V / s``,
-  ``dV = V (F(s^2) * (S dP + dP^T S)) + (I - V V^T) da^T U / s`` (as JAX); the VJP is
-  its transpose, ``U [diag(gs) + (J + J^T) S + S (K + K^T)] Vh`` with
-  ``J = F * (U^T gU)``, ``K = F * (V^T gV)``, plus the two projections' adjoints.
-  ``compute_uv=False`` is the rule of ``svdvals``: ``ds = diag(U^T da V)``, ``U gs Vh``.
-* ``eigh``: numpy reads the lower triangle, so the tangent seen is
-  ``S = tril_symmetric(da)``; ``dw = diag(V^T S V)``, ``dV = V (F(w) * (V^T S V))``;
-  the VJP ``tril_fold(V (diag(gw) + F(w) * (V^T gV)) V^T)``.
+  ``dP = U^H da V``: ``ds = Re diag(dP)``,
+  ``dU = U (F(s^2) * (dP S + S dP^H) + i Im diag(dP) / s) + (I - U U^H) da V / s``,
+  ``dV = V (F(s^2) * (S dP + dP^H S)) + (I - V V^H) da^H U / s`` (as JAX: the phase
+  term fixes how complex singular vectors turn); the adjoint is
+  ``U [diag(gs + i Im diag(U^H gU) / s) + (J + J^H) S + S (K + K^H)] Vh`` with
+  ``J = F * (U^H gU)``, ``K = F * (V^H gV)``, plus the two projections' adjoints.
+  ``compute_uv=False`` is the rule of ``svdvals``: ``ds = Re diag(U^H da V)``, the VJP
+  ``conj(U gs Vh)``.
+* ``eigh``: numpy reads the lower triangle (and the real part of the diagonal), so the
+  tangent seen is the Hermitian ``S = tril_symmetric(da)``; ``dw = Re diag(V^H S V)``,
+  ``dV = V (F(w) * (V^H S V))``; the adjoint
+  ``tril_fold(V (diag(gw) + F(w) * (V^H gV)) V^H)``.
 * ``eigvals`` (distinct eigenvalues): ``dw = diag(V^-1 dA V)``, as JAX's; the VJP
   ``V^-T diag(g) V^T``.
-* ``pinv`` (full rank): ``-A+ dA A+ + A+ A+^T dA^T (I - A A+) + (I - A+ A) dA^T A+^T A+``.
+* ``pinv`` (full rank): ``-A+ dA A+ + A+ A+^H dA^H (I - A A+) + (I - A+ A) dA^H A+^H A+``.
 * ``matrix_power(a, n)``: the derivative of a matrix function along ``t`` is the upper
   right block of the function of ``[[a, t], [0, a]]`` (``nxrt.block_upper``); the VJP
   is the same with ``a^T`` and ``g``.
@@ -34,7 +43,7 @@ from numpy import cross, kron, linalg
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import BatchOp, on_matrices
-from numbax.transform.rules.linalg import define
+from numbax.transform.rules.linalg import adjoint, conjugated, define
 from numbax.transform.rules.registry import SELF_ADJOINT, checked_elsewhere
 
 ALL_OUTPUTS = "tests/autodiff/test_linalg_more.py: functions of all the outputs, of stacks"
@@ -46,18 +55,29 @@ DIAG = "nxrt.matrix_diagonal"
 # -- svd -------------------------------------------------------------------------------
 U = "nxrt.svd_vectors_defined(ans[0], a, full_matrices)"
 S, VH = "ans[1]", "ans[2]"
-V = f"{MT}({VH})"
+V = adjoint(VH)
 F = f"nxrt.inverse_differences({S} * {S})"
 ROW, COL = f"np.expand_dims({S}, -2)", f"np.expand_dims({S}, -1)"  # s_j, s_i of [i, j]
-DP = f"({MT}({U}) @ da @ {V})"
+DP = f"({adjoint(U)} @ da @ {V})"
 DPS, SDP = f"({DP} * {ROW})", f"({COL} * {DP})"
-DU = f"{U} @ ({F} * ({DPS} + {MT}({DPS}))) + (da @ {V} - {U} @ {DP}) / {ROW}"
-DV = f"{V} @ ({F} * ({SDP} + {MT}({SDP}))) + ({MT}(da) @ {U} - {V} @ {MT}({DP})) / {ROW}"
-J = f"({F} * ({MT}({U}) @ g[0]))"
-K = f"({F} * ({VH} @ {MT}(g[2])))"
-CORE = f"nxrt.diagonal_matrix(g[1]) + ({J} + {MT}({J})) * {ROW} + {COL} * ({K} + {MT}({K}))"
-SVD_VJP = (
-    f"{U} @ ({CORE}) @ {VH} + ((g[0] - {U} @ ({MT}({U}) @ g[0])) / {ROW}) @ {VH}"
+# the phase each pair of complex singular vectors may turn by, fixed as JAX fixes it
+# (i Im(dP_ii) / s_i in dU; zero for real matrices)
+PHASE = f"nxrt.diagonal_matrix({DIAG}({DP} - {adjoint(DP)}) * 0.5 / {S})"
+DU = f"{U} @ ({F} * ({DPS} + {adjoint(DPS)}) + {PHASE}) + (da @ {V} - {U} @ {DP}) / {ROW}"
+DV = (
+    f"{V} @ ({F} * ({SDP} + {adjoint(SDP)}))"
+    f" + ({adjoint('da')} @ {U} - {V} @ {adjoint(DP)}) / {ROW}"
+)
+# the adjoint of that JVP, in terms of the cotangents g[0], g[1], g[2] of U, s, Vh
+J = f"({F} * ({adjoint(U)} @ g[0]))"
+K = f"({F} * ({VH} @ {adjoint('g[2]')}))"
+UG = f"{DIAG}({adjoint(U)} @ g[0])"
+CORE = (
+    f"nxrt.diagonal_matrix(g[1] + ({UG} - np.conj({UG})) * 0.5 / {S})"
+    f" + ({J} + {adjoint(J)}) * {ROW} + {COL} * ({K} + {adjoint(K)})"
+)
+SVD_VJP = conjugated(
+    f"{U} @ ({CORE}) @ {VH} + ((g[0] - {U} @ ({adjoint(U)} @ g[0])) / {ROW}) @ {VH}"
     f" + {U} @ ((g[2] - (g[2] @ {V}) @ {VH}) / {COL})"
 )
 
@@ -66,15 +86,15 @@ REDUCED = "np.linalg.svd(a, full_matrices=False)"
 svdvals = define(
     linalg.svdvals,
     "a, full_matrices=True, compute_uv=False, hermitian=False",
-    jvp=f"{DIAG}({MT}({REDUCED}[0]) @ da @ {MT}({REDUCED}[2]))",
-    vjp=f"({REDUCED}[0] * np.expand_dims(g, -2)) @ {REDUCED}[2]",
+    jvp=f"np.real({DIAG}({adjoint(REDUCED + '[0]')} @ da @ {adjoint(REDUCED + '[2]')}))",
+    vjp=f"np.conj(({REDUCED}[0] * np.expand_dims(g, -2)) @ {REDUCED}[2])",
     batch=on_matrices({"a": 2}, 1),
     samples=checked_elsewhere(TABLE),
 )
 define(
     linalg.svd,
     "a, full_matrices=True, compute_uv=True, hermitian=False",
-    jvp=f"({DU}, {DIAG}({DP}), {MT}({DV}))",
+    jvp=f"({DU}, np.real({DIAG}({DP})), {adjoint(DV)})",
     vjp=SVD_VJP,
     combine="nxrt.tree_add",
     by_constant={"hermitian": {False: None}, "compute_uv": {True: None, False: svdvals}},
@@ -84,14 +104,15 @@ define(
 
 # cond (the 2-norm one): s_0 / s_last, so d cond = (ds_0 - cond ds_last) / s_last
 SVDS = "np.linalg.svd(a, full_matrices=False)"
-DS = f"{DIAG}({MT}({SVDS}[0]) @ da @ {MT}({SVDS}[2]))"
+DS = f"np.real({DIAG}({adjoint(SVDS + '[0]')} @ da @ {adjoint(SVDS + '[2]')}))"
 LAST = f"{SVDS}[1][..., -1]"
 
 
 def _outer(j: int) -> str:
-    """``u_j v_j^T`` of each matrix of the stack."""
+    """``conj(u_j v_j^H)`` of each matrix of the stack: the VJP of ``s_j``."""
     return (
-        f"np.expand_dims({SVDS}[0][..., :, {j}], -1) * np.expand_dims({SVDS}[2][..., {j}, :], -2)"
+        f"np.conj(np.expand_dims({SVDS}[0][..., :, {j}], -1)"
+        f" * np.expand_dims({SVDS}[2][..., {j}, :], -2))"
     )
 
 
@@ -107,14 +128,16 @@ define(
 
 # -- eigh ------------------------------------------------------------------------------
 W, VEC = "ans[0]", "ans[1]"
-SEEN = f"({MT}({VEC}) @ nxrt.tril_symmetric(da) @ {VEC})"  # V^T S V
+SEEN = f"({adjoint(VEC)} @ nxrt.tril_symmetric(da) @ {VEC})"  # V^H S V
 FW = f"nxrt.inverse_differences({W})"
 define(
     linalg.eigh,
     "a, UPLO='L'",
-    jvp=f"({DIAG}({SEEN}), {VEC} @ ({FW} * {SEEN}))",
-    vjp=f"nxrt.tril_fold({VEC} @ (nxrt.diagonal_matrix(g[0]) + {FW} * ({MT}({VEC}) @ g[1]))"
-    f" @ {MT}({VEC}))",
+    jvp=f"(np.real({DIAG}({SEEN})), {VEC} @ ({FW} * {SEEN}))",
+    vjp=conjugated(
+        f"nxrt.tril_fold({VEC} @ (nxrt.diagonal_matrix(g[0]) + {FW} * ({adjoint(VEC)} @ g[1]))"
+        f" @ {adjoint(VEC)})"
+    ),
     combine="nxrt.tree_add",
     by_constant={"UPLO": {"L": None}},
     batch=on_matrices({"a": 2}, (1, 2)),
@@ -124,8 +147,9 @@ EIGENVECTORS = "np.linalg.eigh(a)[1]"
 define(
     linalg.eigvalsh,
     "a, UPLO='L'",
-    jvp=f"{DIAG}({MT}({EIGENVECTORS}) @ nxrt.tril_symmetric(da) @ {EIGENVECTORS})",
-    vjp=f"nxrt.tril_fold(({EIGENVECTORS} * np.expand_dims(g, -2)) @ {MT}({EIGENVECTORS}))",
+    jvp=f"np.real({DIAG}({adjoint(EIGENVECTORS)} @ nxrt.tril_symmetric(da) @ {EIGENVECTORS}))",
+    vjp=f"np.conj(nxrt.tril_fold(({EIGENVECTORS} * np.expand_dims(g, -2))"
+    f" @ {adjoint(EIGENVECTORS)}))",
     by_constant={"UPLO": {"L": None}},
     batch=on_matrices({"a": 2}, 1),
     samples=checked_elsewhere(TABLE),
@@ -147,16 +171,18 @@ define(
 )
 
 # -- pinv ------------------------------------------------------------------------------
-P, PT = "ans", f"{MT}(ans)"
-LEFT = f"({P} @ {PT} @ {MT}(da))"  # A+ A+^T dA^T, times (I - A A+)
-RIGHT = f"({MT}(da) @ {PT} @ {P})"  # (I - A+ A) times dA^T A+^T A+
-G_LEFT = f"({MT}(g) @ {P} @ {PT})"
-G_RIGHT = f"({PT} @ {P} @ {MT}(g))"
+P, PT = "ans", adjoint("ans")
+LEFT = f"({P} @ {PT} @ {adjoint('da')})"  # A+ A+^H dA^H, times (I - A A+)
+RIGHT = f"({adjoint('da')} @ {PT} @ {P})"  # (I - A+ A) times dA^H A+^H A+
+G_LEFT = f"({adjoint('g')} @ {P} @ {PT})"
+G_RIGHT = f"({PT} @ {P} @ {adjoint('g')})"
 define(
     linalg.pinv,
     "a, rcond=None, hermitian=False, *, rtol=None",
     jvp=f"-{P} @ da @ {P} + {LEFT} - {LEFT} @ a @ {P} + {RIGHT} - {P} @ a @ {RIGHT}",
-    vjp=f"-{PT} @ g @ {PT} + {G_LEFT} - a @ {P} @ {G_LEFT} + {G_RIGHT} - {G_RIGHT} @ {P} @ a",
+    vjp=conjugated(
+        f"-{PT} @ g @ {PT} + {G_LEFT} - a @ {P} @ {G_LEFT} + {G_RIGHT} - {G_RIGHT} @ {P} @ a"
+    ),
     by_constant={"hermitian": {False: None}},
     batch=on_matrices({"a": 2}, 2),
     samples=checked_elsewhere(TABLE),

@@ -96,8 +96,8 @@ define(np.linalg.norm, "x, ord=None, axis=None, keepdims=False",
                 "x[2, 3, 4], -2, axis=(2, 1)", "x[3, 4], 1", "x[4, 3], -np.inf",
                 "x[3, 4], -1, keepdims=True", "x[2, 3, 4], np.inf, axis=(0, 2)"])
 define(np.linalg.matrix_norm, "x, *, keepdims=False, ord='fro'",
-       jvp=f"np.sum(dx * {MATRIX_NORM}, axis=(-2, -1), keepdims=keepdims)",
-       vjp=f"nxrt.broadcast_reduced(g, x, (-2, -1), keepdims) * {MATRIX_NORM}",
+       jvp=f"np.real(np.sum(dx * np.conj({MATRIX_NORM}), axis=(-2, -1), keepdims=keepdims))",
+       vjp=f"nxrt.broadcast_reduced(g, x, (-2, -1), keepdims) * np.conj({MATRIX_NORM})",
        samples=checked_elsewhere(
            "tests/autodiff/test_linalg_more.py: its table, and one jitted program for all"))
 define(np.trace, "a, offset=0, axis1=0, axis2=1, dtype=None, out=None",

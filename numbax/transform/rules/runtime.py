@@ -177,6 +177,8 @@ define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
        batch=_broadcast_reduced,
        samples=["value[3], np.zeros((3, 4)), 1", "value[], np.zeros((3, 4))",
                 "value[3], a[3, 4], 1"])
+# the tangent of a copy is its operand's, copied where a write may reach it
+# (shared_tangents.py)
 define(nxrt.owned, "x",
        linear="x",                                        vjp=SELF_ADJOINT,
        batch=same_shape("x"), samples=["x[3, 2]"])
