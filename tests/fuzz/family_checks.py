@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import itertools
+import re
 import sys
 import tempfile
 import traceback
@@ -345,6 +346,8 @@ def _check_hessian(
 ) -> tuple[str, str]:
     if program.family != "nested" or argnums != 0 or not isinstance(args[0], np.ndarray):
         return "skipped", "hessian is checked on the nested family"
+    if "nested:second_order_inside" in program.features:
+        return "skipped", "a third derivative by differences is too noisy to check"
     ref_hessian = reference_transforms.hessian(reference_module.f)(*reference_module.args())
     ref_hessian = np.asarray(ref_hessian, dtype=np.float64)
     if not np.all(np.isfinite(ref_hessian)):
@@ -399,5 +402,11 @@ def _outcome(
     except Exception as error:
         where = traceback.extract_tb(error.__traceback__)[-1]
         place = f"{Path(where.filename).name}:{where.name}"
-        return Outcome(mode, "crash", f"{type(error).__name__}: {error} [in {place}]")
+        text = _GOT_VALUE.sub("got <value>", str(error).splitlines()[0] if str(error) else "")
+        return Outcome(mode, "crash", f"{type(error).__name__}: {text} [in {place}]")
     return Outcome(mode, status, message)
+
+
+#: The value an error message quotes (``Expected an instance of list, got [array(...``):
+#: blanked, so one bug met with different values is one class.
+_GOT_VALUE = re.compile(r"got [\[(].*")
