@@ -9,6 +9,10 @@ for a minimal program of each of the K most frequent failure classes.
 
 ``jit`` modes compile a fresh function per program (0.5-2 s each), so modes run
 selectably: ``--modes eager,vmap`` is fast, ``--modes jit`` slow.
+
+``--families NAMES`` (or ``all``) runs the construct families of
+``tests/fuzz/families.py`` instead, ``-n`` programs each, with a report per family
+(``tests/fuzz/run_families.py``).
 """
 
 from __future__ import annotations
