@@ -9,6 +9,10 @@ for a minimal program of each of the K most frequent failure classes.
 
 ``jit`` modes compile a fresh function per program (0.5-2 s each), so modes run
 selectably: ``--modes eager,vmap`` is fast, ``--modes jit`` slow.
+
+``--families NAMES`` (or ``all``) runs the construct families of
+``tests/fuzz/families.py`` instead, ``-n`` programs each, with a report per family
+(``tests/fuzz/run_families.py``).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ os.environ.setdefault("NUMBAX_CACHE_DIR", tempfile.mkdtemp(prefix="numbax-fuzz-c
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 
 from tests.fuzz.checks import ALL_MODES, OUTCOMES, check_program, modes_of  # noqa: E402
+from tests.fuzz.families import FAMILIES  # noqa: E402
 from tests.fuzz.generator import ALL_CONSTRUCTS, Program, programs  # noqa: E402
 
 DEFAULT_OUT = Path(__file__).resolve().parent / "found"
@@ -134,7 +139,38 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--shrink", type=int, default=0, help="minimize the K top classes")
     parser.add_argument("--shrink-budget", type=int, default=150)
+    parser.add_argument(
+        "--families",
+        default="",
+        help="construct families instead of the core generator: 'all' or names among "
+        + ", ".join(FAMILIES)
+        + " (-n programs each; modes eager and jit, or single ones such as jit_grad)",
+    )
     args = parser.parse_args(argv)
+
+    if args.families:
+        from tests.fuzz.family_checks import family_modes_of
+        from tests.fuzz.run_families import families_of, main_families
+
+        try:
+            families = families_of(args.families)
+        except ValueError as error:
+            parser.error(str(error))
+        family_modes = family_modes_of(args.modes)
+        if not family_modes:
+            parser.error(f"no family mode in {args.modes!r}: use eager, jit or a mode name")
+        return main_families(
+            families,
+            args.n,
+            family_modes,
+            args.workers,
+            args.seed,
+            args.chunk,
+            args.timeout,
+            args.out,
+            args.shrink,
+            args.shrink_budget,
+        )
 
     modes = modes_of(args.modes)
     excluded = {c.strip() for c in args.exclude.split(",") if c.strip()}
