@@ -123,7 +123,7 @@ def _first_out(start, step, count, n):  # noqa: ANN001, ANN202
     if count == 0:
         return count
     last = start + (count - 1) * step
-    if -n <= min(start, last) and max(start, last) < n:
+    if -n <= start < n and -n <= last < n:
         return count
     if start < -n or start >= n:
         return 0
@@ -139,7 +139,7 @@ class _Step(NamedTuple):
     kind: str
     component: int
     axis: int
-    mask_axis: int = 0
+    mask_axis: int
 
 
 class _Plan(NamedTuple):
@@ -171,11 +171,11 @@ def _plan(ndim: int, kinds: list[tuple[str, int]]) -> _Plan | None:
         for d in range(rank)
     ]
     scalars = [
-        _Step("scalar" if kind == "scalar" else "first", j, axes[j])
+        _Step("scalar" if kind == "scalar" else "first", j, axes[j], 0)
         for j, (kind, _) in enumerate(kinds)
         if kind in ("scalar", "range")
     ]
-    arrays = [_Step("array", j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "array"]
+    arrays = [_Step("array", j, axes[j], 0) for j, (kind, _) in enumerate(kinds) if kind == "array"]
     ranges = tuple((j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "range")
     steps = (*masks, *scalars, *arrays)
     return _Plan(steps, ranges) if steps else None
@@ -297,7 +297,11 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
         lines.append(f"    t = {count}")
         for j, axis in plan.ranges:
             r = component(j)
-            lines.append(f"    t = min(t, _first_out({r}.start, {r}.step, {count}, shape[{axis}]))")
+            lines += [
+                f"    t_out = _first_out({r}.start, {r}.step, {count}, shape[{axis}])",
+                "    if t_out < t:",
+                "        t = t_out",
+            ]
         lines.append(f"    if t < {count}:")
         for j, axis in plan.ranges:
             r = component(j)
