@@ -132,6 +132,11 @@ def _first_out(start, step, count, n):  # noqa: ANN001, ANN202
     return (start + n) // (-step) + 1  # the first value below -n
 
 
+@register_jitable
+def _earlier(t, u):  # noqa: ANN001, ANN202
+    return t if t < u else u
+
+
 class _Step(NamedTuple):
     """One check of a plan: ``kind`` (scalar, first (a range's first value), array, mask),
     the index component it reads, the array's axis, and the mask's own axis."""
@@ -293,16 +298,15 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
             first = f"{value}.start" if step.kind == "first" else value
             lines.append(f"    _check_scalar({first}, {n}, {step.axis}, where)")
     if plan.ranges:
+        # each name assigned once: Numba's inlining of a name assigned twice leaves
+        # a variable its SSA pass warns about
         count = f"len({component(plan.ranges[0][0])})"
-        lines.append(f"    t = {count}")
+        first_out = None
         for j, axis in plan.ranges:
             r = component(j)
-            lines += [
-                f"    t_out = _first_out({r}.start, {r}.step, {count}, shape[{axis}])",
-                "    if t_out < t:",
-                "        t = t_out",
-            ]
-        lines.append(f"    if t < {count}:")
+            out = f"_first_out({r}.start, {r}.step, {count}, shape[{axis}])"
+            first_out = out if first_out is None else f"_earlier({first_out}, {out})"
+        lines += [f"    t = {first_out}", f"    if t < {count}:"]
         for j, axis in plan.ranges:
             r = component(j)
             lines.append(
@@ -313,6 +317,7 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
         "_check_array": _check_array,
         "_check_mask": _check_mask,
         "_first_out": _first_out,
+        "_earlier": _earlier,
     }
     return define("\n".join(lines) + "\n", scope, "bounds check_index")
 
