@@ -26,10 +26,13 @@ range's first and last values (NumPy's message names the first value out of boun
 found only then). It moves only out of a loop that runs every iteration to its end
 (no ``break``, ``continue``, ``raise``) and from its body's own statements (not from a
 branch, which may not run): so it fails exactly when the loop would, only before the
-loop's first iteration instead of at the failing one. A check holds one loop's range
-at most (a nested loop's check moves out of the inner loop, and runs once per
-iteration of the outer one). Checks repeated with nothing rebound in between
-(``x[i] += v`` reads and writes ``x[i]``) are written once.
+loop's first iteration instead of at the failing one. A check that does not read the
+loop's variable (``x[i, 0]`` in a loop over ``j``) moves before the loop too, holding
+``during=range(a, b, s)``: nothing is checked if the loop runs no iteration. A check
+holds one loop's range at most (a nested loop's check moves out of the inner loop, and
+runs once per iteration of the outer one). Checks repeated with nothing rebound in
+between (``x[i] += v`` reads and writes ``x[i]``), or inside a loop whose check moved
+before it, are written once.
 """
 
 from __future__ import annotations
