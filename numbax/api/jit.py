@@ -70,8 +70,9 @@ def jit(
     An index out of bounds raises NumPy's ``IndexError``, as without ``jit``: numbax
     checks the function's own subscripts (once before a loop, where the index is the
     loop's variable); ``boundscheck=False`` leaves those checks out, ``boundscheck=True``
-    adds Numba's own on every subscript. ``cache=True`` (the default) keeps the machine code in numbax's disk cache, so a new
-    process loads it instead of compiling; ``cache=False`` compiles in every process
+    adds Numba's own on every subscript. ``cache=True`` (the default) keeps the machine
+    code in numbax's disk cache, so a new process loads it instead of compiling;
+    ``cache=False`` compiles in every process
     (the generated source is cached either way). ``jit(f).lower(*args).compile()``
     compiles ahead of the first call (JAX's ahead-of-time API).
     Usable as ``@jit``, ``@jit(static_argnames="n")`` and ``partial(jit, ...)``.

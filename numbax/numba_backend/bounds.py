@@ -26,10 +26,13 @@ range's first and last values (NumPy's message names the first value out of boun
 found only then). It moves only out of a loop that runs every iteration to its end
 (no ``break``, ``continue``, ``raise``) and from its body's own statements (not from a
 branch, which may not run): so it fails exactly when the loop would, only before the
-loop's first iteration instead of at the failing one. A check holds one loop's range
-at most (a nested loop's check moves out of the inner loop, and runs once per
-iteration of the outer one). Checks repeated with nothing rebound in between
-(``x[i] += v`` reads and writes ``x[i]``) are written once.
+loop's first iteration instead of at the failing one. A check that does not read the
+loop's variable (``x[i, 0]`` in a loop over ``j``) moves before the loop too, holding
+``during=range(a, b, s)``: nothing is checked if the loop runs no iteration. A check
+holds one loop's range at most (a nested loop's check moves out of the inner loop, and
+runs once per iteration of the outer one). Checks repeated with nothing rebound in
+between (``x[i] += v`` reads and writes ``x[i]``), or inside a loop whose check moved
+before it, are written once.
 """
 
 from __future__ import annotations
@@ -123,13 +126,18 @@ def _first_out(start, step, count, n):  # noqa: ANN001, ANN202
     if count == 0:
         return count
     last = start + (count - 1) * step
-    if -n <= min(start, last) and max(start, last) < n:
+    if -n <= start < n and -n <= last < n:
         return count
     if start < -n or start >= n:
         return 0
     if step > 0:  # the first value at n or above
         return (n - start + step - 1) // step
     return (start + n) // (-step) + 1  # the first value below -n
+
+
+@register_jitable
+def _earlier(t, u):  # noqa: ANN001, ANN202
+    return t if t < u else u
 
 
 class _Step(NamedTuple):
@@ -139,7 +147,7 @@ class _Step(NamedTuple):
     kind: str
     component: int
     axis: int
-    mask_axis: int = 0
+    mask_axis: int
 
 
 class _Plan(NamedTuple):
@@ -171,11 +179,11 @@ def _plan(ndim: int, kinds: list[tuple[str, int]]) -> _Plan | None:
         for d in range(rank)
     ]
     scalars = [
-        _Step("scalar" if kind == "scalar" else "first", j, axes[j])
+        _Step("scalar" if kind == "scalar" else "first", j, axes[j], 0)
         for j, (kind, _) in enumerate(kinds)
         if kind in ("scalar", "range")
     ]
-    arrays = [_Step("array", j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "array"]
+    arrays = [_Step("array", j, axes[j], 0) for j, (kind, _) in enumerate(kinds) if kind == "array"]
     ranges = tuple((j, axes[j]) for j, (kind, _) in enumerate(kinds) if kind == "range")
     steps = (*masks, *scalars, *arrays)
     return _Plan(steps, ranges) if steps else None
@@ -293,12 +301,15 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
             first = f"{value}.start" if step.kind == "first" else value
             lines.append(f"    _check_scalar({first}, {n}, {step.axis}, where)")
     if plan.ranges:
+        # each name assigned once: Numba's inlining of a name assigned twice leaves
+        # a variable its SSA pass warns about
         count = f"len({component(plan.ranges[0][0])})"
-        lines.append(f"    t = {count}")
+        first_out = None
         for j, axis in plan.ranges:
             r = component(j)
-            lines.append(f"    t = min(t, _first_out({r}.start, {r}.step, {count}, shape[{axis}]))")
-        lines.append(f"    if t < {count}:")
+            out = f"_first_out({r}.start, {r}.step, {count}, shape[{axis}])"
+            first_out = out if first_out is None else f"_earlier({first_out}, {out})"
+        lines += [f"    t = {first_out}", f"    if t < {count}:"]
         for j, axis in plan.ranges:
             r = component(j)
             lines.append(
@@ -309,6 +320,7 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
         "_check_array": _check_array,
         "_check_mask": _check_mask,
         "_first_out": _first_out,
+        "_earlier": _earlier,
     }
     return define("\n".join(lines) + "\n", scope, "bounds check_index")
 
