@@ -19,7 +19,6 @@ scalars) stay for Numba, which types them itself.
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import gast
@@ -47,20 +46,17 @@ def fold_container_checks(
     (parameter → the value the specialization is for) answered, in place."""
     if not arguments or not asks_container_types(fn, resolver):
         return fn
-    stores = _stores(fn)
+    values = _values(fn)
     known = {
-        name: value for name, value in arguments.items() if stores[name] == 0 and _node(value)
+        name: value for name, value in arguments.items() if name not in values and _node(value)
     }
     types: dict[str, type] = {}
     classes: dict[str, tuple[type, ...]] = {}
     changed = True
     while changed:
         changed = False
-        for node in walk(fn):
-            if not (isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name)):
-                continue
-            name = node.targets[0].id
-            if stores[name] != 1 or name in known or name in types or name in classes:
+        for name, node in values.items():
+            if node is None or name in known or name in types or name in classes:
                 continue
             found = _read(node.value, known, resolver)
             if found is not None:
@@ -108,17 +104,27 @@ def _known(node: gast.AST, known: dict[str, Any]) -> bool:
     return isinstance(node, gast.Name) and node.id in known
 
 
-def _stores(fn: gast.FunctionDef) -> Counter[str]:
-    """How often each name is bound in the body (a parameter's binding not counted)."""
-    counts: Counter[str] = Counter()
+def _values(fn: gast.FunctionDef) -> dict[str, gast.Assign | None]:
+    """The names bound in the body, each with the assignment that gives it its one value:
+    every assignment of the name assigns the same expression (a reverse sweep reads
+    ``q = p[_i]`` again as the primal did), else None (a parameter never rebound is not
+    among them)."""
+    assigned: dict[str, list[gast.Assign]] = {}
+    varying: set[str] = set()
     for node in walk(fn):
-        if isinstance(node, gast.Name) and isinstance(node.ctx, (gast.Store, gast.Del)):
-            counts[node.id] += 1
-        elif isinstance(node, gast.For):  # a loop binds its target on every iteration
-            for name in walk(node.target):
-                if isinstance(name, gast.Name):
-                    counts[name.id] += 2
-    return counts
+        if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
+            assigned.setdefault(node.targets[0].id, []).append(node)
+            continue
+        targets = node.targets if isinstance(node, gast.Assign) else []
+        if isinstance(node, (gast.For, gast.AugAssign, gast.AnnAssign)):
+            targets = [node.target]
+        for target in targets:  # unpacked, a loop's target, updated in place
+            varying |= {n.id for n in walk(target) if isinstance(n, gast.Name)}
+    values: dict[str, gast.Assign | None] = dict.fromkeys(varying)
+    for name, nodes in assigned.items():
+        same = len({gast.dump(n.value) for n in nodes}) == 1
+        values[name] = nodes[0] if same and name not in varying else None
+    return values
 
 
 def _read(value: gast.AST, known: dict[str, Any], resolver: Resolver) -> Any:
@@ -195,7 +201,9 @@ class _Fold(gast.NodeTransformer):
 
     def visit_Compare(self, node: gast.Compare) -> gast.AST:
         self.generic_visit(node)
-        if len(node.ops) != 1 or not isinstance(node.ops[0], (gast.Is, gast.IsNot, gast.Eq, gast.NotEq)):
+        if len(node.ops) != 1 or not isinstance(
+            node.ops[0], (gast.Is, gast.IsNot, gast.Eq, gast.NotEq)
+        ):
             return node
         left, right = node.left, node.comparators[0]
         kind, other = self._type_of(left), right
@@ -205,7 +213,9 @@ class _Fold(gast.NodeTransformer):
         if kind is None or classes is None or len(classes) != 1:
             return node
         same = kind is classes[0]
-        return gast.Constant(same if isinstance(node.ops[0], (gast.Is, gast.Eq)) else not same, None)
+        return gast.Constant(
+            same if isinstance(node.ops[0], (gast.Is, gast.Eq)) else not same, None
+        )
 
     def _type_of(self, node: gast.AST) -> type | None:
         """The class ``node`` holds: ``t`` of ``t = type(v)``, or ``type(v)`` itself."""
@@ -218,9 +228,7 @@ class _Fold(gast.NodeTransformer):
 
 def _drop_unread(fn: gast.FunctionDef, names: set[str]) -> None:
     """Remove the assignments of ``names`` that nothing reads any more."""
-    read = {
-        n.id for n in walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)
-    }
+    read = {n.id for n in walk(fn) if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Load)}
     gone = names - read
     if not gone:
         return

@@ -57,18 +57,7 @@ def _of_tuple(f, args, argnums):
     return of_tuple, (tuple(args[k] for k in argnums),)
 
 
-def _as_tuples(tree: Any) -> Any:
-    """Lists as tuples: under jit a list argument crosses as a tuple, and comes back one."""
-    if isinstance(tree, (list, tuple)) and not hasattr(tree, "_fields"):
-        return tuple(_as_tuples(t) for t in tree)
-    if isinstance(tree, dict):
-        return {k: _as_tuples(v) for k, v in tree.items()}
-    return tree
-
-
-def assert_tree_close(got, want, label, *, jit=False, rtol=1e-6, atol=1e-7):
-    if jit:
-        got, want = _as_tuples(got), _as_tuples(want)
+def assert_tree_close(got, want, label, *, rtol=1e-6, atol=1e-7):
     got_leaves, got_tree = tree_util.tree_flatten(got)
     want_leaves, want_tree = tree_util.tree_flatten(want)
     assert got_tree == want_tree, f"{label}: structure {got_tree}, expected {want_tree}"
@@ -89,7 +78,7 @@ def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):
         results.append(got)
         if jit:
             compiled = nx.jit(derivative)(*args)
-            assert_tree_close(compiled, want, f"{mode} of {f.__name__}, jit", jit=True)
+            assert_tree_close(compiled, want, f"{mode} of {f.__name__}, jit")
     return results[0]
 
 
@@ -218,7 +207,7 @@ def test_hessian_with_argnums_tuple():
     assert_tree_close(got, want, "hessian, interpreted", rtol=1e-5, atol=1e-6)
     assert got[0]["b"][1].shape == (3, 3) and got[1][0]["w"].shape == (3, 2)
     compiled = nx.jit(nx.hessian(loss, argnums=(0, 1)))(P, x)
-    assert_tree_close(compiled, want, "hessian, jit", jit=True, rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "hessian, jit", rtol=1e-5, atol=1e-6)
 
 
 def test_has_aux_with_dict_input():
@@ -238,7 +227,7 @@ def test_hessian_of_dict_input():
     shapes = {k: {j: v.shape for j, v in row.items()} for k, row in got.items()}
     assert shapes == {"w": {"w": (2, 2), "b": (2, 3)}, "b": {"w": (3, 2), "b": (3, 3)}}
     compiled = nx.jit(nx.hessian(dict_loss))(P)
-    assert_tree_close(compiled, want, "hessian, jit", jit=True, rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "hessian, jit", rtol=1e-5, atol=1e-6)
 
 
 def test_jacrev_of_jacrev_of_dict_input():
@@ -247,7 +236,7 @@ def test_jacrev_of_jacrev_of_dict_input():
     twice = nx.jacrev(nx.jacrev(nested_small))
     assert_tree_close(twice(P), want, "jacrev(jacrev), interpreted", rtol=1e-5, atol=1e-6)
     compiled = nx.jit(twice)(P)
-    assert_tree_close(compiled, want, "jacrev(jacrev), jit", jit=True, rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "jacrev(jacrev), jit", rtol=1e-5, atol=1e-6)
 
 
 def nested_small(p):

@@ -1,0 +1,300 @@
+"""Lists, tuples, dicts and NamedTuples of arrays as arguments: cotangents of one
+container add leaf by leaf (never join), derivatives come back in the argument's exact
+structure (a list stays a list, under ``jit`` too), ``isinstance``/``type`` see the
+caller's container types under ``jit``, and containers pass through helpers and
+``ravel_pytree``. Values are checked against NumPy (the function run as it is),
+derivatives against central differences, structures with ``tree_structure`` (which
+tells a list from a tuple), interpreted and under ``nx.jit``."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import numpy as np
+import pytest
+
+import numbax as nx
+from numbax import tree_util
+from numbax.flatten_util import ravel_pytree
+
+EPS = 1e-6
+RNG = np.random.default_rng(51)
+
+
+def normal(*shape: int) -> np.ndarray:
+    return RNG.normal(size=shape)
+
+
+def numeric_grad(f, args: tuple, argnum: int = 0) -> Any:
+    """Central differences of scalar ``f`` w.r.t. ``args[argnum]``, in its structure."""
+    flat, unravel = ravel_pytree(args[argnum])
+
+    def at(vector: np.ndarray) -> float:
+        changed = list(args)
+        changed[argnum] = unravel(vector)
+        return float(f(*changed))
+
+    steps = np.eye(flat.size) * EPS
+    return unravel(np.array([(at(flat + s) - at(flat - s)) / (2 * EPS) for s in steps]))
+
+
+def assert_same_tree(got: Any, want: Any, label: str) -> None:
+    """Same structure (container types included) and leaves close."""
+    got_leaves, got_def = tree_util.tree_flatten(got)
+    want_leaves, want_def = tree_util.tree_flatten(want)
+    assert got_def == want_def, f"{label}: structure {got_def}, expected {want_def}"
+    for g, w in zip(got_leaves, want_leaves, strict=True):
+        assert np.shape(g) == np.shape(w), f"{label}: shape {np.shape(g)} vs {np.shape(w)}"
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=label)
+
+
+# -- autograd's L2 penalty: ravel_pytree(params) beside a direct use of params ------------
+
+
+def predict(params, inputs):
+    for W, b in params:
+        outputs = inputs @ W + b
+        inputs = np.tanh(outputs)
+    return outputs
+
+
+def l2_loss(params, x):
+    flat, _ = ravel_pytree(params)
+    return np.sum(predict(params, x)) + 0.1 * np.sum(flat**2)
+
+
+def l2_first_layer(params, x):
+    flat, _ = ravel_pytree(params)
+    W, b = params[0]
+    return np.sum(np.tanh(x @ W + b)) + 0.1 * np.sum(flat**2) + np.sum(params[1][1])
+
+
+LAYERS = [(normal(3, 4), normal(4)), (normal(4, 2), normal(2))]
+X = normal(5, 3)
+
+
+@pytest.mark.parametrize("loss", [l2_loss, l2_first_layer])
+def test_l2_penalty_adds_cotangents_leaf_by_leaf(loss):
+    want = numeric_grad(loss, (LAYERS, X))
+    assert_same_tree(nx.grad(loss)(LAYERS, X), want, f"grad of {loss.__name__}")
+    assert_same_tree(nx.jit(nx.grad(loss))(LAYERS, X), want, f"jit(grad) of {loss.__name__}")
+
+
+def test_l2_penalty_value_and_grad():
+    value, grads = nx.value_and_grad(l2_loss)(LAYERS, X)
+    np.testing.assert_allclose(value, l2_loss(LAYERS, X))
+    assert_same_tree(grads, numeric_grad(l2_loss, (LAYERS, X)), "value_and_grad")
+    value, grads = nx.jit(nx.value_and_grad(l2_loss))(LAYERS, X)
+    np.testing.assert_allclose(value, l2_loss(LAYERS, X))
+    assert_same_tree(grads, numeric_grad(l2_loss, (LAYERS, X)), "jit(value_and_grad)")
+
+
+# -- nested containers come back in the argument's structure --------------------------------
+
+
+class Params(NamedTuple):
+    w: Any
+    b: Any
+
+
+def list_of_lists(p):
+    return np.sum(p[0][0] * p[0][1]) + np.sum(np.sin(p[1][0]))
+
+
+def dict_of_lists(p):
+    return np.sum(p["a"][0] ** 2) + np.sum(p["a"][1] * p["c"])
+
+
+def tuple_of_dicts(p):
+    return np.sum(p[0]["w"] * p[1]["v"]) + np.sum(p[1]["w"] ** 3)
+
+
+def named_with_a_list(p):
+    return np.sum(p.w * p.b[0]) + np.sum(np.cos(p.b[1]))
+
+
+def loop_over_pairs(p):
+    s = 0.0
+    for q in p:
+        s = s + np.sum(q[0] * q[1])
+    return s
+
+
+NESTED = [
+    (list_of_lists, [[normal(3), normal(3)], [normal(2)]]),
+    (dict_of_lists, {"a": [normal(3), normal(3)], "c": normal(3)}),
+    (tuple_of_dicts, ({"w": normal(2)}, {"v": normal(2), "w": normal(2)})),
+    (named_with_a_list, Params(normal(3), [normal(3), normal(2)])),
+    (loop_over_pairs, [[normal(3), normal(3)], [normal(2), normal(2)]]),
+]
+
+
+@pytest.mark.parametrize("f, p", NESTED, ids=[f.__name__ for f, _ in NESTED])
+def test_gradients_keep_the_structure(f, p):
+    want = numeric_grad(f, (p,))
+    assert_same_tree(nx.grad(f)(p), want, "grad")
+    assert_same_tree(nx.jit(nx.grad(f))(p), want, "jit(grad)")
+    assert_same_tree(nx.value_and_grad(f)(p)[1], want, "value_and_grad")
+    (cotangent,) = nx.vjp(f, p)[1](1.0)
+    assert_same_tree(cotangent, want, "vjp")
+    assert_same_tree(nx.jacrev(f)(p), want, "jacrev")
+    assert_same_tree(nx.jacfwd(f)(p), want, "jacfwd")
+
+
+@pytest.mark.parametrize("f, p", NESTED[:2], ids=[f.__name__ for f, _ in NESTED[:2]])
+def test_jacobians_under_jit_keep_the_structure(f, p):
+    want = numeric_grad(f, (p,))
+    assert_same_tree(nx.jit(nx.jacrev(f))(p), want, "jit(jacrev)")
+    assert_same_tree(nx.jit(nx.jacfwd(f))(p), want, "jit(jacfwd)")
+    value, grads = nx.jit(nx.value_and_grad(f))(p)
+    np.testing.assert_allclose(value, f(p))
+    assert_same_tree(grads, want, "jit(value_and_grad)")
+
+
+def two_outputs(p):
+    return (p[0] * 2.0, np.sum(p[1][0] * p[1][1]))
+
+
+def test_jacobian_of_a_tuple_output_holds_lists():
+    p = [normal(2), [normal(2), normal(2)]]
+    eager = nx.jacrev(two_outputs)(p)
+    assert tree_util.tree_structure(eager) == tree_util.tree_structure((p, p))
+    assert_same_tree(nx.jit(nx.jacrev(two_outputs))(p), eager, "jit(jacrev)")
+
+
+def quadratic(p):
+    return np.sum(p[0] ** 2 * p[1][0]) + np.sum(p[1][1] ** 3)
+
+
+def test_hessian_under_jit_is_a_list_of_lists():
+    p = [normal(2), [normal(2), normal(2)]]
+    eager = nx.hessian(quadratic)(p)
+    assert tree_util.tree_structure(eager) == tree_util.tree_structure([p, [p, p]])
+    assert_same_tree(nx.jit(nx.hessian(quadratic))(p), eager, "jit(hessian)")
+    sizes = [leaf.size for leaf in tree_util.tree_leaves(p)]
+    blocks = iter(tree_util.tree_leaves(eager))  # output leaf by output leaf
+    matrix = np.block([[next(blocks).reshape(m, n) for n in sizes] for m in sizes])
+    flat, unravel = ravel_pytree(p)
+    gradient = nx.grad(quadratic)
+    columns = [
+        ravel_pytree(gradient(unravel(flat + step)))[0]
+        - ravel_pytree(gradient(unravel(flat - step)))[0]
+        for step in np.eye(flat.size) * EPS
+    ]
+    np.testing.assert_allclose(matrix, np.array(columns).T / (2 * EPS), atol=1e-5)
+
+
+def rows_as_array(p):
+    return np.sum(np.asarray(p) ** 2)
+
+
+def test_nested_lists_used_as_an_array():
+    # compiled code cannot make an array of a nested tuple of arrays: interpreted only
+    p = [[normal(2), normal(2)], [normal(2), normal(2)]]
+    want = numeric_grad(rows_as_array, (p,))
+    assert_same_tree(nx.grad(rows_as_array)(p), want, "grad")
+    assert_same_tree(nx.vjp(rows_as_array, p)[1](1.0)[0], want, "vjp")
+
+
+# -- a JAX-style optimizer loop over jit(grad) ---------------------------------------------
+
+
+def test_optimizer_loop_with_tree_map():
+    step = nx.jit(nx.grad(l2_loss))
+    params, eager_params = LAYERS, LAYERS
+    for _ in range(3):
+        grads = step(params, X)
+        params = tree_util.tree_map(lambda p, g: p - 0.1 * g, params, grads)
+        eager_grads = nx.grad(l2_loss)(eager_params, X)
+        eager_params = tree_util.tree_map(lambda p, g: p - 0.1 * g, eager_params, eager_grads)
+    assert isinstance(params, list) and isinstance(params[0], tuple)
+    assert_same_tree(params, eager_params, "three steps")
+
+
+# -- isinstance and type see the caller's containers ----------------------------------------
+
+
+def branch_on_kind(p):
+    s = 0.0
+    for q in p:
+        if type(q) is list and isinstance(p, list):
+            s = s + np.sum(q[0] ** 2)
+        else:
+            s = s + np.sum(np.sin(q[0]))
+    if isinstance(p[0], (list, dict)):
+        s = s * 2.0
+    return s
+
+
+BRANCH = nx.jit(branch_on_kind)
+BRANCH_GRAD = nx.jit(nx.grad(branch_on_kind))
+
+
+@pytest.mark.parametrize(
+    "p",
+    [
+        [[normal(2)], [normal(3)]],
+        [(normal(2),), (normal(3),)],
+        ((normal(2),), (normal(3),)),
+    ],
+    ids=["list_of_lists", "list_of_tuples", "tuple_of_tuples"],
+)
+def test_isinstance_sees_the_callers_containers(p):
+    want = branch_on_kind(p)
+    np.testing.assert_allclose(BRANCH(p), want)
+    gradient = numeric_grad(branch_on_kind, (p,))
+    assert_same_tree(nx.grad(branch_on_kind)(p), gradient, "grad")
+    assert_same_tree(BRANCH_GRAD(p), gradient, "jit(grad)")
+
+
+def test_ahead_of_time_compile_is_for_the_container_types():
+    p = [[normal(2)], [normal(3)]]
+    compiled = nx.jit(branch_on_kind).lower(p).compile()
+    np.testing.assert_allclose(compiled(p), branch_on_kind(p))
+    with pytest.raises(TypeError, match="pytree arguments"):
+        compiled(tuple(p))
+
+
+# -- containers through helpers and ravel_pytree ----------------------------------------------
+
+
+def layer(p, x):
+    return [np.tanh(x @ p["w"]), x * 2.0]
+
+
+def norm(d):
+    return np.sum(d["w"] ** 2) + np.sum(d["b"] ** 2)
+
+
+def pair(x):
+    return (x * 2.0, [np.sin(x), x**2])
+
+
+def through_helpers(params, x):
+    h, y = layer(params, x)
+    a, (b, c) = pair(h)
+    return np.sum(a * b) + np.sum(c) + norm(params) + np.sum(y)
+
+
+def through_unravel(params, x):
+    flat, unravel = ravel_pytree(params)
+    doubled = unravel(flat * 2.0)
+    return np.sum(np.tanh(x @ doubled["w"])) + np.sum(doubled["b"] ** 2) + np.sum(flat[:2])
+
+
+def helper_list_indexed(params, x):
+    out = layer(params, params["b"])
+    return np.sum(out[0]) + np.sum(out[1]) + np.sum(x)
+
+
+P = {"w": normal(2, 2), "b": normal(2)}
+XS = normal(3, 2)
+
+
+@pytest.mark.parametrize("f", [through_helpers, through_unravel, helper_list_indexed])
+def test_containers_through_helpers(f):
+    want = f(P, XS)
+    np.testing.assert_allclose(nx.jit(f)(P, XS), want)
+    gradient = numeric_grad(f, (P, XS))
+    assert_same_tree(nx.grad(f)(P, XS), gradient, "grad")
+    assert_same_tree(nx.jit(nx.grad(f))(P, XS), gradient, "jit(grad)")
