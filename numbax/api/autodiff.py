@@ -17,7 +17,7 @@ import gast
 import numpy as np
 
 from numbax import tree_util
-from numbax.api.callable import callable_target
+from numbax.api.callable import callable_target, refuse_matrices
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.transformed import (
@@ -262,6 +262,7 @@ class Grad(Transformed):
         return values
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_matrices(self.fun, self.transformation, args, kwargs)
         values = self.__numbax_check_arguments__(args, kwargs)
         return self._finished(values, self.generated().function(*args, **kwargs))
 
@@ -369,6 +370,7 @@ class Jacobian(Transformed):
         return tree
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_matrices(self.fun, self.transformation, args, kwargs)
         return self.generated().function(*args, **kwargs)
 
     def __numbax_result__(self, args: tuple, kwargs: dict, result: Any) -> Any:
@@ -513,6 +515,7 @@ def jvp(
     """``(fun(*primals), J·tangents)`` by forward mode (JAX's ``jax.jvp``)."""
     primals, tangents = tuple(primals), tuple(tangents)
     fun = fixed_arity(fun, len(primals), "jvp")
+    refuse_matrices(fun, "jvp", primals, {})
     if len(primals) != len(tangents):
         raise TypeError(
             f"jvp of {display_name(fun)!r}: primal and tangent arguments must be sequences "
@@ -537,6 +540,7 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` is the JVP at ``primals``
     (JAX's ``jax.linearize``; numbax re-runs the forward sweep per call)."""
     fun = fixed_arity(fun, len(primals), "linearize")
+    refuse_matrices(fun, "linearize", primals, {})
     generated = _jvp_generated(fun, len(primals))
     defaults = _defaults_after_primals(fun, generated, len(primals))
 
@@ -555,6 +559,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     """``(fun(*primals), vjp_fun)`` with ``vjp_fun(ct)`` the tuple of cotangents, one per
     primal (JAX's ``jax.vjp``); with ``has_aux``, ``(out, vjp_fun, aux)``."""
     fun = fixed_arity(fun, len(primals), "vjp")
+    refuse_matrices(fun, "vjp", primals, {})
     result = _call(fun, primals)
     out, aux = result if has_aux else (result, None)
     mode = "vjp_aux" if has_aux else "vjp"

@@ -28,6 +28,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable
 from typing import Any, TypeVar
 
+import numpy as np
+
 from numbax.codegen.fingerprint import callable_identity
 from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.locks import generation_lock
@@ -35,6 +37,7 @@ from numbax.codegen.numpy_functions import is_numpy_function, numpy_wrapper
 from numbax.codegen.partials import partial_wrapper
 from numbax.codegen.reuse import part, reuse_key
 from numbax.transform.source import display_name
+from numbax.tree_util import tree_leaves
 
 T = TypeVar("T")
 
@@ -104,3 +107,21 @@ def callable_target(fun: Any) -> Any:
     if isinstance(fun, functools.partial):
         return partial_wrapper(fun)
     return fun
+
+
+def refuse_matrices(fun: Any, transformation: str, args: tuple, kwargs: dict) -> None:
+    """Raise a TypeError for a ``numpy.matrix`` among the arguments (pytrees included):
+    its ``*`` is a matrix product, which generated code, written for arrays, would
+    compute elementwise."""
+    for k, value in enumerate((*args, *kwargs.values())):
+        if type(value) in (np.ndarray, float, int, complex, bool) or isinstance(value, np.generic):
+            continue
+        if any(isinstance(leaf, np.matrix) for leaf in tree_leaves(value)):
+            which = (
+                f"argument {k}" if k < len(args) else f"argument {list(kwargs)[k - len(args)]!r}"
+            )
+            raise TypeError(
+                f"{transformation} of {display_name(fun)!r}: {which} holds a numpy.matrix, whose "
+                "* is a matrix product; numbax computes with arrays, whose * is elementwise. "
+                "Pass np.asarray(m) and write a @ b for the matrix product."
+            )

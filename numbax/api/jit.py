@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from numbax.api.callable import NumbaxFunction
+from numbax.api.callable import NumbaxFunction, refuse_matrices
 from numbax.api.devices import platform_of
 from numbax.api.gpu import GpuJitted
 from numbax.api.per_arity import PerArity
@@ -334,6 +334,7 @@ class Jitted(NumbaxFunction):
             self._checked.add(key)
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
+        refuse_matrices(self.fun, "jit", args, kwargs)  # never among _fast's types
         if self._check_arguments is not None:
             self._check(args, kwargs)
         compiled, dynamic = self.specialization_for(args, kwargs)

@@ -32,6 +32,7 @@ from typing import Any
 import gast
 import numpy as np
 
+from numbax.api.callable import refuse_matrices
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import Rewritten, load_generated, tangent_name, user_origin, where
@@ -211,6 +212,7 @@ class Batched(Rewritten):
         return tuple(axes)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        refuse_matrices(self.fun, "vmap", args, kwargs)
         bound = inspect.signature(self.fun).bind(*args, **kwargs)
         bound.apply_defaults()
         values = tuple(bound.arguments.values())

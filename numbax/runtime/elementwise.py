@@ -8,12 +8,16 @@ the other factor is infinite or undefined, as JAX's rules for ``x ** y`` are:
   is ``mul_pow(y, x, y - 1)``, 0 for ``y == 0`` even at ``x == 0`` (``x ** 0`` is the
   constant 1; a naive ``0 * 0.0 ** -1`` is nan);
 * ``xlogy(x, y)`` is ``x * log(y)``: the slope ``ans * log(x)`` of ``x ** y`` in ``y``
-  is ``xlogy(ans, x)``, 0 where ``x ** y`` is 0 (``0.0 ** y`` for ``y > 0``).
+  is ``xlogy(ans, np.where(x == 0, 1, x))``, 0 where ``x ** y`` is 0 (``0.0 ** y`` for
+  ``y > 0``) and, as JAX takes it, where ``x`` is (its log then counts as 0, and so do
+  the log's own derivatives there).
 
 The family is closed under differentiation (their rules are in
-``transform/rules/elementwise.py``): the derivative of ``mul_pow(c, x, p)`` in ``x`` is
-``mul_pow(c * p, x, p - 1)``, in ``p`` ``xlogy(ans, x)``; that of ``xlogy(x, y)`` in ``y``
-is ``mul_pow(x, y, -1)``. So higher derivatives of ``x ** 0`` stay 0 at ``x == 0``.
+``transform/rules/elementwise.py``): the derivative of ``mul_pow(c, x, p)`` in ``c`` is
+``mul_pow(c != 0, x, p)`` (0 with ``c``, as JAX's select of ``x ** 0``'s slope), in
+``x`` ``mul_pow(c * p, x, p - 1)``, in ``p`` the ``xlogy`` above; that of
+``xlogy(x, y)`` in ``y`` is ``mul_pow(x, y, -1)``. So higher derivatives of ``x ** 0``
+stay 0 at ``x == 0``, and those of ``0 ** y`` in ``y`` are 0, not ``0 * log(0)``.
 
 Dtypes follow NumPy 2 (NEP 50): a Python scalar adapts to the arrays next to it, so a
 float32 array gives float32 results; their Numba versions

@@ -138,7 +138,7 @@ from numbax.transform.normalize_nodes import (
     store,
 )
 from numbax.transform.normalize_ravel import rewrite_ravels
-from numbax.transform.normalize_reject import reject_unsupported, unsupported
+from numbax.transform.normalize_reject import reject_matrices, reject_unsupported, unsupported
 from numbax.transform.normalize_starred import expand_starred_arguments
 from numbax.transform.normalize_transformations import fold_transformations
 from numbax.transform.normalize_values import rewrite_values
@@ -198,6 +198,7 @@ def normalize(source: FunctionSource, transformation: str = "jit") -> gast.Funct
     bind_methods(fn, source, transformation)
     expand_starred_arguments(fn, Resolver(source, local_names(fn)))
     reject_unsupported(source, transformation, fn)
+    reject_matrices(source, transformation, fn, Resolver(source, local_names(fn)))
     fn = fold_transformations(fn, source)
     fn = fold_derivative_calls(fn, source, transformation)
     fn = rewrite_ravels(fn, source, transformation)

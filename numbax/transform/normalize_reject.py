@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import gast
+import numpy as np
 
 from numbax.errors import TransformError
+from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource
 
 _MOVE_OUT = "move it out of the transformed function (into its caller)"
@@ -65,6 +67,12 @@ _ATTRIBUTE_STORE = (
 _DOUBLE_STAR = ("a **mapping argument in a call", "pass the keyword arguments one by one")
 _BARE_RAISE = ("a bare raise", "raise a specific exception, e.g. raise ValueError('...')")
 _RAISE_FROM = ("raise ... from ...", "drop the from clause")
+_MATRIX = (
+    "numpy.matrix (whose * is a matrix product)",
+    "numbax computes with arrays, whose * is elementwise: make an array (np.array(...), "
+    "np.asarray(m)) and write a @ b for the matrix product",
+)
+_MATRIX_MAKERS = (np.matrix, np.asmatrix, np.bmat)
 _VARIADIC = ("*args/**kwargs parameters", "list the parameters one by one")
 _ASYNC = ("an async def", "transform a synchronous function")
 
@@ -104,6 +112,20 @@ def reject_unsupported(
             problem = _problem(node)
             if problem is not None:
                 raise unsupported(source, transformation, line, *problem)
+
+
+def reject_matrices(
+    source: FunctionSource, transformation: str, fn: gast.FunctionDef, resolver: Resolver
+) -> None:
+    """Raise :class:`TransformError` at the first call that makes a ``numpy.matrix``:
+    its operators are not an array's (``*`` multiplies matrices), which neither the
+    rules nor Numba follow."""
+    for stmt in fn.body:
+        for node, line in _walk(stmt, stmt.lineno):
+            if isinstance(node, gast.Call) and any(
+                resolver.resolve(node.func) is maker for maker in _MATRIX_MAKERS
+            ):
+                raise unsupported(source, transformation, line, *_MATRIX)
 
 
 def _problem(node: gast.AST) -> tuple[str, str] | None:

@@ -184,3 +184,34 @@ def test_the_loop_method_refuses_an_empty_batch_in_both_modes():
     ):
         with pytest.raises(ValueError, match="loop method cannot batch an empty axis"):
             batched(empty)
+
+
+def _doubled(x):
+    return x * 2.0, np.sum(x)
+
+
+@pytest.mark.parametrize("mode", ["interpreted", "jit"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"out_axes": 2},
+        {"out_axes": -3},
+        {"out_axes": (0, 1)},  # the sum's batch has rank 1
+        {"out_axes": 2, "method": "loop"},
+        {"in_axes": 2},
+        {"in_axes": (-3,)},
+        {"in_axes": 2, "method": "loop"},
+    ],
+    ids=str,
+)
+def test_an_axis_out_of_range_raises_instead_of_wrapping(options, mode):
+    """As JAX: a ValueError, not the axis taken modulo the rank."""
+    mapped = nx.vmap(_doubled, **options)
+    with pytest.raises(ValueError, match=r"along axis -?\d, which implies that its rank"):
+        (nx.jit(mapped) if mode == "jit" else mapped)(np.ones((3, 4)))
+
+
+def test_axes_in_range_still_move_the_batch_axis():
+    for mode in (nx.jit, lambda f: f):
+        doubled, sums = mode(nx.vmap(_doubled, in_axes=-1, out_axes=(-1, 0)))(np.ones((3, 4)))
+        assert (doubled.shape, sums.shape) == ((3, 4), (4,))

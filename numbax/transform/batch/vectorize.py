@@ -44,6 +44,7 @@ import numpy as np
 
 from numbax import lax
 from numbax.runtime import nxrt
+from numbax.runtime.batching import mapped_axis
 from numbax.runtime.callbacks import pure_callback
 from numbax.transform import rules
 from numbax.transform.batch.axes import batch_size
@@ -248,8 +249,9 @@ class _Vectorizer:
                 self.env[param] = _described(rank)
                 continue
             self.env[param] = Value(rank, axis is not None)
-            if axis is not None and axis % (rank + 1):  # the batch axis goes first
-                order = [axis % (rank + 1)] + [k for k in range(rank + 1) if k != axis % (rank + 1)]
+            where = None if axis is None else mapped_axis(axis, rank + 1, repr(param))
+            if where:  # the batch axis goes first
+                order = [where] + [k for k in range(rank + 1) if k != where]
                 moved = template(
                     "np.transpose(x, order)", x=load(param), order=literal(tuple(order))
                 )
@@ -450,7 +452,7 @@ class _Vectorizer:
             output = template(
                 "np.ascontiguousarray(np.broadcast_to(x, (_size,) + np.shape(x)))", x=output
             )
-        where = axis % (value.rank + 1)
+        where = mapped_axis(axis, value.rank + 1, "its output")  # JAX's ValueError
         if where:
             order = [*range(1, where + 1), 0, *range(where + 1, value.rank + 1)]
             output = template("np.transpose(x, order)", x=output, order=literal(tuple(order)))

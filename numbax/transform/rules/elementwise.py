@@ -201,8 +201,8 @@ nondifferentiable([np.iscomplexobj, np.isrealobj])
 # xlogy(x, y) = x * log(y), both exactly 0 where their first factor is.
 # fmt: off
 define(mul_pow,       "c, x, p",
-       derivative={"c": "x ** p",              "x": "nxrt.mul_pow(c * p, x, p - 1)",
-                   "p": "nxrt.xlogy(ans, x)"},
+       derivative={"c": "nxrt.mul_pow(c != 0, x, p)", "x": "nxrt.mul_pow(c * p, x, p - 1)",
+                   "p": "nxrt.xlogy(ans, np.where(x == 0, 1, x))"},
        elementwise=True, domain={"c": (-2, 2), "x": (0.5, 2), "p": (-1.5, 1.5)})
 define(xlogy,         "x, y",
        derivative={"x": "np.log(y)",           "y": "nxrt.mul_pow(x, y, -1)"},

@@ -83,10 +83,13 @@ define(np.fmod, "x, y",
        elementwise=True, domain={"x": (-2.5, 2.5), "y": (0.7, 0.9)})
 # x ** y, as JAX: the x-term is y * x ** (y - 1), exactly 0 when y == 0 (x ** 0 is 1,
 # even at x = 0); the y-term, ans * log(x), only when y carries a derivative (so
-# x ** 2 at x <= 0 never takes a log), and exactly 0 where ans is (0 ** y, y > 0).
+# x ** 2 at x <= 0 never takes a log), exactly 0 where ans is (0 ** y, y > 0), and
+# with log(x) taken as 0 at x == 0 (JAX's log of x with its zeros replaced by ones), so
+# that its own derivatives there are 0, not 0 * log(0).
 # mul_pow and xlogy: numbax/runtime/elementwise.py, their rules in elementwise.py.
 define([operator.pow, np.power, pow], "x, y",
-       derivative={"x": "nxrt.mul_pow(y, x, y - 1)", "y": "nxrt.xlogy(ans, x)"},
+       derivative={"x": "nxrt.mul_pow(y, x, y - 1)",
+                   "y": "nxrt.xlogy(ans, np.where(x == 0, 1, x))"},
        elementwise=True, domain={"x": (0.5, 2), "y": (-1.5, 1.5)})
 define([operator.neg, np.negative], "x", linear="-x", vjp=SELF_ADJOINT, batch=elementwise)
 define([operator.pos, np.positive], "x", linear="x", vjp=SELF_ADJOINT, batch=elementwise)
