@@ -144,6 +144,9 @@ def write_through_aliases(
 
 
 class _Aliases:
+    """The analysis of one function (what each name holds before each statement) and
+    the rewrite of its writes."""
+
     def __init__(self, fn: gast.FunctionDef, source: FunctionSource, transformation: str):
         self.fn = fn
         self.source = source
