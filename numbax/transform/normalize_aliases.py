@@ -20,19 +20,28 @@ holds as far as sharing goes (:class:`Held`):
 * and, where it is known, *how it was made from another name* (its derivation): ``b =
   a[:2]`` (basic indexing: slices, ``...``, ``None``, integers that the function
   computes as integers, such as a ``range`` loop's variable), ``r = M[i]``, ``t = a.T``
-  (``np.transpose(a)``, ``a.transpose()``) and ``c = a``. A derivation stays known
-  while neither the base nor any name its index reads is assigned again.
+  and ``c = a``. A derivation stays known while neither the base nor any name its index
+  reads is assigned again.
+
+Lists and tuples hold arrays themselves: a literal ``[x, y]`` or ``(x, y)``,
+``xs.append(x)`` and a store into a list or dict literal's name (``xs[i] = x``) put
+``x``'s objects among the container's *items*; unpacking ``a, b = t`` gives each name
+its item's objects (all items' where they are not known one by one), and ``xs[i]``
+holds the items too.
 
 A name made some other way from another's array keeps that array among its objects but
 has no derivation: a view that NumPy makes or not depending on the run (``np.reshape``,
-``ravel``, ``np.asarray``, ``squeeze``...; a subscript whose index may be an integer or
-an index array; a helper of the user's, which may return a view of its argument), a
-view whose base or index was assigned since, and a name that holds different things on
-the paths that meet after an ``if`` or around a loop.
+``ravel``, ``np.asarray``, ``squeeze``, ``np.transpose``...; a subscript whose index
+may be an integer or an index array; a helper of the user's, which may return a view
+of its argument), a view whose base or index was assigned since, and a name that holds
+different things on the paths that meet after an ``if`` or around a loop.
 
-Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` too) and an augmented
-assignment ``x op= v`` on a name — changes every name that shares an object with ``x``
-and is read later (liveness). Those are brought up to date after the write:
+Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` and ``ufunc(..., out=x)``
+too: normalize_values.py makes it ``x[...] = ufunc(...)``), an augmented assignment
+``x op= v`` on a name, and a call of a helper of the user's for its effect, which may
+write into each array it is given — changes every name that shares an object with
+``x`` or holds it as an item, and is read later (liveness). Those are brought up to
+date after the write:
 
 * the value is written back along ``x``'s derivations up to the name it starts from:
   ``b = a[:2]; b[0] = v`` is followed by ``a[:2] = b`` (``t = a.T``: ``a = t.T``;
@@ -43,14 +52,16 @@ and is read later (liveness). Those are brought up to date after the write:
 ``x op= v`` changes ``x`` in place only where ``x`` is an array; where it holds a number
 (``r = M[i]`` of a vector), Python rebinds the name. So unless ``x`` is certainly an
 array (a slice of one), the write-back runs under ``if`` on ``len(np.shape(x)) > 0``,
-measured before the operation.
+measured before the operation. (A 0-d array counts as a number there.)
 
 A write that changes a later-read name which cannot be made again from where the write
 goes (no derivation, or one from another array) is refused with a
 :class:`~numbax.errors.TransformError` naming the line of the write, the line that made
 the other name, and what to write instead (``.copy()`` where a copy is meant, or the
-write on the base itself). Functions numbax generated are not analysed again: their
-writes go to arrays they own.
+write on the base itself). ``x op= v`` on such a name is refused where it runs, with
+the same message as a ``ValueError``, when ``x`` holds an array then (a number is
+rebound, which changes nothing else). Functions numbax generated are not analysed
+again: their writes go to arrays they own.
 """
 
 from __future__ import annotations
