@@ -20,19 +20,28 @@ holds as far as sharing goes (:class:`Held`):
 * and, where it is known, *how it was made from another name* (its derivation): ``b =
   a[:2]`` (basic indexing: slices, ``...``, ``None``, integers that the function
   computes as integers, such as a ``range`` loop's variable), ``r = M[i]``, ``t = a.T``
-  (``np.transpose(a)``, ``a.transpose()``) and ``c = a``. A derivation stays known
-  while neither the base nor any name its index reads is assigned again.
+  and ``c = a``. A derivation stays known while neither the base nor any name its index
+  reads is assigned again.
+
+Lists and tuples hold arrays themselves: a literal ``[x, y]`` or ``(x, y)``,
+``xs.append(x)`` and a store into a list or dict literal's name (``xs[i] = x``) put
+``x``'s objects among the container's *items*; unpacking ``a, b = t`` gives each name
+its item's objects (all items' where they are not known one by one), and ``xs[i]``
+holds the items too.
 
 A name made some other way from another's array keeps that array among its objects but
 has no derivation: a view that NumPy makes or not depending on the run (``np.reshape``,
-``ravel``, ``np.asarray``, ``squeeze``...; a subscript whose index may be an integer or
-an index array; a helper of the user's, which may return a view of its argument), a
-view whose base or index was assigned since, and a name that holds different things on
-the paths that meet after an ``if`` or around a loop.
+``ravel``, ``np.asarray``, ``squeeze``, ``np.transpose``...; a subscript whose index
+may be an integer or an index array; a helper of the user's, which may return a view
+of its argument), a view whose base or index was assigned since, and a name that holds
+different things on the paths that meet after an ``if`` or around a loop.
 
-Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` too) and an augmented
-assignment ``x op= v`` on a name — changes every name that shares an object with ``x``
-and is read later (liveness). Those are brought up to date after the write:
+Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` and ``ufunc(..., out=x)``
+too: normalize_values.py makes it ``x[...] = ufunc(...)``), an augmented assignment
+``x op= v`` on a name, and a call of a helper of the user's for its effect, which may
+write into each array it is given — changes every name that shares an object with
+``x`` or holds it as an item, and is read later (liveness). Those are brought up to
+date after the write:
 
 * the value is written back along ``x``'s derivations up to the name it starts from:
   ``b = a[:2]; b[0] = v`` is followed by ``a[:2] = b`` (``t = a.T``: ``a = t.T``;
@@ -43,14 +52,16 @@ and is read later (liveness). Those are brought up to date after the write:
 ``x op= v`` changes ``x`` in place only where ``x`` is an array; where it holds a number
 (``r = M[i]`` of a vector), Python rebinds the name. So unless ``x`` is certainly an
 array (a slice of one), the write-back runs under ``if`` on ``len(np.shape(x)) > 0``,
-measured before the operation.
+measured before the operation. (A 0-d array counts as a number there.)
 
 A write that changes a later-read name which cannot be made again from where the write
 goes (no derivation, or one from another array) is refused with a
 :class:`~numbax.errors.TransformError` naming the line of the write, the line that made
 the other name, and what to write instead (``.copy()`` where a copy is meant, or the
-write on the base itself). Functions numbax generated are not analysed again: their
-writes go to arrays they own.
+write on the base itself). ``x op= v`` on such a name is refused where it runs, with
+the same message as a ``ValueError``, when ``x`` holds an array then (a number is
+rebound, which changes nothing else). Functions numbax generated are not analysed
+again: their writes go to arrays they own.
 """
 
 from __future__ import annotations
@@ -127,6 +138,8 @@ class Held:
     objects: frozenset[object]
     derivation: Derivation | None
     line: int
+    # a tuple or list literal's items, each one's objects (None: not known one by one)
+    elements: tuple[frozenset[object], ...] | None = None
 
 
 State = dict[str, Held]
@@ -144,6 +157,9 @@ def write_through_aliases(
 
 
 class _Aliases:
+    """The analysis of one function (what each name holds before each statement) and
+    the rewrite of its writes."""
+
     def __init__(self, fn: gast.FunctionDef, source: FunctionSource, transformation: str):
         self.fn = fn
         self.source = source
@@ -152,6 +168,7 @@ class _Aliases:
         self.namer = Namer.for_function(fn)
         self.integers = _integer_names(fn)
         self.index_arrays = _index_arrays(fn, self.resolver)
+        self.containers = _containers(fn)
         self.before: dict[int, State] = {}
         self._np: str | None = None
 
@@ -204,7 +221,27 @@ class _Aliases:
                 return None
             elif isinstance(stmt, gast.Assign):
                 state = self._assign(stmt, state)
+            elif isinstance(stmt, gast.Expr):
+                state = self._appended(stmt, state)
         return state
+
+    def _appended(self, stmt: gast.Expr, state: State) -> State:
+        """``items.append(x)``: the list holds ``x``'s array among its items."""
+        call = stmt.value
+        if not (
+            isinstance(call, gast.Call)
+            and isinstance(call.func, gast.Attribute)
+            and call.func.attr == "append"
+            and isinstance(call.func.value, gast.Name)
+            and call.func.value.id in state
+            and len(call.args) == 1
+            and isinstance(call.args[0], gast.Name)
+            and call.args[0].id in state
+        ):
+            return state
+        held = state[call.func.value.id]
+        items = _as_items(state[call.args[0].id].objects)
+        return {**state, call.func.value.id: replace(held, objects=held.objects | items)}
 
     def _loop(self, stmt: gast.For | gast.While, entry: State) -> State:
         head = dict(entry)
@@ -237,8 +274,13 @@ class _Aliases:
 
     def _assign(self, stmt: gast.Assign, state: State) -> State:
         target = stmt.targets[0]
-        if isinstance(target, gast.Subscript):
-            return state  # a store: changes values, not what names hold
+        if isinstance(target, gast.Subscript):  # a store: changes values, not names
+            base, value = target.value, stmt.value
+            if base.id in self.containers and isinstance(value, gast.Name) and value.id in state:
+                held = state[base.id]  # a list's or dict's item: the array itself
+                objects = held.objects | _as_items(state[value.id].objects)
+                return {**state, base.id: replace(held, objects=objects, elements=None)}
+            return state
         line = stmt.lineno
         if isinstance(target, gast.Name):
             if getattr(stmt, IN_PLACE, False) and target.id in state:
@@ -246,8 +288,18 @@ class _Aliases:
             state = _made_again(state, stmt)
             return self._rebind(state, target.id, self._made(stmt.value, stmt, state, line))
         state = dict(state)
-        for name in name_ids(target, gast.Store):  # a, b = t: parts of t, not followed
-            state = self._rebind(state, name, None)
+        names = [e.id if isinstance(e, gast.Name) else None for e in target.elts]
+        whole = state.get(stmt.value.id) if isinstance(stmt.value, gast.Name) else None
+        for i, name in enumerate(names):  # a, b = t: each the item of t it takes
+            if name is None:
+                continue
+            parts = None
+            if whole is not None and whole.elements and len(whole.elements) == len(names):
+                parts = whole.elements[i]
+            elif whole is not None:
+                parts = _items(whole.objects)
+            held = Held(parts, None, line) if parts else None
+            state = self._rebind(state, name, held)
         return state
 
     def _made(self, value: gast.expr, stmt: gast.stmt, state: State, line: int) -> Held | None:
@@ -265,9 +317,9 @@ class _Aliases:
             if kind == "copy":
                 return Held(fresh, None, line)
             if kind is None:  # an index array or an integer: a copy or a view
-                return Held(held.objects | fresh, None, line)
+                return Held(held.objects | _items(held.objects) | fresh, None, line)
             derivation = self._derivation(value.value.id, value, line, kind == "view")
-            return Held(held.objects, derivation, line)
+            return Held(held.objects | _items(held.objects), derivation, line)
         if isinstance(value, gast.Attribute) and isinstance(value.value, gast.Name):
             held = state.get(value.value.id)
             if held is None:
@@ -279,6 +331,13 @@ class _Aliases:
             if value.attr in _VIEW_ATTRIBUTES:
                 return Held(held.objects | fresh, None, line)
             return None  # x.shape, x.size: numbers and tuples of them
+        if isinstance(value, (gast.Tuple, gast.List)):  # holds its items' arrays
+            elements = tuple(
+                state[e.id].objects if isinstance(e, gast.Name) and e.id in state else frozenset()
+                for e in value.elts
+            )
+            items = _as_items(frozenset().union(*elements))
+            return Held(fresh | items, None, line, elements)
         if isinstance(value, gast.Call):
             shared = self._call_shares(value, state)
             if shared:
@@ -360,10 +419,11 @@ class _Aliases:
         line = stmt.lineno
         held = state[name]
         live = self.liveness.after(stmt)
+        reach = held.objects | _as_items(held.objects)  # and the lists that hold it
         changed = sorted(
             other
             for other, h in state.items()
-            if other != name and other in live and h.objects & held.objects
+            if other != name and other in live and h.objects & reach
         )
         if not changed:
             return [stmt]
@@ -475,17 +535,55 @@ class _Aliases:
         return {a.id for a in args.posonlyargs + args.args + args.kwonlyargs}
 
 
+def _containers(fn: gast.FunctionDef) -> set[str]:
+    """Locals that hold lists or dicts wherever they are assigned (literals): a store
+    into one puts the array itself among its items (into an array, it copies values)."""
+    assigned: dict[str, list[gast.AST | None]] = {}
+    for node in walk(fn):
+        if isinstance(node, (gast.Assign, gast.For)):
+            targets = node.targets[0] if isinstance(node, gast.Assign) else node.target
+            named = isinstance(node, gast.Assign) and isinstance(targets, gast.Name)
+            value = node.value if named else None
+            if not isinstance(targets, gast.Subscript):
+                for name in name_ids(targets, gast.Store):
+                    assigned.setdefault(name, []).append(value)
+    args = fn.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs:
+        assigned.setdefault(a.id, []).append(None)
+    return {
+        name
+        for name, values in assigned.items()
+        if all(isinstance(v, (gast.List, gast.Dict)) for v in values)
+    }
+
+
+def _as_items(objects: frozenset[object]) -> frozenset[object]:
+    """``objects`` as a container's items (an item's items are the container's too)."""
+    return frozenset(o if o[0] == "item" else ("item", o) for o in objects)
+
+
+def _items(objects: frozenset[object]) -> frozenset[object]:
+    """The objects among ``objects`` that are a container's items, as themselves."""
+    return frozenset(o[1] for o in objects if o[0] == "item")
+
+
 def _made_again(state: State, stmt: gast.stmt) -> State:
     """``state`` as ``stmt`` makes a new value once more (a loop's next pass): the
     values it made before are told apart from the new one (one object for all of them,
     which may share memory with each other but not with the new one)."""
     made, old = ("made", id(stmt)), ("old", id(stmt))
-    return {
-        name: replace(held, objects=(held.objects - {made}) | {old})
-        if made in held.objects
-        else held
-        for name, held in state.items()
-    }
+    renamed = {made: old, ("item", made): ("item", old)}
+
+    def again(objects: frozenset[object]) -> frozenset[object]:
+        return frozenset(renamed.get(o, o) for o in objects)
+
+    out = {}
+    for name, held in state.items():
+        if made in held.objects or ("item", made) in held.objects:
+            elements = held.elements and tuple(again(e) for e in held.elements)
+            held = replace(held, objects=again(held.objects), elements=elements)
+        out[name] = held
+    return out
 
 
 def _join(a: State, b: State) -> State:

@@ -253,3 +253,33 @@ def test_a_helper_writing_into_a_view_is_refused_for_derivatives():
         nx.grad(helper_writes_into_view)(X.copy())
     x = X.copy()
     assert nx.jit(helper_writes_into_view)(x) == helper_writes_into_view(X.copy())
+
+
+def held_by_a_list(a):
+    x = a * 1.0
+    xs = []
+    xs.append(x)
+    x[0] = 5.0  # xs[0] is x: NumPy's list sees the write
+    return np.sum(xs[0] * a)
+
+
+def swapped_then_updated(a):
+    x = a[:2] * 1.0
+    y = a[2:] * 1.0
+    pair = [x * 0.0, y * 0.0]
+    pair[0] = y * 2.0  # a new array: the list holds neither x nor y
+    x, y = y, x
+    x += 1.0  # x is the old y: nothing else holds it
+    return np.sum(x * y) + np.sum(pair[0])
+
+
+def test_an_array_a_list_holds_is_refused_where_written():
+    with pytest.raises(nx.TransformError, match="may also change `xs`") as info:
+        nx.grad(held_by_a_list)(X.copy())
+    assert info.value.lineno == _line(held_by_a_list, "x[0] = 5.0")
+
+
+def test_lists_and_swaps_that_share_nothing_stay_as_they_are():
+    want = numeric_jacobian(_fresh(swapped_then_updated), [X], 0)
+    np.testing.assert_allclose(nx.grad(swapped_then_updated)(X.copy()), want, rtol=1e-6)
+    assert nx.jit(swapped_then_updated)(X.copy()) == swapped_then_updated(X.copy())
