@@ -32,7 +32,7 @@ import gast
 from numbax.numba_backend.kept_shapes import copy_mark
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
-from numbax.transform.walk import name_ids, name_nodes
+from numbax.transform.walk import name_ids, name_nodes, walk
 
 MOST_COPIED = 24
 """Statements copied into one run at most: a bound on the work recomputed."""
@@ -108,7 +108,9 @@ class _Block:
         self.kinds = kinds
         self.is_elementwise = kinds.elementwise
         self.is_local = is_local
-        self.assigned = [name_ids(stmt, gast.Store, gast.Del) for stmt in stmts]
+        self.assigned = [
+            name_ids(stmt, gast.Store, gast.Del) | _stored_into(stmt) for stmt in stmts
+        ]
         self.assignments: dict[str, list[int]] = {}  # by name, the statements in order
         for index, names in enumerate(self.assigned):
             for name in names:
@@ -273,3 +275,17 @@ def _without_unread(
         read_later |= name_ids(stmt, gast.Load)
         kept.append(stmt)
     return kept[::-1]
+
+
+def _stored_into(stmt: gast.stmt) -> set[str]:
+    """The arrays a statement changes in place (``y[i] = v``, in it or in a loop or
+    branch it holds): a copy of the computation of ``y`` from before the store would
+    miss it, so the store counts as assigning ``y`` (one that is not a plain ``name =
+    value``, which nothing recomputes)."""
+    return {
+        node.value.id
+        for node in walk(stmt)
+        if isinstance(node, gast.Subscript)
+        and isinstance(node.ctx, gast.Store)
+        and isinstance(node.value, gast.Name)
+    }
