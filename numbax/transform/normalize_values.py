@@ -19,6 +19,8 @@ calls that have rules, before the function is flattened:
   axis, the least number of dimensions of each item and where its own axes go
   (``nxrt.concatenated_item``), as NumPy reads it; ``'r'``/``'c'``, which ask NumPy for
   an ``np.matrix``, give the 2-D array it holds;
+* ``np.add.at(a, indices, b)`` (and ``np.subtract.at``, adding ``-b``): ``a[...] =
+  nxrt.add_at(a, indices, b)``, the scatter-add stored back into ``a`` in place;
 * ufunc methods as the functions they equal: ``np.add.reduce(x, axis)`` →
   ``np.sum(x, axis)`` (``multiply``: ``np.prod``, ``maximum``/``minimum``: ``np.max``/
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
@@ -282,6 +284,13 @@ class _Rewriter(gast.NodeTransformer):
         call = node.value
         if (
             isinstance(call, gast.Call)
+            and isinstance(call.func, gast.Attribute)
+            and call.func.attr == "at"
+            and isinstance(self.target(call.func.value), np.ufunc)
+        ):
+            return gast.copy_location(self.ufunc_at(call, self.target(call.func.value)), node)
+        if (
+            isinstance(call, gast.Call)
             and self.target(call.func) is np.put_along_axis
             and call.args
             and isinstance(call.args[0], gast.Name)
@@ -304,6 +313,31 @@ class _Rewriter(gast.NodeTransformer):
         helper = self.reference(nxrt.sorted_in_place, "sorted_in_place")
         value = _call(helper, [gast.Name(name, gast.Load(), None, None), *call.args], call.keywords)
         return gast.copy_location(assign(name, value), node)
+
+    def ufunc_at(self, call: gast.Call, ufunc: np.ufunc) -> gast.stmt:
+        """``np.add.at(a, indices, b)`` as ``a[...] = nxrt.add_at(a, indices, b)``: the
+        scatter-add as a value stored back into ``a`` in place (the caller, and any
+        other name for ``a``, sees it, as in NumPy); ``np.subtract.at`` adds ``-b``."""
+        what = f"np.{ufunc.__name__}.at"
+        if ufunc not in (np.add, np.subtract):
+            raise self.refuse(
+                what,
+                "numbax reads np.add.at and np.subtract.at; write the loop over the "
+                f"indices (for k in range(len(idx)): a[idx[k]] = np.{ufunc.__name__}"
+                "(a[idx[k]], b[k])), which has its derivative",
+            )
+        if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], gast.Name):
+            raise self.refuse(
+                f"{what} called so",
+                f"pass a name for the array, the indices and the values: {what}(a, idx, b)",
+            )
+        array, indices, values = call.args
+        if ufunc is np.subtract:
+            values = gast.UnaryOp(gast.USub(), values)
+        helper = self.reference(nxrt.add_at, "add_at")
+        added = _call(helper, [clone(array), indices, values])
+        whole = gast.Subscript(clone(array), gast.Constant(Ellipsis, None), gast.Store())
+        return assign(whole, added)
 
     def visit_Call(self, node: gast.Call) -> gast.expr:
         node = self.generic_visit(node)

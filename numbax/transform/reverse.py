@@ -633,7 +633,9 @@ class _Reverse:
 
     def _adjoint_store(self, stmt: gast.Assign, record: _Record) -> list[gast.stmt]:
         """``x[i] = v``: ``v`` gets ``_ct_x[i]``, which is zeroed (the old ``x[i]`` no
-        longer reaches the output), and ``x[i]`` gets its old value back."""
+        longer reaches the output), and ``x[i]`` gets its old value back. Where ``i``
+        names an element twice, NumPy keeps the last write, and only its part of ``v``
+        gets the cotangent (``nxrt.last_written``, a copy for other indices)."""
         target = stmt.targets[0]
         x = target.value.id
         ct = self.cotangent(x) if x in self.activity else None
@@ -641,9 +643,8 @@ class _Reverse:
         if ct is not None and ct in self.defined:
             piece = gast.Subscript(load(ct), clone(target.slice), gast.Load())
             if self.activity.atom(stmt.value):
-                value = runtime_call(
-                    "unbroadcast", runtime_call("owned", piece), load(stmt.value.id)
-                )
+                written = runtime_call("last_written", piece, load(x), _index_expr(target.slice))
+                value = runtime_call("unbroadcast", written, load(stmt.value.id))
                 out += self._accumulate(stmt.value.id, value)
             if ct not in self.owned:
                 out.append(assign(ct, runtime_call("owned", load(ct))))
