@@ -6,8 +6,9 @@
 element twice, and NumPy keeps the last write. ``x[index] += v`` is ``x[index] =
 x[index] + v``: each element once, from its last write. So only the last write of an
 element reaches the result, and only its value gets a cotangent: ``last_written``
-zeroes the others (the store's adjoint, ``transform/reverse.py``). The tangent needs
-nothing: ``dx[index] = dv`` keeps the last write as the value does.
+zeroes the others (the store's adjoint, ``transform/reverse.py``; ``last_put`` does
+the same for ``np.put_along_axis``). The tangent needs nothing: ``dx[index] = dv``
+keeps the last write as the value does.
 
 ``np.add.at(x, index, v)`` is the unbuffered form, a scatter-add (JAX's
 ``x.at[index].add(v)``): normalization writes it ``x[...] = nxrt.add_at(x, index, v)``,
@@ -24,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from numbax.runtime.registry import helper
+from numbax.runtime.selection import put_along_axis
 from numbax.runtime.tangents import index_add, owned
 
 
@@ -54,6 +56,18 @@ def last_written(value: Any, x: Any, index: Any) -> Any:
     numbers = np.arange(np.size(stamp[index])).reshape(np.shape(stamp[index]))
     stamp[index] = numbers
     return np.where(stamp[index] == numbers, value, np.zeros((), np.result_type(value)))
+
+
+@helper
+def last_put(value: Any, arr: Any, indices: Any, axis: Any) -> Any:
+    """``last_written`` for ``np.put_along_axis(arr, indices, values, axis)``: ``value``
+    (the cotangent at ``np.take_along_axis(arr, indices, axis)``) with zeros where a
+    later value is put at the same place."""
+    stamp = np.full(np.shape(arr), -1, np.intp)
+    shape = np.shape(np.take_along_axis(stamp, indices, axis))
+    numbers = np.arange(int(np.prod(shape))).reshape(shape)
+    kept = np.take_along_axis(put_along_axis(stamp, indices, numbers, axis), indices, axis)
+    return np.where(kept == numbers, value, np.zeros((), np.result_type(value)))
 
 
 @helper

@@ -2,12 +2,13 @@
 value and derivative alike: ``x[idx] = w`` keeps the last write of an element (only
 that part of ``w`` reaches it), ``x[idx] += v`` is ``x[idx] = x[idx] + v`` (each
 element updated once, from its last write); ``np.add.at`` (JAX's ``.at[].add``) and
-``np.subtract.at`` add every repetition. Integer arrays of one and two dimensions,
-negative indices that alias positive ones, boolean masks and pairs of index arrays.
+``np.subtract.at`` add every repetition; ``np.put_along_axis`` keeps the last value
+put. Integer arrays of one and two dimensions, negative indices that alias positive
+ones, boolean masks and pairs of index arrays.
 
 Each function is checked against central differences interpreted (``jacfwd`` and
 ``jacrev``, so the JVP, the VJP and their batching); one program holding them all is
-compiled for the value, ``jvp``, ``vjp`` and ``jit(grad)``."""
+compiled for the value, ``jvp`` and ``jit(grad)``."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.autodiff.fd import (
+    check_jacobians,
+    check_jvp_under_jit,
+    directional_programs,
+    numeric_jacobian,
+)
 
 IDX = np.array([0, 0, 1])  # element 0 written twice
 NEG = np.array([0, -3])  # -3 is 0 on three elements
@@ -96,6 +102,14 @@ def add_at_pairs(m, v):
     return a * m
 
 
+def put_along_repeated(x, v):
+    y = x * 1.0
+    np.put_along_axis(y, np.array([2, 0, 2]), v * x, None)
+    m = np.outer(x, v[:2])
+    np.put_along_axis(m, np.array([[1, 0], [1, 0]]), v[:2] * 2.0, 0)
+    return y * W + np.sum(m)
+
+
 CASES = [
     (add_repeated, X, V),
     (set_repeated, X, V),
@@ -108,6 +122,7 @@ CASES = [
     (in_a_loop, X, V),
     (add_at, X, V),
     (add_at_pairs, M, V),
+    (put_along_repeated, X, V),
 ]
 
 
@@ -181,15 +196,19 @@ def everything(x, v, m):
     total = total + np.sum(set_mask(x, v)) + np.sum(set_two_dimensional(x, v))
     total = total + np.sum(set_pairs(m, v)) + np.sum(add_pairs(m, v))
     total = total + np.sum(in_a_loop(x, v)) + np.sum(add_at(x, v)) + np.sum(add_at_pairs(m, v))
+    total = total + np.sum(put_along_repeated(x, v))
     return total + np.sum(add_scalar_repeated(x, v[0]))
 
 
 def test_compiled():
-    """NumPy's value under jit, the derivatives of the compiled JVP and VJP against
-    central differences, and jit(grad)."""
-    np.testing.assert_allclose(nx.jit(everything)(X, V, M), everything(X, V, M), rtol=1e-12)
-    check_jacobians(everything, X, V, M, interpreted=False)
-    grads = nx.jit(nx.grad(everything, argnums=(0, 1, 2)))(X, V, M)
-    for i, got in enumerate(grads):
-        want = numeric_jacobian(everything, [X, V, M], i)
+    """NumPy's value under jit, the compiled JVP along a random direction and jit(grad)
+    (the VJP) against central differences."""
+    args = [X, V, M]
+    np.testing.assert_allclose(nx.jit(everything)(*args), everything(*args), rtol=1e-12)
+    wants = {i: numeric_jacobian(everything, args, i) for i in range(3)}
+    programs = directional_programs(everything, 3)
+    rng = np.random.default_rng(0)
+    check_jvp_under_jit(programs, args, [0, 1, 2], wants, "everything", rng, 1e-5, 1e-6)
+    grads = nx.jit(nx.grad(everything, argnums=(0, 1, 2)))(*args)
+    for got, want in zip(grads, wants.values(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)

@@ -10,7 +10,8 @@ from numba import types
 from numba.extending import overload
 
 from numbax.numba_backend.overloads.common import _fail
-from numbax.runtime.stores import add_at, last_written
+from numbax.runtime.selection import put_along_axis
+from numbax.runtime.stores import add_at, last_put, last_written
 from numbax.runtime.tangents import index_add, owned
 
 
@@ -43,6 +44,27 @@ def _last_written_jit(value, x, index):
             for j in range(kept.size):
                 if not kept[j]:
                     rows[r, j] = 0
+        return out
+
+    return impl
+
+
+@overload(last_put)
+def _last_put_jit(value, arr, indices, axis):
+    if not isinstance(value, types.Array) or not isinstance(arr, types.Array):
+        raise _fail("last_put", f"expected arrays, got {value} and {arr}")
+
+    def impl(value, arr, indices, axis):
+        stamp = np.full(arr.shape, -1, np.intp)
+        taken = np.take_along_axis(stamp, indices, axis)
+        numbers = np.arange(taken.size).reshape(taken.shape)
+        put = put_along_axis(stamp, indices, numbers, axis)
+        kept = (np.take_along_axis(put, indices, axis) == numbers).ravel()
+        out = np.ascontiguousarray(value).copy()
+        flat = out.reshape(-1)
+        for j in range(kept.size):
+            if not kept[j]:
+                flat[j] = 0
         return out
 
     return impl

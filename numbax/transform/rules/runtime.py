@@ -213,6 +213,10 @@ define(nxrt.last_written, "value, x, index",
                 "value[3, 2], np.zeros((2, 2)), np.array([1, 0, 1])",
                 "value[2], np.zeros((2, 2)), (np.array([1, 1]), np.array([0, 0]))",
                 "value[], np.zeros(3), 1"])
+define(nxrt.last_put, "value, arr, indices, axis",
+       linear="nxrt.last_put(value, arr, indices, axis)", vjp=SELF_ADJOINT,
+       samples=["value[1, 3], np.zeros((2, 3)), np.array([[1, 1, 0]]), 0",
+                "value[3], np.zeros(4), np.array([3, 0, 3]), None"])
 define(nxrt.add_at, "x, index, value",
        jvp={"x": "nxrt.owned(dx)",
             "value": "nxrt.add_at(nxrt.zeros_like(x), index, dvalue)"},
