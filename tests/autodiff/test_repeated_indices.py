@@ -212,3 +212,24 @@ def test_compiled():
     grads = nx.jit(nx.grad(everything, argnums=(0, 1, 2)))(*args)
     for got, want in zip(grads, wants.values(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def one_element_at_a_time(v, scale):
+    y = v * 2.0
+    y[0] = scale * 3.0
+    for k in range(1, 3):
+        y[k] = scale * k
+    return np.sum(y * y)
+
+
+def test_stores_of_one_element_stay_copies_in_a_gpu_thread():
+    """An index of constants and range loops' indices names one element: its store's
+    adjoint is the copy it was (a GPU thread runs no nxrt.last_written)."""
+    per_example = nx.grad(one_element_at_a_time, argnums=(0, 1))
+    batched = nx.jit(nx.vmap(per_example, in_axes=(0, None)), backend="gpu")
+    x = np.arange(6.0).reshape(2, 3) / 10
+    for got, want in zip(
+        batched(x, 1.5), nx.vmap(per_example, in_axes=(0, None))(x, 1.5), strict=True
+    ):
+        np.testing.assert_allclose(nx.device_get(got), want, rtol=1e-13)
+    assert "last_written" not in nx.grad(one_element_at_a_time).source
