@@ -52,7 +52,7 @@ def last_written(value: Any, x: Any, index: Any) -> Any:
     position kept its number exactly when its write was the last."""
     if not may_repeat(index):
         return owned(value)
-    stamp = np.full(np.shape(x), -1, np.intp)
+    stamp = np.empty(np.shape(x), np.intp)  # read only where written
     numbers = np.arange(np.size(stamp[index])).reshape(np.shape(stamp[index]))
     stamp[index] = numbers
     return np.where(stamp[index] == numbers, value, np.zeros((), np.result_type(value)))
@@ -63,7 +63,7 @@ def last_put(value: Any, arr: Any, indices: Any, axis: Any) -> Any:
     """``last_written`` for ``np.put_along_axis(arr, indices, values, axis)``: ``value``
     (the cotangent at ``np.take_along_axis(arr, indices, axis)``) with zeros where a
     later value is put at the same place."""
-    stamp = np.full(np.shape(arr), -1, np.intp)
+    stamp = np.empty(np.shape(arr), np.intp)  # read only where written
     shape = np.shape(np.take_along_axis(stamp, indices, axis))
     numbers = np.arange(int(np.prod(shape))).reshape(shape)
     kept = np.take_along_axis(put_along_axis(stamp, indices, numbers, axis), indices, axis)

@@ -31,7 +31,7 @@ def _last_written_jit(value, x, index):
         raise _fail("last_written", f"expected arrays, got {value} and {x}")
 
     def impl(value, x, index):
-        stamp = np.full(x.shape, -1, np.intp)
+        stamp = np.empty(x.shape, np.intp)  # read only where written
         picked = stamp[index]
         numbers = np.arange(picked.size).reshape(picked.shape)
         stamp[index] = numbers
@@ -55,7 +55,7 @@ def _last_put_jit(value, arr, indices, axis):
         raise _fail("last_put", f"expected arrays, got {value} and {arr}")
 
     def impl(value, arr, indices, axis):
-        stamp = np.full(arr.shape, -1, np.intp)
+        stamp = np.empty(arr.shape, np.intp)  # read only where written
         taken = np.take_along_axis(stamp, indices, axis)
         numbers = np.arange(taken.size).reshape(taken.shape)
         put = put_along_axis(stamp, indices, numbers, axis)
