@@ -23,6 +23,7 @@ from numbax.runtime import (  # noqa: F401  (importing registers the helpers)
     seeds,
     selection,
     shapes,
+    stores,
     tangents,
 )
 from numbax.runtime.registry import helper, helpers, publish

@@ -19,6 +19,8 @@ calls that have rules, before the function is flattened:
   axis, the least number of dimensions of each item and where its own axes go
   (``nxrt.concatenated_item``), as NumPy reads it; ``'r'``/``'c'``, which ask NumPy for
   an ``np.matrix``, give the 2-D array it holds;
+* ``np.add.at(a, indices, b)`` (and ``np.subtract.at``, adding ``-b``): ``a[...] =
+  nxrt.add_at(a, indices, b)``, the scatter-add stored back into ``a`` in place;
 * ufunc methods as the functions they equal: ``np.add.reduce(x, axis)`` →
   ``np.sum(x, axis)`` (``multiply``: ``np.prod``, ``maximum``/``minimum``: ``np.max``/
   ``np.min``), ``np.add.accumulate`` → ``np.cumsum`` (``multiply``: ``np.cumprod``,
@@ -282,12 +284,20 @@ class _Rewriter(gast.NodeTransformer):
         parameter, or another name for an array, the call stays: the caller sees it.
 
         ``ufunc(x, ..., out=y)`` as ``y[...] = ufunc(x, ...)``: a store into ``y``, the
-        same whatever else holds ``y``'s array (normalize_aliases.py follows it)."""
+        same whatever else holds ``y``'s array (normalize_aliases.py follows it); and
+        ``np.add.at(a, ...)`` as a store into ``a`` too (:meth:`ufunc_at`)."""
         node = self.generic_visit(node)
         call = node.value
         stored = self.ufunc_out(call)
         if stored is not None:
             return gast.copy_location(stored, node)
+        if (
+            isinstance(call, gast.Call)
+            and isinstance(call.func, gast.Attribute)
+            and call.func.attr == "at"
+            and isinstance(self.target(call.func.value), np.ufunc)
+        ):
+            return gast.copy_location(self.ufunc_at(call, self.target(call.func.value)), node)
         if (
             isinstance(call, gast.Call)
             and self.target(call.func) is np.put_along_axis
@@ -331,6 +341,31 @@ class _Rewriter(gast.NodeTransformer):
         whole = gast.Constant(Ellipsis, None)
         target = gast.Subscript(gast.Name(array.id, gast.Load(), None, None), whole, gast.Store())
         return assign(target, value)
+
+    def ufunc_at(self, call: gast.Call, ufunc: np.ufunc) -> gast.stmt:
+        """``np.add.at(a, indices, b)`` as ``a[...] = nxrt.add_at(a, indices, b)``: the
+        scatter-add as a value stored back into ``a`` in place (the caller, and any
+        other name for ``a``, sees it, as in NumPy); ``np.subtract.at`` adds ``-b``."""
+        what = f"np.{ufunc.__name__}.at"
+        if ufunc not in (np.add, np.subtract):
+            raise self.refuse(
+                what,
+                "numbax reads np.add.at and np.subtract.at; write the loop over the "
+                f"indices (for k in range(len(idx)): a[idx[k]] = np.{ufunc.__name__}"
+                "(a[idx[k]], b[k])), which has its derivative",
+            )
+        if len(call.args) != 3 or call.keywords or not isinstance(call.args[0], gast.Name):
+            raise self.refuse(
+                f"{what} called so",
+                f"pass a name for the array, the indices and the values: {what}(a, idx, b)",
+            )
+        array, indices, values = call.args
+        if ufunc is np.subtract:
+            values = gast.UnaryOp(gast.USub(), values)
+        helper = self.reference(nxrt.add_at, "add_at")
+        added = _call(helper, [clone(array), indices, values])
+        whole = gast.Subscript(clone(array), gast.Constant(Ellipsis, None), gast.Store())
+        return assign(whole, added)
 
     def visit_Call(self, node: gast.Call) -> gast.expr:
         node = self.generic_visit(node)

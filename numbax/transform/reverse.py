@@ -160,6 +160,7 @@ class _Reverse:
         self.maybe_tuple = _tuple_valued(fn, resolver)
         self.maybe_sequences = may_hold_sequences(fn, resolver)
         self.first_mentions = _first_mentions(fn.body)
+        self.loop_indices = _loop_indices(fn)
         # stacks (lists used with append/pop: a user's list, a tape of a reverse sweep
         # being differentiated again, or an adjoint's list of cotangents, only popped):
         # their cotangent is a list of the elements' cotangents, which shrinks and grows
@@ -634,7 +635,9 @@ class _Reverse:
 
     def _adjoint_store(self, stmt: gast.Assign, record: _Record) -> list[gast.stmt]:
         """``x[i] = v``: ``v`` gets ``_ct_x[i]``, which is zeroed (the old ``x[i]`` no
-        longer reaches the output), and ``x[i]`` gets its old value back."""
+        longer reaches the output), and ``x[i]`` gets its old value back. Where ``i``
+        names an element twice, NumPy keeps the last write, and only its part of ``v``
+        gets the cotangent (``nxrt.last_written``, a copy for other indices)."""
         target = stmt.targets[0]
         x = target.value.id
         ct = self.cotangent(x) if x in self.activity else None
@@ -642,9 +645,12 @@ class _Reverse:
         if ct is not None and ct in self.defined:
             piece = gast.Subscript(load(ct), clone(target.slice), gast.Load())
             if self.activity.atom(stmt.value):
-                value = runtime_call(
-                    "unbroadcast", runtime_call("owned", piece), load(stmt.value.id)
-                )
+                if self._may_repeat(target.slice):
+                    index = _index_expr(target.slice)
+                    written = runtime_call("last_written", piece, load(x), index)
+                else:
+                    written = runtime_call("owned", piece)
+                value = runtime_call("unbroadcast", written, load(stmt.value.id))
                 out += self._accumulate(stmt.value.id, value)
             if ct not in self.owned:
                 out.append(assign(ct, runtime_call("owned", load(ct))))
@@ -652,6 +658,18 @@ class _Reverse:
             cleared = gast.Subscript(load(ct), clone(target.slice), gast.Store())
             out.append(assign(cleared, gast.Constant(0, None)))
         return out + self._restore(record, target)
+
+    def _may_repeat(self, index: gast.expr) -> bool:
+        """Whether ``index`` may name an element twice: not when each part is a slice, a
+        constant (an int, None, Ellipsis) or the index of a range loop; a name may hold
+        an integer array (``nxrt.last_written`` tells when it runs)."""
+        parts = index.elts if isinstance(index, gast.Tuple) else [index]
+        return not all(
+            isinstance(p, (gast.Slice, gast.Constant))
+            or (isinstance(p, gast.UnaryOp) and isinstance(p.operand, gast.Constant))
+            or (isinstance(p, gast.Name) and p.id in self.loop_indices)
+            for p in parts
+        )
 
     # -- control flow in reverse ---------------------------------------------------------
     def _join(self, branches: list[tuple[set[str], set[str]]], record: _Record):
@@ -1033,6 +1051,27 @@ def _backwards(iterator: gast.Call, namer: Namer) -> gast.Call:
     length = gast.Call(load("len"), [clone(iterator)], [])
     call.numbax_count = [assign(count, length)]
     return call
+
+
+def _loop_indices(fn: gast.FunctionDef) -> set[str]:
+    """Names that only the target of a ``for name in range(...)`` assigns: integers."""
+    counters, targets = set(), set()
+    for node in walk(fn):
+        if (
+            isinstance(node, gast.For)
+            and isinstance(node.target, gast.Name)
+            and isinstance(node.iter, gast.Call)
+            and isinstance(node.iter.func, gast.Name)
+            and node.iter.func.id == "range"
+        ):
+            counters.add(node.target.id)
+            targets.add(id(node.target))
+    assigned_otherwise = {
+        n.id
+        for n in walk(fn)
+        if isinstance(n, gast.Name) and isinstance(n.ctx, gast.Store) and id(n) not in targets
+    }
+    return counters - assigned_otherwise - set(_params(fn))
 
 
 def _constant(node: gast.expr) -> int | None:

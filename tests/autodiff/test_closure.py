@@ -23,6 +23,8 @@ EMITTED_BY_TRANSFORMATIONS = [
     "index_add",
     "tree_add",
     "owned",
+    "last_written",
+    "add_at",
     "ravel",
     "jac_size",
     "jac_basis",

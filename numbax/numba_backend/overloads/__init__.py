@@ -22,5 +22,6 @@ from numbax.numba_backend.overloads import (  # noqa: F401  (importing registers
     seeds,
     selection,
     shapes,
+    stores,
     tangents,
 )

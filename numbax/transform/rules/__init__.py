@@ -87,7 +87,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
     + ["select_default", "spread_like", "unchoose", "unselect", "batch_spec"]
-    + ["put_along_axis", "trailing_shape", "jac_diagonal"]
+    + ["put_along_axis", "trailing_shape", "jac_diagonal", "add_at", "last_put"]
 )
 """Helpers without a batching rule yet: vmap runs the code that calls them one example
 at a time (its loop method), which is correct, only slower. Giving one a batching rule

@@ -73,6 +73,14 @@ def _broadcast_like(op: BatchOp) -> tuple[str, int | None]:
     return f"nxrt.broadcast_like({value}, {like})", rank
 
 
+def _last_written(op: BatchOp) -> tuple[str, int | None]:
+    """A batch of cotangents of one store (``jacrev``): the same positions are zeroed
+    in each, so the call takes the batch as it is (the helper keeps leading axes)."""
+    if op.is_batched("x") or op.is_batched("index"):
+        raise Decline("a store at an index or into an array that the batch maps")
+    return op.replaced({}), op.value("value").rank
+
+
 def _outer(u: str, uv, v: str, vv) -> str:
     """The outer product of two vectors per example."""
     left = f"{u}[:, :, None]" if uv.batched else f"{u}[:, None]"
@@ -198,6 +206,26 @@ define(nxrt.index_add, "base, index, value",
             "value": "nxrt.unbroadcast(g[index], value)"}, combine="nxrt.tree_add",
        samples=["base[4, 3] * 1.0, 1, value[3]",  # index_add writes into base: a copy
                 "base[4, 3] * 1.0, np.array([0, 2, 0]), value[3, 3]"])
+# stores at indices that may repeat (runtime/stores.py): the last write of an element
+# is the one whose cotangent counts; np.add.at as a value (a scatter-add)
+define(nxrt.last_written, "value, x, index",
+       linear="nxrt.last_written(value, x, index)",     vjp=SELF_ADJOINT,
+       batch=_last_written,
+       samples=["value[3], np.zeros(3), np.array([0, 0, 1])",
+                "value[3, 2], np.zeros((2, 2)), np.array([1, 0, 1])",
+                "value[2], np.zeros((2, 2)), (np.array([1, 1]), np.array([0, 0]))",
+                "value[], np.zeros(3), 1"])
+define(nxrt.last_put, "value, arr, indices, axis",
+       linear="nxrt.last_put(value, arr, indices, axis)", vjp=SELF_ADJOINT,
+       samples=["value[1, 3], np.zeros((2, 3)), np.array([[1, 1, 0]]), 0",
+                "value[3], np.zeros(4), np.array([3, 0, 3]), None"])
+define(nxrt.add_at, "x, index, value",
+       jvp={"x": "nxrt.owned(dx)",
+            "value": "nxrt.add_at(nxrt.zeros_like(x), index, dvalue)"},
+       vjp={"x": "g",
+            "value": "nxrt.unbroadcast(g[index], value)"}, combine="nxrt.tree_add",
+       samples=["x[4, 3], 1, value[3]", "x[4, 3], np.array([0, 2, 0]), value[3, 3]",
+                "x[3], np.array([0, -3, 1]), value[]"])
 define(nxrt.matmul_vjp_x, "ct, x, y",
        jvp={"ct": "nxrt.matmul_vjp_x(dct, x, y)",         "y": "nxrt.matmul_vjp_x(ct, x, dy)"},
        vjp={"ct": "np.matmul(g, y)",                      "y": "nxrt.matmul_vjp_y(ct, g, y)"},

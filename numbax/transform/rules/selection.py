@@ -144,13 +144,14 @@ define(np.sort, "a, axis=-1, kind=None, order=None",
        samples=["a[3, 4]", "a[3, 4], axis=0", "a[2, 3], None", "a[5]"])
 # np.put_along_axis(arr, indices, values, axis), as normalization writes it (arr =
 # nxrt.put_along_axis(...)): linear in arr and values together. Where an index repeats,
-# the tangent is the last value's (NumPy keeps the last), and the cotangent goes to each
-# value put there, as JAX's .at[].set transposes (its duplicates keep any one of them).
+# NumPy keeps the last value put there: so does the tangent, and the cotangent goes to
+# that value only (nxrt.last_put).
 define(selection.put_along_axis, "arr, indices, values, axis",
        jvp={"arr": "nxrt.put_along_axis(darr, indices, 0.0, axis)",
             "values": "nxrt.put_along_axis(nxrt.zeros_like(arr), indices, dvalues, axis)"},
        vjp={"arr": "nxrt.put_along_axis(g, indices, 0.0, axis)",
-            "values": "nxrt.unbroadcast(np.take_along_axis(g, indices, axis), values)"},
+            "values": "nxrt.unbroadcast(nxrt.last_put(np.take_along_axis(g, indices, axis), "
+                      "arr, indices, axis), values)"},
        samples=["arr[3, 4], np.array([[3], [0], [1]]), values[3, 1], 1",
                 "arr[3, 4], np.array([[2, 0, 1, 1]]), values[], 0",
                 "arr[2, 3], np.array([5, 0]), values[2], None"])
