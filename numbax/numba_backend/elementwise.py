@@ -33,6 +33,7 @@ from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.linking import optimized_moderately
+from numbax.numba_backend.numpy_scalars import NUMPY_RULES
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.result_types import result_type
 from numbax.numba_backend.runtime_cache import cache_of
@@ -170,6 +171,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
     weak_positions = frozenset(
         i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak
     )
+    setattr(kernel, NUMPY_RULES, True)  # each operation at NumPy's loop (numpy_scalars.py)
     scalar = numba.njit(error_model="numpy")(kernel)  # NumPy: 1/0 is inf
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
