@@ -195,13 +195,14 @@ def _kernel_type(ufunc: Any, *args: types.Type) -> tuple[types.Type, types.Type]
         return None
     try:
         sig = cpu_target.typing_context.resolve_function_type(ufunc, args, {})
-        loop = ufunc.resolve_dtypes((*(as_dtype(types.unliteral(_dtype(a))) for a in args), None))
+        operands = tuple(_operand(a, args) for a in args)
+        loop = ufunc.resolve_dtypes((*operands, None))
     except (errors.TypingError, TypeError):
         return None
     if sig is None:
         return None
     if loop[-1] == np.float16:
-        raise float16_refusal(ufunc, loop[:-1])
+        raise float16_refusal(ufunc, operands)
     dtype = from_dtype(loop[-1])
     if dtype not in (types.float32, types.float64):
         return None
@@ -209,6 +210,17 @@ def _kernel_type(ufunc: Any, *args: types.Type) -> tuple[types.Type, types.Type]
     if isinstance(ret, types.Array) and not any(isinstance(a, types.Array) for a in args):
         return None
     return dtype, ret.copy(dtype=dtype) if isinstance(ret, types.Array) else dtype
+
+
+def _operand(arg: types.Type, args: tuple) -> Any:
+    """What ``resolve_dtypes`` takes for ``arg``: its dtype, or ``int`` for a weak Python
+    int: an integer constant of the source, or an integer scalar next to an array (a
+    Python int as a rule: ``x ** p`` of a float32 array stays float32, as in NEP 50)."""
+    if isinstance(arg, types.IntegerLiteral) or (
+        isinstance(arg, types.Integer) and any(isinstance(a, types.Array) for a in args)
+    ):
+        return int
+    return as_dtype(types.unliteral(_dtype(arg)))
 
 
 def _numpy_loop(ufunc: Any, *args: types.Type) -> Any:

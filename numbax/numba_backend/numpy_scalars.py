@@ -12,7 +12,8 @@ each call of a NumPy ufunc (``np.sqrt(a)``, ``abs(a)``) becomes a call of
 :func:`at_numpy_loop`'s stand-in for that ufunc (:class:`_NumPyRules`, a rewrite of
 Numba's IR, so that the generated source still reads ``a + b``). Typed, a stand-in asks
 NumPy for the loop (``ufunc.resolve_dtypes``; a constant of the kernel's source is a
-weak Python scalar), casts its operands to the loop's dtypes, computes there, and casts
+weak Python scalar, and so is a parameter declared weak that holds an int64, float64 or
+complex128), casts its operands to the loop's dtypes, computes there, and casts
 to the loop's result. What NumPy refuses (``True - True``) is refused at compile time,
 with NumPy's message; a float16 loop (``np.sqrt(int8)``) is refused too, since Numba
 does not compute in float16. Integer loops use the implementations below where Numba's
@@ -38,7 +39,9 @@ from numba.extending import intrinsic
 from numba.np.numpy_support import as_dtype, from_dtype
 
 NUMPY_RULES = "__numbax_numpy_rules__"
-"""A function with this attribute true is compiled with NumPy's rules (a fused kernel)."""
+"""A function with this attribute is compiled with NumPy's rules (a fused kernel): its
+value, a tuple, names the parameters that may receive Python scalars (weak, as the
+constants of its source are)."""
 
 _OPERATORS = {
     operator.add: np.add,
@@ -68,14 +71,15 @@ _OPERATORS = {
 _BUILTINS = {"abs": np.absolute}
 """Python's builtins that NumPy's arrays answer with a ufunc."""
 
-_WEAK_KINDS = ((types.Boolean, None), (types.Integer, int), (types.Float, float))
-"""A constant of the kernel's source, by its Numba type: the Python type NumPy's loop
-resolution takes for it as a weak scalar (a Python bool is not weak: it is a bool)."""
+_WEAK_TYPES = {types.int64: int, types.float64: float, types.complex128: complex}
+"""The Numba type of a Python scalar, and the Python type NumPy's loop resolution takes
+for it as a weak scalar (a Python bool is not weak: it is a bool). A weak parameter of
+another type was cast already (``elementwise``), or was never a Python scalar."""
 
 
 def at_numpy_loop(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
     """The stand-in for ``ufunc`` whose operands at the positions ``weak`` are Python
-    scalars (constants of the source): a Numba intrinsic computing the ufunc at the
+    scalars (constants of the source, weak parameters): a Numba intrinsic computing the ufunc at the
     loop NumPy picks. An intrinsic is typed and lowered without a compile of its own
     (Numba's lowering of the ufunc at that loop), except the integer loops of
     :data:`_INTEGER_LOOPS`, each compiled once a process."""
@@ -84,22 +88,27 @@ def at_numpy_loop(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
 
 @functools.cache
 def _stand_in(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
-    def typed(args: tuple) -> Any:
+    def typed(context: Any, args: tuple) -> Any:
         implementation = _implementation(ufunc, weak, args)
-        if implementation is None:
-            return None
+        if implementation is None:  # not scalars: Numba's own ufunc (of arrays)
+            found = context.resolve_function_type(ufunc, args, {})
+            if found is None:
+                return None
+            return found, lambda context, builder, sig, values: context.get_function(ufunc, sig)(
+                builder, values
+            )
         return_type, codegen = implementation
         return return_type(*args), codegen
 
     if ufunc.nin == 1:
 
         def typer(context, x):  # noqa: ANN001, ANN202
-            return typed((x,))
+            return typed(context, (x,))
 
     else:
 
         def typer(context, x, y):  # noqa: ANN001, ANN202
-            return typed((x, y))
+            return typed(context, (x, y))
 
     typer.__name__ = typer.__qualname__ = f"numpy_{ufunc.__name__}"
     stand_in = intrinsic(typer)
@@ -108,9 +117,11 @@ def _stand_in(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
 
 
 def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
-    """The error for ``ufunc`` of ``operands`` (dtypes), whose NumPy loop is float16's."""
+    """The error for ``ufunc`` of ``operands`` (dtypes, or Python types for weak
+    scalars), whose NumPy loop is float16's."""
+    names = ", ".join(getattr(o, "__name__", str(o)) for o in operands)
     return errors.TypingError(
-        f"numbax: np.{ufunc.__name__} of {', '.join(map(str, operands))} computes in float16 "
+        f"numbax: np.{ufunc.__name__} of {names} computes in float16 "
         "in NumPy, which Numba does not compile on the CPU: cast the operands to float32 "
         "(x.astype(np.float32)) first"
     )
@@ -118,13 +129,10 @@ def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
 
 def _operand_dtype(numba_type: types.Type, weak: bool) -> Any:
     """What ``resolve_dtypes`` takes for an operand: its dtype, or a Python type."""
-    if weak:
-        for kind, python_type in _WEAK_KINDS:
-            if isinstance(numba_type, kind):
-                return python_type or np.dtype(bool)
-        if isinstance(numba_type, types.Complex):
-            return complex
-    return as_dtype(types.unliteral(numba_type))
+    numba_type = types.unliteral(numba_type)
+    if weak and numba_type in _WEAK_TYPES:
+        return _WEAK_TYPES[numba_type]
+    return as_dtype(numba_type)
 
 
 def _implementation(
@@ -132,7 +140,7 @@ def _implementation(
 ) -> tuple[types.Type, Callable] | None:
     """The result type and the lowering of ``ufunc`` for operand types ``args``."""
     if len(args) != ufunc.nin or not all(isinstance(a, types.Number | types.Boolean) for a in args):
-        return None  # not scalars: Numba's own typing of the operator says what it does
+        return None
     operands = tuple(_operand_dtype(a, w) for a, w in zip(args, weak, strict=True))
     try:
         loop = ufunc.resolve_dtypes((*operands, None))
@@ -143,7 +151,7 @@ def _implementation(
             f"numbax: NumPy refuses np.{ufunc.__name__} of ({names}): {reason}"
         ) from None
     if any(dtype == np.float16 for dtype in loop):
-        raise float16_refusal(ufunc, loop[: ufunc.nin])
+        raise float16_refusal(ufunc, operands)
     for arg, dtype in zip(args, loop, strict=False):
         if isinstance(arg, types.IntegerLiteral) and dtype.kind in "iu":
             info = np.iinfo(dtype)
@@ -371,14 +379,25 @@ _INTEGER_LOOPS: dict[str, Callable] = {
 NumPy's (or compute in float: ``power``), by ufunc name."""
 
 
+def _defined_once(find: Callable) -> Any:
+    """What ``find`` finds from a variable's definition, or None where the variable has
+    several (a value merged after a branch)."""
+    try:
+        return find()
+    except KeyError:
+        return None
+
+
 @rewrites.register_rewrite("before-inference")
 class _NumPyRules(rewrites.Rewrite):
     """In a function marked :data:`NUMPY_RULES`, each operator and each call of a NumPy
     ufunc becomes a call of its :func:`at_numpy_loop` stand-in."""
 
     def match(self, func_ir, block, typemap, calltypes):  # noqa: ANN001, ANN201
-        if not getattr(func_ir.func_id.func, NUMPY_RULES, False):
+        weak = getattr(func_ir.func_id.func, NUMPY_RULES, None)
+        if weak is None:
             return False
+        self._weak_parameters = weak
         self._func_ir, self._block = func_ir, block
         self._found = [
             (stmt, ufunc)
@@ -396,7 +415,7 @@ class _NumPyRules(rewrites.Rewrite):
             return _OPERATORS.get(value.immutable_fn)
         if value.op != "call" or value.kws or value.vararg:
             return None
-        name = guard(find_callname, self._func_ir, value)
+        name = _defined_once(lambda: guard(find_callname, self._func_ir, value))
         if name is None:
             return None
         attribute, module = name
@@ -408,8 +427,11 @@ class _NumPyRules(rewrites.Rewrite):
             return None
         return ufunc if len(value.args) == ufunc.nin else None
 
-    def _is_constant(self, var: ir.Var) -> bool:
-        definition = guard(self._func_ir.get_definition, var)
+    def _is_weak(self, var: ir.Var) -> bool:
+        """Whether ``var`` is a Python scalar: a constant, or a weak parameter."""
+        definition = _defined_once(lambda: guard(self._func_ir.get_definition, var))
+        if isinstance(definition, ir.Arg):
+            return definition.name in self._weak_parameters
         return isinstance(definition, ir.Const) and type(definition.value) in (int, float, complex)
 
     def apply(self):  # noqa: ANN201
@@ -427,7 +449,7 @@ class _NumPyRules(rewrites.Rewrite):
                 operands = list(expr.args)
             else:
                 operands = [expr.lhs, expr.rhs]
-            weak = tuple(self._is_constant(v) for v in operands)
+            weak = tuple(self._is_weak(v) for v in operands)
             stand_in = at_numpy_loop(found, weak)
             callee = block.scope.redefine("$numpy_rule", expr.loc)
             value = ir.Global(stand_in.__name__, stand_in, expr.loc)

@@ -44,7 +44,7 @@ def _inverted(a):
 
 
 def _divided(a, b):
-    return (a // b, a % b, np.fmod(a, b))
+    return (a // b - a % b) * np.fmod(a, b)
 
 
 _JITTED = {f: nx.jit(f) for f in (_int8_chain, _compared_after_a_sum, _bools_summed, _inverted)}
@@ -83,6 +83,15 @@ def test_integer_division_floors_and_gives_zero_for_zero():
     with np.errstate(all="ignore"):
         want = _divided(a, b)
     got = nx.jit(_divided)(a, b)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype
-        np.testing.assert_array_equal(g, w)
+    assert got.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_a_python_int_out_of_the_arrays_range_raises_overflow_error():
+    a = np.array([100, -100, 8], np.int8)
+    with pytest.raises(OverflowError):
+        _int8_chain(a, 1000)
+    with pytest.raises(OverflowError):
+        _JITTED[_int8_chain](a, 1000)
+    np.testing.assert_array_equal(_JITTED[_int8_chain](a, 3), _int8_chain(a, 3))
+    assert _JITTED[_int8_chain](a, 3).dtype == np.int8
