@@ -50,10 +50,12 @@ from numba import types
 from numba.core import errors
 from numba.core.registry import cpu_target
 from numba.extending import overload, register_jitable
+from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
 from numbax.numba_backend._intrinsics import as_int
+from numbax.numba_backend.numpy_scalars import at_numpy_loop, float16_refusal
 from numbax.numba_backend.redirects import redirect
 
 __all__ = [
@@ -182,27 +184,51 @@ def _dtype(ty: types.Type) -> types.Type:
 
 
 def _kernel_type(ufunc: Any, *args: types.Type) -> tuple[types.Type, types.Type] | None:
-    """(float dtype, result type) of Numba's ``ufunc(*args)`` if the kernels apply.
+    """(float dtype, result type) of ``ufunc(*args)`` if the kernels apply.
 
     They apply when every argument is real (float, int or bool, scalar or array) and
-    Numba's own ``ufunc`` would return float32 or float64 (scalar or array); the
-    arguments are then converted to that dtype, as the ufunc loop would.
+    NumPy's loop for their dtypes (``ufunc.resolve_dtypes``) computes in float32 or
+    float64; the arguments are then converted to that dtype, as the loop would. A loop
+    in float16 (``np.exp`` of int8) is refused: Numba does not compute in float16.
     """
     if not all(isinstance(_dtype(a), _REAL) for a in args):
         return None
     try:
         sig = cpu_target.typing_context.resolve_function_type(ufunc, args, {})
-    except errors.TypingError:
+        operands = tuple(_operand(a, args) for a in args)
+        loop = ufunc.resolve_dtypes((*operands, None))
+    except (errors.TypingError, TypeError):
         return None
     if sig is None:
         return None
-    ret = sig.return_type
-    dtype = _dtype(ret)
+    if loop[-1] == np.float16:
+        raise float16_refusal(ufunc, operands)
+    dtype = from_dtype(loop[-1])
     if dtype not in (types.float32, types.float64):
         return None
+    ret = sig.return_type
     if isinstance(ret, types.Array) and not any(isinstance(a, types.Array) for a in args):
         return None
-    return dtype, ret
+    return dtype, ret.copy(dtype=dtype) if isinstance(ret, types.Array) else dtype
+
+
+def _operand(arg: types.Type, args: tuple) -> Any:
+    """What ``resolve_dtypes`` takes for ``arg``: its dtype, or ``int`` for a weak Python
+    int: an integer constant of the source, or an integer scalar next to an array (a
+    Python int as a rule: ``x ** p`` of a float32 array stays float32, as in NEP 50)."""
+    if isinstance(arg, types.IntegerLiteral) or (
+        isinstance(arg, types.Integer) and any(isinstance(a, types.Array) for a in args)
+    ):
+        return int
+    return as_dtype(types.unliteral(_dtype(arg)))
+
+
+def _numpy_loop(ufunc: Any, *args: types.Type) -> Any:
+    """``ufunc`` itself, or for scalars its computation at NumPy's loop
+    (``numpy_scalars.py``: Numba's ``np.power`` of integers computes in float)."""
+    if all(isinstance(a, types.Number | types.Boolean) for a in args):
+        return at_numpy_loop(ufunc, (False,) * len(args))
+    return ufunc
 
 
 def _kernels(dtype: types.Type, name: str) -> tuple[Any, Any]:
@@ -284,7 +310,8 @@ def _register_unary(pyfunc: Any, ufunc: Any) -> None:
     def _overload(x):
         found = _kernel_type(ufunc, x)
         if found is None:
-            return lambda x: ufunc(x)
+            fallback = _numpy_loop(ufunc, x)
+            return lambda x: fallback(x)
         dtype, ret = found
         if name in ("sin", "cos"):
             return _trig_impl(name, ufunc, x, ret)
@@ -328,7 +355,8 @@ def _sigmoid_overload(x):
 def _power_overload(x1, x2):
     found = _kernel_type(np.power, x1, x2)
     if found is None:
-        return lambda x1, x2: np.power(x1, x2)
+        fallback = _numpy_loop(np.power, x1, x2)
+        return lambda x1, x2: fallback(x1, x2)
     dtype, ret = found
     kernel, conv = _kernels(dtype, "power")
     a1, a2 = isinstance(x1, types.Array), isinstance(x2, types.Array)

@@ -33,12 +33,13 @@ from numbax.numba_backend.disk_cache import cache_for
 from numbax.numba_backend.fused_sums import stored_unbroadcast, sum_loop, unbroadcast_loop
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.linking import optimized_moderately
+from numbax.numba_backend.numpy_scalars import NUMPY_RULES
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.numba_backend.result_types import result_type
 from numbax.numba_backend.runtime_cache import cache_of
 from numbax.numba_backend.threads import chunk_runner, threads_allowed, threads_for
 from numbax.numba_backend.threads import launch as launch_threads
-from numbax.numba_backend.weak import weak_target
+from numbax.numba_backend.weak import weak_cast, weak_target
 from numbax.runtime.broadcasting import unbroadcast
 
 _HUGE_PAGE_THRESHOLD = 2 << 20  # bytes: one huge page; below that the advice cannot help
@@ -170,6 +171,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
     weak_positions = frozenset(
         i for i, name in enumerate(kernel.__code__.co_varnames) if name in weak
     )
+    setattr(kernel, NUMPY_RULES, weak)  # each operation at NumPy's loop (numpy_scalars.py)
     scalar = numba.njit(error_model="numpy")(kernel)  # NumPy: 1/0 is inf
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
@@ -216,7 +218,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
             scalar,
             ufunc,
             np.dtype(str(result)),
-            casts,
+            {i: weak_cast(args[i], target) for i, target in casts.items()},
             parallel,
             spread,
             fewer,
@@ -306,15 +308,16 @@ def _flat_loop(
     scalar: Any,
     ufunc: Any,
     dtype: np.dtype,
-    casts: dict[int, types.Type],
+    casts: dict[int, Callable],
     parallel: bool,
     spread: bool = False,
     fewer: dict[int, int] | None = None,
     items: list[int] | None = None,
 ) -> Callable:
     """The implementation for ``n`` arguments of which ``arrays`` are arrays of ``ndim``
-    dimensions at most and ``casts`` are scalars to cast first; ``flat``: all arrays are
-    C-contiguous, so equal shapes (checked at run time) allow one flat loop, and other
+    dimensions at most and ``casts`` cast the scalars at their positions first
+    (``weak.weak_cast``); ``flat``: all arrays are C-contiguous, so equal shapes
+    (checked at run time) allow one flat loop, and other
     shapes broadcast in a loop nest written for that ndim (Numba's ufunc machinery,
     which the other cases fall back to, costs one to two seconds of compiling per
     kernel). ``fewer``: the arrays of fewer dimensions, by position, with their ndim:
@@ -383,7 +386,7 @@ def _flat_loop(
     if parallel:
         launch_threads()
         namespace.update(_threads_for=threads_for, _run_chunks=chunk_runner(scalar))
-    namespace.update({f"_cast{i}": as_dtype(target).type for i, target in casts.items()})
+    namespace.update({f"_cast{i}": cast for i, cast in casts.items()})
     driver = define("\n".join(lines) + "\n", namespace, f"elementwise {n} arguments")
     return optimized_moderately(driver)
 

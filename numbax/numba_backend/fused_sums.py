@@ -38,6 +38,7 @@ from numba.np.numpy_support import as_dtype
 from numbax.numba_backend.broadcast_dims import broadcast_dim
 from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.reductions import _START, _accumulating, _fold1d, _sum_op
+from numbax.numba_backend.weak import weak_cast
 from numbax.runtime.broadcasting import unbroadcast
 
 
@@ -70,7 +71,7 @@ class _Nest:
         params = ", ".join([f"like{m}" for m in range(skip)] + [f"a{i}" for i in range(len(args))])
         self.code(f"{params}{',' if skip + len(args) == 1 else ''} = args")
         for i, target in casts.items():
-            self.code.names[f"_cast{i}"] = as_dtype(target).type
+            self.code.names[f"_cast{i}"] = weak_cast(args[i], target)
             self.code(f"a{i} = _cast{i}(a{i})")
         for d in range(self.ndim):
             lengths = [f"a{i}.shape[{k}]" for i in self.arrays if (k := self._axis(i, d)) >= 0]

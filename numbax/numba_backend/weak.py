@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
@@ -72,3 +73,29 @@ def weak_implementation(value, like):  # noqa: ANN001, ANN201 (Numba reads annot
 # half its value on an H200), so the device registers its own, called like any
 # function, which NVVM inlines (``cuda._register_device_overloads``).
 overload(weak, target="cpu", inline="always")(weak_implementation)
+
+
+def weak_cast(value: types.Type, target: types.Type) -> Any:
+    """The cast of a weak scalar of type ``value`` to ``target`` (from :func:`weak_target`),
+    callable under Numba: a Python int out of an integer target's range raises NumPy 2's
+    ``OverflowError`` (``int8_array + 1000``) rather than wrapping."""
+    cast = as_dtype(target).type
+    if not (isinstance(value, types.Integer) and isinstance(target, types.Integer)):
+        return cast
+    info = np.iinfo(cast)
+    low, high = int(info.min), int(info.max)
+    if (
+        value.signed
+        and low <= -(2 ** (value.bitwidth - 1))
+        and high >= 2 ** (value.bitwidth - 1) - 1
+    ):
+        return cast  # every value fits
+    message = f"Python integer out of bounds for {as_dtype(target)}"
+
+    @register_jitable
+    def checked(number):  # noqa: ANN001, ANN202 (Numba reads annotations as types)
+        if number < low or number > high:
+            raise OverflowError(message)
+        return cast(number)
+
+    return checked

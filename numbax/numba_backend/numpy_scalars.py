@@ -1,0 +1,461 @@
+"""A fused kernel computes each operation as NumPy 2 would, not by Numba's scalar rules.
+
+A fused kernel (``fuse.py``) applies a chain of NumPy array operations one element at a
+time, on scalars. Numba types scalar arithmetic as Python types its ints: ``int8 +
+int8`` is int64, ``True + True`` is 2, ``~True`` is -2, ``7 // 0`` raises. NumPy
+computes each operation at the dtypes of its ufunc's *loop*, chosen by the ufunc's own
+type resolution (NEP 50: a Python scalar is weak), and wraps there: int8 ``100 + 100``
+is -56, ``True + True`` is True, ``7 // 0`` is 0, ``int64 + uint64`` is float64.
+
+So before Numba types a kernel, each operator of it (``a + b``, ``-a``, ``a < b``) and
+each call of a NumPy ufunc (``np.sqrt(a)``, ``abs(a)``) becomes a call of
+:func:`at_numpy_loop`'s stand-in for that ufunc (:class:`_NumPyRules`, a rewrite of
+Numba's IR, so that the generated source still reads ``a + b``). Typed, a stand-in asks
+NumPy for the loop (``ufunc.resolve_dtypes``; a constant of the kernel's source is a
+weak Python scalar, and so is a parameter declared weak that holds an int64, float64 or
+complex128), casts its operands to the loop's dtypes, computes there, and casts
+to the loop's result. What NumPy refuses (``True - True``) is refused at compile time,
+with NumPy's message; a float16 loop (``np.sqrt(int8)``) is refused too, since Numba
+does not compute in float16. Integer loops use the implementations below where Numba's
+own ufuncs depart from NumPy's (``floor_divide`` by 0 or ``MIN // -1``, ``fmod`` of
+negative values, ``power``, shifts by the width or more, comparisons of int64 with
+uint64); float and complex loops use Numba's ufuncs, which follow NumPy's.
+"""
+
+from __future__ import annotations
+
+import functools
+import operator
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from numba import types
+from numba.core import errors, ir, rewrites
+from numba.core.ir_utils import find_callname, guard
+from numba.core.registry import cpu_target
+from numba.core.typing import signature
+from numba.extending import intrinsic
+from numba.np.numpy_support import as_dtype, from_dtype
+
+NUMPY_RULES = "__numbax_numpy_rules__"
+"""A function with this attribute is compiled with NumPy's rules (a fused kernel): its
+value, a tuple, names the parameters that may receive Python scalars (weak, as the
+constants of its source are)."""
+
+_OPERATORS = {
+    operator.add: np.add,
+    operator.sub: np.subtract,
+    operator.mul: np.multiply,
+    operator.truediv: np.true_divide,
+    operator.floordiv: np.floor_divide,
+    operator.mod: np.remainder,
+    operator.pow: np.power,
+    operator.lshift: np.left_shift,
+    operator.rshift: np.right_shift,
+    operator.and_: np.bitwise_and,
+    operator.or_: np.bitwise_or,
+    operator.xor: np.bitwise_xor,
+    operator.eq: np.equal,
+    operator.ne: np.not_equal,
+    operator.lt: np.less,
+    operator.le: np.less_equal,
+    operator.gt: np.greater,
+    operator.ge: np.greater_equal,
+    operator.neg: np.negative,
+    operator.pos: np.positive,
+    operator.invert: np.invert,
+}
+"""Python's operators and the ufunc NumPy applies for each on arrays."""
+
+_BUILTINS = {"abs": np.absolute}
+"""Python's builtins that NumPy's arrays answer with a ufunc."""
+
+_WEAK_TYPES = {types.int64: int, types.float64: float, types.complex128: complex}
+"""The Numba type of a Python scalar, and the Python type NumPy's loop resolution takes
+for it as a weak scalar (a Python bool is not weak: it is a bool). A weak parameter of
+another type was cast already (``elementwise``), or was never a Python scalar."""
+
+
+def at_numpy_loop(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
+    """The stand-in for ``ufunc`` whose operands at the positions ``weak`` are Python
+    scalars (constants of the source, weak parameters): a Numba intrinsic computing the ufunc at the
+    loop NumPy picks. An intrinsic is typed and lowered without a compile of its own
+    (Numba's lowering of the ufunc at that loop), except the integer loops of
+    :data:`_INTEGER_LOOPS`, each compiled once a process."""
+    return _stand_in(ufunc, weak)
+
+
+@functools.cache
+def _stand_in(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
+    def typed(context: Any, args: tuple) -> Any:
+        implementation = _implementation(ufunc, weak, args)
+        if implementation is None:  # not scalars: Numba's own ufunc (of arrays)
+            found = context.resolve_function_type(ufunc, args, {})
+            if found is None:
+                return None
+            return found, lambda context, builder, sig, values: context.get_function(ufunc, sig)(
+                builder, values
+            )
+        return_type, codegen = implementation
+        return return_type(*args), codegen
+
+    if ufunc.nin == 1:
+
+        def typer(context, x):  # noqa: ANN001, ANN202
+            return typed(context, (x,))
+
+    else:
+
+        def typer(context, x, y):  # noqa: ANN001, ANN202
+            return typed(context, (x, y))
+
+    typer.__name__ = typer.__qualname__ = f"numpy_{ufunc.__name__}"
+    stand_in = intrinsic(typer)
+    cpu_target.typing_context.refresh()  # registers its type, for the compile under way
+    return stand_in
+
+
+def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
+    """The error for ``ufunc`` of ``operands`` (dtypes, or Python types for weak
+    scalars), whose NumPy loop is float16's."""
+    names = ", ".join(getattr(o, "__name__", str(o)) for o in operands)
+    return errors.TypingError(
+        f"numbax: np.{ufunc.__name__} of {names} computes in float16 "
+        "in NumPy, which Numba does not compile on the CPU: cast the operands to float32 "
+        "(x.astype(np.float32)) first"
+    )
+
+
+def _operand_dtype(numba_type: types.Type, weak: bool) -> Any:
+    """What ``resolve_dtypes`` takes for an operand: its dtype, or a Python type."""
+    numba_type = types.unliteral(numba_type)
+    if weak and numba_type in _WEAK_TYPES:
+        return _WEAK_TYPES[numba_type]
+    return as_dtype(numba_type)
+
+
+def _implementation(
+    ufunc: np.ufunc, weak: tuple[bool, ...], args: tuple
+) -> tuple[types.Type, Callable] | None:
+    """The result type and the lowering of ``ufunc`` for operand types ``args``."""
+    if len(args) != ufunc.nin or not all(isinstance(a, types.Number | types.Boolean) for a in args):
+        return None
+    operands = tuple(_operand_dtype(a, w) for a, w in zip(args, weak, strict=True))
+    try:
+        loop = ufunc.resolve_dtypes((*operands, None))
+    except TypeError as err:
+        names = ", ".join(getattr(o, "__name__", str(o)) for o in operands)
+        reason = str(err) if "numpy boolean" in str(err) else "it has no loop for them"
+        raise errors.TypingError(
+            f"numbax: NumPy refuses np.{ufunc.__name__} of ({names}): {reason}"
+        ) from None
+    if any(dtype == np.float16 for dtype in loop):
+        raise float16_refusal(ufunc, operands)
+    for arg, dtype in zip(args, loop, strict=False):
+        if isinstance(arg, types.IntegerLiteral) and dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= arg.literal_value <= info.max:
+                raise errors.TypingError(
+                    f"numbax: Python integer {arg.literal_value} out of bounds for {dtype} "
+                    "(NumPy's OverflowError)"
+                )
+    loop_types = tuple(from_dtype(dtype) for dtype in loop)
+    exact = None
+    if all(dtype.kind in "biu" for dtype in loop[: ufunc.nin]):
+        exact = _INTEGER_LOOPS.get(ufunc.__name__)
+    if exact is not None:
+        impl = exact(*loop, *(dtype.type for dtype in loop))
+
+        def compiled(context, builder, sig, values):  # noqa: ANN001, ANN202
+            return context.compile_internal(builder, impl, sig, values)
+
+        return loop_types[-1], compiled
+
+    def lowered(context, builder, sig, values):  # noqa: ANN001, ANN202
+        inputs = [
+            context.cast(builder, value, arg, to)
+            for value, arg, to in zip(values, sig.args, loop_types, strict=False)
+        ]
+        at_loop = signature(loop_types[-1], *loop_types[: ufunc.nin])
+        return context.get_function(ufunc, at_loop)(builder, inputs)
+
+    return loop_types[-1], lowered
+
+
+# Integer and bool loops. Each factory takes the loop's dtypes and then their scalar
+# types, and returns the implementation. Python's operators on Numba's integers compute
+# in 64 bits; casting to the loop's type wraps as NumPy does (for +, -, *, <<, &, |, ^
+# and powers the low bits do not depend on the width they were computed in).
+
+
+def _wrapped(op: Callable) -> Callable:
+    def factory(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+        def impl(x, y):  # noqa: ANN001, ANN202
+            return out(op(cast_x(x), cast_y(y)))
+
+        return impl
+
+    return factory
+
+
+def _bool_or_wrapped(op: Callable, on_bools: Callable) -> Callable:
+    """``op``, or ``on_bools`` where the loop is bool's (``+`` is or, ``*`` is and)."""
+
+    def factory(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+        return _wrapped(on_bools if out_dtype.kind == "b" else op)(
+            x_dtype, y_dtype, out_dtype, cast_x, cast_y, out
+        )
+
+    return factory
+
+
+def _floor_divide(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """NumPy's: 0 for a division by zero, ``MIN // -1`` wraps to ``MIN``."""
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        if b == 0:
+            return out(0)
+        if b == -1:
+            return out(-a)
+        return out(a // b)
+
+    return impl
+
+
+def _remainder(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """The sign of the divisor (Python's ``%``); 0 for a division by zero."""
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        if b == 0 or b == -1:
+            return out(0)
+        return out(a % b)
+
+    return impl
+
+
+def _fmod(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """The sign of the dividend (C's ``%``); 0 for a division by zero."""
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        if b == 0 or b == -1:
+            return out(0)
+        r = a % b
+        if r != 0 and (r < 0) != (a < 0):
+            r -= b
+        return out(r)
+
+    return impl
+
+
+def _power(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """By squaring, wrapping at the loop's width; a negative exponent is NumPy's
+    ``ValueError``."""
+    wide = np.uint64 if out_dtype.kind == "u" else np.int64
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        if cast_y(y) < 0:
+            raise ValueError("Integers to negative integer powers are not allowed.")
+        base, exponent, one = wide(cast_x(x)), wide(cast_y(y)), wide(1)
+        result = one
+        while exponent > 0:
+            if exponent & one:
+                result = wide(result * base)
+            base = wide(base * base)
+            exponent = exponent >> one
+        return out(result)
+
+    return impl
+
+
+def _left_shift(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """0 for a shift by the width or more (or a negative one), as NumPy's."""
+    bits = out_dtype.itemsize * 8
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        if b < 0 or b >= bits:
+            return out(0)
+        return out(a << b)
+
+    return impl
+
+
+def _right_shift(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """The sign bits for a shift by the width or more (or a negative one), as NumPy's."""
+    bits = out_dtype.itemsize * 8
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        if b < 0 or b >= bits:
+            return out(-1) if a < 0 else out(0)
+        return out(a >> b)
+
+    return impl
+
+
+def _compared(op: Callable) -> Callable:
+    """A comparison, exact where one operand is signed and the other unsigned (NumPy 2's
+    loops for int64 with uint64: a negative value is less than any unsigned one)."""
+
+    def factory(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+        if {x_dtype.kind, y_dtype.kind} != {"i", "u"}:
+            return _wrapped(op)(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out)
+        x_signed = x_dtype.kind == "i"
+
+        def impl(x, y):  # noqa: ANN001, ANN202
+            a, b = cast_x(x), cast_y(y)
+            if x_signed and a < 0:
+                return op(0, 1)  # a < b
+            if not x_signed and b < 0:
+                return op(1, 0)  # a > b
+            return op(np.uint64(a), np.uint64(b))
+
+        return impl
+
+    return factory
+
+
+def _unary(op: Callable, on_bools: Callable | None = None) -> Callable:
+    def factory(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
+        chosen = on_bools if on_bools is not None and x_dtype.kind == "b" else op
+
+        def impl(x):  # noqa: ANN001, ANN202
+            return out(chosen(cast_x(x)))
+
+        return impl
+
+    return factory
+
+
+def _square(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
+    def impl(x):  # noqa: ANN001, ANN202
+        a = cast_x(x)
+        return out(a * a)
+
+    return impl
+
+
+def _sign(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
+    """-1, 0 or 1 (Numba's ``np.sign`` of unsigned integers gives their maximum for 1)."""
+
+    def impl(x):  # noqa: ANN001, ANN202
+        a = cast_x(x)
+        return out(1) if a > 0 else (out(-1) if a < 0 else out(0))
+
+    return impl
+
+
+_INTEGER_LOOPS: dict[str, Callable] = {
+    "add": _bool_or_wrapped(operator.add, operator.or_),
+    "subtract": _wrapped(operator.sub),
+    "multiply": _bool_or_wrapped(operator.mul, operator.and_),
+    "floor_divide": _floor_divide,
+    "remainder": _remainder,
+    "fmod": _fmod,
+    "power": _power,
+    "left_shift": _left_shift,
+    "right_shift": _right_shift,
+    "bitwise_and": _wrapped(operator.and_),
+    "bitwise_or": _wrapped(operator.or_),
+    "bitwise_xor": _wrapped(operator.xor),
+    "equal": _compared(operator.eq),
+    "not_equal": _compared(operator.ne),
+    "less": _compared(operator.lt),
+    "less_equal": _compared(operator.le),
+    "greater": _compared(operator.gt),
+    "greater_equal": _compared(operator.ge),
+    "negative": _unary(operator.neg),
+    "positive": _unary(operator.pos),
+    "absolute": _unary(abs),
+    "invert": _unary(operator.invert, operator.not_),
+    "square": _square,
+    "sign": _sign,
+}
+"""Implementations of integer and bool loops where Numba's own ufuncs depart from
+NumPy's (or compute in float: ``power``), by ufunc name."""
+
+
+def _defined_once(find: Callable) -> Any:
+    """What ``find`` finds from a variable's definition, or None where the variable has
+    several (a value merged after a branch)."""
+    try:
+        return find()
+    except KeyError:
+        return None
+
+
+@rewrites.register_rewrite("before-inference")
+class _NumPyRules(rewrites.Rewrite):
+    """In a function marked :data:`NUMPY_RULES`, each operator and each call of a NumPy
+    ufunc becomes a call of its :func:`at_numpy_loop` stand-in."""
+
+    def match(self, func_ir, block, typemap, calltypes):  # noqa: ANN001, ANN201
+        weak = getattr(func_ir.func_id.func, NUMPY_RULES, None)
+        if weak is None:
+            return False
+        self._weak_parameters = weak
+        self._func_ir, self._block = func_ir, block
+        self._found = [
+            (stmt, ufunc)
+            for stmt in block.find_insts(ir.Assign)
+            if (ufunc := self._ufunc_of(stmt.value)) is not None
+        ]
+        return bool(self._found)
+
+    def _ufunc_of(self, value: Any) -> np.ufunc | None:
+        if not isinstance(value, ir.Expr):
+            return None
+        if value.op in ("binop", "unary"):
+            return _OPERATORS.get(value.fn)
+        if value.op == "inplace_binop":
+            return _OPERATORS.get(value.immutable_fn)
+        if value.op != "call" or value.kws or value.vararg:
+            return None
+        name = _defined_once(lambda: guard(find_callname, self._func_ir, value))
+        if name is None:
+            return None
+        attribute, module = name
+        if module == "builtins":
+            ufunc = _BUILTINS.get(attribute)
+        else:
+            ufunc = getattr(np, attribute, None) if module == "numpy" else None
+        if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin > 2:
+            return None
+        return ufunc if len(value.args) == ufunc.nin else None
+
+    def _is_weak(self, var: ir.Var) -> bool:
+        """Whether ``var`` is a Python scalar: a constant, or a weak parameter."""
+        definition = _defined_once(lambda: guard(self._func_ir.get_definition, var))
+        if isinstance(definition, ir.Arg):
+            return definition.name in self._weak_parameters
+        return isinstance(definition, ir.Const) and type(definition.value) in (int, float, complex)
+
+    def apply(self):  # noqa: ANN201
+        block = self._block
+        new_body = []
+        for stmt in block.body:
+            found = next((ufunc for s, ufunc in self._found if s is stmt), None)
+            if found is None:
+                new_body.append(stmt)
+                continue
+            expr = stmt.value
+            if expr.op == "unary":
+                operands = [expr.value]
+            elif expr.op == "call":
+                operands = list(expr.args)
+            else:
+                operands = [expr.lhs, expr.rhs]
+            weak = tuple(self._is_weak(v) for v in operands)
+            stand_in = at_numpy_loop(found, weak)
+            callee = block.scope.redefine("$numpy_rule", expr.loc)
+            value = ir.Global(stand_in.__name__, stand_in, expr.loc)
+            self._func_ir._definitions[callee.name] = [value]
+            new_body.append(ir.Assign(value, callee, expr.loc))
+            stmt.value = ir.Expr.call(callee, operands, (), expr.loc)
+            new_body.append(stmt)
+        block.body = new_body
+        return block
