@@ -509,6 +509,29 @@ def _defaults_after_primals(
     return tuple(p.default for p in rest)
 
 
+def _shape_of(x: Any) -> Any:
+    """``x``'s shape, or a pytree's shapes leaf by leaf (its leaves may differ in shape:
+    a layer's ``(W, b)``), in ``x``'s structure."""
+    leaves, treedef = tree_util.tree_flatten(x)
+    if tree_util.treedef_is_leaf(treedef):
+        return np.shape(x)
+    return tree_util.tree_unflatten(treedef, [np.shape(leaf) for leaf in leaves])
+
+
+def _same_shapes(a: Any, b: Any) -> bool:
+    """Whether a primal and its tangent (or an output and its cotangent) agree: the same
+    pytree structure with leaves of the same shapes, or arrays of one shape (a nested list
+    of numbers against an array, as NumPy reads it)."""
+    a_leaves, a_def = tree_util.tree_flatten(a)
+    b_leaves, b_def = tree_util.tree_flatten(b)
+    if a_def == b_def:
+        return all(np.shape(x) == np.shape(y) for x, y in zip(a_leaves, b_leaves, strict=True))
+    try:
+        return np.shape(a) == np.shape(b)
+    except ValueError:  # ragged: containers of different structures
+        return False
+
+
 def jvp(
     fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False
 ) -> tuple:
@@ -522,10 +545,10 @@ def jvp(
             f"of the same length, got {len(primals)} primals and {len(tangents)} tangents"
         )
     for i, (p, t) in enumerate(zip(primals, tangents, strict=True)):
-        if np.shape(p) != np.shape(t):
+        if not _same_shapes(p, t):
             raise ValueError(
-                f"jvp of {display_name(fun)!r}: primal {i} has shape {np.shape(p)} but its "
-                f"tangent has shape {np.shape(t)}; they must be equal"
+                f"jvp of {display_name(fun)!r}: primal {i} has shape {_shape_of(p)} but its "
+                f"tangent has shape {_shape_of(t)}; they must be equal"
             )
     generated = _jvp_generated(fun, len(primals))
     defaults = _defaults_after_primals(fun, generated, len(primals))
@@ -567,10 +590,10 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
     defaults = _defaults_after_primals(fun, generated, len(primals), trailing=1)
 
     def vjp_fun(cotangent: Any) -> tuple:
-        if np.shape(cotangent) != np.shape(out):
+        if not _same_shapes(cotangent, out):
             raise ValueError(
                 f"vjp of {display_name(fun)!r}: the cotangent has shape "
-                f"{np.shape(cotangent)} but the output has shape {np.shape(out)}"
+                f"{_shape_of(cotangent)} but the output has shape {_shape_of(out)}"
             )
         cts = generated.function(*primals, *defaults, cotangent)
         if has_aux:

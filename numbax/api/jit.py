@@ -17,6 +17,7 @@ from numbax.api.callable import NumbaxFunction, refuse_matrices
 from numbax.api.devices import platform_of
 from numbax.api.gpu import GpuJitted
 from numbax.api.per_arity import PerArity
+from numbax.api.result_containers import rebuilt_from_arguments
 from numbax.api.stages import Lowered
 from numbax.codegen.locks import generation_lock
 from numbax.codegen.reuse import part, reuse_key
@@ -33,6 +34,7 @@ from numbax.numba_backend.threads import one_thread
 from numbax.transform.analysis.ranks import rank_parameters
 from numbax.transform.container_checks import asks_container_types
 from numbax.transform.resolve import Resolver, local_names
+from numbax.transform.returned_arguments import Template, returned_arguments
 from numbax.transform.source import FunctionSource, read_function
 from numbax.tree_util import is_flat, tree_structure
 
@@ -194,6 +196,8 @@ class Jitted(NumbaxFunction):
         self._latest: Compiled | None = None
         self._rank_parameters: tuple[str, ...] | None = None
         self._asks_container_types: bool | None = None
+        # which parts of the result are arguments' (``transform/returned_arguments.py``)
+        self._returned_arguments: tuple[Template] | None = None
         # Another jit object of the same function and options compiled already: its
         # specializations serve this one (a jit made anew in a loop costs a lookup).
         key = self._reuse_key()
@@ -353,9 +357,24 @@ class Jitted(NumbaxFunction):
     def _rebuilt(self, args: tuple, kwargs: dict, result: Any) -> Any:
         """A compiled call's result as the function itself returns it for pytree
         arguments: a transformation rebuilds its derivatives in their arguments'
-        structures (a list, which compiled code holds as a tuple, is a list again)."""
+        structures (a list, which compiled code holds as a tuple, is a list again), and a
+        result that is statically an argument, or a part of one, comes back in that
+        argument's container types."""
         rebuild = getattr(self.fun, "__numbax_result__", None)
-        return result if rebuild is None else rebuild(args, kwargs, result)
+        if rebuild is not None:
+            return rebuild(args, kwargs, result)
+        if self._returned_arguments is None:
+            with generation_lock:  # reading the source parses it (see _deciding_ranks)
+                compilations = self._compilations
+                if compilations.source is None:
+                    compilations.source = read_function(self.fun, "jit")
+                self._returned_arguments = (returned_arguments(compilations.source.tree),)
+        template = self._returned_arguments[0]
+        if template is None:
+            return result
+        bound = self._signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return rebuilt_from_arguments(template, bound.arguments, result)
 
     def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
         """The specialization a call with these arguments runs (its source generated,

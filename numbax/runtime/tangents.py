@@ -144,7 +144,21 @@ def tree_add(a: Any, b: Any) -> Any:
         return _added_to_sequence(b, a)
     if isinstance(b, np.ndarray) and type(a) in (list, tuple):
         return _added_to_sequence(a, b)
+    if _sequence_pair(a, b):
+        items = (tree_add(x, y) for x, y in zip(a, b, strict=True))
+        kept = b if type(a) is tuple else a  # the argument's own type (list, NamedTuple)
+        return type(kept)(*items) if hasattr(kept, "_fields") else type(kept)(items)
     return _leafwise(_add_leaf, a, b)
+
+
+def _sequence_pair(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are cotangents of one sequence that came as different
+    containers: a plain tuple (an unpacking's ``e1, e2 = p`` builds one) and the list or
+    NamedTuple the sequence is (its other uses: ``p[0]``), or a list and a tuple. They
+    add item by item, in the sequence's own type."""
+    if type(a) is type(b) or not isinstance(a, tuple | list) or not isinstance(b, tuple | list):
+        return False
+    return (type(a) is tuple or type(b) is tuple) and len(a) == len(b)
 
 
 def _added_to_sequence(sequence: list | tuple, array: np.ndarray) -> list | tuple:

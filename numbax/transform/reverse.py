@@ -1135,6 +1135,21 @@ def _tuple_valued(fn: gast.FunctionDef, resolver: Resolver) -> set[str]:
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Tuple):
             if isinstance(node.value, gast.Name):
                 pytrees.add(node.value.id)
+    # ``a = b`` (``ravel_pytree``'s ``unravel = params``): one value, both or neither
+    aliases = [
+        (node.targets[0].id, node.value.id)
+        for node in walk(fn)
+        if isinstance(node, gast.Assign)
+        and isinstance(node.targets[0], gast.Name)
+        and isinstance(node.value, gast.Name)
+    ]
+    grown = True
+    while grown:
+        grown = False
+        for pair in aliases:
+            if pytrees.intersection(pair) and not pytrees.issuperset(pair):
+                pytrees.update(pair)
+                grown = True
     return pytrees
 
 

@@ -298,3 +298,167 @@ def test_containers_through_helpers(f):
     gradient = numeric_grad(f, (P, XS))
     assert_same_tree(nx.grad(f)(P, XS), gradient, "grad")
     assert_same_tree(nx.jit(nx.grad(f))(P, XS), gradient, "jit(grad)")
+
+
+# -- jvp and vjp of containers whose leaves differ in shape -------------------------------
+
+
+def ragged_layers(p, x, s):
+    return np.sum(p[1] ** 2) + s * np.sum(p[0][1] * x) + np.sum(np.tanh(x @ p[0][0]))
+
+
+def ragged_outputs(p):
+    return (p[0][0] * 2.0, np.sin(p[1]))
+
+
+RAGGED = [[normal(4, 3), normal(4)], normal(3)]
+RAGGED_ARGS = (RAGGED, normal(4), 0.5)
+
+
+def numeric_jvp(f, primals: tuple, tangents: tuple) -> Any:
+    """Central differences of ``f`` along ``tangents``, in the output's structure."""
+
+    def at(sign: float) -> Any:
+        moved = tree_util.tree_map(lambda p, t: p + sign * EPS * t, primals, tangents)
+        return f(*moved)
+
+    return tree_util.tree_map(lambda a, b: (a - b) / (2 * EPS), at(1.0), at(-1.0))
+
+
+def test_jvp_of_containers_with_leaves_of_different_shapes():
+    tangents = tree_util.tree_map(lambda p: normal(*np.shape(p)), RAGGED_ARGS)
+    want = numeric_jvp(ragged_layers, RAGGED_ARGS, tangents)
+    for label, fun in [("jvp", ragged_layers), ("jvp of jit", nx.jit(ragged_layers))]:
+        value, tangent = nx.jvp(fun, RAGGED_ARGS, tangents)
+        np.testing.assert_allclose(value, ragged_layers(*RAGGED_ARGS), err_msg=label)
+        np.testing.assert_allclose(tangent, want, rtol=1e-6, err_msg=label)
+    wrong = ([[normal(4, 3), normal(3)], normal(3)], *tangents[1:])
+    with pytest.raises(ValueError, match=r"primal 0 has shape \[\[\(4, 3\), \(4,\)\], \(3,\)\]"):
+        nx.jvp(ragged_layers, RAGGED_ARGS, wrong)
+
+
+def test_vjp_of_a_tuple_output_with_leaves_of_different_shapes():
+    out, vjp_fun = nx.vjp(ragged_outputs, RAGGED)
+    assert_same_tree(out, ragged_outputs(RAGGED), "value")
+    cotangent = (normal(4, 3), normal(3))
+
+    def contracted(p):
+        return sum(np.sum(c * o) for c, o in zip(cotangent, ragged_outputs(p), strict=True))
+
+    want = numeric_grad(contracted, (RAGGED,))
+    assert_same_tree(vjp_fun(cotangent)[0], want, "vjp")
+    assert_same_tree(nx.vjp(nx.jit(ragged_outputs), RAGGED)[1](cotangent)[0], want, "jit")
+    with pytest.raises(ValueError, match=r"the cotangent has shape \(\(4, 3\), \(4,\)\)"):
+        vjp_fun((normal(4, 3), normal(4)))
+
+
+# -- an unpacked container used as well as it is: tuple and list cotangents add -------------
+
+
+def unpacked_and_indexed(p, x):
+    e1, e2 = p
+    return np.sum(e1 * e2) + np.sum(p[0] * x)
+
+
+def indexed_then_unpacked(p, x):
+    y = np.sum(np.sin(p[1]) * x)
+    (u, v), w = p[0], p[1]
+    first, rest = p
+    return y + np.sum(u * v * w) + np.sum(first[1] ** 2) + np.sum(rest)
+
+
+UNPACKED = [
+    (unpacked_and_indexed, [normal(3), normal(3)]),
+    (unpacked_and_indexed, Params(normal(3), normal(3))),
+    (unpacked_and_indexed, (normal(3), normal(3))),
+    (indexed_then_unpacked, [[normal(3), normal(3)], normal(3)]),
+    (indexed_then_unpacked, [(normal(3), normal(3)), normal(3)]),
+]
+UNPACKED_GRADS = {f: nx.jit(nx.grad(f)) for f in {f for f, _ in UNPACKED}}
+
+
+@pytest.mark.parametrize(
+    "f, p", UNPACKED, ids=[f"{f.__name__}-{type(p).__name__}" for f, p in UNPACKED]
+)
+def test_unpacked_and_indexed_cotangents_add(f, p):
+    x = normal(3)
+    want = numeric_grad(f, (p, x))
+    assert_same_tree(nx.grad(f)(p, x), want, "grad")
+    assert_same_tree(UNPACKED_GRADS[f](p, x), want, "jit(grad)")
+    assert_same_tree(nx.vjp(f, p, x)[1](1.0)[0], want, "vjp")
+    tangent = tree_util.tree_map(lambda leaf: normal(*leaf.shape), p)
+    value, derivative = nx.jvp(f, (p, x), (tangent, np.zeros(3)))
+    np.testing.assert_allclose(value, f(p, x))
+    np.testing.assert_allclose(derivative, numeric_jvp(f, (p, x), (tangent, np.zeros(3))))
+
+
+# -- ravel_pytree's unravel is its argument: their cotangents add leaf by leaf -----------------
+
+
+def unravel_beside_direct_uses(p, x, s):
+    t1 = np.sum(p[0] * x)
+    flat, unravel = ravel_pytree(p)
+    q = unravel(flat * s)
+    return t1 + np.sum(np.sin(q[0]) * x) + np.sum(p[1] ** 2)
+
+
+RAVELLED = [
+    [normal(3), normal(3)],
+    (normal(3), normal(3)),
+]
+RAVELLED_GRAD = nx.jit(nx.grad(unravel_beside_direct_uses, (0, 1)))
+
+
+@pytest.mark.parametrize("p", RAVELLED, ids=["list", "tuple"])
+def test_unravel_beside_direct_uses(p):
+    args = (p, normal(3), -0.8)
+    want = tuple(numeric_grad(unravel_beside_direct_uses, args, k) for k in (0, 1))
+    assert_same_tree(nx.grad(unravel_beside_direct_uses, (0, 1))(*args), want, "grad")
+    assert_same_tree(RAVELLED_GRAD(*args), want, "jit(grad)")
+    assert_same_tree(nx.jacrev(unravel_beside_direct_uses)(*args), want[0], "jacrev")
+    assert_same_tree(nx.vjp(unravel_beside_direct_uses, *args)[1](1.0)[:2], want, "vjp")
+
+
+# -- jit gives back an argument's list as a list ------------------------------------------
+
+
+def returns_its_argument(p, x):
+    return p
+
+
+def returns_a_part(p, x):
+    if x > 0:
+        return p[1], x * 2.0
+    return p[1], x
+
+
+def returns_an_entry(p, x):
+    return p["w"]
+
+
+def returns_a_field(p, x):
+    return p.b
+
+
+def returns_a_new_list(p, x):
+    return [p[0], x]
+
+
+RETURNED = [
+    (returns_its_argument, [normal(2), (normal(2), [normal(3)])]),
+    (returns_a_part, [normal(2), [normal(2), (normal(3),)]]),
+    (returns_an_entry, {"b": normal(2), "w": [normal(2), (normal(2),)]}),
+    (returns_a_field, Params(normal(2), [normal(2), normal(3)])),
+]
+
+
+@pytest.mark.parametrize(
+    "f, p", RETURNED, ids=[f"{f.__name__}-{type(p).__name__}" for f, p in RETURNED]
+)
+def test_jit_returns_the_arguments_containers(f, p):
+    assert_same_tree(nx.jit(f)(p, 1.5), f(p, 1.5), "jit")
+
+
+def test_jit_returns_a_list_it_builds_as_a_list():
+    p, x = [normal(2), normal(2)], normal(2)
+    assert_same_tree(nx.jit(returns_a_new_list)(p, x), returns_a_new_list(p, x), "jit")

@@ -34,7 +34,6 @@ _SETTINGS = dict(
 AWAITING_FIXES: tuple[str, ...] = (
     "aliases",
     "repeated",
-    "containers",
     "loops_value",
     "complex_linalg",
     "partial",
