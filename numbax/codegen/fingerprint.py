@@ -26,9 +26,8 @@ def fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
     machine code from the disk cache."""
     prints = []
     for name, value in sorted(namespace.items()):
-        if isinstance(value, np.ndarray):
-            digest = hashlib.sha1(np.ascontiguousarray(value).view(np.uint8)).hexdigest()
-            prints.append((name, f"{value.dtype}{value.shape}{digest}"))
+        if _holds_arrays(value):
+            prints.append((name, _array_print(value)))
         elif hasattr(value, "py_func"):  # a compiled helper: its generated module's key
             prints.append((name, f"{value.py_func.__module__}.{value.py_func.__qualname__}"))
         elif isinstance(value, types.ModuleType):
@@ -43,6 +42,24 @@ def fingerprint(namespace: dict[str, Any]) -> list[tuple[str, str]]:
 SPELLED_OUT_LIMIT = 200
 """The longest ``repr`` a key or a generated header spells out; a longer value is named
 by the hash of its ``repr`` (content, not identity: equal values share an entry)."""
+
+
+def _holds_arrays(value: Any) -> bool:
+    """An array, or a tuple or list holding one (a global list read as a tuple)."""
+    if isinstance(value, (tuple, list)):
+        return any(_holds_arrays(v) for v in value)
+    return isinstance(value, np.ndarray)
+
+
+def _array_print(value: Any) -> str:
+    """Arrays by content (their repr elides the middle of a large one), the rest by
+    :func:`describe_value`."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha1(np.ascontiguousarray(value).view(np.uint8)).hexdigest()
+        return f"{value.dtype}{value.shape}{digest}"
+    if isinstance(value, (tuple, list)):
+        return f"{type(value).__name__}({', '.join(map(_array_print, value))})"
+    return describe_value(value)
 
 
 def describe_value(value: Any) -> str:

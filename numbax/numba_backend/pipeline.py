@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import gast
+import numpy as np
 
 from numbax.codegen.cache import cache_key, portable_path
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
@@ -151,7 +152,7 @@ def specialize(
         preamble=_comment(header),
     )
     bindings = {
-        **resolver.free_bindings(fn, *kernels),
+        **{k: frozen_list(v) for k, v in resolver.free_bindings(fn, *kernels).items()},
         **static_bindings,
         **runtime_bindings,
         **(extra_bindings or {}),
@@ -166,6 +167,25 @@ def specialize(
     function.__defaults__ = _remaining_defaults(source.func, fn)
     function.__kwdefaults__ = source.func.__kwdefaults__
     return Specialization(function, module, source, emitted, bindings, stood_in)
+
+
+def frozen_list(value: Any) -> Any:
+    """A global or closure list of arrays and numbers (a bound ``ws=[w1, w2]`` of
+    ``functools.partial``, a list of weights) as a tuple, nested lists too.
+
+    Numba compiles no list read from globals (a reflected list is not a compile-time
+    constant) but reads a tuple; generated code only reads such a list (Numba refuses
+    a write to a global either way), and arguments cross into compiled code as tuples
+    already (``boundary.to_numba``). Anything else is bound as it is."""
+    if not isinstance(value, list) or not _numbers_and_arrays(value):
+        return value
+    return tuple(frozen_list(v) for v in value)
+
+
+def _numbers_and_arrays(value: Any) -> bool:
+    if isinstance(value, (list, tuple)) and not hasattr(type(value), "_fields"):
+        return all(_numbers_and_arrays(v) for v in value)
+    return isinstance(value, (np.ndarray, np.generic, bool, int, float, complex))
 
 
 def _header(

@@ -77,6 +77,12 @@ def fold_transformations(fn: gast.FunctionDef, source: FunctionSource) -> gast.F
     return folder.visit(fn)
 
 
+def _defined(value: Any) -> bool:
+    """Whether a resolved value is known before the function runs: compared by identity,
+    since a value (an array) may not compare with ``==``."""
+    return value is not LOCAL and value is not UNRESOLVED
+
+
 class Folder(gast.NodeTransformer):
     def __init__(self, source: FunctionSource, resolver: Resolver) -> None:
         self.source = source
@@ -108,7 +114,7 @@ class Folder(gast.NodeTransformer):
         namespace = {  # what the names read denote (a lifted function's globals are live)
             n.id: self.resolver.lookup(n.id)
             for n in walk(node)
-            if isinstance(n, gast.Name) and self.resolver.lookup(n.id) not in (LOCAL, UNRESOLVED)
+            if isinstance(n, gast.Name) and _defined(self.resolver.lookup(n.id))
         }
         expression = ast.Expression(gast.gast_to_ast(gast.Expression(node)).body)
         referenced = tuple(
@@ -135,7 +141,7 @@ class Folder(gast.NodeTransformer):
         if isinstance(node, gast.UnaryOp):
             return self._known(node.operand)
         if isinstance(node, (gast.Name, gast.Attribute)):
-            return self.resolver.resolve(node) not in (LOCAL, UNRESOLVED)
+            return _defined(self.resolver.resolve(node))
         if isinstance(node, gast.Call):  # nx.vmap(nx.grad(f)): built inside out
             return self.fold(node) is not None
         return False

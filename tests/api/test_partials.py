@@ -78,9 +78,10 @@ def test_jvp_and_vjp_of_a_partial_inside_jit():
     assert cts == pytest.approx(want, rel=1e-6)
     value, tangent, cts = calling_jvp_and_vjp(PARTIALS["list-and-number"])(X, Y)
     assert (value, tangent, *cts) == pytest.approx((p(X, Y), want[0] + 2 * want[1], *want))
-    # a list bound in a closure is a value Numba cannot compile: an error at the line
-    with pytest.raises(nx.CompileError, match=r"reflected list[\s\S]*line \d+"):
-        nx.jit(calling_jvp_and_vjp(PARTIALS["list-and-number"]))(X, Y)
+    # the list bound in the closure is read as a tuple under jit
+    p = PARTIALS["list-and-number"]
+    value, tangent, cts = nx.jit(calling_jvp_and_vjp(p))(X, Y)
+    assert (value, tangent, *cts) == pytest.approx((p(X, Y), want[0] + 2 * want[1], *want))
 
 
 def test_bound_positional_arguments():
@@ -96,3 +97,67 @@ def test_a_bound_keyword_given_again_at_the_call():
     p = PARTIALS["list-and-number"]
     want = p(X, Y, ws=[1.0, 1.0], scale=2.0)
     assert nx.jit(p)(X, Y, ws=[1.0, 1.0], scale=2.0) == pytest.approx(want, rel=1e-12)
+
+
+def summed(a, x, s, ws, scale=1.0):
+    t = np.sum(a * x) * s
+    for w in ws:
+        t = t + np.sum(w * x)
+    return t * scale
+
+
+A0 = np.array([0.3, -0.5, 0.7])
+WS = [np.array([0.1, 0.2, 0.3]), np.array([0.5, -0.6, 0.7])]
+BOUND_GLOBAL_ARRAY = partial(summed, A0, scale=0.7)
+BOUND_GLOBAL_LIST = partial(summed, ws=WS, scale=0.5)
+
+
+def calls_a_partial_of_globals(x, s, w1, w2):
+    """A partial built inside from a global array, a list left free; one called whose
+    bound list is a global."""
+    h = partial(summed, A0, scale=0.7)
+    return h(x, s, [w1, w2]) + BOUND_GLOBAL_LIST(x, x, s) + np.sum(x)
+
+
+GLOBALS_POINT = (np.array([0.2, -0.4, 0.9]), 0.6, np.array([1.1, 0.5, -0.3]), WS[1])
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "jit"])
+def test_partials_of_global_arrays_and_lists(compiled):
+    f = calls_a_partial_of_globals
+    argnums = (0, 1, 2, 3)
+    want = [numeric_jacobian(f, GLOBALS_POINT, k) for k in argnums]
+    grad = nx.value_and_grad(f, argnums=argnums)
+    value, got = (nx.jit(grad) if compiled else grad)(*GLOBALS_POINT)
+    assert value == pytest.approx(f(*GLOBALS_POINT), rel=1e-12)
+    for g, w in zip(got, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+    tangents = tuple(np.ones_like(np.asarray(a)) * 0.5 for a in GLOBALS_POINT)
+    tangents = (tangents[0], 0.5, *tangents[2:])
+    value, tangent = nx.jvp(f, GLOBALS_POINT, tangents)
+    assert value == pytest.approx(f(*GLOBALS_POINT), rel=1e-12)
+    assert tangent == pytest.approx(sum(np.sum(0.5 * w) for w in want), rel=1e-6)
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "jit"])
+def test_a_positional_list_left_free(compiled):
+    x, s = GLOBALS_POINT[:2]
+    point = (x, s, WS)
+    want_x = numeric_jacobian(lambda x: BOUND_GLOBAL_ARRAY(x, s, WS), (x,), 0)
+    want_w = [
+        numeric_jacobian(
+            lambda w, k=k: BOUND_GLOBAL_ARRAY(x, s, [w, WS[1]] if k == 0 else [WS[0], w]),
+            (WS[k],),
+            0,
+        )
+        for k in (0, 1)
+    ]
+    grad = nx.grad(BOUND_GLOBAL_ARRAY, argnums=(0, 2))
+    got_x, got_ws = (nx.jit(grad) if compiled else grad)(*point)
+    np.testing.assert_allclose(got_x, want_x, rtol=1e-6)
+    assert type(got_ws) is list and len(got_ws) == 2
+    for g, w in zip(got_ws, want_w, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-9)
+    value, back = nx.vjp(BOUND_GLOBAL_ARRAY, *point)
+    assert value == pytest.approx(BOUND_GLOBAL_ARRAY(*point), rel=1e-12)
+    np.testing.assert_allclose(back(2.0)[0], 2.0 * want_x, rtol=1e-6)

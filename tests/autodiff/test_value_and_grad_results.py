@@ -71,12 +71,23 @@ def tree(x):
     return acc, {"acc": acc, "pair": (ys, x)}
 
 
+def sine_scaled(a):
+    return np.sin(a) * a
+
+
+def tangent_rebound(x):
+    _, t = nx.jvp(sine_scaled, (x,), (0.5,))
+    t = t * x
+    return t
+
+
 SCALARS = [
     pytest.param(horner, (C, 1.5), 1, id="for"),
     pytest.param(powers, (1.5,), 0, id="while"),
     pytest.param(branch, (1.5,), 0, id="if-taken"),
     pytest.param(branch, (-1.5,), 0, id="if-not-taken"),
     pytest.param(nested, (1.5,), 0, id="nested-for"),
+    pytest.param(tangent_rebound, (0.7,), 0, id="jvp-tangent-rebound"),
 ]
 MODES = ["interpreted", "jit"]
 

@@ -5,10 +5,12 @@ import stat
 import sys
 
 import gast
+import numpy as np
 import pytest
 
 from numbax.codegen import cache
 from numbax.codegen.emit import emit_function
+from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.transform.source import read_function
 
@@ -101,3 +103,12 @@ def test_loaded_module_is_importable_by_name_with_bound_globals():
     assert module.f(1) == 11
     assert inspect.getsource(module.f) == "def f(x):\n    return x + offset\n"
     assert isinstance(gast.parse(inspect.getsource(module.f)), gast.Module)
+
+
+def test_arrays_in_a_bound_tuple_are_keyed_by_content():
+    # a large array's repr elides its middle: two tuples of them must still differ
+    a, b = np.zeros(5000), np.zeros(5000)
+    b[2500] = 1.0
+    assert repr((a,)) == repr((b,))
+    assert fingerprint({"ws": (a, 1.0)}) != fingerprint({"ws": (b, 1.0)})
+    assert fingerprint({"ws": [a]}) == fingerprint({"ws": [a.copy()]})
