@@ -207,7 +207,12 @@ class _Aliases:
     def run(self) -> None:
         args = self.fn.args
         params = [a.id for a in args.posonlyargs + args.args + args.kwonlyargs]
-        state = {p: Held(frozenset({("param", p)}), None, self.fn.lineno) for p in params}
+        # a parameter may be a list, tuple or dict of arrays (a pytree): its items are
+        # its own object as far as sharing goes (`u, v = params` shares with params)
+        state = {
+            p: Held(frozenset({("param", p), ("item", ("param", p))}), None, self.fn.lineno)
+            for p in params
+        }
         self._block(self.fn.body, state, None)
         self.liveness = Liveness(self.fn.body)
         self.fn.body = self._rewrite(self.fn.body)
