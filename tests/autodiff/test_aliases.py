@@ -381,7 +381,15 @@ def reversed_in_place(a):
     return np.sum(a * a * np.array([1.0, 2.0, 4.0, 0.5]))
 
 
-@pytest.mark.parametrize("f", [scaled_in_place, reversed_in_place])
+def rebound_then_written(x):
+    a = x  # x's array under another name: the writes reach the caller's array
+    b = a[::-1]
+    b *= 3.0
+    a[0] = np.tanh(a[1])
+    return np.sum(np.sin(a) * np.array([1.0, 2.0, 4.0, 0.5])) + np.sum(x * x)
+
+
+@pytest.mark.parametrize("f", [scaled_in_place, reversed_in_place, rebound_then_written])
 def test_vjp_and_jacrev_of_a_function_that_writes_into_its_argument(f):
     # the value that vjp and jacrev compute first must not change the primals the
     # derivative is then taken at
