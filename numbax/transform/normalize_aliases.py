@@ -143,6 +143,8 @@ class Held:
     line: int
     # a tuple or list literal's items, each one's objects (None: not known one by one)
     elements: tuple[frozenset[object], ...] | None = None
+    # certainly an array, not maybe a number (what a view method or function returns)
+    array: bool = False
 
 
 State = dict[str, Held]
@@ -358,7 +360,7 @@ class _Aliases:
         if isinstance(value, gast.Call):
             shared = self._call_shares(value, state)
             if shared:
-                return Held(shared | fresh, None, line)
+                return Held(shared | fresh, None, line, array=self._makes_array(value))
         return Held(fresh, None, line)
 
     def _derivation(self, parent: str, value: gast.expr, line: int, array: bool) -> Derivation:
@@ -392,6 +394,16 @@ class _Aliases:
             if kind in kinds:
                 return kind
         return "item"
+
+    def _makes_array(self, value: gast.Call) -> bool:
+        """Whether the call returns an array whatever it is given: a view method or
+        function (``x.ravel()``, ``np.reshape``), not ``np.real``/``np.imag`` or a
+        helper of the user's, which may return a number."""
+        func = value.func
+        if isinstance(func, gast.Attribute) and func.attr in _VIEW_METHODS:
+            return isinstance(func.value, gast.Name) and func.value.id in self.resolver.locals
+        target = self.resolver.resolve(func)
+        return any(target is f for f in _VIEW_FUNCTIONS - {np.real, np.imag})
 
     def _call_shares(self, value: gast.Call, state: State) -> frozenset:
         """The objects a call's result may share with the arrays it is given."""
@@ -489,7 +501,7 @@ class _Aliases:
         chain = self._chain(name, state)
         top = chain[-1]
         blocked = [o for o in changed if o not in chain and self._chain(o, state)[-1] != top]
-        certain = held.derivation is not None and held.derivation.array
+        certain = held.array or (held.derivation is not None and held.derivation.array)
         if blocked and not (in_place and not certain):
             raise self._refusal(name, blocked[0], state, line)
         if blocked:  # x op= v: refused when it runs, where x holds an array
@@ -569,7 +581,11 @@ class _Aliases:
     def _refused(self, name: str, other: str, state: State) -> tuple[str, str]:
         """What a refusal of a write into ``name`` that changes ``other`` says."""
         params = self._params()
-        view = other if other not in params and state[other].derivation is None else name
+        # the name made in a way numbax cannot follow: the other one, unless it is a
+        # parameter, derived, or made before this one (b = M.ravel(): b, not M)
+        later = state[name].derivation is None and state[name].line > state[other].line
+        unknown = other not in params and state[other].derivation is None
+        view = other if unknown and not later else name
         made = state[view].line
         construct = (
             f"a write into `{name}` that may also change `{other}` (they may share memory: "

@@ -223,6 +223,13 @@ def helper_view(a):
     return np.sum(a * a)
 
 
+def raveled_in_place(a):
+    m = np.outer(a, a)
+    b = m.ravel()  # an array whatever m is: += changes it in place, and m with it
+    b += 1.5
+    return np.sum(m * m)
+
+
 def _line(f, text):
     import inspect
 
@@ -236,8 +243,9 @@ def _line(f, text):
         (reshaped, "b = np.reshape", "b[0, 0] = 1.0"),
         (branch_view, "b = a[:2]", "b[0] = 1.0"),
         (helper_view, "b = _first_two(a)", "b[0] = 0.0"),
+        (raveled_in_place, "b = m.ravel()", "b += 1.5"),
     ],
-    ids=["reshape", "branch", "helper"],
+    ids=["reshape", "branch", "helper", "ravel_in_place"],
 )
 def test_refused_naming_both_lines(f, made, written):
     args = (X.copy(), True) if f is branch_view else (X.copy(),)
