@@ -63,6 +63,14 @@ write on the base itself). ``x op= v`` on such a name is refused where it runs, 
 the same message as a ``ValueError``, when ``x`` holds an array then (a number is
 rebound, which changes nothing else). Functions numbax generated are not analysed
 again: their writes go to arrays they own.
+
+A parameter may be a list, tuple or dict of arrays (a pytree): its items count as its
+own object, so ``u, v = params; u[0] = v`` changes ``params`` and is refused where
+``params`` is read later. A helper of the user's that writes into an array it is given
+and is called for its result (``w = h(z)``) is refused at the call, naming the
+helper's write, where ``z`` or a name sharing its array is read after the call:
+derivatives and batching see the helper's writes only in what it returns (``jit``
+alone runs on memory, as NumPy does, and is left as it is).
 """
 
 from __future__ import annotations
