@@ -574,8 +574,12 @@ def linearize(fun: Callable, *primals: Any) -> tuple[Any, Callable]:
 
 
 def _call(fun: Callable, args: tuple) -> Any:
+    """``fun(*args)`` on copies of the arrays in ``args``: a function that writes into
+    its arguments, as NumPy lets it, must not change the primals that its derivative
+    (``vjp_fun``, ``f_jvp``) is taken at afterwards."""
     target = fun if hasattr(fun, "nested_dispatcher") else callable_target(fun)
-    return target(*args)
+    copied = tree_util.tree_map(lambda a: a.copy() if isinstance(a, np.ndarray) else a, args)
+    return target(*copied)
 
 
 def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:

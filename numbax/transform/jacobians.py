@@ -107,9 +107,10 @@ def jacobian_function(
         body += loop.diagonal()
     elif forward:  # the vmapped JVP gives the primal output too
         body += loop.forward_columns(aux, as_tuple, buffer)
-    else:  # the primal call gets a copy of what it writes into
-        stored = stored_into(fn)
-        args = [runtime_call("owned", load(p)) if p in stored else load(p) for p in params]
+    else:  # the primal call gets copies where it writes into an array: through any
+        # name, which may be a parameter's (a = x; a[0] = v)
+        copied = bool(stored_into(fn))
+        args = [runtime_call("owned", load(p)) if copied else load(p) for p in params]
         body += _primal(callee_name, args, out, aux, namer)
         body += (
             loop.reverse_diagonal() if diagonal else [buffer, *loop.reverse_rows(has_aux, as_tuple)]

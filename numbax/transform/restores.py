@@ -91,7 +91,8 @@ def _restored_pairs(fn: gast.FunctionDef) -> Iterator[tuple[list[gast.stmt], gas
             target, value = pair
             i = saves.get(value) if target != value else None
             if i is not None and copied_names(block[i]) == (value, target) and assigned[value] == 1:
-                if _renamable(block[i + 1 : j], target):
+                region = block[i + 1 : j]
+                if _renamable(region, target) and not _written_into(region, value):
                     found.append((j - i, block, block[i], stmt))
             saves[target] = j
     for _, block, save, restore in sorted(found, key=lambda f: f[0]):
@@ -117,6 +118,19 @@ def _renamable(region: list[gast.stmt], var: str) -> bool:
         if any(var in _stored(s) for s in nested):
             return False
     return not _jumps_out(region)
+
+
+def _written_into(region: list[gast.stmt], var: str) -> bool:
+    """Whether ``region`` stores into ``var``'s array (``w = y; w[2] = v; y = w``, a
+    write through a second name made explicit): then the restore gives ``y`` the value
+    written, which later passes read as values (the jit's recomputation of ``y``), and
+    stays."""
+    return any(
+        isinstance(node, gast.Subscript)
+        and isinstance(node.ctx, gast.Store)
+        and var in {n.id for n in walk(node.value) if isinstance(n, gast.Name)}
+        for node in walk(gast.Module(body=region, type_ignores=[]))
+    )
 
 
 def _jumps_out(stmts: list[gast.stmt]) -> bool:

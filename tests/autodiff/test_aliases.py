@@ -103,7 +103,23 @@ def copies_are_not_aliases(a):
     return np.sum(a * b) + np.sum(c) + np.sum(d) + np.sum(a * e)
 
 
+def zero_d_rebound(a):
+    s = np.array(a[0])  # a 0-d array: += through c changes s, as for any array
+    c = s
+    c += 1.0
+    return s * a[1]
+
+
+def written_through_inactive_name(a):
+    y = a * 2.0
+    w = y
+    w[2] = 5.0  # w carries no derivative after the store, y's element 2 neither
+    return np.sum(y * a)
+
+
 PROGRAMS = [
+    (zero_d_rebound, X),
+    (written_through_inactive_name, X),
     (rebound, X),
     (slice_store, X),
     (slice_in_place, X),
@@ -141,8 +157,22 @@ def test_values_under_jit(f, x):
 
 @pytest.mark.parametrize(
     ("f", "x"),
-    [(slice_in_place, X), (rows, M), (base_written, X), (made_then_written, X)],
-    ids=["slice_in_place", "rows", "base_written", "made_then_written"],
+    [
+        (slice_in_place, X),
+        (rows, M),
+        (base_written, X),
+        (made_then_written, X),
+        (zero_d_rebound, X),
+        (written_through_inactive_name, X),
+    ],
+    ids=[
+        "slice_in_place",
+        "rows",
+        "base_written",
+        "made_then_written",
+        "zero_d_rebound",
+        "written_through_inactive_name",
+    ],
 )
 def test_compiled_gradients(f, x):
     want = numeric_jacobian(_fresh(f), [x], 0)
@@ -193,6 +223,13 @@ def helper_view(a):
     return np.sum(a * a)
 
 
+def raveled_in_place(a):
+    m = np.outer(a, a)
+    b = m.ravel()  # an array whatever m is: += changes it in place, and m with it
+    b += 1.5
+    return np.sum(m * m)
+
+
 def _line(f, text):
     import inspect
 
@@ -206,8 +243,9 @@ def _line(f, text):
         (reshaped, "b = np.reshape", "b[0, 0] = 1.0"),
         (branch_view, "b = a[:2]", "b[0] = 1.0"),
         (helper_view, "b = _first_two(a)", "b[0] = 0.0"),
+        (raveled_in_place, "b = m.ravel()", "b += 1.5"),
     ],
-    ids=["reshape", "branch", "helper"],
+    ids=["reshape", "branch", "helper", "ravel_in_place"],
 )
 def test_refused_naming_both_lines(f, made, written):
     args = (X.copy(), True) if f is branch_view else (X.copy(),)
@@ -283,3 +321,89 @@ def test_lists_and_swaps_that_share_nothing_stay_as_they_are():
     want = numeric_jacobian(_fresh(swapped_then_updated), [X], 0)
     np.testing.assert_allclose(nx.grad(swapped_then_updated)(X.copy()), want, rtol=1e-6)
     assert nx.jit(swapped_then_updated)(X.copy()) == swapped_then_updated(X.copy())
+
+
+def test_forward_mode_under_jit_reads_the_value_written_through_another_name():
+    # the copy w = y written into: y = w stays, so the compiled code never recomputes y
+    f = written_through_inactive_name
+    tangent = np.array([1.0, 2.0, -1.0, 0.5])
+    want = numeric_jacobian(_fresh(f), [X], 0)
+    value, derivative = nx.jit(lambda a, t: nx.jvp(f, (a,), (t,)))(X.copy(), tangent)
+    assert value == pytest.approx(f(X.copy()), rel=1e-12)
+    assert derivative == pytest.approx(want @ tangent, rel=1e-6)
+    np.testing.assert_allclose(nx.jit(nx.jacfwd(f))(X.copy()), want, rtol=1e-6)
+
+
+def unpacked(params, x):
+    u, v = params
+    u[0] = 0.0  # params[0] is u: NumPy's params sees the write
+    return np.sum(params[0] * x) + np.sum(u * v[0])
+
+
+def test_an_item_of_a_pytree_argument_written_is_refused():
+    params = [np.array([1.0, 2.0, 3.0, 4.0]), np.array([0.5])]
+    for transform in (nx.grad, lambda f: nx.jit(nx.grad(f)), nx.jit):
+        with pytest.raises(nx.TransformError, match="may also change `params`") as info:
+            transform(unpacked)([p.copy() for p in params], X.copy())
+        assert info.value.lineno == _line(unpacked, "u[0] = 0.0")
+        assert f"made at line {_line(unpacked, 'u, v = params')}" in str(info.value)
+
+
+def _doubled_first(v):
+    v[0] = 2.0 * v[1]
+    return v
+
+
+def helper_returns_its_argument(x):
+    z = x - 1.0
+    w = _doubled_first(z)  # writes into z too
+    return np.sum(w * z) + np.sum(x * x)
+
+
+def test_a_helper_writing_into_an_array_read_after_the_call_is_refused():
+    x, tangent = np.array([0.3, -0.5, 0.9]), np.array([1.0, 2.0, -1.0])
+    transforms = [nx.grad, nx.jacfwd, lambda f: nx.jit(nx.grad(f))]
+    transforms.append(lambda f: lambda a: nx.jvp(f, (a,), (tangent,)))
+    for transform in transforms:
+        with pytest.raises(nx.TransformError, match="writes into `z`") as info:
+            transform(helper_returns_its_argument)(x.copy())
+        assert info.value.lineno == _line(helper_returns_its_argument, "w = _doubled_first(z)")
+        assert f"line {_line(_doubled_first, 'v[0] = 2.0')}" in str(info.value)
+    # compiled alone, the helper writes into the caller's memory, as NumPy does; vmap
+    # calls the function once per example
+    want = helper_returns_its_argument(x.copy())
+    assert nx.jit(helper_returns_its_argument)(x.copy()) == pytest.approx(want, rel=1e-12)
+    batch = np.stack([x, 2.0 * x])
+    want = [helper_returns_its_argument(row.copy()) for row in batch]
+    np.testing.assert_allclose(nx.vmap(helper_returns_its_argument)(batch), want, rtol=1e-12)
+
+
+def scaled_in_place(a):
+    a *= 3.0  # the caller's array: NumPy's f changes it
+    return np.sum(a * a * np.array([1.0, 2.0, 4.0, 0.5]))
+
+
+def reversed_in_place(a):
+    b = a[::-1]
+    b *= 3.0
+    return np.sum(a * a * np.array([1.0, 2.0, 4.0, 0.5]))
+
+
+def rebound_then_written(x):
+    a = x  # x's array under another name: the writes reach the caller's array
+    b = a[::-1]
+    b *= 3.0
+    a[0] = np.tanh(a[1])
+    return np.sum(np.sin(a) * np.array([1.0, 2.0, 4.0, 0.5])) + np.sum(x * x)
+
+
+@pytest.mark.parametrize("f", [scaled_in_place, reversed_in_place, rebound_then_written])
+def test_vjp_and_jacrev_of_a_function_that_writes_into_its_argument(f):
+    # the value that vjp and jacrev compute first must not change the primals the
+    # derivative is then taken at
+    want = numeric_jacobian(_fresh(f), [X], 0)
+    value, pullback = nx.vjp(f, X.copy())
+    assert value == pytest.approx(f(X.copy()), rel=1e-12)
+    np.testing.assert_allclose(pullback(1.0)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(nx.jacrev(f)(X.copy()), want, rtol=1e-6)
+    np.testing.assert_allclose(nx.jit(nx.jacrev(f))(X.copy()), want, rtol=1e-6)

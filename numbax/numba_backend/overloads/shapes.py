@@ -22,8 +22,10 @@ from numbax.numba_backend.overloads.common import (
 )
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.shapes import (
+    as_kind_of,
     cast,
     inverse_axes,
+    is_array,
     join_like,
     linspace_weights,
     split_like,
@@ -234,6 +236,21 @@ def _inverse_index(axes, j):
         if (axes[i] + n) % n == j:
             return i
     raise ValueError("axes don't match array")
+
+
+@overload(as_kind_of)
+def _as_kind_of_jit(value, like):
+    if isinstance(like, types.Array) and isinstance(value, types.Number):
+        return lambda value, like: np.asarray(value)
+    if isinstance(like, types.Number) and isinstance(value, types.Array) and value.ndim == 0:
+        return lambda value, like: value[()]
+    return lambda value, like: value
+
+
+@overload(is_array)
+def _is_array_jit(x):
+    answer = isinstance(x, types.Array)  # known from the type: a constant
+    return lambda x: answer
 
 
 @overload(inverse_axes)

@@ -79,7 +79,16 @@ LOOPED_BY_VMAP = frozenset(
     + ["cumprod_jvp", "cumprod_vjp", "cumsum_reverse", "einsum_general", "matrix_transpose"]
     + ["norm_exponent", "norm_weights", "prod_others", "prod_others_jvp", "tensordot_vjp_a"]
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
-    + ["cast", "uncast", "inverse_axes", "transpose_axes", "join_like", "linspace_weights"]
+    + [
+        "cast",
+        "uncast",
+        "inverse_axes",
+        "is_array",
+        "as_kind_of",
+        "transpose_axes",
+        "join_like",
+        "linspace_weights",
+    ]
     + ["undiag", "unrepeat", "unrolled", "unstack_like", "untile"]
     + ["jac_basis_all", "ravel_batch", "unravel_batch"]
     + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]

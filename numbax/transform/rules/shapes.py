@@ -273,6 +273,9 @@ define(nxrt.uncast, "value, x, dtype",
        linear="nxrt.uncast(value, x, dtype)",
        vjp="nxrt.cast(g, dtype)",
        samples=["value[3, 2], np.zeros((3, 2)), np.float64"])
+define(nxrt.as_kind_of, "value, like",
+       linear="nxrt.as_kind_of(value, like)",             vjp="nxrt.as_kind_of(g, value)",
+       samples=["value[3], np.zeros(3)", "value[2, 3], np.zeros((2, 3))"])
 # fmt: on
 
-nondifferentiable([nxrt.inverse_axes, nxrt.transpose_axes])
+nondifferentiable([nxrt.inverse_axes, nxrt.transpose_axes, nxrt.is_array])
