@@ -1,6 +1,5 @@
 """The construct families (``tests/fuzz/families.py``) through numbax's interpreted
-transformations: a small deterministic profile of each (``CI_FAMILIES``), and the
-checker's own tests.
+transformations: a small deterministic profile of each, and the checker's own tests.
 
 Each family's programs are checked in every interpreted mode (``value``, ``grad``,
 ``value_and_grad``, ``jvp``, ``vjp``, ``jacfwd``, ``jacrev``, ``hessian``) against NumPy
@@ -28,20 +27,7 @@ _SETTINGS = dict(
 )
 
 
-#: Families whose programs numbax gets wrong today: not run here until the fixes land
-#: (move a name to ``CI_FAMILIES`` to run it); ``python -m tests.fuzz --families`` draws
-#: them all.
-AWAITING_FIXES: tuple[str, ...] = (
-    "repeated",
-)
-CI_FAMILIES: tuple[str, ...] = tuple(f for f in FAMILIES if f not in AWAITING_FIXES)
-
-
-def test_awaiting_fixes_names_real_families() -> None:
-    assert set(AWAITING_FIXES) < set(FAMILIES)
-
-
-@pytest.mark.parametrize("family", CI_FAMILIES)
+@pytest.mark.parametrize("family", FAMILIES)
 @settings(max_examples=4, **_SETTINGS)
 @given(data=st.data())
 def test_family_interpreted(family: str, data: st.DataObject) -> None:
