@@ -43,7 +43,7 @@ NUMPY_RULES = "__numbax_numpy_rules__"
 value, a tuple, names the parameters that may receive Python scalars (weak, as the
 constants of its source are)."""
 
-_OPERATORS = {
+UFUNC_OF_OPERATOR = {
     operator.add: np.add,
     operator.sub: np.subtract,
     operator.mul: np.multiply,
@@ -114,6 +114,22 @@ def _stand_in(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
     stand_in = intrinsic(typer)
     cpu_target.typing_context.refresh()  # registers its type, for the compile under way
     return stand_in
+
+
+def departing_loop(ufunc: np.ufunc, args: tuple) -> tuple[np.dtype, ...] | None:
+    """NumPy's loop for ``ufunc`` of operand types ``args`` (some arrays, the Python
+    scalars among them cast already) where Numba's own array ufunc may compute another
+    thing; None where it computes what NumPy's does: where NumPy's loop is a float or
+    complex one of the operands' own dtypes (``float32 * float32``, ``float64 < float64``,
+    the common case), or NumPy has no loop (Numba's own then says what it cannot do)."""
+    try:
+        operands = tuple(as_dtype(types.unliteral(getattr(a, "dtype", a))) for a in args)
+        loop = ufunc.resolve_dtypes((*operands, None))
+    except (TypeError, NotImplementedError):
+        return None
+    if all(o == d and d.kind in "fc" for o, d in zip(operands, loop, strict=False)):
+        return None
+    return loop
 
 
 def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
@@ -410,9 +426,9 @@ class _NumPyRules(rewrites.Rewrite):
         if not isinstance(value, ir.Expr):
             return None
         if value.op in ("binop", "unary"):
-            return _OPERATORS.get(value.fn)
+            return UFUNC_OF_OPERATOR.get(value.fn)
         if value.op == "inplace_binop":
-            return _OPERATORS.get(value.immutable_fn)
+            return UFUNC_OF_OPERATOR.get(value.immutable_fn)
         if value.op != "call" or value.kws or value.vararg:
             return None
         name = _defined_once(lambda: guard(find_callname, self._func_ir, value))
