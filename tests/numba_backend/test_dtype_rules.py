@@ -145,3 +145,34 @@ def test_an_operator_alone_on_floats_of_one_dtype_is_numbas_own():
         departing_loop(np.multiply, (numba.typeof(args[0]), numba.typeof(np.int64(1))))
         == (np.dtype(np.float64),) * 3
     )
+
+
+def _negated_scalar_times(a, b):
+    return -(b + 1) * a
+
+
+_NEGATED = nx.jit(_negated_scalar_times)
+
+
+def test_python_ints_alone_compute_as_python_then_meet_the_array_as_numpy_checks():
+    unsigned = np.array([1, 2], np.uint8)
+    with pytest.raises(OverflowError):
+        _negated_scalar_times(unsigned, 2)
+    with pytest.raises(OverflowError, match="out of bounds for uint8"):
+        _NEGATED(unsigned, 2)
+    signed = np.array([1, -2], np.int8)
+    want = _negated_scalar_times(signed, 127)  # -128: in int8's range, not 127 + 1
+    got = _NEGATED(signed, 127)
+    assert got.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+def _times_a_large_power(x):
+    return x * (2**40) ** 2
+
+
+def test_python_ints_beyond_int64_are_refused_not_wrapped():
+    x = np.array([1.0, 2.0])
+    assert _times_a_large_power(x)[0] == 2.0**80
+    with pytest.raises(OverflowError, match="beyond int64"):
+        nx.jit(_times_a_large_power)(x)
