@@ -20,6 +20,12 @@ does not compute in float16. Integer loops use the implementations below where N
 own ufuncs depart from NumPy's (``floor_divide`` by 0 or ``MIN // -1``, ``fmod`` of
 negative values, ``power``, shifts by the width or more, comparisons of int64 with
 uint64); float and complex loops use Numba's ufuncs, which follow NumPy's.
+
+An integer operation of Python ints alone (``-b`` or ``b + 1`` of a weak ``b``) computes
+as Python does, at int64 (Numba's Python int; beyond its range an ``OverflowError``,
+where Python's ints would grow), and stays a Python int: where it meets an array it is
+checked against the loop's range as NumPy checks it (``-b * uint8_array`` is NumPy's
+``OverflowError``, not ``253 * uint8_array``).
 """
 
 from __future__ import annotations
