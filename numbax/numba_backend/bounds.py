@@ -49,7 +49,7 @@ from numba.extending import overload, register_jitable
 from numbax.codegen.cache import portable_path
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.normalize_nodes import clone, range_arguments
 from numbax.transform.provenance import origin_of
 from numbax.transform.source import describe_file
 from numbax.transform.walk import walk
@@ -531,7 +531,7 @@ def _holds(
     )
     if loop is None or part.id in _assigned(loop.body) or not facts.one_value(base.id):
         return False
-    args = _range_args(loop.iter)
+    args = range_arguments(loop.iter)
     if args is None or not 1 <= len(args) <= 3:
         return False
     start = 0 if len(args) == 1 else _int(args[0])
@@ -576,17 +576,6 @@ def _int(node: gast.expr) -> int | None:
     return None
 
 
-def _range_args(node: gast.expr) -> list[gast.expr] | None:
-    if (
-        isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Name)
-        and node.func.id == "range"
-        and not node.keywords
-    ):
-        return node.args
-    return None
-
-
 def _assigned(stmts: list[gast.stmt]) -> set[str]:
     """The names stored anywhere in ``stmts`` (loop variables included)."""
     return {
@@ -628,7 +617,7 @@ def _hoist(block: list[gast.stmt]) -> None:
 def _runs_to_the_end(loop: gast.For) -> bool:
     """Whether ``loop`` is a loop over ``range(...)`` whose every iteration runs its body
     to the end (nothing leaves it early) and that does not rebind its variable."""
-    if _range_args(loop.iter) is None or loop.orelse or not isinstance(loop.target, gast.Name):
+    if range_arguments(loop.iter) is None or loop.orelse or not isinstance(loop.target, gast.Name):
         return False
     if loop.target.id in _assigned(loop.body):
         return False
@@ -659,7 +648,7 @@ def _before_loop(check: gast.Expr, loop: gast.For) -> gast.Expr | None:
     variable = loop.target.id
     call = check.value
     parts = _components(call.args[1])
-    if call.keywords or any(_range_args(p) is not None for p in parts):
+    if call.keywords or any(range_arguments(p) is not None for p in parts):
         return None
     read = {n.id for n in walk(call) if isinstance(n, gast.Name)} - {variable}
     if read & _assigned(loop.body):
@@ -670,7 +659,7 @@ def _before_loop(check: gast.Expr, loop: gast.For) -> gast.Expr | None:
         return None  # the variable in a bound or in the array's expression
     moved = clone(check)
     every = gast.Call(
-        gast.Name("range", gast.Load(), None, None), clone(_range_args(loop.iter)), []
+        gast.Name("range", gast.Load(), None, None), clone(range_arguments(loop.iter)), []
     )
     if not positions:
         moved.value.keywords = [gast.keyword("during", every)]

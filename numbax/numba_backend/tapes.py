@@ -62,7 +62,7 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.normalize_nodes import clone, range_arguments
 from numbax.transform.walk import walk
 
 _RUNTIME = "nxrt"
@@ -279,7 +279,7 @@ def _pushes_bound(loops: tuple, constant: Callable[[gast.expr], Any]) -> int | N
     any other loop)."""
     bound = 1
     for loop in loops:
-        args = _range(loop.iter) if isinstance(loop, gast.For) else None
+        args = range_arguments(loop.iter) if isinstance(loop, gast.For) else None
         if args is None:
             return None
         values = [a.value if isinstance(a, gast.Constant) else constant(a) for a in args]
@@ -429,7 +429,7 @@ def _only_loop(place: _Place) -> gast.For | None:
 def _counted(fn, loop: gast.For, places) -> gast.expr | None:
     """``S`` of ``for i in range(S)`` (or ``range(0, S)``), if ``S`` keeps its value
     from before the loop to the end of the function and the loop cannot be left early."""
-    args = _range(loop.iter)
+    args = range_arguments(loop.iter)
     if args is None or len(args) > 3 or (len(args) > 1 and _int(args[0]) != 0):
         return None
     if len(args) == 3 and _int(args[2]) != 1:
@@ -449,7 +449,7 @@ def _counted(fn, loop: gast.For, places) -> gast.expr | None:
 
 def _backwards(loop: gast.For, count: gast.expr, fn, places) -> bool:
     """Whether ``loop`` runs over ``range(count - 1, -1, -1)``."""
-    args = _range(loop.iter)
+    args = range_arguments(loop.iter)
     if args is None or len(args) != 3 or _int(args[1]) != -1 or _int(args[2]) != -1:
         return False
     if any(isinstance(n, (gast.Break, gast.Continue, gast.Return)) for n in walk(loop)):
@@ -503,17 +503,6 @@ def _merge_first_iteration(body: list[gast.stmt], allocations: set[int]) -> list
         i += 1
     flush()
     return out
-
-
-def _range(node: gast.expr) -> list[gast.expr] | None:
-    if (
-        isinstance(node, gast.Call)
-        and isinstance(node.func, gast.Name)
-        and node.func.id == "range"
-        and not node.keywords
-    ):
-        return node.args
-    return None
 
 
 def _int(node: gast.expr) -> int | None:

@@ -49,6 +49,19 @@ def if_(test: str, body: list[gast.stmt], orelse: list[gast.stmt] | None = None)
     return gast.If(load(test), body, orelse or [])
 
 
+def range_arguments(node: gast.expr) -> list[gast.expr] | None:
+    """The arguments of ``range(...)`` called with positional ones only (a loop's
+    iterable), or None for anything else."""
+    if (
+        isinstance(node, gast.Call)
+        and isinstance(node.func, gast.Name)
+        and node.func.id == "range"
+        and not node.keywords
+    ):
+        return node.args
+    return None
+
+
 def is_atom(node: gast.AST) -> bool:
     return isinstance(node, (gast.Name, gast.Constant))
 
