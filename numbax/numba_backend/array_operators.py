@@ -14,16 +14,10 @@ too: Numba's own product compiled in every process, 0.06 s each) calls
 ``nxrt.op_<name>`` (Python's ``operator`` names: ``op_sub(a, b)`` is ``a - b``). On
 arrays it is a call to an implementation compiled once per argument types and kept in
 the runtime cache, like numbax's other helpers; on scalars, tuples and anything else
-Numba inlines it, so the code is what the operator compiled to before. Only the CPU
-target does this (``parallel=True`` functions keep their array expressions, which
-Numba's parallel loops run).
-
-On arrays the helper computes what NumPy's operator does. Where NumPy's loop is a float
-or complex one of the operands' own dtypes (``float32 * float32``), Numba's operator
-does too and is the implementation. For other dtypes Numba's array typing departs from
-NumPy's (``int64 * float32`` is float32, ``int32 * complex64`` complex64, ``int8 // 0``
-raises): there the implementation is a fused loop of the one operation, which computes
-each element at NumPy's loop as every fused loop does (``numpy_scalars.py``).
+Numba inlines it, so the code is what the operator compiled to before. Either way it
+computes exactly what the operator does under Numba. Only the CPU target does this
+(``parallel=True`` functions keep their array expressions, which Numba's parallel loops
+run).
 """
 
 from __future__ import annotations
@@ -34,14 +28,10 @@ from typing import Any
 
 import gast
 from numba import types
-from numba.core.registry import cpu_target
 from numba.extending import overload
-from numba.np.numpy_support import from_dtype
 
-from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.matrix_product import is_blas_matrix_pair, matrix_product
-from numbax.numba_backend.numpy_scalars import UFUNC_OF_OPERATOR, departing_loop
 from numbax.numba_backend.redirects import lowering_helper
 
 _BINARY = {
@@ -86,24 +76,16 @@ def _declare(name: str, expression: str, parameters: str) -> None:
     operation.__module__ = __name__  # numbax's own: described by its place in the cache
     lowering_helper(operation)
     implementation = define(source, {}, f"operator {name} under Numba", name=f"op_{name}")
-    ufunc = UFUNC_OF_OPERATOR.get(getattr(operator, name))
-    at_numpy_loops = _at_numpy_loops(source, name, parameters) if ufunc is not None else None
     for on_arrays in (False, True):
         typer = define(  # Numba asks for the implementation's own parameters
             f"def typer({parameters}):\n"
             f"    if any_array({parameters}) is on_arrays and not declined({parameters}):\n"
-            f"        if on_arrays and at_numpy_loops is not None"
-            f" and departing_loop(ufunc, ({parameters},)) is not None:\n"
-            f"            return at_numpy_loops\n"
             f"        return implementation\n",
             {
                 "implementation": implementation,
                 "any_array": _any_array,
                 "on_arrays": on_arrays,
                 "declined": is_blas_matrix_pair if name == "matmul" else _never,
-                "at_numpy_loops": at_numpy_loops,
-                "departing_loop": departing_loop,
-                "ufunc": ufunc,
             },
             f"operator {name} typing {'arrays' if on_arrays else 'scalars'}",
             name="typer",
@@ -112,38 +94,6 @@ def _declare(name: str, expression: str, parameters: str) -> None:
     if name == "matmul":
         _declare_matrix_product(operation)
     PYTHON_OPERATORS[operation] = getattr(operator, name)
-
-
-def result_dtype(operation: Callable, args: tuple) -> types.Type | None:
-    """The dtype of ``nxrt.op_<name>`` of argument types ``args`` (some arrays) as its
-    array implementation computes it, without compiling it; None where it gives no
-    array."""
-    python_operator = PYTHON_OPERATORS[operation]
-    ufunc = UFUNC_OF_OPERATOR.get(python_operator)
-    loop = departing_loop(ufunc, args) if ufunc is not None else None
-    if loop is not None:
-        return from_dtype(loop[-1])
-    context = cpu_target.typing_context
-    signature = context.resolve_function_type(python_operator, tuple(args), {})
-    if signature is not None and isinstance(signature.return_type, types.Array):
-        return signature.return_type.dtype
-    return None
-
-
-def _at_numpy_loops(source: str, name: str, parameters: str) -> Callable:
-    """The operator on arrays as a fused kernel of one operation (``elementwise``), which
-    computes it at NumPy's loop (``numpy_scalars.py``), for the operand dtypes where
-    Numba's array operator departs from NumPy: Numba's ``int64 * float32`` is float32,
-    its ``int8 // 0`` raises, its ``int32 * complex64`` is complex64."""
-    kernel = define(source, {}, f"operator {name} at NumPy's loops", name=f"op_{name}")
-    kernel.__module__ = __name__  # numbax's own: its machine code in the runtime cache
-    applied = elementwise(kernel)
-    return define(
-        f"def op_{name}({parameters}):\n    return applied({parameters})\n",
-        {"applied": applied},
-        f"operator {name} on arrays at NumPy's loops",
-        name=f"op_{name}",
-    )
 
 
 def _declare_matrix_product(operation: Callable) -> None:
