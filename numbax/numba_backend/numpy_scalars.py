@@ -142,6 +142,10 @@ def _implementation(
     if len(args) != ufunc.nin or not all(isinstance(a, types.Number | types.Boolean) for a in args):
         return None
     operands = tuple(_operand_dtype(a, w) for a, w in zip(args, weak, strict=True))
+    if all(isinstance(o, type) for o in operands):
+        # Python scalars alone: NumPy would pick its object loops; as arrays they are
+        # int64, float64, complex128 or bool, which is what compiled code holds
+        operands = tuple(np.dtype(o) for o in operands)
     try:
         loop = ufunc.resolve_dtypes((*operands, None))
     except TypeError as err:
