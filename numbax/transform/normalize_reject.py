@@ -67,10 +67,9 @@ _ATTRIBUTE_STORE = (
 _DOUBLE_STAR = ("a **mapping argument in a call", "pass the keyword arguments one by one")
 _BARE_RAISE = ("a bare raise", "raise a specific exception, e.g. raise ValueError('...')")
 _RAISE_FROM = ("raise ... from ...", "drop the from clause")
-_MATRIX = (
-    "numpy.matrix (whose * is a matrix product)",
+_MATRIX_ADVICE = (
     "numbax computes with arrays, whose * is elementwise: make an array (np.array(...), "
-    "np.asarray(m)) and write a @ b for the matrix product",
+    "np.asarray(m)) and write a @ b for the matrix product"
 )
 _MATRIX_MAKERS = (np.matrix, np.asmatrix, np.bmat)
 _VARIADIC = ("*args/**kwargs parameters", "list the parameters one by one")
@@ -122,10 +121,10 @@ def reject_matrices(
     rules nor Numba follow."""
     for stmt in fn.body:
         for node, line in _walk(stmt, stmt.lineno):
-            if isinstance(node, gast.Call) and any(
-                resolver.resolve(node.func) is maker for maker in _MATRIX_MAKERS
-            ):
-                raise unsupported(source, transformation, line, *_MATRIX)
+            maker = resolver.resolve(node.func) if isinstance(node, gast.Call) else None
+            if any(maker is known for known in _MATRIX_MAKERS):
+                what = f"numpy.{maker.__name__} (a numpy.matrix, whose * is a matrix product)"
+                raise unsupported(source, transformation, line, what, _MATRIX_ADVICE)
 
 
 def _problem(node: gast.AST) -> tuple[str, str] | None:
