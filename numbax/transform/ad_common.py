@@ -13,7 +13,7 @@ from numbax.transform import rules
 from numbax.transform.analysis.activity import assignments
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.methods import method_of_value_error
-from numbax.transform.normalize_aliases import IN_PLACE
+from numbax.transform.normalize_aliases import IN_PLACE, WRITTEN_BACK
 from numbax.transform.normalize_nodes import at, load
 from numbax.transform.operations import UNKNOWN, Operation, classify
 from numbax.transform.provenance import mark_adjoint
@@ -153,13 +153,16 @@ def refuse_made_functions(
 
 
 def stored_into(fn: gast.FunctionDef) -> set[str]:
-    """The variables ``fn`` stores into (``x[i] = v``, and ``x op= v``, which changes an
-    array in place): a parameter among them is an array of the caller, which derivative
-    code must not change."""
+    """The variables ``fn`` stores into (``x[i] = v``, ``x op= v``, which changes an
+    array in place, and ``x = c`` writing back a change made through a view ``c`` of
+    ``x``): a parameter among them is an array of the caller, which derivative code must
+    not change."""
     stored = set()
     for n in walk(fn):
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
             stored.add(n.targets[0].value.id)
-        elif isinstance(n, gast.Assign) and getattr(n, IN_PLACE, False):
+        elif isinstance(n, gast.Assign) and (
+            getattr(n, IN_PLACE, False) or getattr(n, WRITTEN_BACK, False)
+        ):
             stored.add(n.targets[0].id)
     return stored

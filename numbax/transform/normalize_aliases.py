@@ -91,10 +91,14 @@ from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, bind_in_closure, read_function
 from numbax.transform.walk import name_ids, walk
 
-__all__ = ["IN_PLACE", "write_through_aliases"]
+__all__ = ["IN_PLACE", "WRITTEN_BACK", "write_through_aliases"]
 
 IN_PLACE = "numbax_in_place"
 """Attribute the flattener sets on ``x = x op v`` lowered from ``x op= v``."""
+
+WRITTEN_BACK = "numbax_written_back"
+"""Attribute set on ``x = c`` where it writes a change made through ``c`` back into
+``x``: ``x``'s memory was written, so derivative code copies a parameter ``x`` first."""
 
 _VIEW_FUNCTIONS = {
     np.reshape,
@@ -532,7 +536,9 @@ class _Aliases:
         after: list[gast.stmt] = []
         for child, parent in zip(chain, chain[1:], strict=False):
             into = rebound and child == name
-            after.append(self._write_back(child, parent, state[child].derivation, into))
+            write_back = self._write_back(child, parent, state[child].derivation, into)
+            setattr(write_back, WRITTEN_BACK, True)
+            after.append(write_back)
         if in_place and len(chain) > 1 and not rebound:
             again.insert(0, name)  # in place: the name holds its base's part again
         for other in again:
