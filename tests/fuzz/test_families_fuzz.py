@@ -91,6 +91,20 @@ def test_checker_checks_the_hessian_of_a_second_derivative_inside() -> None:
     assert outcome.status == "ok", outcome.message
 
 
+def test_checker_checks_no_derivative_at_a_kink() -> None:
+    # np.max of tied elements: central differences give the mean of the one-sided
+    # slopes, which is no derivative (JAX and numbax split the tie evenly)
+    tied = _program(
+        "loops_value",
+        "(x, s):\n    acc = s\n    for _ in range(3):\n        acc = acc * 0.5 + np.max(x)\n"
+        "    return acc",
+        "(np.array([0.0137, 0.0137, 0.0137]), -1.1163)",
+        "(0, 1)",
+    )
+    report = check_family_program(tied, FAMILY_MODE_GROUPS["eager"])
+    assert report.rejected == "not smooth"
+
+
 def test_tree_mismatch_names_structure_shape_kind_and_value() -> None:
     a = np.array([1.0, 2.0])
     assert tree_mismatch("g", [a, {"w": a}], [a, {"w": a}], 1e-9) == ""
