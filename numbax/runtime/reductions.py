@@ -2,8 +2,9 @@
 ``mean``/``var``/``std`` (``reduced_count``), how ``max``/``min`` share a derivative
 among tied elements (``tie_weights``), each element's product of the others of its
 reduction (``prod_others``: ``prod``'s derivative without dividing by zero) and its
-derivative ``prod_others_jvp``, ``cumsum_reverse``, ``cumprod_jvp``/``cumprod_vjp``,
-and the derivatives of ``np.linalg.norm`` (``norm_weights``/``norm_exponent``).
+derivatives ``prod_others_jvp`` and ``prod_others_jvp2``, ``cumsum_reverse``,
+``cumprod_jvp``/``cumprod_vjp``, and the derivatives of ``np.linalg.norm``
+(``norm_weights``/``norm_exponent``).
 
 Each is linear in its cotangent (or tangent) argument, or has no derivative, and has its
 own rules in ``transform/rules/runtime.py``, so derivative code that calls it can be
@@ -102,6 +103,43 @@ def prod_others_jvp(a: Any, t: Any, axis: Any = None) -> Any:
         out[..., i] = dleft[..., i] * c + left[..., i] * d
         c, d = c * rows[..., i], d * rows[..., i] + c * trows[..., i]
     return back(out)
+
+
+@helper
+def prod_others_jvp2(a: Any, t: Any, u: Any, axis: Any = None) -> Any:
+    """The derivative of ``prod_others_jvp(a, t, axis)`` in ``a`` along ``u``: for each
+    element, the sum over ordered pairs ``j != k`` of the other elements of its reduction
+    of ``t[j] * u[k]`` times the product of the rest. Scans of the jets ``(c, dc/dt,
+    dc/du, d2c/dtdu)`` both ways, so it is exact with zeros; it is symmetric in ``t``,
+    ``u`` and the cotangent (the third derivative of ``prod``), so it is its own adjoint
+    in each."""
+    if not isinstance(a, np.ndarray):
+        return type(a)(0) * t * u
+    rows, back = _rows(a, axis)
+    trows, _ = _rows(np.broadcast_to(t, a.shape), axis)
+    urows, _ = _rows(np.broadcast_to(u, a.shape), axis)
+    dtype = np.result_type(a, t, u)
+    before = [np.empty(rows.shape, dtype) for _ in range(4)]
+    jet = [np.ones(rows.shape[:-1], dtype)] + [np.zeros(rows.shape[:-1], dtype)] * 3
+    n = rows.shape[-1]
+    for i in range(n):
+        for kept, part in zip(before, jet, strict=True):
+            kept[..., i] = part
+        jet = _times_element(jet, rows[..., i], trows[..., i], urows[..., i])
+    out = np.empty(rows.shape, dtype)
+    jet = [np.ones(rows.shape[:-1], dtype)] + [np.zeros(rows.shape[:-1], dtype)] * 3
+    for i in range(n - 1, -1, -1):
+        c, ct, cu, ctu = (kept[..., i] for kept in before)
+        out[..., i] = ctu * jet[0] + ct * jet[2] + cu * jet[1] + c * jet[3]
+        jet = _times_element(jet, rows[..., i], trows[..., i], urows[..., i])
+    return back(out)
+
+
+def _times_element(jet: list, a: Any, t: Any, u: Any) -> list:
+    """The jet ``(c, dc/dt, dc/du, d2c/dtdu)`` of a product times one more element
+    ``a`` moving along ``t`` and ``u``."""
+    c, ct, cu, ctu = jet
+    return [c * a, ct * a + c * t, cu * a + c * u, ctu * a + ct * u + cu * t]
 
 
 @helper

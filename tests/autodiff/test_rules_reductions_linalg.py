@@ -20,7 +20,7 @@ import pytest
 
 import numbax as nx
 from numbax.runtime import nxrt
-from tests.autodiff.fd import check_jacobians
+from tests.autodiff.fd import check_jacobians, numeric_jacobian
 
 rng = np.random.default_rng(20240614)
 
@@ -272,7 +272,7 @@ def test_einsum_vjp_of_vjp_is_an_einsum():
 def test_helpers_under_numba():
     """The helpers the jit cases above do not reach, compiled by Numba in one function:
     a run-time axis, a nested einsum spec, tensordot's VJPs, the reverse cumulative sum,
-    prod_others_jvp; against their interpreted selves."""
+    prod_others_jvp and prod_others_jvp2; against their interpreted selves."""
 
     def helpers(value, a, axis, ct, g, b, p, q, c):
         spec = "ij,jk->ik", 0
@@ -287,6 +287,7 @@ def test_helpers_under_numba():
             nxrt.tensordot_vjp_b(c, p, q, pairs),
             nxrt.cumsum_reverse(a, a, axis),
             nxrt.prod_others_jvp(a, a + 1.0, (0, 2)),
+            nxrt.prod_others_jvp2(a, a + 1.0, a * a, (0, 2)),
         )
 
     p, q = X3, distinct(4, 3, 2)
@@ -296,3 +297,21 @@ def test_helpers_under_numba():
     got = numba.njit(helpers)(*args)
     for w, r in zip(want, got, strict=True):
         np.testing.assert_allclose(r, w, rtol=1e-12, atol=1e-12)
+
+
+def product(y):
+    return np.prod(y)
+
+
+def prod_third(a):
+    return np.sum(nx.hessian(product)(a) * np.outer(a, a))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "jit"])
+def test_third_derivative_of_prod_is_exact_with_zeros(compiled):
+    # prod's third derivative is a sum of products of the other elements: finite where
+    # elements are 0 (a rule dividing by the elements gave nan)
+    for x in (np.array([0.0, 0.0, 3.0, 2.0]), np.array([0.5, 2.0, 0.0, 1.0])):
+        want = numeric_jacobian(prod_third, [x], 0)
+        grad = nx.grad(prod_third)
+        np.testing.assert_allclose((nx.jit(grad) if compiled else grad)(x), want, atol=1e-7)

@@ -37,6 +37,7 @@ from numbax.runtime.reductions import (
     norm_weights,
     prod_others,
     prod_others_jvp,
+    prod_others_jvp2,
     reduced_count,
     tie_weights,
 )
@@ -161,12 +162,35 @@ def _cumprod_vjp_rows(ct, a):
     return out
 
 
+@register_jitable
+def _prod_others_jvp2_rows(a, t, u):
+    """Each row's ``prod_others_jvp`` derivative along ``u``: scans both ways of the
+    jets (product, its derivatives along ``t`` and ``u``, and their mixed one)."""
+    out = np.empty_like(t)
+    n = a.shape[1]
+    kept = np.empty((4, n), out.dtype)
+    one = np.ones(1, out.dtype)[0]
+    for i in range(a.shape[0]):
+        c, ct, cu, ctu = one, one - one, one - one, one - one
+        for j in range(n):
+            kept[0, j], kept[1, j], kept[2, j], kept[3, j] = c, ct, cu, ctu
+            x, dt, du = a[i, j], t[i, j], u[i, j]
+            c, ct, cu, ctu = c * x, ct * x + c * dt, cu * x + c * du, ctu * x + ct * du + cu * dt
+        c, ct, cu, ctu = one, one - one, one - one, one - one
+        for j in range(n - 1, -1, -1):
+            out[i, j] = kept[3, j] * c + kept[1, j] * cu + kept[2, j] * ct + kept[0, j] * ctu
+            x, dt, du = a[i, j], t[i, j], u[i, j]
+            c, ct, cu, ctu = c * x, ct * x + c * dt, cu * x + c * du, ctu * x + ct * du + cu * dt
+    return out
+
+
 _SCOPE = {  # what the generated implementations call
     "numba": numba,
     "reductions": reductions,
     "to_fixed_tuple": to_fixed_tuple,
     "_prod_others_rows": _prod_others_rows,
     "_prod_others_jvp_rows": _prod_others_jvp_rows,
+    "_prod_others_jvp2_rows": _prod_others_jvp2_rows,
     "_cumsum_reverse_rows": _cumsum_reverse_rows,
     "_cumprod_jvp_rows": _cumprod_jvp_rows,
     "_cumprod_vjp_rows": _cumprod_vjp_rows,
@@ -244,6 +268,20 @@ def _prod_others_jvp_jit(a, t, axis=None):
     inputs = [("a", a), ("t", t)]
     return _rowwise(
         "prod_others_jvp", header, "_prod_others_jvp_rows", inputs, axis, a.ndim, "a", dtype
+    )
+
+
+@overload(prod_others_jvp2)
+def _prod_others_jvp2_jit(a, t, u, axis=None):
+    if _is_scalar(a):
+        return lambda a, t, u, axis=None: t * u * 0
+    a = _array("prod_others_jvp2", a)
+    t, u = _array("prod_others_jvp2", t), _array("prod_others_jvp2", u)
+    header = "def impl(a, t, u, axis=None):"
+    dtype = _promote(a.dtype, t.dtype, u.dtype)
+    inputs = [("a", a), ("t", t), ("u", u)]
+    return _rowwise(
+        "prod_others_jvp2", header, "_prod_others_jvp2_rows", inputs, axis, a.ndim, "a", dtype
     )
 
 
