@@ -2,9 +2,9 @@
 ``mean``/``var``/``std`` (``reduced_count``), how ``max``/``min`` share a derivative
 among tied elements (``tie_weights``), each element's product of the others of its
 reduction (``prod_others``: ``prod``'s derivative without dividing by zero) and its
-derivatives ``prod_others_jvp`` and ``prod_others_jvp2``, ``cumsum_reverse``,
-``cumprod_jvp``/``cumprod_vjp``, and the derivatives of ``np.linalg.norm``
-(``norm_weights``/``norm_exponent``).
+derivatives ``prod_others_jvp``, ``prod_others_jvp2`` and ``prod_others_jvp3``,
+``cumsum_reverse``, ``cumprod_jvp``/``cumprod_vjp``, and the derivatives of
+``np.linalg.norm`` (``norm_weights``/``norm_exponent``).
 
 Each is linear in its cotangent (or tangent) argument, or has no derivative, and has its
 own rules in ``transform/rules/runtime.py``, so derivative code that calls it can be
@@ -109,37 +109,60 @@ def prod_others_jvp(a: Any, t: Any, axis: Any = None) -> Any:
 def prod_others_jvp2(a: Any, t: Any, u: Any, axis: Any = None) -> Any:
     """The derivative of ``prod_others_jvp(a, t, axis)`` in ``a`` along ``u``: for each
     element, the sum over ordered pairs ``j != k`` of the other elements of its reduction
-    of ``t[j] * u[k]`` times the product of the rest. Scans of the jets ``(c, dc/dt,
-    dc/du, d2c/dtdu)`` both ways, so it is exact with zeros; it is symmetric in ``t``,
-    ``u`` and the cotangent (the third derivative of ``prod``), so it is its own adjoint
-    in each."""
+    of ``t[j] * u[k]`` times the product of the rest (``prod``'s third derivative, so
+    symmetric in ``t``, ``u`` and the cotangent: its own adjoint in each). Exact with
+    zeros (:func:`_mixed_others`)."""
     if not isinstance(a, np.ndarray):
         return type(a)(0) * t * u
+    return _mixed_others(a, (t, u), axis)
+
+
+@helper
+def prod_others_jvp3(a: Any, t: Any, u: Any, w: Any, axis: Any = None) -> Any:
+    """The derivative of ``prod_others_jvp2(a, t, u, axis)`` in ``a`` along ``w``:
+    ``prod``'s fourth derivative, symmetric in ``t``, ``u``, ``w`` and the cotangent.
+    Exact with zeros (:func:`_mixed_others`)."""
+    if not isinstance(a, np.ndarray):
+        return type(a)(0) * t * u * w
+    return _mixed_others(a, (t, u, w), axis)
+
+
+def _mixed_others(a: np.ndarray, tangents: tuple, axis: Any) -> np.ndarray:
+    """For each element of ``a``, the mixed derivative along all of ``tangents`` of the
+    product of the other elements of its reduction over ``axis``. Scans both ways carry
+    the jet of the running product: one part per subset of the tangents (bit ``b`` of
+    its index for tangent ``b``), the derivative along those; a factor ``x`` moving along
+    ``t_b`` multiplies part ``S`` by ``x`` and adds ``t_b`` times part ``S - {b}``. No
+    division, so zeros are exact."""
     rows, back = _rows(a, axis)
-    trows, _ = _rows(np.broadcast_to(t, a.shape), axis)
-    urows, _ = _rows(np.broadcast_to(u, a.shape), axis)
-    dtype = np.result_type(a, t, u)
-    before = [np.empty(rows.shape, dtype) for _ in range(4)]
-    jet = [np.ones(rows.shape[:-1], dtype)] + [np.zeros(rows.shape[:-1], dtype)] * 3
-    n = rows.shape[-1]
+    moving = [_rows(np.broadcast_to(t, a.shape), axis)[0] for t in tangents]
+    dtype = np.result_type(a, *tangents)
+    k, n = len(tangents), rows.shape[-1]
+    full = (1 << k) - 1
+
+    def times(jet: list, i: int) -> list:
+        out = [part * rows[..., i] for part in jet]
+        for subset in range(1, full + 1):
+            for b in range(k):
+                if subset >> b & 1:
+                    out[subset] = out[subset] + jet[subset ^ (1 << b)] * moving[b][..., i]
+        return out
+
+    def start() -> list:
+        return [np.ones(rows.shape[:-1], dtype)] + [np.zeros(rows.shape[:-1], dtype)] * full
+
+    before = np.empty((full + 1, *rows.shape), dtype)
+    jet = start()
     for i in range(n):
-        for kept, part in zip(before, jet, strict=True):
-            kept[..., i] = part
-        jet = _times_element(jet, rows[..., i], trows[..., i], urows[..., i])
+        for subset, part in enumerate(jet):
+            before[subset, ..., i] = part
+        jet = times(jet, i)
     out = np.empty(rows.shape, dtype)
-    jet = [np.ones(rows.shape[:-1], dtype)] + [np.zeros(rows.shape[:-1], dtype)] * 3
+    jet = start()
     for i in range(n - 1, -1, -1):
-        c, ct, cu, ctu = (kept[..., i] for kept in before)
-        out[..., i] = ctu * jet[0] + ct * jet[2] + cu * jet[1] + c * jet[3]
-        jet = _times_element(jet, rows[..., i], trows[..., i], urows[..., i])
+        out[..., i] = sum(before[subset, ..., i] * jet[full ^ subset] for subset in range(full + 1))
+        jet = times(jet, i)
     return back(out)
-
-
-def _times_element(jet: list, a: Any, t: Any, u: Any) -> list:
-    """The jet ``(c, dc/dt, dc/du, d2c/dtdu)`` of a product times one more element
-    ``a`` moving along ``t`` and ``u``."""
-    c, ct, cu, ctu = jet
-    return [c * a, ct * a + c * t, cu * a + c * u, ctu * a + ct * u + cu * t]
 
 
 @helper

@@ -52,7 +52,8 @@ _PURE_HELPERS = frozenset(
     jac_basis_all jac_diagonal ravel_batch unravel_batch ravel_pytree jac_unflatten jac_flatten
     unravel_pytree dot_vjp_a dot_vjp_b matmul_vjp_x
     matmul_vjp_y tensordot_vjp_a tensordot_vjp_b cumsum_reverse prod_others
-    prod_others_jvp prod_others_jvp2 cumprod_jvp cumprod_vjp tie_weights norm_weights xlogy
+    prod_others_jvp prod_others_jvp2
+    prod_others_jvp3 cumprod_jvp cumprod_vjp tie_weights norm_weights xlogy
     matrix_transpose cast uncast ravel reduced_count transpose_axes inverse_axes
     join_like unstack_like untile unrepeat undiag trace_vjp norm_exponent""".split()
 )

@@ -272,7 +272,7 @@ def test_einsum_vjp_of_vjp_is_an_einsum():
 def test_helpers_under_numba():
     """The helpers the jit cases above do not reach, compiled by Numba in one function:
     a run-time axis, a nested einsum spec, tensordot's VJPs, the reverse cumulative sum,
-    prod_others_jvp and prod_others_jvp2; against their interpreted selves."""
+    prod_others_jvp, prod_others_jvp2 and prod_others_jvp3; against their interpreted selves."""
 
     def helpers(value, a, axis, ct, g, b, p, q, c):
         spec = "ij,jk->ik", 0
@@ -288,6 +288,7 @@ def test_helpers_under_numba():
             nxrt.cumsum_reverse(a, a, axis),
             nxrt.prod_others_jvp(a, a + 1.0, (0, 2)),
             nxrt.prod_others_jvp2(a, a + 1.0, a * a, (0, 2)),
+            nxrt.prod_others_jvp3(a, a + 1.0, a * a, a - 2.0, (0, 2)),
         )
 
     p, q = X3, distinct(4, 3, 2)
@@ -308,10 +309,13 @@ def prod_third(a):
 
 
 @pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "jit"])
-def test_third_derivative_of_prod_is_exact_with_zeros(compiled):
-    # prod's third derivative is a sum of products of the other elements: finite where
-    # elements are 0 (a rule dividing by the elements gave nan)
+def test_third_and_fourth_derivatives_of_prod_are_exact_with_zeros(compiled):
+    # prod's derivatives are sums of products of the other elements: finite where
+    # elements are 0 (rules dividing by the elements gave nan)
+    grad, hessian = nx.grad(prod_third), nx.hessian(prod_third)
+    if compiled:
+        grad, hessian = nx.jit(grad), nx.jit(hessian)
     for x in (np.array([0.0, 0.0, 3.0, 2.0]), np.array([0.5, 2.0, 0.0, 1.0])):
-        want = numeric_jacobian(prod_third, [x], 0)
-        grad = nx.grad(prod_third)
-        np.testing.assert_allclose((nx.jit(grad) if compiled else grad)(x), want, atol=1e-7)
+        np.testing.assert_allclose(grad(x), numeric_jacobian(prod_third, [x], 0), atol=1e-7)
+        want = numeric_jacobian(nx.grad(prod_third), [x], 0)
+        np.testing.assert_allclose(hessian(x), want, atol=1e-6)

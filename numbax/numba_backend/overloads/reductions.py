@@ -38,6 +38,7 @@ from numbax.runtime.reductions import (
     prod_others,
     prod_others_jvp,
     prod_others_jvp2,
+    prod_others_jvp3,
     reduced_count,
     tie_weights,
 )
@@ -163,25 +164,50 @@ def _cumprod_vjp_rows(ct, a):
 
 
 @register_jitable
-def _prod_others_jvp2_rows(a, t, u):
-    """Each row's ``prod_others_jvp`` derivative along ``u``: scans both ways of the
-    jets (product, its derivatives along ``t`` and ``u``, and their mixed one)."""
-    out = np.empty_like(t)
-    n = a.shape[1]
-    kept = np.empty((4, n), out.dtype)
-    one = np.ones(1, out.dtype)[0]
+def _mixed_others_rows(a, ts):
+    """Each row's mixed derivative along all of ``ts[b]`` of ``prod_others``: the scans
+    of ``runtime.reductions._mixed_others``, one jet part per subset of the tangents,
+    updated in place from the largest subset down (each reads smaller ones)."""
+    k, n = ts.shape[0], a.shape[1]
+    full = (1 << k) - 1
+    out = np.empty(a.shape, ts.dtype)
+    before = np.empty((full + 1, n), ts.dtype)
+    jet = np.empty(full + 1, ts.dtype)
     for i in range(a.shape[0]):
-        c, ct, cu, ctu = one, one - one, one - one, one - one
+        jet[:] = 0
+        jet[0] = 1
         for j in range(n):
-            kept[0, j], kept[1, j], kept[2, j], kept[3, j] = c, ct, cu, ctu
-            x, dt, du = a[i, j], t[i, j], u[i, j]
-            c, ct, cu, ctu = c * x, ct * x + c * dt, cu * x + c * du, ctu * x + ct * du + cu * dt
-        c, ct, cu, ctu = one, one - one, one - one, one - one
+            before[:, j] = jet
+            for subset in range(full, -1, -1):
+                value = jet[subset] * a[i, j]
+                for b in range(k):
+                    if subset >> b & 1:
+                        value += jet[subset ^ (1 << b)] * ts[b, i, j]
+                jet[subset] = value
+        jet[:] = 0
+        jet[0] = 1
         for j in range(n - 1, -1, -1):
-            out[i, j] = kept[3, j] * c + kept[1, j] * cu + kept[2, j] * ct + kept[0, j] * ctu
-            x, dt, du = a[i, j], t[i, j], u[i, j]
-            c, ct, cu, ctu = c * x, ct * x + c * dt, cu * x + c * du, ctu * x + ct * du + cu * dt
+            total = jet[0] * 0
+            for subset in range(full + 1):
+                total += before[subset, j] * jet[full ^ subset]
+            out[i, j] = total
+            for subset in range(full, -1, -1):
+                value = jet[subset] * a[i, j]
+                for b in range(k):
+                    if subset >> b & 1:
+                        value += jet[subset ^ (1 << b)] * ts[b, i, j]
+                jet[subset] = value
     return out
+
+
+@register_jitable
+def _prod_others_jvp2_rows(a, t, u):
+    return _mixed_others_rows(a, np.stack((t, u)))
+
+
+@register_jitable
+def _prod_others_jvp3_rows(a, t, u, w):
+    return _mixed_others_rows(a, np.stack((t, u, w)))
 
 
 _SCOPE = {  # what the generated implementations call
@@ -191,6 +217,7 @@ _SCOPE = {  # what the generated implementations call
     "_prod_others_rows": _prod_others_rows,
     "_prod_others_jvp_rows": _prod_others_jvp_rows,
     "_prod_others_jvp2_rows": _prod_others_jvp2_rows,
+    "_prod_others_jvp3_rows": _prod_others_jvp3_rows,
     "_cumsum_reverse_rows": _cumsum_reverse_rows,
     "_cumprod_jvp_rows": _cumprod_jvp_rows,
     "_cumprod_vjp_rows": _cumprod_vjp_rows,
@@ -282,6 +309,20 @@ def _prod_others_jvp2_jit(a, t, u, axis=None):
     inputs = [("a", a), ("t", t), ("u", u)]
     return _rowwise(
         "prod_others_jvp2", header, "_prod_others_jvp2_rows", inputs, axis, a.ndim, "a", dtype
+    )
+
+
+@overload(prod_others_jvp3)
+def _prod_others_jvp3_jit(a, t, u, w, axis=None):
+    if _is_scalar(a):
+        return lambda a, t, u, w, axis=None: t * u * w * 0
+    a = _array("prod_others_jvp3", a)
+    t, u, w = (_array("prod_others_jvp3", x) for x in (t, u, w))
+    header = "def impl(a, t, u, w, axis=None):"
+    dtype = _promote(a.dtype, t.dtype, u.dtype, w.dtype)
+    inputs = [("a", a), ("t", t), ("u", u), ("w", w)]
+    return _rowwise(
+        "prod_others_jvp3", header, "_prod_others_jvp3_rows", inputs, axis, a.ndim, "a", dtype
     )
 
 

@@ -78,7 +78,7 @@ LOOPED_BY_VMAP = frozenset(
     ["index_add", "tree_add", "ravel", "custom_cotangents", "reshape_like"]
     + ["cumprod_jvp", "cumprod_vjp", "cumsum_reverse", "einsum_general", "matrix_transpose"]
     + ["norm_exponent", "norm_weights", "prod_others", "prod_others_jvp", "prod_others_jvp2"]
-    + ["tensordot_vjp_a"]
+    + ["prod_others_jvp3", "tensordot_vjp_a"]
     + ["tensordot_vjp_b", "trace_vjp", "tril_fold", "tril_half_diag", "tril_symmetric"]
     + [
         "cast",

@@ -261,12 +261,12 @@ nondifferentiable([nxrt.grad_seeds, nxrt.holomorphic_seeds], batch=same_shape("a
 # on an array nonlinearly too, the derivative in that array is given away from zeros.
 
 # fmt: off
-# prod_others and its derivatives prod_others_jvp and prod_others_jvp2 are exact with
-# zeros; prod_others_jvp is symmetric in t, prod_others_jvp2 in t, u and the cotangent
-# (they are the second and third derivatives of prod). prod_others_jvp2's own derivative
-# in a is given where a has no zero, from prod_others_jvp2(a, t, u) = prod_others(a) *
-# (the sum over distinct pairs of other elements of (t / a) * (u / a)), with others(v)
-# the sum over the other elements of each one's reduction.
+# prod_others and its derivatives prod_others_jvp, prod_others_jvp2 and prod_others_jvp3
+# (prod's second to fourth derivatives) are exact with zeros, each symmetric in its
+# tangents and the cotangent. prod_others_jvp3's own derivative in a is given where a
+# has no zero, from prod_others_jvp3(a, t, u, w) = prod_others(a) * (the sum over
+# distinct triples of other elements of (t / a) (u / a) (w / a)), with others(v) the sum
+# over the other elements of each one's reduction.
 OTHERS = "(nxrt.broadcast_reduced(np.sum({v}, axis=axis), a, axis) - {v})"
 define(nxrt.prod_others, "a, axis=None",
        jvp="nxrt.prod_others_jvp(a, da, axis)",          vjp=SELF_ADJOINT,
@@ -278,17 +278,29 @@ define(nxrt.prod_others_jvp, "a, t, axis=None",
             "t": "nxrt.prod_others_jvp(a, g, axis)"},
        samples=["a[3, 4], t[3, 4], 1", "a[3, 4], t[3, 4]"])
 define(nxrt.prod_others_jvp2, "a, t, u, axis=None",
-       jvp={"a": "ans * " + OTHERS.format(v="da / a")
-                 + " - nxrt.prod_others_jvp2(a, t * da / a, u, axis)"
-                 " - nxrt.prod_others_jvp2(a, t, u * da / a, axis)",
+       jvp={"a": "nxrt.prod_others_jvp3(a, t, u, da, axis)",
             "t": "nxrt.prod_others_jvp2(a, dt, u, axis)",
             "u": "nxrt.prod_others_jvp2(a, t, du, axis)"},
-       vjp={"a": OTHERS.format(v="g * ans") + " / a"
-                 " - t / a * nxrt.prod_others_jvp2(a, g, u, axis)"
-                 " - u / a * nxrt.prod_others_jvp2(a, t, g, axis)",
+       vjp={"a": "nxrt.prod_others_jvp3(a, t, u, g, axis)",
             "t": "nxrt.prod_others_jvp2(a, g, u, axis)",
             "u": "nxrt.prod_others_jvp2(a, t, g, axis)"},
        samples=["a[3, 4], t[3, 4], u[3, 4], 1", "a[3, 4], t[3, 4], u[3, 4]"])
+define(nxrt.prod_others_jvp3, "a, t, u, w, axis=None",
+       jvp={"a": "ans * " + OTHERS.format(v="da / a")
+                 + " - nxrt.prod_others_jvp3(a, t * da / a, u, w, axis)"
+                 " - nxrt.prod_others_jvp3(a, t, u * da / a, w, axis)"
+                 " - nxrt.prod_others_jvp3(a, t, u, w * da / a, axis)",
+            "t": "nxrt.prod_others_jvp3(a, dt, u, w, axis)",
+            "u": "nxrt.prod_others_jvp3(a, t, du, w, axis)",
+            "w": "nxrt.prod_others_jvp3(a, t, u, dw, axis)"},
+       vjp={"a": OTHERS.format(v="g * ans") + " / a"
+                 " - t / a * nxrt.prod_others_jvp3(a, g, u, w, axis)"
+                 " - u / a * nxrt.prod_others_jvp3(a, t, g, w, axis)"
+                 " - w / a * nxrt.prod_others_jvp3(a, t, u, g, axis)",
+            "t": "nxrt.prod_others_jvp3(a, g, u, w, axis)",
+            "u": "nxrt.prod_others_jvp3(a, t, g, w, axis)",
+            "w": "nxrt.prod_others_jvp3(a, t, u, g, axis)"},
+       samples=["a[3, 4], t[3, 4], u[3, 4], w[3, 4], 1", "a[3, 4], t[3, 4], u[3, 4], w[3, 4]"])
 define(nxrt.cumsum_reverse, "value, a, axis=None",
        linear="nxrt.cumsum_reverse(value, a, axis)",    vjp="np.cumsum(g, axis=axis)",
        samples=["value[3, 4], np.zeros((3, 4)), 1", "value[12], np.zeros((3, 4))"])
