@@ -164,12 +164,24 @@ def _cumprod_vjp_rows(ct, a):
 
 
 @register_jitable
+def _times_element(jet, x, ts, i, j):
+    """``jet`` times the element ``x`` moving along ``ts[b, i, j]``, in place: from the
+    largest subset down, as each part reads smaller ones."""
+    k = ts.shape[0]
+    for subset in range(jet.shape[0] - 1, -1, -1):
+        value = jet[subset] * x
+        for b in range(k):
+            if subset >> b & 1:
+                value += jet[subset ^ (1 << b)] * ts[b, i, j]
+        jet[subset] = value
+
+
+@register_jitable
 def _mixed_others_rows(a, ts):
     """Each row's mixed derivative along all of ``ts[b]`` of ``prod_others``: the scans
-    of ``runtime.reductions._mixed_others``, one jet part per subset of the tangents,
-    updated in place from the largest subset down (each reads smaller ones)."""
-    k, n = ts.shape[0], a.shape[1]
-    full = (1 << k) - 1
+    of ``runtime.reductions._mixed_others``, one jet part per subset of the tangents."""
+    n = a.shape[1]
+    full = (1 << ts.shape[0]) - 1
     out = np.empty(a.shape, ts.dtype)
     before = np.empty((full + 1, n), ts.dtype)
     jet = np.empty(full + 1, ts.dtype)
@@ -178,12 +190,7 @@ def _mixed_others_rows(a, ts):
         jet[0] = 1
         for j in range(n):
             before[:, j] = jet
-            for subset in range(full, -1, -1):
-                value = jet[subset] * a[i, j]
-                for b in range(k):
-                    if subset >> b & 1:
-                        value += jet[subset ^ (1 << b)] * ts[b, i, j]
-                jet[subset] = value
+            _times_element(jet, a[i, j], ts, i, j)
         jet[:] = 0
         jet[0] = 1
         for j in range(n - 1, -1, -1):
@@ -191,12 +198,7 @@ def _mixed_others_rows(a, ts):
             for subset in range(full + 1):
                 total += before[subset, j] * jet[full ^ subset]
             out[i, j] = total
-            for subset in range(full, -1, -1):
-                value = jet[subset] * a[i, j]
-                for b in range(k):
-                    if subset >> b & 1:
-                        value += jet[subset ^ (1 << b)] * ts[b, i, j]
-                jet[subset] = value
+            _times_element(jet, a[i, j], ts, i, j)
     return out
 
 
