@@ -102,29 +102,13 @@ def write_failure(out: Path, record: Record, mode: str, message: str, signature:
 def shrink(signature: str, example: Program, timeout: float, budget: int) -> Program | None:
     """A minimal program failing with ``signature``, found by Hypothesis among
     programs of the constructs the example uses."""
-    from hypothesis import find
-    from hypothesis.errors import NoSuchExample
+    from tests.fuzz.run_families import failing_alike
 
-    mode = signature.split(" | ")[0]
+    def check(program: Program, modes: tuple[str, ...]) -> object:
+        return check_program(program, modes, timeout=timeout)
+
     enabled = frozenset(example.features) | {"elementwise"}
-
-    def fails_alike(program: Program) -> bool:
-        report = check_program(program, (mode,), timeout=timeout)
-        return any(o.signature == signature for o in report.outcomes)
-
-    try:
-        return find(
-            programs(enabled),
-            fails_alike,
-            settings=settings(
-                max_examples=budget,
-                database=None,
-                deadline=None,
-                suppress_health_check=list(HealthCheck),
-            ),
-        )
-    except NoSuchExample:
-        return None
+    return failing_alike(programs(enabled), check, signature, budget)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,9 +17,11 @@ from __future__ import annotations
 import collections
 import hashlib
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, given, seed, settings
 
@@ -91,22 +93,22 @@ def _write_failure(
     (folder / f"{digest}.py").write_text("\n".join(header) + record.program.source)
 
 
-def shrink_family(family: str, signature: str, timeout: float, budget: int) -> FamilyProgram | None:
-    """A minimal program of ``family`` failing with ``signature``."""
+def failing_alike(
+    strategy: Any, check: Callable[[Any, tuple[str, ...]], Any], signature: str, budget: int
+) -> Any:
+    """A minimal example of ``strategy`` whose ``check`` (a report with outcomes) fails
+    with ``signature``, found by Hypothesis within ``budget`` examples; None if none."""
     from hypothesis import find
     from hypothesis.errors import NoSuchExample
 
-    from tests.fuzz.family_checks import check_family_program
-
     mode = signature.split(" | ")[0]
 
-    def fails_alike(program: FamilyProgram) -> bool:
-        report = check_family_program(program, (mode,), timeout=timeout)
-        return any(o.signature == signature for o in report.outcomes)
+    def fails_alike(program: Any) -> bool:
+        return any(o.signature == signature for o in check(program, (mode,)).outcomes)
 
     try:
         return find(
-            family_programs(family),
+            strategy,
             fails_alike,
             settings=settings(
                 max_examples=budget,
@@ -117,6 +119,16 @@ def shrink_family(family: str, signature: str, timeout: float, budget: int) -> F
         )
     except NoSuchExample:
         return None
+
+
+def shrink_family(family: str, signature: str, timeout: float, budget: int) -> FamilyProgram | None:
+    """A minimal program of ``family`` failing with ``signature``."""
+    from tests.fuzz.family_checks import check_family_program
+
+    def check(program: FamilyProgram, modes: tuple[str, ...]) -> Any:
+        return check_family_program(program, modes, timeout=timeout)
+
+    return failing_alike(family_programs(family), check, signature, budget)
 
 
 def main_families(
