@@ -13,11 +13,12 @@ and needs none), in NumPy's words, naming the user's line:
 
 :func:`check_index` checks what Numba's types say: an array's integer and range
 components against its shape (a negative index counts from the end), each element of
-an integer array, the shape of a boolean mask; anything else (a tuple, a list, which
-Numba checks itself) passes. A check is not written where the index provably holds:
-the variable of a loop over ``range(x.shape[k])`` (or ``len(x)``), indexing axis ``k``
-of that ``x``, as long as nothing rebinds them; and reverse mode's adjoint statements
-index cotangents with the indices their forward sweep checked.
+an integer array or list, the shape of a boolean mask (a list of bools is one); indexing
+anything else (a tuple, a list, which Numba checks itself) passes. A check is not
+written where the index provably holds: the variable of a loop over
+``range(x.shape[k])`` (or ``len(x)``), indexing axis ``k`` of that ``x``, as long as
+nothing rebinds them; and reverse mode's adjoint statements index cotangents with the
+indices their forward sweep checked.
 
 Loops pay for a check once, not per iteration: a check whose index is the loop's
 variable, ``for i in range(a, b, s)``, and which reads nothing else the loop changes,
@@ -108,7 +109,7 @@ def _check_scalar(i, n, axis, where):  # noqa: ANN001, ANN202 (Numba reads annot
 
 @register_jitable
 def _check_array(indices, n, axis, where):  # noqa: ANN001, ANN202
-    for i in indices.flat:
+    for i in np.asarray(indices).flat:  # an array, or a list of ints
         if i < -n or i >= n:
             raise OutOfBounds(i, axis, n, where)
 
@@ -228,6 +229,10 @@ def _type_kind(kind: types.Type) -> tuple[str, int]:
         return "mask", kind.ndim
     if isinstance(kind, types.Array) and isinstance(kind.dtype, types.Integer):
         return "array", 0
+    if isinstance(kind, types.List) and isinstance(kind.dtype, types.Boolean):
+        return "mask", 1  # NumPy reads a list as the array of its items
+    if isinstance(kind, types.List) and isinstance(kind.dtype, types.Integer):
+        return "array", 0
     return "other", 0
 
 
@@ -293,7 +298,7 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
     for step in plan.steps:
         value, n = component(step.component), f"shape[{step.axis}]"
         if step.kind == "mask":
-            size = f"{value}.shape[{step.mask_axis}]"
+            size = f"np.asarray({value}).shape[{step.mask_axis}]"  # or a list's
             lines.append(f"    _check_mask({size}, {n}, {step.axis}, where)")
         elif step.kind == "array":
             lines.append(f"    _check_array({value}, {n}, {step.axis}, where)")
@@ -316,6 +321,7 @@ def _compiled_check(plan: _Plan, tupled: bool, guarded: bool) -> Any:
                 f"        _check_scalar({r}.start + t * {r}.step, shape[{axis}], {axis}, where)"
             )
     scope = {
+        "np": np,
         "_check_scalar": _check_scalar,
         "_check_array": _check_array,
         "_check_mask": _check_mask,

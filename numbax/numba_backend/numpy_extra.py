@@ -12,6 +12,7 @@ must compile. Numba 0.68 falls short for the functions here, in one of three way
   ``np.hstack`` and ``np.vstack`` no list of arrays; ``np.trace`` no array of more than
   two dimensions; ``np.dot`` no scalar and no array of more than two dimensions;
   ``np.vdot`` only vectors; ``np.atleast_1d`` and ``np.atleast_2d`` no scalar;
+  indexing takes no list (``a[[2, 0]]``, an array of its items in NumPy);
   ``np.clip`` no scalar, no bounds of more dims than ``a``, and it keeps ``a``'s dtype
   (NumPy promotes) and ignores NaN bounds;
 * other result dtypes: float32 in gives float64 out of ``np.linalg.norm``, ``np.trace``,
@@ -894,6 +895,38 @@ def _matmul_operator_mixed(a, b):
     if not (isinstance(a, types.Array) and isinstance(b, types.Array)) or a.dtype == b.dtype:
         return None
     return lambda a, b: matmul(a, b)
+
+
+def _list_index(a: Any, index: Any) -> bool:
+    """Whether ``a[index]`` indexes an array with a list of integers or bools, which
+    NumPy reads as an array of them and Numba refuses."""
+    return (
+        isinstance(a, types.Array)
+        and isinstance(index, types.List)
+        and isinstance(index.dtype, (types.Integer, types.Boolean))
+    )
+
+
+@overload(operator.getitem)
+def _getitem_list(a, index):
+    """``a[[2, 0, 2]]``, ``a[idx]`` with ``idx = [...]``: NumPy's indexing with the
+    array of the list's items (a list of bools is a mask)."""
+    if _list_index(a, index):
+        return lambda a, index: a[np.array(index)]
+    return None
+
+
+@overload(operator.setitem)
+def _setitem_list(a, index, value):
+    """``a[[2, 0, 2]] = v``: as ``a[np.array([2, 0, 2])] = v`` (the last write of a
+    repeated index stays, as in NumPy)."""
+    if not _list_index(a, index):
+        return None
+
+    def impl(a, index, value):
+        a[np.array(index)] = value
+
+    return impl
 
 
 @functools.cache

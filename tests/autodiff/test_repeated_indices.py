@@ -3,8 +3,8 @@ value and derivative alike: ``x[idx] = w`` keeps the last write of an element (o
 that part of ``w`` reaches it), ``x[idx] += v`` is ``x[idx] = x[idx] + v`` (each
 element updated once, from its last write); ``np.add.at`` (JAX's ``.at[].add``) and
 ``np.subtract.at`` add every repetition; ``np.put_along_axis`` keeps the last value
-put. Integer arrays of one and two dimensions, negative indices that alias positive
-ones, boolean masks and pairs of index arrays.
+put. Integer arrays of one and two dimensions, lists, negative indices that alias
+positive ones, boolean masks and pairs of index arrays.
 
 Each function is checked against central differences interpreted (``jacfwd`` and
 ``jacrev``, so the JVP, the VJP and their batching); one program holding them all is
@@ -102,6 +102,14 @@ def add_at_pairs(m, v):
     return a * m
 
 
+def list_indices(x, v):
+    y = x * 1.0
+    idx = [0, -3, 1]  # a list, as NumPy reads it: an index array (0 twice)
+    y[idx] += v * x
+    y[[2, 2]] = v[:2] * 3.0
+    return y * W + np.sum(y[[1, 0, 1]])
+
+
 def put_along_repeated(x, v):
     y = x * 1.0
     np.put_along_axis(y, np.array([2, 0, 2]), v * x, None)
@@ -123,6 +131,7 @@ CASES = [
     (add_at, X, V),
     (add_at_pairs, M, V),
     (put_along_repeated, X, V),
+    (list_indices, X, V),
 ]
 
 
@@ -196,7 +205,7 @@ def everything(x, v, m):
     total = total + np.sum(set_mask(x, v)) + np.sum(set_two_dimensional(x, v))
     total = total + np.sum(set_pairs(m, v)) + np.sum(add_pairs(m, v))
     total = total + np.sum(in_a_loop(x, v)) + np.sum(add_at(x, v)) + np.sum(add_at_pairs(m, v))
-    total = total + np.sum(put_along_repeated(x, v))
+    total = total + np.sum(put_along_repeated(x, v)) + np.sum(list_indices(x, v))
     return total + np.sum(add_scalar_repeated(x, v[0]))
 
 

@@ -18,7 +18,8 @@ from numbax.runtime.tangents import index_add, owned
 def _may_repeat(index: types.Type) -> bool:
     parts = index.types if isinstance(index, types.BaseTuple) else (index,)
     return any(
-        isinstance(p, types.Array) and isinstance(p.dtype, types.Integer) and p.ndim > 0
+        (isinstance(p, types.Array) and isinstance(p.dtype, types.Integer) and p.ndim > 0)
+        or (isinstance(p, types.List) and isinstance(p.dtype, types.Integer))
         for p in parts
     )
 

@@ -98,6 +98,8 @@ def _index_add_jit(base, index, value):
         return add_to_element
     if not isinstance(base, types.Array):
         raise _fail("index_add", f"base must be an array, got {base}")
+    if isinstance(index, types.List):  # NumPy reads a list as the array of its items
+        return lambda base, index, value: index_add(base, np.array(index), value)
     if isinstance(index, types.BaseTuple):
         parts = [(_index_kind(t), f"index[{i}]", t) for i, t in enumerate(index.types)]
     else:
