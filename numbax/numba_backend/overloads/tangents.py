@@ -98,6 +98,8 @@ def _index_add_jit(base, index, value):
         return add_to_element
     if not isinstance(base, types.Array):
         raise _fail("index_add", f"base must be an array, got {base}")
+    if _has_mask(index):
+        return _mask_index_add(index)
     if isinstance(index, types.BaseTuple):
         parts = [(_index_kind(t), f"index[{i}]", t) for i, t in enumerate(index.types)]
     else:
@@ -184,6 +186,38 @@ def _index_add_jit(base, index, value):
     lines.append("    " * (rank + 1) + f"base[{_subscript(targets)}] += {item}")
     lines.append("    return base")
     return _define("\n".join(lines) + "\n", "impl", {})
+
+
+def _is_mask(t: types.Type) -> bool:
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Boolean)
+
+
+def _has_mask(index: types.Type) -> bool:
+    if isinstance(index, types.BaseTuple):
+        return any(map(_is_mask, index.types))
+    return _is_mask(index)
+
+
+def _mask_index_add(index: types.Type) -> Any:
+    """``index_add`` with boolean masks among the index: NumPy reads a mask of ``k``
+    dimensions as the ``k`` integer arrays ``np.nonzero`` gives (the positions where it
+    is True, in order), so the index is made of those, and added through as usual."""
+    components = list(index.types) if isinstance(index, types.BaseTuple) else [index]
+    if any(_is_mask(t) and t.ndim == 0 for t in components):
+        raise _fail("index_add", "a 0-d boolean index is not supported")
+    expr = [f"index[{i}]" for i in range(len(components))]
+    if not isinstance(index, types.BaseTuple):
+        expr = ["index"]
+    lines = ["def impl(base, index, value):"]
+    parts: list[str] = []
+    for i, t in enumerate(components):
+        if _is_mask(t):
+            lines.append(f"    m{i} = np.nonzero({expr[i]})")
+            parts += [f"m{i}[{q}]" for q in range(t.ndim)]
+        else:
+            parts.append(expr[i])
+    lines.append(f"    return index_add(base, ({_subscript(parts)}), value)")
+    return _define("\n".join(lines) + "\n", "impl", {"index_add": index_add, "np": np})
 
 
 def _tuple_index_add(base: types.BaseTuple, index: types.Type, value: types.Type) -> Any:
