@@ -32,6 +32,7 @@ from numbax.runtime.tangents import (
     custom_cotangents,
     field_filled,
     index_add,
+    kept_item,
     loop_cotangent,
     ones_like,
     owned,
@@ -377,6 +378,13 @@ def _owned_jit(x):
     if _is_scalar(x) or _is_none(x):
         return lambda x: x
     raise _fail("owned", f"expected an array, a number or a tuple, got {x}")
+
+
+@overload(kept_item)
+def _kept_item_jit(item, base):
+    if isinstance(base, (types.BaseTuple, types.List)):
+        return lambda item, base: item
+    return lambda item, base: owned(item)
 
 
 @overload(ravel)
