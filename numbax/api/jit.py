@@ -23,6 +23,7 @@ from numbax.codegen.locks import generation_lock
 from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
+from numbax.numba_backend.container_stores import may_store_into_containers
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
     NUMBA_OPTIONS,
@@ -415,8 +416,9 @@ class Jitted(NumbaxFunction):
     def _containers(self, args: tuple, kwargs: dict, statics: dict[str, Any]) -> dict[str, Any]:
         """The call's pytree arguments by parameter, where the function asks about their
         container types (``isinstance(p, list)``: ``transform/container_checks.py``),
-        which compiled code holds only as tuples and NamedTuples: their structures are
-        then part of the specialization's key, and its checks constants."""
+        which compiled code holds only as tuples and NamedTuples, or may store into them
+        (``numba_backend/container_stores.py``): their structures are then part of the
+        specialization's key, and its checks constants."""
         if self._asks_container_types is None:
             with generation_lock:  # reading the source parses it (see _deciding_ranks)
                 compilations = self._compilations
@@ -424,7 +426,9 @@ class Jitted(NumbaxFunction):
                     compilations.source = read_function(self.fun, "jit")
                 tree = compilations.source.tree
                 resolver = Resolver(compilations.source, local_names(tree))
-                self._asks_container_types = asks_container_types(tree, resolver)
+                self._asks_container_types = asks_container_types(
+                    tree, resolver
+                ) or may_store_into_containers(tree)
         if not self._asks_container_types:
             return {}
         bound = self._signature.bind(*args, **kwargs)

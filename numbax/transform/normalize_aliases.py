@@ -91,10 +91,15 @@ from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, bind_in_closure, read_function
 from numbax.transform.walk import name_ids, walk
 
-__all__ = ["IN_PLACE", "write_through_aliases"]
+__all__ = ["IN_PLACE", "WRITE_BACK", "write_through_aliases"]
 
 IN_PLACE = "numbax_in_place"
 """Attribute the flattener sets on ``x = x op v`` lowered from ``x op= v``."""
+
+WRITE_BACK = "numbax_write_back"
+"""Attribute this pass sets on the stores it writes back along a derivation
+(``params[0] = u``): they put back what the base held in memory already, so compiled
+code may make them on a copy of a container (``numba_backend/container_stores.py``)."""
 
 _VIEW_FUNCTIONS = {
     np.reshape,
@@ -357,6 +362,8 @@ class _Aliases:
                 )
             if value.attr in _VIEW_ATTRIBUTES:
                 return Held(held.objects | fresh, None, line)
+            if not hasattr(np.ndarray, value.attr):  # a NamedTuple's or a class's field
+                return Held(held.objects | _items(held.objects), None, line)
             return None  # x.shape, x.size: numbers and tuples of them
         if isinstance(value, (gast.Tuple, gast.List)):  # holds its items' arrays
             elements = tuple(
@@ -571,7 +578,9 @@ class _Aliases:
             return assign(parent, call(kind_of, [load(child), load(parent)]))
         if isinstance(value, gast.Subscript):
             target = gast.Subscript(load(parent), clone(value.slice), gast.Store())
-            return assign(target, load(child))
+            store = assign(target, load(child))
+            setattr(store, WRITE_BACK, True)
+            return store
         if isinstance(value, gast.Attribute):  # .T
             return assign(parent, gast.Attribute(load(child), "T", gast.Load()))
         return assign(parent, load(child))  # c = a
