@@ -41,7 +41,7 @@ from numbax.transform.normalize_aliases import WRITE_BACK
 from numbax.transform.source import FunctionSource
 from numbax.transform.walk import walk
 
-__all__ = ["container_stores", "may_store_into_containers", "stored"]
+__all__ = ["container_stores", "items_kept_as_copies", "may_store_into_containers", "stored"]
 
 _RUNTIME = "nxrt"
 
@@ -52,6 +52,23 @@ def stored(base: Any, key: Any, value: Any) -> Any:
     NamedTuple ``base`` is not changed: a new one holds ``value`` at ``key``)."""
     base[key] = value
     return base
+
+
+def items_kept_as_copies(fn: gast.FunctionDef) -> gast.FunctionDef:
+    """``fn`` with each ``nxrt.kept_item(item, base)`` made ``nxrt.owned(item)``, in
+    place: for a GPU thread, whose function holds one example's arrays and no pytree, a
+    store's base is an array, whose old item is kept as a copy."""
+    for node in walk(fn):
+        if (
+            isinstance(node, gast.Call)
+            and isinstance(node.func, gast.Attribute)
+            and isinstance(node.func.value, gast.Name)
+            and node.func.value.id == _RUNTIME
+            and node.func.attr == "kept_item"
+        ):
+            node.func.attr = "owned"
+            node.args = node.args[:1]
+    return fn
 
 
 def may_store_into_containers(fn: gast.FunctionDef) -> bool:

@@ -721,8 +721,6 @@ class _Writer:
             return self.spread(name, args, stmt)
         if operation in ("owned", "copy") and len(args) == 1:  # a fresh copy
             return self.elementwise(name, args[0], stmt, allocate=True)
-        if operation == "kept_item" and len(args) == 2:  # an array's item: a fresh copy
-            return self.elementwise(name, args[0], stmt, allocate=True)
         if operation in ("array", "asarray") and len(args) == 1:
             made = self.from_numbers(name, args[0])
             if made is not None:
@@ -1048,7 +1046,7 @@ _NUMBERS_OF_AN_ARRAY = ("shape", "ndim", "size")
 _ARRAY_OPERATIONS = frozenset(
     "matmul dot vdot inner outer sum unbroadcast broadcast_reduced matmul_vjp_x matmul_vjp_y "
     "dot_vjp_a dot_vjp_b zeros_like zeros ones_like ones array asarray max amax min amin mean "
-    "prod reduced_count tie_weights prod_others owned kept_item copy".split()
+    "prod reduced_count tie_weights prod_others owned copy".split()
 )
 
 _PRODUCTS = {(1, 1): "k,k->", (2, 1): "ik,k->i", (1, 2): "k,kn->n", (2, 2): "ik,kn->in"}
