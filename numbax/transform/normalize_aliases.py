@@ -66,7 +66,8 @@ again: their writes go to arrays they own.
 
 A parameter may be a list, tuple or dict of arrays (a pytree): its items count as its
 own object, so ``u, v = params; u[0] = v`` changes ``params`` and is refused where
-``params`` is read later. A helper of the user's that writes into an array it is given
+``params`` is read later, as is a write through a field (``w = p.w``: an attribute no
+array has, of a NamedTuple or a registered class, which cannot take the array back). A helper of the user's that writes into an array it is given
 and is called for its result (``w = h(z)``) is refused at the call, naming the
 helper's write, where ``z`` or a name sharing its array is read after the call:
 derivatives and batching see the helper's writes only in what it returns (``jit``
