@@ -23,6 +23,7 @@ from numbax.codegen.locks import generation_lock
 from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.numba_backend.boundary import from_numba, to_numba
+from numbax.numba_backend.container_stores import may_store_into_containers
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
     NUMBA_OPTIONS,
@@ -118,6 +119,8 @@ class _Compilations:
     specializations: dict = field(default_factory=dict)
     fast: dict = field(default_factory=dict)
     source: FunctionSource | None = None
+    # by (positional count, keywords): jit of what a call omitting defaults runs instead
+    omitting: dict = field(default_factory=dict)
 
 
 _KEPT = 512
@@ -339,6 +342,13 @@ class Jitted(NumbaxFunction):
 
     def _call_general(self, args: tuple, kwargs: dict) -> Any:
         refuse_matrices(self.fun, "jit", args, kwargs)  # never among _fast's types
+        omitting = self._omitting(args, kwargs)
+        if omitting is not None:
+            out = omitting(*args, **kwargs)
+            found = None if kwargs else omitting._fast.get(omitting._fast_key(args))
+            if found is not None:  # the next such call goes there at once
+                self._fast[self._fast_key(args)] = found
+            return out
         if self._check_arguments is not None:
             self._check(args, kwargs)
         compiled, dynamic = self.specialization_for(args, kwargs)
@@ -353,6 +363,26 @@ class Jitted(NumbaxFunction):
             # trip through its Python compile path on every call).
             self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :])
         return compiled(*dynamic)
+
+    def _omitting(self, args: tuple, kwargs: dict) -> Jitted | None:
+        """For a call leaving parameters to their defaults, where the function treats
+        those apart from given ones (``vmap`` maps no default, but compiled code passes
+        every argument): ``jit`` of what the function says such a call runs instead
+        (``__numbax_omitted__``); None otherwise."""
+        omitted = getattr(self.fun, "__numbax_omitted__", None)
+        if omitted is None or len(args) + len(kwargs) >= len(self._signature.parameters):
+            return None
+        view = omitted(len(args), tuple(kwargs))
+        if view is None:
+            return None
+        key = (len(args), tuple(kwargs))
+        views = self._compilations.omitting
+        if key not in views:
+            argnums, argnames = self._static_spec
+            views[key] = Jitted(
+                view, static_argnums=argnums, static_argnames=argnames, **self.options
+            )
+        return views[key]
 
     def _rebuilt(self, args: tuple, kwargs: dict, result: Any) -> Any:
         """A compiled call's result as the function itself returns it for pytree
@@ -386,8 +416,9 @@ class Jitted(NumbaxFunction):
     def _containers(self, args: tuple, kwargs: dict, statics: dict[str, Any]) -> dict[str, Any]:
         """The call's pytree arguments by parameter, where the function asks about their
         container types (``isinstance(p, list)``: ``transform/container_checks.py``),
-        which compiled code holds only as tuples and NamedTuples: their structures are
-        then part of the specialization's key, and its checks constants."""
+        which compiled code holds only as tuples and NamedTuples, or may store into them
+        (``numba_backend/container_stores.py``): their structures are then part of the
+        specialization's key, and its checks constants."""
         if self._asks_container_types is None:
             with generation_lock:  # reading the source parses it (see _deciding_ranks)
                 compilations = self._compilations
@@ -395,7 +426,9 @@ class Jitted(NumbaxFunction):
                     compilations.source = read_function(self.fun, "jit")
                 tree = compilations.source.tree
                 resolver = Resolver(compilations.source, local_names(tree))
-                self._asks_container_types = asks_container_types(tree, resolver)
+                self._asks_container_types = asks_container_types(
+                    tree, resolver
+                ) or may_store_into_containers(tree)
         if not self._asks_container_types:
             return {}
         bound = self._signature.bind(*args, **kwargs)

@@ -133,6 +133,8 @@ class Batched(Rewritten):
         self._dispatchers: dict[tuple, Any] = {}
         self._last: Generated | None = None
         self._by_position_calls: dict[tuple, Batched] = {}
+        # made by __numbax_omitted__: called with every argument, its axes are per parameter
+        self._takes_all = False
 
     @property
     def keyword_only(self) -> bool:
@@ -169,6 +171,28 @@ class Batched(Rewritten):
                 axis_size=self.axis_size,
                 method=self.method,
             )
+        return self._by_position_calls[key]
+
+    def __numbax_omitted__(self, n_positional: int, keywords: tuple[str, ...]) -> Batched | None:
+        """This ``vmap`` for a call that leaves parameters to their defaults, as one that
+        takes every argument by position and maps only those the call gave (a default is
+        not mapped, as in JAX): what code compiling such a call (``jit``, a caller's
+        generated code, which both pass defaults as arguments) calls instead. None for a
+        function with keyword-only parameters (:meth:`__numbax_by_position__`)."""
+        if self.keyword_only or self._takes_all:
+            return None
+        key = ("omitted", n_positional, keywords)
+        if key not in self._by_position_calls:
+            self._by_position_calls[key] = view = Batched(
+                self.by_position,
+                in_axes=self._axes(n_positional, keywords),
+                out_axes=self.out_axes,
+                axis_name=self.axis_name,
+                axis_size=self.axis_size,
+                method=self.method,
+                per_example_callbacks=self.per_example_callbacks,
+            )
+            view._takes_all = True
         return self._by_position_calls[key]
 
     def _key(self) -> tuple:

@@ -7,7 +7,8 @@ classes become NamedTuples whose fields are their keys. Inside the generated cod
 lowering pass rewrites ``params["w"]`` to ``params.w`` and dict literals to the same
 NamedTuples, so the body reads fixed keys as plain fields (Numba specializes on the
 structure, which is part of the argument types). Results are converted back: a
-NamedTuple that stood for a dict is a dict again, a registered class is rebuilt.
+NamedTuple that stood for a dict is a dict again, a registered class is rebuilt, and one
+that stood for a returned list literal (``list_record``) is a list again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax import tree_util
+from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
 
 _LEAF_TYPES = (np.ndarray, np.generic, bool, int, float, complex, type(None))
@@ -73,7 +75,7 @@ def _fields_of(name: str) -> tuple[str, ...] | None:
     return tuple(fields) if all(f.isidentifier() for f in fields) else None
 
 
-_RECORD_NAME = re.compile(r"(Dict|Node_[0-9a-f]{16})((?:_\d+\w+)*)")
+_RECORD_NAME = re.compile(r"(Dict|List|Node_[0-9a-f]{16})((?:_\d+\w+)*)")
 _LENGTH = re.compile(r"_(\d+)")
 
 
@@ -99,6 +101,17 @@ def dict_record(keys: tuple[Any, ...]) -> type:
     fields = tuple(sorted(field_name(k) for k in keys))
     record = _record(_record_name("Dict", fields), fields)
     _record_origin.setdefault(record, ("dict", {field_name(k): k for k in keys}))
+    return record
+
+
+def list_record(length: int) -> type:
+    """The NamedTuple class standing for a list of ``length`` items that compiled code
+    returns (``return [total, x * 2.0, np.outer(x, x)]``): Numba holds a list of one
+    type only, and returns none made of arrays of different ranks or of an array and a
+    number, but a NamedTuple holds anything and comes back as the list it stands for."""
+    fields = tuple(f"k{i}" for i in range(length))
+    record = _record(_record_name("List", fields), fields)
+    _record_origin.setdefault(record, ("list", length))
     return record
 
 
@@ -161,6 +174,8 @@ def from_numba(value: Any) -> Any:
         kind, info = origin
         if kind == "dict":
             return {info[f]: from_numba(getattr(value, f)) for f in value._fields}
+        if kind == "list":
+            return [from_numba(v) for v in value]
         return info.unflatten([from_numba(v) for v in value])
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return type(value)(*(from_numba(v) for v in value))
@@ -171,6 +186,26 @@ def from_numba(value: Any) -> Any:
     if type(value).__name__ == "Dict":
         return {k: from_numba(v) for k, v in value.items()}
     return value
+
+
+@lowering_helper
+def list_of(*items: Any) -> list:
+    """``[*items]`` (in Python); compiled, a list where the items share one type, else
+    a NamedTuple standing for a list (:func:`list_record`)."""
+    return list(items)
+
+
+@overload(list_of)
+def _list_of_numba(*items):
+    if items and isinstance(items[0], types.StarArgTuple):  # how Numba passes *items
+        items = items[0].types
+    names = [f"items[{i}]" for i in range(len(items))]
+    kinds = {types.unliteral(t) for t in items}
+    if len(kinds) == 1:
+        made, scope = f"[{', '.join(names)}]", {}
+    else:
+        made, scope = f"cls({', '.join(names)})", {"cls": list_record(len(items))}
+    return define(f"def impl(*items):\n    return {made}\n", scope, "list_of")
 
 
 # Numba returns every float scalar as a Python float and every integer as a Python int,

@@ -162,6 +162,7 @@ class _Lowerer(gast.NodeTransformer):
         self.kernel_weak: dict[str, list[str]] = {}
         self.bindings: dict[str, Any] = {}
         self.host_holders: set[str] = set()  # locals naming a callback's function
+        self.returned_lists = _returned_lists(fn)
 
     # -- weak scalars ------------------------------------------------------------
     def _wrap(self, value: gast.AST, like: gast.AST) -> gast.AST:
@@ -225,6 +226,17 @@ class _Lowerer(gast.NodeTransformer):
         by_field = {field_name(k): v for k, v in zip(keys, node.values, strict=True)}
         args = [by_field[f] for f in record._fields]
         return gast.Call(gast.Name(name, gast.Load(), None, None), args, [])
+
+    def visit_Assign(self, node: gast.Assign) -> gast.AST:
+        """A list literal that only the result holds is made by ``nxrt.list_of``: a
+        list where its items share one type, else a NamedTuple standing for one
+        (``boundary.list_record``), which Numba can return, as it can no list of arrays of
+        different ranks, or of numbers and arrays; Python callers get a list either way."""
+        self.generic_visit(node)
+        target = node.targets[0]
+        if isinstance(target, gast.Name) and target.id in self.returned_lists:
+            node.value = gast.Call(_runtime_attr("list_of"), node.value.elts, [])
+        return node
 
     def visit_Attribute(self, node: gast.Attribute) -> gast.AST:
         """``self.w``, ``cfg.eps``: data read from an object the function reads from its
@@ -482,6 +494,35 @@ def lower_for_numba(
     _drop_unread(fn, lowerer.host_holders)
     bindings.update(lowerer.bindings)
     return fn, bindings
+
+
+def _returned_lists(fn: gast.FunctionDef) -> set[str]:
+    """The names of list literals (``_list = [a, b]``) that nothing but the result reads:
+    the returned name, or an item of a returned tuple or list literal, each assigned
+    once and read once."""
+    made: dict[str, list[gast.expr]] = {}
+    reads: dict[str, int] = {}
+    for node in walk(fn):
+        if isinstance(node, gast.Assign):
+            for name in (n.id for n in walk(node.targets[0]) if isinstance(n, gast.Name)):
+                made.setdefault(name, []).append(node.value)
+        elif isinstance(node, gast.Name) and isinstance(node.ctx, gast.Load):
+            reads[node.id] = reads.get(node.id, 0) + 1
+    last = fn.body[-1] if fn.body else None
+    if not (isinstance(last, gast.Return) and isinstance(last.value, gast.Name)):
+        return set()
+    found, todo = set(), [last.value.id]
+    while todo:
+        name = todo.pop()
+        values = made.get(name, [])
+        if len(values) != 1 or reads.get(name) != 1 or name in found:
+            continue
+        value = values[0]
+        if isinstance(value, (gast.List, gast.Tuple)):
+            if isinstance(value, gast.List):
+                found.add(name)
+            todo += [e.id for e in value.elts if isinstance(e, gast.Name)]
+    return found
 
 
 def _drop_unread(fn: gast.FunctionDef, candidates: set[str]) -> None:

@@ -28,6 +28,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.array_operators import call_operators
 from numbax.numba_backend.bounds import bounds_checks
+from numbax.numba_backend.container_stores import container_stores, items_kept_as_copies
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fresh_fields import fill_fresh_fields
 from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
@@ -122,6 +123,10 @@ def specialize(
         stood_in = result_type_only and stand_in_result(fn, resolver, kernels)
     elif target == "cuda":
         fn = scalar_selects(fn, resolver)
+    if target == "cpu":
+        fn = container_stores(fn, containers, source)
+    else:  # a device function holds one example's arrays, no pytree
+        fn = items_kept_as_copies(fn)
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
         if (options or {}).get("boundscheck") is not False:

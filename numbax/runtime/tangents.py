@@ -195,6 +195,17 @@ def owned(x: Any) -> Any:
 
 
 @helper
+def kept_item(item: Any, base: Any) -> Any:
+    """``base[i]`` (``item``) as reverse mode saves it before a store ``base[i] = v``: a
+    copy where ``base`` is an array, whose memory the store writes; the item itself
+    where ``base`` is a list, tuple or dict, where the store puts another object in its
+    place: restored, the very array is back, and the caller's container is as it was."""
+    if isinstance(base, (list, tuple, dict)):
+        return item
+    return owned(item)
+
+
+@helper
 def ravel(x: Any) -> np.ndarray:
     """``np.ravel(x)``: a 1-D array in C order (a copy at times), one element for scalars."""
     return np.ravel(x)

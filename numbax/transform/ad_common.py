@@ -13,7 +13,7 @@ from numbax.transform import rules
 from numbax.transform.analysis.activity import assignments
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.methods import method_of_value_error
-from numbax.transform.normalize_aliases import IN_PLACE, WRITTEN_BACK
+from numbax.transform.normalize_aliases import IN_PLACE, WRITE_BACK
 from numbax.transform.normalize_nodes import at, load
 from numbax.transform.operations import UNKNOWN, Operation, classify
 from numbax.transform.provenance import mark_adjoint
@@ -162,7 +162,7 @@ def stored_into(fn: gast.FunctionDef) -> set[str]:
         if isinstance(n, gast.Assign) and isinstance(n.targets[0], gast.Subscript):
             stored.add(n.targets[0].value.id)
         elif isinstance(n, gast.Assign) and (
-            getattr(n, IN_PLACE, False) or getattr(n, WRITTEN_BACK, False)
+            getattr(n, IN_PLACE, False) or getattr(n, WRITE_BACK, False)
         ):
             stored.add(n.targets[0].id)
     return stored

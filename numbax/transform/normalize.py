@@ -513,12 +513,20 @@ class _Flattener(LoopLowering):
         callee with keyword-only parameters, its positional view, named in the closure
         (``h_by_position``): a Python function's own (:func:`positional_view`), or what
         ``target.__numbax_by_position__(n_positional, keywords)`` gives for a call with
-        these (``given``) arguments (``vmap`` maps the arguments passed by keyword)."""
+        these (``given``) arguments (``vmap`` maps the arguments passed by keyword); for a
+        call leaving parameters to their defaults, what ``__numbax_omitted__`` gives
+        (``vmap`` maps no default, though the call now passes it)."""
         function = keyword_only_function(target)
+        parameters = inspect.signature(target).parameters.values()
+        omitted = getattr(target, "__numbax_omitted__", None)
         if function is not None:
             view = positional_view(function, self.transformation)
-        elif any(p.kind is p.KEYWORD_ONLY for p in inspect.signature(target).parameters.values()):
+        elif any(p.kind is p.KEYWORD_ONLY for p in parameters):
             view = target.__numbax_by_position__(*given)
+        elif omitted is not None and given[0] + len(given[1]) < len(parameters):
+            view = omitted(*given)  # vmap maps no default: the call's own axes
+            if view is None:
+                return func
         else:
             return func
         hint = view.__name__ if function is not None else getattr(target, "name", "callee")

@@ -66,11 +66,13 @@ again: their writes go to arrays they own.
 
 A parameter may be a list, tuple or dict of arrays (a pytree): its items count as its
 own object, so ``u, v = params; u[0] = v`` changes ``params`` and is refused where
-``params`` is read later. A helper of the user's that writes into an array it is given
-and is called for its result (``w = h(z)``) is refused at the call, naming the
-helper's write, where ``z`` or a name sharing its array is read after the call:
-derivatives and batching see the helper's writes only in what it returns (``jit``
-alone runs on memory, as NumPy does, and is left as it is).
+``params`` is read later, as is a write through a field (``w = p.w``: an attribute no
+array has, of a NamedTuple or a registered class, which cannot take the array back). A
+helper of the user's that writes into an array it is given and is called for its result
+(``w = h(z)``) is refused at the call, naming the helper's write, where ``z`` or a name
+sharing its array is read after the call: derivatives and batching see the helper's
+writes only in what it returns (``jit`` alone runs on memory, as NumPy does, and is left
+as it is).
 """
 
 from __future__ import annotations
@@ -91,14 +93,17 @@ from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, bind_in_closure, read_function
 from numbax.transform.walk import name_ids, walk
 
-__all__ = ["IN_PLACE", "WRITTEN_BACK", "write_through_aliases"]
+__all__ = ["IN_PLACE", "WRITE_BACK", "write_through_aliases"]
 
 IN_PLACE = "numbax_in_place"
 """Attribute the flattener sets on ``x = x op v`` lowered from ``x op= v``."""
 
-WRITTEN_BACK = "numbax_written_back"
-"""Attribute set on ``x = c`` where it writes a change made through ``c`` back into
-``x``: ``x``'s memory was written, so derivative code copies a parameter ``x`` first."""
+WRITE_BACK = "numbax_write_back"
+"""Attribute this pass sets on the statements that write a change made through a view
+back into its base (``x = c``, ``params[0] = u``). The base's memory was written, so
+derivative code copies a parameter that is one first (``ad_common.stored_into``); and
+each puts back what the base held in memory already, so compiled code may make it on a
+copy of a container (``numba_backend/container_stores.py``)."""
 
 _VIEW_FUNCTIONS = {
     np.reshape,
@@ -361,6 +366,8 @@ class _Aliases:
                 )
             if value.attr in _VIEW_ATTRIBUTES:
                 return Held(held.objects | fresh, None, line)
+            if not hasattr(np.ndarray, value.attr):  # a NamedTuple's or a class's field
+                return Held(held.objects | _items(held.objects), None, line)
             return None  # x.shape, x.size: numbers and tuples of them
         if isinstance(value, (gast.Tuple, gast.List)):  # holds its items' arrays
             elements = tuple(
@@ -536,9 +543,7 @@ class _Aliases:
         after: list[gast.stmt] = []
         for child, parent in zip(chain, chain[1:], strict=False):
             into = rebound and child == name
-            write_back = self._write_back(child, parent, state[child].derivation, into)
-            setattr(write_back, WRITTEN_BACK, True)
-            after.append(write_back)
+            after.append(self._write_back(child, parent, state[child].derivation, into))
         if in_place and len(chain) > 1 and not rebound:
             again.insert(0, name)  # in place: the name holds its base's part again
         for other in again:
@@ -574,13 +579,16 @@ class _Aliases:
         value = derivation.value
         if into:  # parent keeps its kind: a 0-d array stays one
             kind_of = gast.Attribute(load(self._nxrt()), "as_kind_of", gast.Load())
-            return assign(parent, call(kind_of, [load(child), load(parent)]))
-        if isinstance(value, gast.Subscript):
+            store = assign(parent, call(kind_of, [load(child), load(parent)]))
+        elif isinstance(value, gast.Subscript):
             target = gast.Subscript(load(parent), clone(value.slice), gast.Store())
-            return assign(target, load(child))
-        if isinstance(value, gast.Attribute):  # .T
-            return assign(parent, gast.Attribute(load(child), "T", gast.Load()))
-        return assign(parent, load(child))  # c = a
+            store = assign(target, load(child))
+        elif isinstance(value, gast.Attribute):  # .T
+            store = assign(parent, gast.Attribute(load(child), "T", gast.Load()))
+        else:
+            store = assign(parent, load(child))  # c = a
+        setattr(store, WRITE_BACK, True)
+        return store
 
     def _nxrt(self) -> str:
         """A name for ``nxrt`` in the function (bound in its closure if needed)."""

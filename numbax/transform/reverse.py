@@ -278,7 +278,8 @@ class _Reverse:
             save = self._save(name + "_at", scope)
             record.saves.append((name, save))
             old = gast.Subscript(load(name), clone(target.slice), gast.Load())
-            return [*located([save.push(runtime_call("owned", old))], line), stmt]
+            kept = runtime_call("kept_item", old, load(name))
+            return [*located([save.push(kept)], line), stmt]
         targets = [n.id for n in walk(target) if isinstance(n, gast.Name)]
         for name in targets:
             if name not in self.needed:

@@ -32,6 +32,7 @@ from numbax.runtime.tangents import (
     custom_cotangents,
     field_filled,
     index_add,
+    kept_item,
     loop_cotangent,
     ones_like,
     owned,
@@ -100,6 +101,8 @@ def _index_add_jit(base, index, value):
         raise _fail("index_add", f"base must be an array, got {base}")
     if isinstance(index, types.List):  # NumPy reads a list as the array of its items
         return lambda base, index, value: index_add(base, np.array(index), value)
+    if _has_mask(index):
+        return _mask_index_add(index)
     if isinstance(index, types.BaseTuple):
         parts = [(_index_kind(t), f"index[{i}]", t) for i, t in enumerate(index.types)]
     else:
@@ -186,6 +189,38 @@ def _index_add_jit(base, index, value):
     lines.append("    " * (rank + 1) + f"base[{_subscript(targets)}] += {item}")
     lines.append("    return base")
     return _define("\n".join(lines) + "\n", "impl", {})
+
+
+def _is_mask(t: types.Type) -> bool:
+    return isinstance(t, types.Array) and isinstance(t.dtype, types.Boolean)
+
+
+def _has_mask(index: types.Type) -> bool:
+    if isinstance(index, types.BaseTuple):
+        return any(map(_is_mask, index.types))
+    return _is_mask(index)
+
+
+def _mask_index_add(index: types.Type) -> Any:
+    """``index_add`` with boolean masks among the index: NumPy reads a mask of ``k``
+    dimensions as the ``k`` integer arrays ``np.nonzero`` gives (the positions where it
+    is True, in order), so the index is made of those, and added through as usual."""
+    components = list(index.types) if isinstance(index, types.BaseTuple) else [index]
+    if any(_is_mask(t) and t.ndim == 0 for t in components):
+        raise _fail("index_add", "a 0-d boolean index is not supported")
+    expr = [f"index[{i}]" for i in range(len(components))]
+    if not isinstance(index, types.BaseTuple):
+        expr = ["index"]
+    lines = ["def impl(base, index, value):"]
+    parts: list[str] = []
+    for i, t in enumerate(components):
+        if _is_mask(t):
+            lines.append(f"    m{i} = np.nonzero({expr[i]})")
+            parts += [f"m{i}[{q}]" for q in range(t.ndim)]
+        else:
+            parts.append(expr[i])
+    lines.append(f"    return index_add(base, ({_subscript(parts)}), value)")
+    return _define("\n".join(lines) + "\n", "impl", {"index_add": index_add, "np": np})
 
 
 def _tuple_index_add(base: types.BaseTuple, index: types.Type, value: types.Type) -> Any:
@@ -345,6 +380,13 @@ def _owned_jit(x):
     if _is_scalar(x) or _is_none(x):
         return lambda x: x
     raise _fail("owned", f"expected an array, a number or a tuple, got {x}")
+
+
+@overload(kept_item)
+def _kept_item_jit(item, base):
+    if isinstance(base, (types.BaseTuple, types.List)):
+        return lambda item, base: item
+    return lambda item, base: owned(item)
 
 
 @overload(ravel)

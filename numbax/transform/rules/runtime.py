@@ -190,6 +190,9 @@ define(nxrt.broadcast_reduced, "value, a, axis=None, keepdims=False",
 define(nxrt.owned, "x",
        linear="x",                                        vjp=SELF_ADJOINT,
        batch=same_shape("x"), samples=["x[3, 2]"])
+define(nxrt.kept_item, "item, base",
+       linear="item",                                     vjp=SELF_ADJOINT,
+       batch=same_shape("item"), samples=["item[3, 2], np.zeros((4, 3, 2))"])
 define(nxrt.ravel, "x",
        linear="nxrt.ravel(x)",                            vjp="nxrt.reshape_like(g, x)",
        samples=["x[3, 2]"])
