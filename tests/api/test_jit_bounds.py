@@ -43,6 +43,11 @@ def gather(x):
     return np.sum(x[idx] * x[0])
 
 
+def gather_list(x):
+    idx = [0, -4]  # a list: NumPy's index array
+    return np.sum(x[idx] * x[0])
+
+
 def masked(x):
     keep = np.array([True, False])
     return np.sum(x[keep] * x[0])
@@ -86,6 +91,7 @@ OUT_OF_BOUNDS = [
     (from_empty, X, "index 0 is out of bounds for axis 0 with size 0"),
     (column_5, M, "index 5 is out of bounds for axis 1 with size 3"),
     (gather, X, "index 7 is out of bounds for axis 0 with size 3"),
+    (gather_list, X, "index -4 is out of bounds for axis 0 with size 3"),
     (stored, X, "index 3 is out of bounds for axis 0 with size 3"),
     (off_by_one, X, "index 3 is out of bounds for axis 0 with size 3"),
     (backwards_from_n, X, "index 3 is out of bounds for axis 0 with size 3"),
