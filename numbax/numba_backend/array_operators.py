@@ -14,10 +14,16 @@ too: Numba's own product compiled in every process, 0.06 s each) calls
 ``nxrt.op_<name>`` (Python's ``operator`` names: ``op_sub(a, b)`` is ``a - b``). On
 arrays it is a call to an implementation compiled once per argument types and kept in
 the runtime cache, like numbax's other helpers; on scalars, tuples and anything else
-Numba inlines it, so the code is what the operator compiled to before. Either way it
-computes exactly what the operator does under Numba. Only the CPU target does this
-(``parallel=True`` functions keep their array expressions, which Numba's parallel loops
-run).
+Numba inlines it, so the code is what the operator compiled to before. Only the CPU
+target does this (``parallel=True`` functions keep their array expressions, which
+Numba's parallel loops run).
+
+On arrays the helper computes what NumPy's operator does. Where NumPy's loop is a float
+or complex one of the operands' own dtypes (``float32 * float32``), Numba's operator
+does too and is the implementation. For other dtypes Numba's array typing departs from
+NumPy's (``int64 * float32`` is float32, ``int32 * complex64`` complex64, ``int8 // 0``
+raises): there the implementation is a fused loop of the one operation, which computes
+each element at NumPy's loop as every fused loop does (``numpy_scalars.py``).
 """
 
 from __future__ import annotations
@@ -28,10 +34,15 @@ from typing import Any
 
 import gast
 from numba import types
+from numba.core.registry import cpu_target
 from numba.extending import overload
+from numba.np.numpy_support import from_dtype
 
+from numbax.numba_backend.elementary import item
+from numbax.numba_backend.elementwise import elementwise
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.matrix_product import is_blas_matrix_pair, matrix_product
+from numbax.numba_backend.numpy_scalars import UFUNC_OF_OPERATOR, departing_loop
 from numbax.numba_backend.redirects import lowering_helper
 
 _BINARY = {
@@ -76,16 +87,24 @@ def _declare(name: str, expression: str, parameters: str) -> None:
     operation.__module__ = __name__  # numbax's own: described by its place in the cache
     lowering_helper(operation)
     implementation = define(source, {}, f"operator {name} under Numba", name=f"op_{name}")
+    ufunc = UFUNC_OF_OPERATOR.get(getattr(operator, name))
+    at_numpy_loops = _at_numpy_loops(source, name, parameters) if ufunc is not None else None
     for on_arrays in (False, True):
         typer = define(  # Numba asks for the implementation's own parameters
             f"def typer({parameters}):\n"
             f"    if any_array({parameters}) is on_arrays and not declined({parameters}):\n"
+            f"        if on_arrays and at_numpy_loops is not None"
+            f" and departing_loop(ufunc, ({parameters},)) is not None:\n"
+            f"            return at_numpy_loops({parameters})\n"
             f"        return implementation\n",
             {
                 "implementation": implementation,
                 "any_array": _any_array,
                 "on_arrays": on_arrays,
                 "declined": is_blas_matrix_pair if name == "matmul" else _never,
+                "at_numpy_loops": at_numpy_loops,
+                "departing_loop": departing_loop,
+                "ufunc": ufunc,
             },
             f"operator {name} typing {'arrays' if on_arrays else 'scalars'}",
             name="typer",
@@ -94,6 +113,58 @@ def _declare(name: str, expression: str, parameters: str) -> None:
     if name == "matmul":
         _declare_matrix_product(operation)
     PYTHON_OPERATORS[operation] = getattr(operator, name)
+
+
+def result_dtype(operation: Callable, args: tuple) -> types.Type | None:
+    """The dtype of ``nxrt.op_<name>`` of argument types ``args`` (some arrays) as its
+    array implementation computes it, without compiling it; None where it gives no
+    array (as NumPy's and Numba's operators, it gives a scalar where every array
+    argument is 0-d)."""
+    if not any(isinstance(a, types.Array) and a.ndim for a in args):
+        return None
+    python_operator = PYTHON_OPERATORS[operation]
+    ufunc = UFUNC_OF_OPERATOR.get(python_operator)
+    loop = departing_loop(ufunc, args) if ufunc is not None else None
+    if loop is not None:
+        return from_dtype(loop[-1])
+    context = cpu_target.typing_context
+    signature = context.resolve_function_type(python_operator, tuple(args), {})
+    if signature is not None and isinstance(signature.return_type, types.Array):
+        return signature.return_type.dtype
+    return None
+
+
+def _at_numpy_loops(source: str, name: str, parameters: str) -> Callable[..., Callable]:
+    """The operator on arrays as a fused kernel of one operation (``elementwise``), which
+    computes it at NumPy's loop (``numpy_scalars.py``), for the operand dtypes where
+    Numba's array operator departs from NumPy: Numba's ``int64 * float32`` is float32,
+    its ``int8 // 0`` raises, its ``int32 * complex64`` is complex64. Given the operand
+    types, it returns the implementation: where every array is 0-d, the kernel of their
+    values, a scalar as Numba's operator (and NumPy's) gives there, not a 0-d array
+    (which Numba's own ufuncs then cannot take: their output of a 0-d array raises)."""
+    kernel = define(source, {}, f"operator {name} at NumPy's loops", name=f"op_{name}")
+    kernel.__module__ = __name__  # numbax's own: its machine code in the runtime cache
+    applied = elementwise(kernel)
+    on_arrays = define(
+        f"def op_{name}({parameters}):\n    return applied({parameters})\n",
+        {"applied": applied},
+        f"operator {name} on arrays at NumPy's loops",
+        name=f"op_{name}",
+    )
+    values = ", ".join(f"item({p.strip()})" for p in parameters.split(","))
+    on_0d_arrays = define(
+        f"def op_{name}({parameters}):\n    return applied({values})\n",
+        {"applied": applied, "item": item},
+        f"operator {name} on 0-d arrays at NumPy's loops",
+        name=f"op_{name}",
+    )
+
+    def implementation(*operand_types: types.Type) -> Callable:
+        if any(isinstance(t, types.Array) and t.ndim for t in operand_types):
+            return on_arrays
+        return on_0d_arrays
+
+    return implementation
 
 
 def _declare_matrix_product(operation: Callable) -> None:

@@ -364,7 +364,7 @@ def _power_overload(x1, x2):
     if not isinstance(ret, types.Array):  # scalars and 0-d arrays
 
         def scalar_impl(x1, x2):
-            return kernel(conv(_item(x1)), conv(_item(x2)))
+            return kernel(conv(item(x1)), conv(item(x2)))
 
         return scalar_impl
 
@@ -437,12 +437,12 @@ def _power_flat64(shape, x1, x2):
     return out
 
 
-def _item(v: Any) -> Any:
+def item(v: Any) -> Any:
     """The value of a scalar or of a 0-d array (only used under Numba)."""
     return v
 
 
-@overload(_item)
+@overload(item)
 def _item_overload(v):
     if isinstance(v, types.Array):
         return lambda v: v[()]

@@ -6,10 +6,12 @@ compiled function per program shared by its cases; ``python -m tests.fuzz.dtypes
 runs every pair of dtypes.
 """
 
+import numba
 import numpy as np
 import pytest
 
 import numbax as nx
+from numbax.numba_backend.numpy_scalars import departing_loop
 from tests.fuzz import dtypes
 
 _CASES = dtypes.ci_cases()
@@ -95,3 +97,100 @@ def test_a_python_int_out_of_the_arrays_range_raises_overflow_error():
         _JITTED[_int8_chain](a, 1000)
     np.testing.assert_array_equal(_JITTED[_int8_chain](a, 3), _int8_chain(a, 3))
     assert _JITTED[_int8_chain](a, 3).dtype == np.int8
+
+
+def _product(a, b):
+    return a * b
+
+
+def _absolute_product(a, b):
+    return abs(a * b)
+
+
+def _floor_quotient(a, b):
+    return a // b
+
+
+def _summed_product(a, b):
+    return np.sum(a * b)
+
+
+def _mean_of_product(a, b):
+    return np.mean(a * b)
+
+
+@pytest.mark.parametrize(
+    ("function", "a", "b"),
+    [
+        (_product, np.array([3, -4], np.int64), np.array([1.5, 2.25], np.float32)),
+        (_absolute_product, np.array([3, -4], np.int32), np.array([1 + 2j, 2], np.complex64)),
+        (_floor_quotient, np.array([-7, 7, 5, -128], np.int8), np.array([2, 0, -1, -1], np.int8)),
+        (_summed_product, np.array([1.5, 2.0], np.float32), np.array([3, 2**40], np.uint64)),
+        (_mean_of_product, np.array([3, 5], np.int64), np.array([1 + 2j, 2], np.complex64)),
+    ],
+    ids=["int64*float32", "abs(int32*complex64)", "int8//int8", "sum(float32*uint64)", "mean"],
+)
+def test_an_operator_alone_on_arrays_computes_at_numpys_loop(function, a, b):
+    with np.errstate(all="ignore"):
+        want = function(a, b)
+    got = nx.jit(function)(a, b)
+    assert np.asarray(got).dtype == np.asarray(want).dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("function", "a", "b"),
+    [
+        (_product, np.array(3), np.array(2.5, np.float32)),
+        (_floor_quotient, np.array(-7, np.int8), np.array(0, np.int8)),
+    ],
+    ids=["int64*float32", "int8//int8"],
+)
+def test_an_operator_alone_on_0d_arrays_gives_a_number_at_numpys_loop(function, a, b):
+    """A number, as NumPy's and Numba's operators give there (not a 0-d array, which
+    Numba's own ufuncs cannot give back)."""
+    with np.errstate(all="ignore"):
+        want = function(a, b)
+    got = nx.jit(function)(a, b)
+    assert np.result_type(got) == np.result_type(want)
+    assert got == want
+
+
+def test_an_operator_alone_on_floats_of_one_dtype_is_numbas_own():
+    args = (np.array([1.5, 2.0], np.float32),) * 2
+    assert departing_loop(np.multiply, tuple(numba.typeof(a) for a in args)) is None
+    assert (
+        departing_loop(np.multiply, (numba.typeof(args[0]), numba.typeof(np.int64(1))))
+        == (np.dtype(np.float64),) * 3
+    )
+
+
+def _negated_scalar_times(a, b):
+    return -(b + 1) * a
+
+
+_NEGATED = nx.jit(_negated_scalar_times)
+
+
+def test_python_ints_alone_compute_as_python_then_meet_the_array_as_numpy_checks():
+    unsigned = np.array([1, 2], np.uint8)
+    with pytest.raises(OverflowError):
+        _negated_scalar_times(unsigned, 2)
+    with pytest.raises(OverflowError, match="out of bounds for uint8"):
+        _NEGATED(unsigned, 2)
+    signed = np.array([1, -2], np.int8)
+    want = _negated_scalar_times(signed, 127)  # -128: in int8's range, not 127 + 1
+    got = _NEGATED(signed, 127)
+    assert got.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+def _times_a_large_power(x):
+    return x * (2**40) ** 2
+
+
+def test_python_ints_beyond_int64_are_refused_not_wrapped():
+    x = np.array([1.0, 2.0])
+    assert _times_a_large_power(x)[0] == 2.0**80
+    with pytest.raises(OverflowError, match="beyond int64"):
+        nx.jit(_times_a_large_power)(x)
