@@ -41,7 +41,7 @@ from numba.core import errors, ir, rewrites
 from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 from numba.core.typing import signature
-from numba.extending import intrinsic, register_jitable
+from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
 
 from numbax.numba_backend.weak import weak_cast
@@ -130,15 +130,29 @@ def departing_loop(ufunc: np.ufunc, args: tuple) -> tuple[np.dtype, ...] | None:
     scalars among them cast already) where Numba's own array ufunc may compute another
     thing; None where it computes what NumPy's does: where NumPy's loop is a float or
     complex one of the operands' own dtypes (``float32 * float32``, ``float64 < float64``,
-    the common case), or NumPy has no loop (Numba's own then says what it cannot do)."""
+    the common case) but for complex powers (:data:`_COMPLEX_LOOPS`), or NumPy has no
+    loop (Numba's own then says what it cannot do)."""
     try:
         operands = tuple(as_dtype(types.unliteral(getattr(a, "dtype", a))) for a in args)
         loop = ufunc.resolve_dtypes((*operands, None))
     except (TypeError, NotImplementedError):
         return None
-    if all(o == d and d.kind in "fc" for o, d in zip(operands, loop, strict=False)):
+    own = all(o == d and d.kind in "fc" for o, d in zip(operands, loop, strict=False))
+    if own and not (loop[-1].kind == "c" and ufunc.__name__ in _COMPLEX_LOOPS):
         return None
     return loop
+
+
+def item(v: Any) -> Any:
+    """The value of a scalar or of a 0-d array (only used under Numba)."""
+    return v
+
+
+@overload(item)
+def _item_overload(v):  # noqa: ANN001, ANN202
+    if isinstance(v, types.Array):
+        return lambda v: v[()]
+    return lambda v: v
 
 
 def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
@@ -193,6 +207,8 @@ def _implementation(
     exact = None
     if all(dtype.kind in "biu" for dtype in loop[: ufunc.nin]):
         exact = _INTEGER_LOOPS.get(ufunc.__name__)
+    elif all(dtype.kind == "c" for dtype in loop):
+        exact = _COMPLEX_LOOPS.get(ufunc.__name__)
     if exact is not None and all(weak) and loop[-1].kind in "iu":
         # Python ints alone: computed as Python does (at int64, Numba's Python int),
         # and still a Python int, checked where it meets an array (``-(b + 1) * a``)
@@ -447,6 +463,69 @@ def _sign(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
         return out(1) if a > 0 else (out(-1) if a < 0 else out(0))
 
     return impl
+
+
+def _complex_power(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """NumPy's ``npy_cpow``: ``z ** 0`` is 1, ``0 ** z`` is 0 for a positive real part of
+    ``z`` and NaN otherwise, an integer exponent below 100 in magnitude multiplies, in
+    NumPy's order (so an overflow gives NumPy's infinities and NaNs), any other is the C
+    library's ``cpow``, ``exp(b log a)`` at the loop's precision (Numba's complex power
+    takes another way, whose overflows are NaNs)."""
+    real = np.float32 if out_dtype == np.complex64 else np.float64
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        ar, ai, br, bi = real(a.real), real(a.imag), real(b.real), real(b.imag)
+        one, zero = real(1), real(0)
+        if br == 0 and bi == 0:
+            return out(1)
+        if ar == 0 and ai == 0:
+            return out(0) if br > 0 else out(complex(np.nan, np.nan))
+        if bi != 0 or not -100 < br < 100 or np.floor(br) != br:
+            return out(np.exp(b * np.log(a)))
+        n = int(br)
+        if n == 1:
+            return out(complex(ar, ai))
+        if n == 2:
+            return out(complex(ar * ar - ai * ai, ar * ai + ai * ar))
+        if n == 3:
+            sr, si = ar * ar - ai * ai, ar * ai + ai * ar
+            return out(complex(ar * sr - ai * si, ar * si + ai * sr))
+        n = abs(n)
+        pr, pi, sr, si = one, zero, ar, ai
+        mask = 1
+        while True:
+            if n & mask:
+                pr, pi = pr * sr - pi * si, pr * si + pi * sr
+            mask <<= 1
+            if n < mask:
+                break
+            sr, si = sr * sr - si * si, sr * si + si * sr
+        if br < 0:
+            return out(_reciprocal(pr, pi, one, zero))
+        return out(complex(pr, pi))
+
+    return impl
+
+
+@register_jitable
+def _reciprocal(br, bi, one, zero):  # noqa: ANN001, ANN202
+    """``1 / (br + bi j)`` as NumPy's complex division computes it (Smith's), in the
+    type of ``one`` and ``zero``."""
+    abs_br, abs_bi = abs(br), abs(bi)
+    if abs_br >= abs_bi:
+        if abs_br == 0 and abs_bi == 0:  # 1 / 0 and 0 / 0, without Python's error
+            return complex(np.inf, np.nan)
+        rat = bi / br
+        scl = one / (br + bi * rat)
+        return complex((one + zero * rat) * scl, (zero - one * rat) * scl)
+    rat = br / bi
+    scl = one / (bi + br * rat)
+    return complex((one * rat + zero) * scl, (zero * rat - one) * scl)
+
+
+_COMPLEX_LOOPS: dict[str, Callable] = {"power": _complex_power}
+"""Complex loops where Numba's ufunc departs from NumPy's."""
 
 
 _INTEGER_LOOPS: dict[str, Callable] = {

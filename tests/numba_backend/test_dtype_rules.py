@@ -156,6 +156,93 @@ def test_an_operator_alone_on_0d_arrays_gives_a_number_at_numpys_loop(function, 
     assert got == want
 
 
+def _fmod_alone(a, b):
+    return np.fmod(a, b)
+
+
+def _remainder_alone(a, b):
+    return np.remainder(a, b)
+
+
+def _floor_divide_alone(a, b):
+    return np.floor_divide(a, b)
+
+
+def _divmod_alone(a, b):
+    return np.divmod(a, b)
+
+
+def _maximum_alone(a, b):
+    return np.maximum(a, b)
+
+
+_ALONE = {
+    f: nx.jit(f)
+    for f in (_fmod_alone, _remainder_alone, _floor_divide_alone, _divmod_alone, _maximum_alone)
+}
+
+
+@pytest.mark.parametrize("function", list(_ALONE)[:4], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.int8, np.int64])
+def test_a_ufunc_alone_on_integers_computes_as_numpy(function, dtype):
+    """Negative operands, division by 0 (0, not Numba's crash) and MIN // -1."""
+    low = np.iinfo(dtype).min
+    a = np.array([-7, 7, 5, low, 0, 9, -9], dtype)
+    b = np.array([2, -2, 0, -1, 0, 4, 4], dtype)
+    with np.errstate(all="ignore"):
+        want = function(a, b)
+    got = _ALONE[function](a, b)
+    for g, w in zip(
+        *((got, want) if function is _divmod_alone else ((got,), (want,))), strict=True
+    ):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        (np.array([3, -4]), np.array([1.5, -5.0], np.float32)),
+        (np.array([3, -4], np.int32), np.array([1 + 2j, 2], np.complex64)),
+        (np.array(3), np.array(2.5, np.float32)),
+    ],
+    ids=["int64,float32", "int32,complex64", "0-d"],
+)
+def test_a_ufunc_alone_of_mixed_dtypes_computes_at_numpys_loop(a, b):
+    want = _maximum_alone(a, b)
+    got = _ALONE[_maximum_alone](a, b)
+    assert np.result_type(got) == np.result_type(want)
+    np.testing.assert_array_equal(got, want)
+
+
+def _power_alone(a, b):
+    return a**b
+
+
+def _power_in_a_loop(a, b):
+    return np.power(a, b) * 1
+
+
+_POWERS = {f: nx.jit(f) for f in (_power_alone, _power_in_a_loop)}
+
+
+@pytest.mark.parametrize("function", list(_POWERS), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_powers_follow_numpy_at_zero_and_on_overflow(function, dtype):
+    """0 ** z is 0 for a positive real part of z and NaN otherwise; an integer exponent
+    below 100 multiplies, so an overflow is NumPy's infinity, an underflow's reciprocal
+    NumPy's inf + nan j."""
+    big = 3e20 if dtype == np.complex64 else 3e160
+    a = np.array([0, 0, 0, 2 + 1j, big + 1j, big + 1j, 1 / big, 1 + 1j, -2 + 0.5j], dtype)
+    b = np.array([1 + 1j, -1 + 1j, 0, 3, 2, 7, -5, 1 + 1j, 2.5], dtype)
+    with np.errstate(all="ignore"):
+        want = function(a, b)
+    got = _POWERS[function](a, b)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(dtype).eps)
+    np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
+
+
 def test_an_operator_alone_on_floats_of_one_dtype_is_numbas_own():
     args = (np.array([1.5, 2.0], np.float32),) * 2
     assert departing_loop(np.multiply, tuple(numba.typeof(a) for a in args)) is None
@@ -183,6 +270,20 @@ def test_python_ints_alone_compute_as_python_then_meet_the_array_as_numpy_checks
     got = _NEGATED(signed, 127)
     assert got.dtype == want.dtype == np.int8
     np.testing.assert_array_equal(got, want)
+
+
+def _summed_times(a, b):
+    return np.sum(a * b)
+
+
+@pytest.mark.parametrize("function", [_product, _summed_times], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("b", [2**40, -2])
+def test_a_python_int_out_of_range_meeting_an_array_alone_raises_overflow_error(function, b):
+    unsigned = np.array([1, 2, 3], np.uint16)
+    with pytest.raises(OverflowError):
+        function(unsigned, b)
+    with pytest.raises(OverflowError, match="out of bounds for uint16"):
+        nx.jit(function)(unsigned, b)
 
 
 def _times_a_large_power(x):
