@@ -510,21 +510,51 @@ def _complex_power(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: A
 
 @register_jitable
 def _reciprocal(br, bi, one, zero):  # noqa: ANN001, ANN202
-    """``1 / (br + bi j)`` as NumPy's complex division computes it (Smith's), in the
-    type of ``one`` and ``zero``."""
+    """``1 / (br + bi j)`` as NumPy's complex division computes it, in the type of
+    ``one`` and ``zero``."""
+    return _quotient(one, zero, br, bi, one)
+
+
+@register_jitable
+def _over_zero(x):  # noqa: ANN001, ANN202
+    """``x / +0.0`` as IEEE divides (Python's ``/`` raises)."""
+    if x > 0:
+        return np.inf
+    if x < 0:
+        return -np.inf
+    return np.nan
+
+
+@register_jitable
+def _quotient(ar, ai, br, bi, one):  # noqa: ANN001, ANN202
+    """``(ar + ai j) / (br + bi j)`` by NumPy's loop (Smith's algorithm; a division by
+    zero gives each part of the dividend over +0), in the type of ``one``."""
     abs_br, abs_bi = abs(br), abs(bi)
     if abs_br >= abs_bi:
-        if abs_br == 0 and abs_bi == 0:  # 1 / 0 and 0 / 0, without Python's error
-            return complex(np.inf, np.nan)
+        if abs_br == 0 and abs_bi == 0:
+            return complex(_over_zero(ar), _over_zero(ai))
         rat = bi / br
         scl = one / (br + bi * rat)
-        return complex((one + zero * rat) * scl, (zero - one * rat) * scl)
+        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
     rat = br / bi
     scl = one / (bi + br * rat)
-    return complex((one * rat + zero) * scl, (zero * rat - one) * scl)
+    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
 
 
-_COMPLEX_LOOPS: dict[str, Callable] = {"power": _complex_power}
+def _complex_divide(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """NumPy's complex division (Numba's gives other infinities for a division by
+    zero)."""
+    real = np.float32 if out_dtype == np.complex64 else np.float64
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        parts = real(a.real), real(a.imag), real(b.real), real(b.imag)
+        return out(_quotient(*parts, real(1)))
+
+    return impl
+
+
+_COMPLEX_LOOPS: dict[str, Callable] = {"power": _complex_power, "divide": _complex_divide}
 """Complex loops where Numba's ufunc departs from NumPy's."""
 
 

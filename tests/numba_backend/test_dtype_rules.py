@@ -243,6 +243,32 @@ def test_complex_powers_follow_numpy_at_zero_and_on_overflow(function, dtype):
     np.testing.assert_array_equal(np.isinf(got), np.isinf(want))
 
 
+def _quotient_alone(a, b):
+    return a / b
+
+
+def _quotient_in_a_loop(a, b):
+    return a / (b / a)
+
+
+_QUOTIENTS = {f: nx.jit(f) for f in (_quotient_alone, _quotient_in_a_loop)}
+
+
+@pytest.mark.parametrize("function", list(_QUOTIENTS), ids=lambda f: f.__name__)
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_division_by_zero_follows_numpy(function, dtype):
+    """Each part of the dividend over +0: ``(-100 + 1j) / 0`` is ``-inf + inf j``."""
+    a = np.array([100 + 1j, -100 + 1j, 1j, -3, 2 - 1j], dtype)
+    b = np.array([0, 0, 0, 1 + 1j, 1e-3 + 4j], dtype)
+    with np.errstate(all="ignore"):
+        want = function(a, b if function is _quotient_alone else b * 0)
+    got = _QUOTIENTS[function](a, b if function is _quotient_alone else b * 0)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=8 * np.finfo(dtype).eps)
+    signs = np.where(np.isnan(want.real), 0, np.sign(want.real))
+    np.testing.assert_array_equal(np.where(np.isnan(got.real), 0, np.sign(got.real)), signs)
+
+
 def test_an_operator_alone_on_floats_of_one_dtype_is_numbas_own():
     args = (np.array([1.5, 2.0], np.float32),) * 2
     assert departing_loop(np.multiply, tuple(numba.typeof(a) for a in args)) is None
