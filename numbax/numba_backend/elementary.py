@@ -55,7 +55,8 @@ from numba.np.numpy_support import as_dtype, from_dtype
 from numbax.numba_backend import _kernels32 as _k32
 from numbax.numba_backend import _kernels64 as _k64
 from numbax.numba_backend._intrinsics import as_int
-from numbax.numba_backend.numpy_scalars import at_numpy_loop, float16_refusal
+from numbax.numba_backend.array_operators import ufunc_call
+from numbax.numba_backend.numpy_scalars import at_numpy_loop, float16_refusal, item
 from numbax.numba_backend.redirects import redirect
 
 __all__ = [
@@ -224,11 +225,15 @@ def _operand(arg: types.Type, args: tuple) -> Any:
 
 
 def _numpy_loop(ufunc: Any, *args: types.Type) -> Any:
-    """``ufunc`` itself, or for scalars its computation at NumPy's loop
-    (``numpy_scalars.py``: Numba's ``np.power`` of integers computes in float)."""
+    """``ufunc`` computed as NumPy computes it: for scalars at NumPy's loop
+    (``numpy_scalars.py``: Numba's ``np.power`` of integers computes in float), for
+    arrays as a ufunc called alone (``array_operators.ufunc_call``: Numba's own where it
+    follows NumPy, as for float exponents of floats)."""
     if all(isinstance(a, types.Number | types.Boolean) for a in args):
         return at_numpy_loop(ufunc, (False,) * len(args))
-    return ufunc
+    if len(args) == 1:
+        return register_jitable(lambda x: ufunc_call(ufunc, x))
+    return register_jitable(lambda x1, x2: ufunc_call(ufunc, x1, x2))
 
 
 def _kernels(dtype: types.Type, name: str) -> tuple[Any, Any]:
@@ -364,7 +369,7 @@ def _power_overload(x1, x2):
     if not isinstance(ret, types.Array):  # scalars and 0-d arrays
 
         def scalar_impl(x1, x2):
-            return kernel(conv(_item(x1)), conv(_item(x2)))
+            return kernel(conv(item(x1)), conv(item(x2)))
 
         return scalar_impl
 
@@ -435,15 +440,3 @@ def _power_flat64(shape, x1, x2):
     for i in range(dst.size):
         dst[i] = _k64.power(np.float64(s1[i]), np.float64(s2[i]))
     return out
-
-
-def _item(v: Any) -> Any:
-    """The value of a scalar or of a 0-d array (only used under Numba)."""
-    return v
-
-
-@overload(_item)
-def _item_overload(v):
-    if isinstance(v, types.Array):
-        return lambda v: v[()]
-    return lambda v: v

@@ -20,6 +20,12 @@ does not compute in float16. Integer loops use the implementations below where N
 own ufuncs depart from NumPy's (``floor_divide`` by 0 or ``MIN // -1``, ``fmod`` of
 negative values, ``power``, shifts by the width or more, comparisons of int64 with
 uint64); float and complex loops use Numba's ufuncs, which follow NumPy's.
+
+An integer operation of Python ints alone (``-b`` or ``b + 1`` of a weak ``b``) computes
+as Python does, at int64 (Numba's Python int; beyond its range an ``OverflowError``,
+where Python's ints would grow), and stays a Python int: where it meets an array it is
+checked against the loop's range as NumPy checks it (``-b * uint8_array`` is NumPy's
+``OverflowError``, not ``253 * uint8_array``).
 """
 
 from __future__ import annotations
@@ -35,15 +41,18 @@ from numba.core import errors, ir, rewrites
 from numba.core.ir_utils import find_callname, guard
 from numba.core.registry import cpu_target
 from numba.core.typing import signature
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload, register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
+
+from numbax.numba_backend.weak import weak_cast
+from numbax.runtime import nxrt
 
 NUMPY_RULES = "__numbax_numpy_rules__"
 """A function with this attribute is compiled with NumPy's rules (a fused kernel): its
 value, a tuple, names the parameters that may receive Python scalars (weak, as the
 constants of its source are)."""
 
-_OPERATORS = {
+UFUNC_OF_OPERATOR = {
     operator.add: np.add,
     operator.sub: np.subtract,
     operator.mul: np.multiply,
@@ -116,6 +125,36 @@ def _stand_in(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
     return stand_in
 
 
+def departing_loop(ufunc: np.ufunc, args: tuple) -> tuple[np.dtype, ...] | None:
+    """NumPy's loop for ``ufunc`` of operand types ``args`` (some arrays, the Python
+    scalars among them cast already) where Numba's own array ufunc may compute another
+    thing; None where it computes what NumPy's does: where NumPy's loop is a float or
+    complex one of the operands' own dtypes (``float32 * float32``, ``float64 < float64``,
+    the common case) but for complex powers (:data:`_COMPLEX_LOOPS`), or NumPy has no
+    loop (Numba's own then says what it cannot do)."""
+    try:
+        operands = tuple(as_dtype(types.unliteral(getattr(a, "dtype", a))) for a in args)
+        loop = ufunc.resolve_dtypes((*operands, None))
+    except (TypeError, NotImplementedError):
+        return None
+    own = all(o == d and d.kind in "fc" for o, d in zip(operands, loop, strict=False))
+    if own and not (loop[-1].kind == "c" and ufunc.__name__ in _COMPLEX_LOOPS):
+        return None
+    return loop
+
+
+def item(v: Any) -> Any:
+    """The value of a scalar or of a 0-d array (only used under Numba)."""
+    return v
+
+
+@overload(item)
+def _item_overload(v):  # noqa: ANN001, ANN202
+    if isinstance(v, types.Array):
+        return lambda v: v[()]
+    return lambda v: v
+
+
 def float16_refusal(ufunc: np.ufunc, operands: tuple) -> errors.TypingError:
     """The error for ``ufunc`` of ``operands`` (dtypes, or Python types for weak
     scalars), whose NumPy loop is float16's."""
@@ -168,15 +207,26 @@ def _implementation(
     exact = None
     if all(dtype.kind in "biu" for dtype in loop[: ufunc.nin]):
         exact = _INTEGER_LOOPS.get(ufunc.__name__)
+    elif all(dtype.kind == "c" for dtype in loop):
+        exact = _COMPLEX_LOOPS.get(ufunc.__name__)
+    if exact is not None and all(weak) and loop[-1].kind in "iu":
+        # Python ints alone: computed as Python does (at int64, Numba's Python int),
+        # and still a Python int, checked where it meets an array (``-(b + 1) * a``)
+        wide = (np.dtype(np.int64),) * (ufunc.nin + 1)
+        python = exact(*wide, *(np.int64,) * (ufunc.nin + 1))
+        if ufunc.__name__ in _UNBOUNDED:
+            python = _within_int64(python, ufunc.nin, _UNBOUNDED[ufunc.__name__])
+        return types.int64, _compiled(python, {})
+    checks = {
+        i: (weak_cast(types.unliteral(arg), to), to)
+        for i, (arg, to, w) in enumerate(zip(args, loop_types, weak, strict=False))
+        if w and isinstance(arg, types.Integer) and not isinstance(arg, types.IntegerLiteral)
+    }
     if exact is not None:
-        impl = exact(*loop, *(dtype.type for dtype in loop))
-
-        def compiled(context, builder, sig, values):  # noqa: ANN001, ANN202
-            return context.compile_internal(builder, impl, sig, values)
-
-        return loop_types[-1], compiled
+        return loop_types[-1], _compiled(exact(*loop, *(dtype.type for dtype in loop)), checks)
 
     def lowered(context, builder, sig, values):  # noqa: ANN001, ANN202
+        values, sig = _checked(context, builder, sig, values, checks)
         inputs = [
             context.cast(builder, value, arg, to)
             for value, arg, to in zip(values, sig.args, loop_types, strict=False)
@@ -185,6 +235,68 @@ def _implementation(
         return context.get_function(ufunc, at_loop)(builder, inputs)
 
     return loop_types[-1], lowered
+
+
+_UNBOUNDED = {
+    "add": operator.add,
+    "subtract": operator.sub,
+    "multiply": operator.mul,
+    "power": operator.pow,
+    "left_shift": lambda x, y: x * 2.0**y,
+    "negative": operator.neg,
+    "absolute": abs,
+}
+"""Python's operations on ints whose result may leave int64's range, and each computed
+on floats (close to the exact result, to tell a wrapped int64 from it)."""
+
+
+def _within_int64(impl: Callable, nin: int, on_floats: Callable) -> Callable:
+    """``impl`` of Python ints at int64, raising ``OverflowError`` where Python's exact
+    result leaves int64's range (``(2**40) ** 2``) rather than wrapping: a wrapped
+    result is 2**64 away from the exact one, whose float approximation is within
+    a few units of 2**10 of it."""
+    jitted = register_jitable(impl)
+    exact_in_floats = register_jitable(on_floats)
+    message = (
+        "numbax: Python int arithmetic beyond int64, in which compiled code computes Python "
+        "ints (Python's are unbounded): compute it on floats (2.0 ** 80) or outside nx.jit"
+    )
+
+    def checked(result, approximate):  # noqa: ANN001, ANN202
+        if abs(np.float64(result) - approximate) > 2.0**12:
+            raise OverflowError(message)
+        return result
+
+    checked = register_jitable(checked)
+    if nin == 1:
+        return lambda x: checked(jitted(x), exact_in_floats(np.float64(x)))
+    return lambda x, y: checked(jitted(x, y), exact_in_floats(np.float64(x), np.float64(y)))
+
+
+def _compiled(impl: Callable, checks: dict[int, Callable]) -> Callable:
+    """The lowering of ``impl`` (Numba compiles it in place), after ``checks``."""
+
+    def compiled(context, builder, sig, values):  # noqa: ANN001, ANN202
+        values, sig = _checked(context, builder, sig, values, checks)
+        return context.compile_internal(builder, impl, sig, values)
+
+    return compiled
+
+
+def _call(cast: Callable) -> Callable:
+    return lambda value: cast(value)
+
+
+def _checked(context: Any, builder: Any, sig: Any, values: list, checks: dict) -> tuple:
+    """``values`` with each Python int that ``checks`` names cast to its loop's type by
+    its check (``weak_cast``: NumPy's ``OverflowError`` out of the loop's range), and
+    their signature."""
+    values, arg_types = list(values), list(sig.args)
+    for i, (cast, to) in checks.items():
+        arg = types.unliteral(arg_types[i])
+        values[i] = context.compile_internal(builder, _call(cast), signature(to, arg), [values[i]])
+        arg_types[i] = to
+    return values, signature(sig.return_type, *arg_types)
 
 
 # Integer and bool loops. Each factory takes the loop's dtypes and then their scalar
@@ -353,6 +465,99 @@ def _sign(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
     return impl
 
 
+def _complex_power(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """NumPy's ``npy_cpow``: ``z ** 0`` is 1, ``0 ** z`` is 0 for a positive real part of
+    ``z`` and NaN otherwise, an integer exponent below 100 in magnitude multiplies, in
+    NumPy's order (so an overflow gives NumPy's infinities and NaNs), any other is the C
+    library's ``cpow``, ``exp(b log a)`` at the loop's precision (Numba's complex power
+    takes another way, whose overflows are NaNs)."""
+    real = np.float32 if out_dtype == np.complex64 else np.float64
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        ar, ai, br, bi = real(a.real), real(a.imag), real(b.real), real(b.imag)
+        one, zero = real(1), real(0)
+        if br == 0 and bi == 0:
+            return out(1)
+        if ar == 0 and ai == 0:
+            return out(0) if br > 0 else out(complex(np.nan, np.nan))
+        if bi != 0 or not -100 < br < 100 or np.floor(br) != br:
+            return out(np.exp(b * np.log(a)))
+        n = int(br)
+        if n == 1:
+            return out(complex(ar, ai))
+        if n == 2:
+            return out(complex(ar * ar - ai * ai, ar * ai + ai * ar))
+        if n == 3:
+            sr, si = ar * ar - ai * ai, ar * ai + ai * ar
+            return out(complex(ar * sr - ai * si, ar * si + ai * sr))
+        n = abs(n)
+        pr, pi, sr, si = one, zero, ar, ai
+        mask = 1
+        while True:
+            if n & mask:
+                pr, pi = pr * sr - pi * si, pr * si + pi * sr
+            mask <<= 1
+            if n < mask:
+                break
+            sr, si = sr * sr - si * si, sr * si + si * sr
+        if br < 0:
+            return out(_reciprocal(pr, pi, one, zero))
+        return out(complex(pr, pi))
+
+    return impl
+
+
+@register_jitable
+def _reciprocal(br, bi, one, zero):  # noqa: ANN001, ANN202
+    """``1 / (br + bi j)`` as NumPy's complex division computes it, in the type of
+    ``one`` and ``zero``."""
+    return _quotient(one, zero, br, bi, one)
+
+
+@register_jitable
+def _over_zero(x):  # noqa: ANN001, ANN202
+    """``x / +0.0`` as IEEE divides (Python's ``/`` raises)."""
+    if x > 0:
+        return np.inf
+    if x < 0:
+        return -np.inf
+    return np.nan
+
+
+@register_jitable
+def _quotient(ar, ai, br, bi, one):  # noqa: ANN001, ANN202
+    """``(ar + ai j) / (br + bi j)`` by NumPy's loop (Smith's algorithm; a division by
+    zero gives each part of the dividend over +0), in the type of ``one``."""
+    abs_br, abs_bi = abs(br), abs(bi)
+    if abs_br >= abs_bi:
+        if abs_br == 0 and abs_bi == 0:
+            return complex(_over_zero(ar), _over_zero(ai))
+        rat = bi / br
+        scl = one / (br + bi * rat)
+        return complex((ar + ai * rat) * scl, (ai - ar * rat) * scl)
+    rat = br / bi
+    scl = one / (bi + br * rat)
+    return complex((ar * rat + ai) * scl, (ai * rat - ar) * scl)
+
+
+def _complex_divide(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+    """NumPy's complex division (Numba's gives other infinities for a division by
+    zero)."""
+    real = np.float32 if out_dtype == np.complex64 else np.float64
+
+    def impl(x, y):  # noqa: ANN001, ANN202
+        a, b = cast_x(x), cast_y(y)
+        parts = real(a.real), real(a.imag), real(b.real), real(b.imag)
+        return out(_quotient(*parts, real(1)))
+
+    return impl
+
+
+_COMPLEX_LOOPS: dict[str, Callable] = {"power": _complex_power, "divide": _complex_divide}
+"""Complex loops where Numba's ufunc departs from NumPy's."""
+
+
 _INTEGER_LOOPS: dict[str, Callable] = {
     "add": _bool_or_wrapped(operator.add, operator.or_),
     "subtract": _wrapped(operator.sub),
@@ -414,9 +619,9 @@ class _NumPyRules(rewrites.Rewrite):
         if not isinstance(value, ir.Expr):
             return None
         if value.op in ("binop", "unary"):
-            return _OPERATORS.get(value.fn)
+            return UFUNC_OF_OPERATOR.get(value.fn)
         if value.op == "inplace_binop":
-            return _OPERATORS.get(value.immutable_fn)
+            return UFUNC_OF_OPERATOR.get(value.immutable_fn)
         if value.op != "call" or value.kws or value.vararg:
             return None
         name = _defined_once(lambda: guard(find_callname, self._func_ir, value))
@@ -432,10 +637,18 @@ class _NumPyRules(rewrites.Rewrite):
         return ufunc if len(value.args) == ufunc.nin else None
 
     def _is_weak(self, var: ir.Var) -> bool:
-        """Whether ``var`` is a Python scalar: a constant, or a weak parameter."""
+        """Whether ``var`` is a Python scalar: a constant, a weak parameter, ``nxrt.weak``
+        of one, or the result of Python's operators on them alone."""
         definition = _defined_once(lambda: guard(self._func_ir.get_definition, var))
         if isinstance(definition, ir.Arg):
             return definition.name in self._weak_parameters
+        if isinstance(definition, ir.Expr) and definition.op in ("binop", "inplace_binop"):
+            return self._is_weak(definition.lhs) and self._is_weak(definition.rhs)
+        if isinstance(definition, ir.Expr) and definition.op == "unary":
+            return self._is_weak(definition.value)
+        if isinstance(definition, ir.Expr) and definition.op == "call" and definition.args:
+            name = _defined_once(lambda: guard(find_callname, self._func_ir, definition))
+            return name == ("weak", nxrt.__name__) and self._is_weak(definition.args[0])
         return isinstance(definition, ir.Const) and type(definition.value) in (int, float, complex)
 
     def apply(self):  # noqa: ANN201

@@ -134,7 +134,7 @@ def specialize(
         kernels = share_kernels(fn, kernels, source.filename)
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):
-            call_operators(fn.body)
+            call_operators(fn.body, resolver.resolve)
     elif target == "cuda":
         fn = scalar_ufuncs(device_tapes(fn, resolver.resolve), resolver.resolve)
         if arrays is not None:

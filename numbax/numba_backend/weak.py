@@ -67,12 +67,29 @@ def weak_implementation(value, like):  # noqa: ANN001, ANN201 (Numba reads annot
     return impl
 
 
+def checked_weak_implementation(value, like):  # noqa: ANN001, ANN201
+    """:func:`weak_implementation`, but a Python int out of an integer ``like``'s range
+    raises NumPy 2's ``OverflowError`` (``uint8_array * -2``), as :func:`weak_cast` does,
+    rather than wrapping (the CPU's; a device function raises nothing)."""
+    if isinstance(value, types.Array) or not isinstance(value, types.Integer):
+        return weak_implementation(value, like)
+    target = weak_target(value, like)
+    if not isinstance(target, types.Integer):
+        return weak_implementation(value, like)
+    cast = weak_cast(types.unliteral(value), target)
+
+    def impl(value, like):
+        return cast(value)
+
+    return impl
+
+
 # On the CPU the body is inlined where it is called, as Numba's IR, so no function is
 # compiled per pair of types. numba-cuda (0.30) miscompiles that inlining inside loops
 # (a value the loop carries is read stale: the result of a generated loop came out
 # half its value on an H200), so the device registers its own, called like any
 # function, which NVVM inlines (``cuda._register_device_overloads``).
-overload(weak, target="cpu", inline="always")(weak_implementation)
+overload(weak, target="cpu", inline="always")(checked_weak_implementation)
 
 
 def weak_cast(value: types.Type, target: types.Type) -> Any:

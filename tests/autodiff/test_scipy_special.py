@@ -306,3 +306,18 @@ def test_one_program_under_jit():
         np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-300, err_msg=f"#{k}")
         assert np.result_type(got) == np.result_type(expected)
     check_jacobians(special_loss, x, w, jit=False, atol=1e-5)  # against differences
+
+
+def counts_and_rate(mu, valid, n):
+    """The Poisson pmf's numbers: an integer count picked by np.where (a 0-d array) plus
+    one, and a 0-d array of the rate, each through gammaln."""
+    safe = np.where(valid, n, 0)
+    return sp.gammaln(safe + 1) * mu + sp.gammaln(np.array(mu))
+
+
+@pytest.mark.jit
+def test_unary_functions_of_0d_arrays_give_numbers():
+    """As SciPy's ufuncs, a number (Numba's array expressions cannot give a 0-d array)."""
+    want = counts_and_rate(1.7, True, 3)
+    assert nx.jit(counts_and_rate)(1.7, True, 3) == pytest.approx(want, rel=1e-14)
+    check_jacobians(counts_and_rate, 1.7, True, 3, argnums=[0])

@@ -16,6 +16,7 @@ from numba.extending import lower_builtin, overload, register_jitable, type_call
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.array_operators import PYTHON_OPERATORS
+from numbax.numba_backend.array_operators import result_dtype as operator_result_dtype
 from numbax.numba_backend.overloads.common import _always, _define, _fail, _tuple
 from numbax.numba_backend.reductions import _axes, _keepdims
 from numbax.runtime.fusion import (
@@ -158,7 +159,7 @@ def _loop_stand_in_jit(kernel, *args):
 def _shape_stand_in_jit(operation, *args):
     """An array of the broadcast shape of ``args`` and the dtype of ``operation``'s
     values: a fused loop's from its scalar kernel's types (typing the kernel alone,
-    not compiling it), an operator's from Numba's typing of it on the arrays. Its values are
+    not compiling it), an operator's as its helper computes it on the arrays. Its values are
     never set: only their shape and dtype are read. NumPy's ValueError where the shapes
     do not broadcast, as the operation would raise. Without an array argument (the
     names were scalars), the operation itself, on its values."""
@@ -171,10 +172,8 @@ def _shape_stand_in_jit(operation, *args):
     if arrays and fused is not None:
         dtype = as_dtype(fused.result_type(tuple(args)))
     elif arrays and key in PYTHON_OPERATORS:
-        context = cpu_target.typing_context
-        signature = context.resolve_function_type(PYTHON_OPERATORS[key], tuple(args), {})
-        if signature is not None and isinstance(signature.return_type, types.Array):
-            dtype = as_dtype(signature.return_type.dtype)
+        found = operator_result_dtype(key, tuple(args))
+        dtype = as_dtype(found) if found is not None else None
     names = ", ".join(f"a{i}" for i in range(len(args)))
     unpacked = f"def impl(operation, *args):\n    {names}{',' if len(args) == 1 else ''} = args\n"
     if dtype is None:

@@ -62,6 +62,9 @@ def _unary(ufunc: Any, kernel: Callable) -> None:
         cast = dtype.type
         if not isinstance(x, types.Array):
             return lambda x: cast(kernel(np.float64(x)))
+        if x.ndim == 0:  # a number, as the ufunc gives (a 0-d array from here would go
+            # through Numba's array expressions, whose 0-d results raise)
+            return lambda x: cast(kernel(np.float64(x[()])))
 
         def each(x):
             out = np.empty(x.shape, cast)
