@@ -34,6 +34,7 @@ from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
 from numbax.numba_backend.pipeline import Specialization, specialize
+from numbax.numba_backend.scalar_rules import PYTHON_SCALAR_PARAMETERS, NumPyScalarsCompiler
 from numbax.numba_backend.stand_ins import RESULT_TYPE_ONLY
 from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -200,7 +201,13 @@ def compile_function(
     cached = njit_options.pop("cache", True) and not typed_per_call
     if inline and not generated.calls_itself:
         njit_options["inline"] = "always"
-    dispatcher = numba.njit(**njit_options)(generated.function)
+    # its own loops compute on NumPy scalars as NumPy does (scalar_rules.py)
+    setattr(
+        generated.function,
+        PYTHON_SCALAR_PARAMETERS,
+        None if weak_params is None else frozenset(weak_params),
+    )
+    dispatcher = numba.njit(pipeline_class=NumPyScalarsCompiler, **njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
     describe(dispatcher, generated.text.split("\n", 1)[0].lstrip("# "))  # "jit of f (...)"
     if typed_per_call:

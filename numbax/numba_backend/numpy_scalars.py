@@ -80,6 +80,11 @@ UFUNC_OF_OPERATOR = {
 _BUILTINS = {"abs": np.absolute}
 """Python's builtins that NumPy's arrays answer with a ufunc."""
 
+COMPARISONS = frozenset(
+    [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal]
+)
+"""Python's builtins that NumPy's arrays answer with a ufunc."""
+
 _WEAK_TYPES = {types.int64: int, types.float64: float, types.complex128: complex}
 """The Numba type of a Python scalar, and the Python type NumPy's loop resolution takes
 for it as a weak scalar (a Python bool is not weak: it is a bool). A weak parameter of
@@ -181,6 +186,9 @@ def _implementation(
     if len(args) != ufunc.nin or not all(isinstance(a, types.Number | types.Boolean) for a in args):
         return None
     operands = tuple(_operand_dtype(a, w) for a, w in zip(args, weak, strict=True))
+    if ufunc in COMPARISONS and any(isinstance(o, np.dtype) and o.kind in "biu" for o in operands):
+        # NumPy 2 compares a Python int with an integer by value (np.int8(5) < 300)
+        operands = tuple(np.dtype(np.int64) if o is int else o for o in operands)
     if all(isinstance(o, type) for o in operands):
         # Python scalars alone: NumPy would pick its object loops; as arrays they are
         # int64, float64, complex128 or bool, which is what compiled code holds
@@ -597,6 +605,55 @@ def _defined_once(find: Callable) -> Any:
         return None
 
 
+def ufunc_of(func_ir: ir.FunctionIR, value: Any) -> np.ufunc | None:
+    """The NumPy ufunc that IR expression ``value`` applies: that of its operator (``a +
+    b``, ``-a``, ``a += b``) or the ufunc it calls (``np.sqrt(a)``, ``abs(a)``); None for
+    anything else."""
+    if not isinstance(value, ir.Expr):
+        return None
+    if value.op in ("binop", "unary"):
+        return UFUNC_OF_OPERATOR.get(value.fn)
+    if value.op == "inplace_binop":
+        return UFUNC_OF_OPERATOR.get(value.immutable_fn)
+    if value.op != "call" or value.kws or value.vararg:
+        return None
+    name = _defined_once(lambda: guard(find_callname, func_ir, value))
+    if name is None:
+        return None
+    attribute, module = name
+    if module == "builtins":
+        ufunc = _BUILTINS.get(attribute)
+    else:
+        ufunc = getattr(np, attribute, None) if module == "numpy" else None
+    if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin > 2:
+        return None
+    return ufunc if len(value.args) == ufunc.nin else None
+
+
+def operands_of(value: ir.Expr) -> list[ir.Var]:
+    """The operands of an expression :func:`ufunc_of` names a ufunc for."""
+    if value.op == "unary":
+        return [value.value]
+    if value.op == "call":
+        return list(value.args)
+    return [value.lhs, value.rhs]
+
+
+def call_stand_in(
+    func_ir: ir.FunctionIR, block: ir.Block, stmt: ir.Assign, ufunc: np.ufunc, weak: tuple
+) -> list[ir.Stmt]:
+    """``stmt`` (of ``block``) made to call :func:`at_numpy_loop`'s stand-in for its
+    ``ufunc`` with the same operands: the statements to put in its place (the stand-in's
+    global, then ``stmt``). The generated source still reads ``a + b``."""
+    expr = stmt.value
+    stand_in = at_numpy_loop(ufunc, weak)
+    callee = block.scope.redefine("$numpy_rule", expr.loc)
+    value = ir.Global(stand_in.__name__, stand_in, expr.loc)
+    func_ir._definitions[callee.name] = [value]
+    stmt.value = ir.Expr.call(callee, operands_of(expr), (), expr.loc)
+    return [ir.Assign(value, callee, expr.loc), stmt]
+
+
 @rewrites.register_rewrite("before-inference")
 class _NumPyRules(rewrites.Rewrite):
     """In a function marked :data:`NUMPY_RULES`, each operator and each call of a NumPy
@@ -608,33 +665,12 @@ class _NumPyRules(rewrites.Rewrite):
             return False
         self._weak_parameters = weak
         self._func_ir, self._block = func_ir, block
-        self._found = [
-            (stmt, ufunc)
+        self._found = {
+            id(stmt): ufunc
             for stmt in block.find_insts(ir.Assign)
-            if (ufunc := self._ufunc_of(stmt.value)) is not None
-        ]
+            if (ufunc := ufunc_of(func_ir, stmt.value)) is not None
+        }
         return bool(self._found)
-
-    def _ufunc_of(self, value: Any) -> np.ufunc | None:
-        if not isinstance(value, ir.Expr):
-            return None
-        if value.op in ("binop", "unary"):
-            return UFUNC_OF_OPERATOR.get(value.fn)
-        if value.op == "inplace_binop":
-            return UFUNC_OF_OPERATOR.get(value.immutable_fn)
-        if value.op != "call" or value.kws or value.vararg:
-            return None
-        name = _defined_once(lambda: guard(find_callname, self._func_ir, value))
-        if name is None:
-            return None
-        attribute, module = name
-        if module == "builtins":
-            ufunc = _BUILTINS.get(attribute)
-        else:
-            ufunc = getattr(np, attribute, None) if module == "numpy" else None
-        if not isinstance(ufunc, np.ufunc) or ufunc.nout != 1 or ufunc.nin > 2:
-            return None
-        return ufunc if len(value.args) == ufunc.nin else None
 
     def _is_weak(self, var: ir.Var) -> bool:
         """Whether ``var`` is a Python scalar: a constant, a weak parameter, ``nxrt.weak``
@@ -655,24 +691,11 @@ class _NumPyRules(rewrites.Rewrite):
         block = self._block
         new_body = []
         for stmt in block.body:
-            found = next((ufunc for s, ufunc in self._found if s is stmt), None)
-            if found is None:
+            ufunc = self._found.get(id(stmt))
+            if ufunc is None:
                 new_body.append(stmt)
                 continue
-            expr = stmt.value
-            if expr.op == "unary":
-                operands = [expr.value]
-            elif expr.op == "call":
-                operands = list(expr.args)
-            else:
-                operands = [expr.lhs, expr.rhs]
-            weak = tuple(self._is_weak(v) for v in operands)
-            stand_in = at_numpy_loop(found, weak)
-            callee = block.scope.redefine("$numpy_rule", expr.loc)
-            value = ir.Global(stand_in.__name__, stand_in, expr.loc)
-            self._func_ir._definitions[callee.name] = [value]
-            new_body.append(ir.Assign(value, callee, expr.loc))
-            stmt.value = ir.Expr.call(callee, operands, (), expr.loc)
-            new_body.append(stmt)
+            weak = tuple(self._is_weak(v) for v in operands_of(stmt.value))
+            new_body.extend(call_stand_in(self._func_ir, block, stmt, ufunc, weak))
         block.body = new_body
         return block
