@@ -243,8 +243,8 @@ def _python_scalars(func_ir: ir.FunctionIR, typemap: dict, weak_parameters: Any)
     definitions = _definitions(func_ir)
     holds: dict[str, str] = {}
 
-    def of(var: ir.Var) -> str | None:
-        return holds.get(var.name)
+    def of(var: Any) -> str | None:  # a phi's value may be undefined on a path
+        return holds.get(var.name) if isinstance(var, ir.Var) else None
 
     def kind(name: str, value: Any) -> str | None:
         if isinstance(value, ir.Const):
@@ -340,7 +340,7 @@ def _settle_mixed(func_ir: ir.FunctionIR, typemap: dict, holds: dict) -> bool:
             cast = _Casts(func_ir, definitions, target)
             for phi in phis:
                 phi.incoming_values = [
-                    cast(v) if _root(v.name, definitions) in weak_ else v
+                    cast(v) if isinstance(v, ir.Var) and _root(v.name, definitions) in weak_ else v
                     for v in phi.incoming_values
                 ]
             changed = True
@@ -407,7 +407,7 @@ def _web(name: str, definitions: dict) -> tuple[set[str], list[ir.Expr]]:
             todo.append(value.name)
         elif isinstance(value, ir.Expr) and value.op == "phi":
             phis.append(value)
-            todo.extend(v.name for v in value.incoming_values)
+            todo.extend(v.name for v in value.incoming_values if isinstance(v, ir.Var))
         else:
             leaves.add(current)
     return leaves, phis
