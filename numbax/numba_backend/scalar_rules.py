@@ -32,6 +32,7 @@ their IR is left as it is, so their machine code is Numba's own.
 from __future__ import annotations
 
 import functools
+import types as types_
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ from numbax.numba_backend.numpy_scalars import (
     operands_of,
     ufunc_of,
 )
+from numbax.numba_backend.redirects import replaced_by
 from numbax.numba_backend.weak import weak, weak_cast, weak_target
 
 PYTHON_SCALAR_PARAMETERS = "__numbax_python_scalar_parameters__"
@@ -145,6 +147,8 @@ def _rewrite(func_ir: ir.FunctionIR, typemap: dict, weak_parameters: Any) -> boo
                 replaced = _operation(func_ir, block, stmt, typemap, holds)
                 if replaced is None:
                     replaced = _weak_call(func_ir, stmt, typemap, holds)
+                if replaced is None:
+                    replaced = _python_int(func_ir, stmt, typemap)
                 if replaced is not None:
                     body.extend(replaced)
                     changed = True
@@ -179,7 +183,10 @@ def _departs(operand_types: list[types.Type | None]) -> bool:
 def _ufunc(func_ir: ir.FunctionIR, value: Any, typemap: dict) -> np.ufunc | None:
     """The ufunc ``value`` applies: an operator's, a NumPy ufunc's, or that of the
     operator an ``nxrt.op_<name>`` call stands for (``array_operators``)."""
-    operator_ = PYTHON_OPERATORS.get(_callee(value, typemap))
+    callee = _callee(value, typemap)
+    if callee is abs and len(value.args) == 1:
+        return np.absolute
+    operator_ = PYTHON_OPERATORS.get(callee)
     if operator_ is not None:
         return UFUNC_OF_OPERATOR.get(operator_)
     return ufunc_of(func_ir, value)
@@ -199,9 +206,13 @@ def _operation(
 
 
 def _callee(expr: Any, typemap: dict) -> Any:
+    """The function ``expr`` calls; for numbax's replacement of a builtin (``abs`` is
+    ``nxrt.builtin_abs``, ``redirects.py``), the builtin."""
     if not (isinstance(expr, ir.Expr) and expr.op == "call"):
         return None
-    return getattr(typemap.get(expr.func.name), "typing_key", None)
+    callee = getattr(typemap.get(expr.func.name), "typing_key", None)
+    replaced = replaced_by(callee)
+    return replaced if isinstance(replaced, types_.BuiltinFunctionType) else callee
 
 
 def _weak_call(
@@ -220,11 +231,30 @@ def _weak_call(
     if holds.get(value.name) == _STRONG:
         stmt.value = value
         return [stmt]
-    callee = stmt.value.func.scope.redefine("$weak_checked", expr.loc)
-    global_ = ir.Global("weak_checked", weak_checked, expr.loc)
+    return _call_instead(func_ir, stmt, "weak_checked", weak_checked, [value, like])
+
+
+def _python_int(func_ir: ir.FunctionIR, stmt: ir.Assign, typemap: dict) -> list[ir.Stmt] | None:
+    """``int(x)`` of a NumPy integer, which Numba types as ``x``'s own type: an int64,
+    as the Python int it is (a Python int beyond int64 wraps, as Python ints do in
+    compiled code)."""
+    expr = stmt.value
+    result = _scalar(typemap.get(stmt.target.name))
+    if _callee(expr, typemap) is not int or result is None or result == types.int64:
+        return None
+    return _call_instead(func_ir, stmt, "int64", np.int64, expr.args)
+
+
+def _call_instead(
+    func_ir: ir.FunctionIR, stmt: ir.Assign, name: str, function: Any, args: list
+) -> list[ir.Stmt]:
+    """``stmt`` made to assign ``function(*args)``: the statements in its place."""
+    loc = stmt.loc
+    callee = stmt.target.scope.redefine(f"${name}", loc)
+    global_ = ir.Global(name, function, loc)
     func_ir._definitions[callee.name] = [global_]
-    stmt.value = ir.Expr.call(callee, [value, like], (), expr.loc)
-    return [ir.Assign(global_, callee, expr.loc), stmt]
+    stmt.value = ir.Expr.call(callee, list(args), (), loc)
+    return [ir.Assign(global_, callee, loc), stmt]
 
 
 def _definitions(func_ir: ir.FunctionIR) -> dict[str, tuple[ir.Block, ir.Assign]]:
