@@ -88,6 +88,31 @@ def _bool_negated(b):
     return -b[0]
 
 
+def _abs_and_int(x):
+    out = np.empty((2, x.shape[0]), np.float64)
+    total = 0
+    for i in range(x.shape[0]):
+        out[0, i] = abs(x[i] + x[i])
+        total += int(x[i]) * 2  # a Python int: no wrapping
+    out[1] = total
+    return out
+
+
+def _sum_of_elements(x):
+    s = 0
+    for _ in range(2):
+        for v in x:
+            s = s + v
+    return s
+
+
+def _float32_times_index(x):
+    s = x[0]
+    for i in range(x.shape[0]):
+        s = s + x[i] * i
+    return s
+
+
 def _float_loop(x, w):
     s = 0.0
     for i in range(x.shape[0]):
@@ -190,3 +215,27 @@ def test_a_float64_loop_compiles_to_numbas_own_machine_code():
         return re.sub(r"B\d+v\d+B", "B", dispatcher.inspect_asm(dispatcher.signatures[0]))
 
     assert assembly(ruled) == assembly(plain)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [np.array([100, -100, 3], np.int8), np.array([True, False, True])],
+    ids=["int8", "bool"],
+)
+def test_abs_and_int_of_elements(x):
+    expected = _quiet(_abs_and_int, x)
+    np.testing.assert_array_equal(nx.jit(_abs_and_int)(x), expected)
+
+
+def test_an_accumulator_over_nested_loops_of_elements():
+    x = np.array([100, 50, 1], np.uint8)
+    result = nx.jit(_sum_of_elements)(x)
+    assert result == _quiet(_sum_of_elements, x) == np.uint8(46)
+    assert np.asarray(result).dtype == np.uint8
+
+
+def test_a_float32_element_times_a_range_index_stays_float32():
+    x = np.array([1.5, 2.25, 3.0], np.float32)
+    result = nx.jit(_float32_times_index)(x)
+    assert result == _float32_times_index(x)
+    assert np.asarray(result).dtype == np.float32
