@@ -138,6 +138,8 @@ class NumPyScalarsCompiler(CompilerBase):
 
 def _rewrite(func_ir: ir.FunctionIR, typemap: dict, weak_parameters: Any) -> bool:
     """One round of rewrites; whether anything changed."""
+    if not _anything_departs(func_ir, typemap):
+        return False  # the usual case, found without the dataflow below
     holds = _python_scalars(func_ir, typemap, weak_parameters)
     changed = _settle_mixed(func_ir, typemap, holds)
     for block in func_ir.blocks.values():
@@ -156,6 +158,23 @@ def _rewrite(func_ir: ir.FunctionIR, typemap: dict, weak_parameters: Any) -> boo
             body.append(stmt)
         block.body = body
     return changed
+
+
+def _anything_departs(func_ir: ir.FunctionIR, typemap: dict) -> bool:
+    """Whether the function holds a scalar (or an array of scalars) of a type other than
+    int64, float64, complex128 and bool, or applies an operation to scalars that
+    :func:`_departs`."""
+    for t in typemap.values():
+        scalar = _scalar(t.dtype if isinstance(t, types.Array) else t)
+        if scalar is not None and scalar not in _AS_NUMBA_TYPES and scalar != types.boolean:
+            return True
+    return any(
+        isinstance(stmt, ir.Assign)
+        and _ufunc(func_ir, stmt.value, typemap) is not None
+        and _departs([_scalar(typemap.get(v.name)) for v in operands_of(stmt.value)])
+        for block in func_ir.blocks.values()
+        for stmt in block.body
+    )
 
 
 def _users_own(stmt: ir.Stmt) -> bool:
