@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.core import ir
+from numba.core import errors, ir
 from numba.core.compiler import CompilerBase, DefaultPassBuilder
 from numba.core.compiler_machinery import register_pass
 from numba.core.registry import cpu_target
@@ -157,6 +157,8 @@ def _rewrite(func_ir: ir.FunctionIR, typemap: dict, weak_parameters: Any) -> boo
                     continue
             body.append(stmt)
         block.body = body
+    if not changed:  # typed as NumPy would, but for what one type cannot hold
+        _refuse_differing_integers(func_ir, typemap, holds)
     return changed
 
 
@@ -394,6 +396,37 @@ def _settle_mixed(func_ir: ir.FunctionIR, typemap: dict, holds: dict) -> bool:
                 ]
             changed = True
     return changed
+
+
+def _refuse_differing_integers(func_ir: ir.FunctionIR, typemap: dict, holds: dict) -> None:
+    """Refuse a variable that holds NumPy integers of different types by the path taken,
+    one of them not int64 (``t = x[0]`` of int8 ``x``, or ``t = z[0]`` of int64 ``z``):
+    NumPy computes with each at its own type, compiled code would hold one."""
+    definitions = _definitions(func_ir)
+    for block in func_ir.blocks.values():
+        for stmt in block.body:
+            value = stmt.value if isinstance(stmt, ir.Assign) else None
+            if not (isinstance(value, ir.Expr) and value.op == "phi" and _users_own(stmt)):
+                continue
+            leaves, _ = _web(stmt.target.name, definitions)
+            found = {
+                n: t
+                for n in leaves
+                if holds.get(n) == _STRONG
+                and isinstance(t := _scalar(typemap.get(n)), types.Integer)
+            }
+            kinds = set(found.values())
+            if len(kinds) < 2 or kinds <= _AS_NUMBA_TYPES:
+                continue
+            name = stmt.target.name.split(".")[0]
+            narrow = next(n for n, t in found.items() if t not in _AS_NUMBA_TYPES)
+            raise errors.TypingError(
+                f"numbax: {name!r} holds NumPy integers of different dtypes by the path "
+                f"taken ({', '.join(sorted(str(k) for k in kinds))}), and NumPy computes with "
+                "each at its own dtype while compiled code holds one: cast the values it is "
+                f"given to one dtype (np.int64(...), or x.astype(...) first)",
+                loc=definitions[narrow][1].loc,
+            )
 
 
 def _takes(python: types.Type | None, target: types.Type) -> bool:

@@ -113,6 +113,13 @@ def _float32_times_index(x):
     return s
 
 
+def _int8_or_int64(x, z):
+    t = x[0]
+    if z[0] > 0:
+        t = z[0]
+    return t + x[1]
+
+
 def _float_loop(x, w):
     s = 0.0
     for i in range(x.shape[0]):
@@ -239,3 +246,11 @@ def test_a_float32_element_times_a_range_index_stays_float32():
     result = nx.jit(_float32_times_index)(x)
     assert result == _float32_times_index(x)
     assert np.asarray(result).dtype == np.float32
+
+
+def test_a_variable_of_two_integer_dtypes_by_the_path_is_refused_at_its_line():
+    x, z = np.array([100, 50], np.int8), np.array([-1], np.int64)
+    assert _quiet(_int8_or_int64, x, z) == np.int8(-106)  # NumPy: int8 on this path
+    with pytest.raises(CompileError, match="different dtypes") as refusal:
+        nx.jit(_int8_or_int64)(x, z)
+    assert "t = x[0]" in str(refusal.value)
