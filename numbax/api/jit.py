@@ -411,9 +411,12 @@ class Jitted(NumbaxFunction):
         compiled by Numba at its first call), and the arguments it is passed: the
         dynamic ones, defaults filled in."""
         statics, weak, dynamic = self._bind(args, kwargs)
-        return self.specialize(statics, weak, self._containers(args, kwargs, statics)), dynamic
+        containers = self._containers(args, kwargs, statics, dynamic)
+        return self.specialize(statics, weak, containers), dynamic
 
-    def _containers(self, args: tuple, kwargs: dict, statics: dict[str, Any]) -> dict[str, Any]:
+    def _containers(
+        self, args: tuple, kwargs: dict, statics: dict[str, Any], dynamic: tuple
+    ) -> dict[str, Any]:
         """The call's pytree arguments by parameter, where the function asks about their
         container types (``isinstance(p, list)``: ``transform/container_checks.py``),
         which compiled code holds only as tuples and NamedTuples, or may store into them
@@ -429,7 +432,7 @@ class Jitted(NumbaxFunction):
                 self._asks_container_types = asks_container_types(
                     tree, resolver
                 ) or may_store_into_containers(tree)
-        if not self._asks_container_types:
+        if not self._asks_container_types or is_flat(dynamic):  # no pytree argument
             return {}
         bound = self._signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -442,8 +445,8 @@ class Jitted(NumbaxFunction):
     def _container_key(self, args: tuple, kwargs: dict) -> tuple:
         """What of a call's pytree arguments its specialization is for (see
         :meth:`_containers`): their structures, container types included."""
-        statics, _, _ = self._bind(args, kwargs)
-        return _structures(self._containers(args, kwargs, statics))
+        statics, _, dynamic = self._bind(args, kwargs)
+        return _structures(self._containers(args, kwargs, statics, dynamic))
 
     def specialize(
         self,
@@ -477,10 +480,10 @@ class Jitted(NumbaxFunction):
         """The generated source for arguments like these (JAX's ``jit(f).lower``): its
         ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
         pytree structures (shapes do not matter); ``.as_text()`` is the source."""
-        statics, weak, _ = self._bind(args, kwargs)
+        statics, weak, dynamic = self._bind(args, kwargs)
         return Lowered(
             self.fun.__name__,
-            self.specialize(statics, weak, self._containers(args, kwargs, statics)),
+            self.specialize(statics, weak, self._containers(args, kwargs, statics, dynamic)),
             self._bind,
             args,
             kwargs,
