@@ -163,14 +163,7 @@ class Batched(Rewritten):
             return super().__numbax_by_position__(n_positional, keywords)
         key = (n_positional, keywords)
         if key not in self._by_position_calls:
-            self._by_position_calls[key] = Batched(
-                self.by_position,
-                in_axes=self._axes(n_positional, keywords),
-                out_axes=self.out_axes,
-                axis_name=self.axis_name,
-                axis_size=self.axis_size,
-                method=self.method,
-            )
+            self._by_position_calls[key] = self._by_position_view(n_positional, keywords)
         return self._by_position_calls[key]
 
     def __numbax_omitted__(self, n_positional: int, keywords: tuple[str, ...]) -> Batched | None:
@@ -183,17 +176,27 @@ class Batched(Rewritten):
             return None
         key = ("omitted", n_positional, keywords)
         if key not in self._by_position_calls:
-            self._by_position_calls[key] = view = Batched(
-                self.by_position,
-                in_axes=self._axes(n_positional, keywords),
-                out_axes=self.out_axes,
-                axis_name=self.axis_name,
-                axis_size=self.axis_size,
-                method=self.method,
-                per_example_callbacks=self.per_example_callbacks,
+            view = self._by_position_view(
+                n_positional, keywords, per_example_callbacks=self.per_example_callbacks
             )
             view._takes_all = True
+            self._by_position_calls[key] = view
         return self._by_position_calls[key]
+
+    def _by_position_view(
+        self, n_positional: int, keywords: tuple[str, ...], **options: Any
+    ) -> Batched:
+        """This ``vmap`` of :attr:`by_position`, mapping what a call with
+        ``n_positional`` arguments and these keywords gives."""
+        return Batched(
+            self.by_position,
+            in_axes=self._axes(n_positional, keywords),
+            out_axes=self.out_axes,
+            axis_name=self.axis_name,
+            axis_size=self.axis_size,
+            method=self.method,
+            **options,
+        )
 
     def _key(self) -> tuple:
         return (
