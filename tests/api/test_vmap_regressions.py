@@ -215,3 +215,28 @@ def test_axes_in_range_still_move_the_batch_axis():
     for mode in (nx.jit, lambda f: f):
         doubled, sums = mode(nx.vmap(_doubled, in_axes=-1, out_axes=(-1, 0)))(np.ones((3, 4)))
         assert (doubled.shape, sums.shape) == ((3, 4), (4,))
+
+
+def sums_a_list_per_row(x, s):
+    """Each row's derivative is read from a list of per-column tangents (jacfwd batches
+    the tangents: the list holds batches)."""
+    rows = np.zeros_like(x)
+    for i in range(3):
+        terms = []
+        for k in range(3):
+            terms.append((x - x[k])[1] * s)
+        total = 0.0
+        for k in range(3):
+            total = total + terms[k] * 1.5
+        rows[i] += np.abs((1.0 + total * total) ** 0.5) + total
+    return np.sum(rows)
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_jacfwd_through_a_list_of_batched_tangents(mode):
+    x, s = np.array([0.0237, 0.0337, 0.0137]), 0.7
+    jacobian = nx.jacfwd(sums_a_list_per_row, argnums=(0, 1))
+    got = (nx.jit(jacobian) if mode == "jit" else jacobian)(x, s)
+    for i in (0, 1):
+        want = numeric_jacobian(sums_a_list_per_row, (x, s), i)
+        np.testing.assert_allclose(got[i], want, rtol=1e-6, atol=1e-9)

@@ -117,6 +117,29 @@ def fills_rows(x):  # a buffer that receives batched values is made batched wher
     return out
 
 
+def appends_then_stores(x, w):  # a list of batches read by index and by iterating
+    rows = np.zeros((2, 3))
+    for i in range(2):
+        terms = []
+        for k in range(3):
+            terms.append((x - w[k])[1])
+        total = 0.0 * x[0]
+        for k in range(len(terms)):
+            total = total + terms[k] * 1.5
+        for term in terms:
+            total = total + term
+        rows[i] += total
+    return rows
+
+
+def replaces_an_element(x):
+    parts = []
+    parts.append(x * 2.0)
+    parts.append(x + 1.0)
+    parts[0] = parts[1] * parts[0]
+    return parts[0] - parts[-1]
+
+
 # (function, arguments, in_axes, out_axes)
 V3 = RNG.normal(size=(B, 3))
 CASES = {
@@ -149,6 +172,8 @@ CASES = {
     "choose by a shared index": (picked, (V3, np.array([2, 0, 1])), (0, None), 0),
     "calls a helper": (calls_helpers, (V3, RNG.normal(size=3)), (0, None), 0),
     "fills a buffer": (fills_rows, (V3,), 0, 0),
+    "a list filled by append": (appends_then_stores, (V3, M[2]), (0, None), 0),
+    "a list's element replaced": (replaces_an_element, (V3,), 0, 0),
 }
 
 
@@ -168,6 +193,7 @@ JIT_CASES = ["elementwise, in_axes=(1, None)", "lift a scalar", "reductions", "p
 JIT_CASES += ["transpose and index", "comparisons", "shared loop", "shared output repeated"]
 JIT_CASES += ["accumulator", "reshape", "concatenate and stack", "embedding lookup"]
 JIT_CASES += ["arrays from values, select", "calls a helper", "fills a buffer"]
+JIT_CASES += ["a list filled by append"]
 
 
 @pytest.mark.parametrize("case", JIT_CASES)
@@ -353,7 +379,27 @@ def stores_into_a_view(x):
     return y
 
 
+def slices_a_list_of_batches(x):
+    parts = []
+    for k in range(3):
+        parts.append(x * k)
+    return np.sum(parts[1:], axis=0)
+
+
+def stores_a_shared_value_into_a_list_of_batches(x):
+    parts = []
+    parts.append(x * 2.0)
+    parts[0] = np.ones(3)
+    return parts[0]
+
+
 DECLINED = {
+    "slice of a list of batches": (slices_a_list_of_batches, "indexed by a slice", "parts[1:]"),
+    "list of batched and shared values": (
+        stores_a_shared_value_into_a_list_of_batches,
+        "holds batched and shared values",
+        "parts[0] = np.ones(3)",
+    ),
     "if on a mapped value": (branch_on_example, "depends on a mapped value", "np.sum(x) > 0"),
     "while on a mapped value": (while_on_example, "depends on a mapped value", "while"),
     "call to a helper that loops": (

@@ -32,9 +32,11 @@ group by construct. Options are listed simplest first: Hypothesis shrinks toward
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 from hypothesis import strategies as st
 
 from tests.fuzz.generator import _Builder, _Env
@@ -361,39 +363,63 @@ _CASTS = ("int64", "int32", "int8")
 _INT_SCALARS = ("2", "-3", "np.int8(3)", "np.uint8(7)")
 
 
-def _int_array(fam: _Family) -> tuple[str, str]:
+def _int_array(fam: _Family) -> tuple[str, str, np.ndarray]:
     dtype = fam.pick(list(_INT_VALUES))
     values = [fam.pick(_INT_VALUES[dtype]) for _ in range(3)]
-    return f"np.array({values}, dtype=np.{dtype})", dtype
+    return f"np.array({values}, dtype=np.{dtype})", dtype, np.array(values, dtype=dtype)
 
 
-def _int_term(fam: _Family, kind: str, v: str, op: str) -> str:
+def _int_term(fam: _Family, kind: str, v: str, op: str, ints: dict[str, np.ndarray]) -> str:
     """A float term of ``kind`` mixing the vector ``v`` with the masks ``m1``, ``m2`` and
-    the integer arrays ``k1``, ``k2`` of ``f``'s body."""
+    the integer arrays ``k1``, ``k2`` of ``f``'s body (their values: ``ints``). A term
+    multiplying ``v`` by integers is scaled by their largest magnitude: a derivative
+    term of 2**62 would swallow every other term added to it in floating point (any
+    order of accumulation, JAX's included), which no checker could tell from an error."""
     vecs, scals = ["x"], ["s"]
-    terms = {
-        "int_times_float": lambda: f"np.sum({v} * k1)",
-        "mask_times_float": lambda: f"np.sum({v} * m1)",
-        "where": lambda: f"np.sum(np.where(m1, {v}, {fam.vec(vecs, scals)}))",
-        "count": lambda: f"np.sum(m1) * {fam.scal(vecs, scals)}",
-        "bool_add": lambda: f"np.sum((m1 + m2) * {v})",
-        "bool_mul": lambda: f"np.sum((m1 * m2) * {v})",
-        "bool_logic": lambda: f"np.sum(({fam.pick(_BOOL_OPS)}) * {v})",
-        "int_arith": lambda: f"np.sum((k1 {op} k1 * k1).astype(np.float64) * {v})",
-        "int_compare": lambda: f"np.sum(((k1 {op} k2) > k1) * {v})",
+    terms = {  # kind: (the term, the integer factor multiplying v; None: no such factor)
+        "int_times_float": lambda: _times_factor(v, "k1"),
+        "mask_times_float": lambda: (f"np.sum({v} * m1)", None),
+        "where": lambda: (f"np.sum(np.where(m1, {v}, {fam.vec(vecs, scals)}))", None),
+        "count": lambda: (f"np.sum(m1) * {fam.scal(vecs, scals)}", None),
+        "bool_add": lambda: (f"np.sum((m1 + m2) * {v})", None),
+        "bool_mul": lambda: (f"np.sum((m1 * m2) * {v})", None),
+        "bool_logic": lambda: (f"np.sum(({fam.pick(_BOOL_OPS)}) * {v})", None),
+        "int_arith": lambda: (
+            f"np.sum((k1 {op} k1 * k1).astype(np.float64) * {v})",
+            f"(k1 {op} k1 * k1).astype(np.float64)",
+        ),
+        "int_compare": lambda: (f"np.sum(((k1 {op} k2) > k1) * {v})", None),
         "astype_float": lambda: (
-            f"np.sum(m1.astype(np.float64) * {v} + {fam.pick(['k1', 'k2'])}.astype(np.float64))"
+            f"np.sum(m1.astype(np.float64) * {v} + {fam.pick(['k1', 'k2'])}.astype(np.float64))",
+            None,
         ),
         "astype_int": lambda: (
-            f"np.sum({v} * ({fam.vec(vecs, scals)} * 3.0).astype(np.{fam.pick(_CASTS)}))"
+            f"np.sum({v} * ({fam.vec(vecs, scals)} * 3.0).astype(np.{fam.pick(_CASTS)}))",
+            None,
         ),
-        "int_scalar": lambda: f"np.sum({v} * (k1 {op} {fam.pick(_INT_SCALARS)}))",
-        "mixed_ints": lambda: f"np.sum((k1 {op} k2) * 1e-9 * {v})",
-        "true_divide": lambda: f"np.sum({v} * (k1 / {fam.pick(['k2', '7', 'np.int16(3)'])}))",
-        "float32": lambda: f"np.sum(k1.astype(np.float32) * {v})",
-        "mask_index": lambda: f"np.sum(np.sin({fam.builder.paren(v)}[m1])) + np.sum(x[k1 % 3])",
+        "int_scalar": lambda: _times_factor(v, f"(k1 {op} {fam.pick(_INT_SCALARS)})"),
+        "mixed_ints": lambda: (f"np.sum((k1 {op} k2) * 1e-9 * {v})", f"(k1 {op} k2) * 1e-9"),
+        "true_divide": lambda: _times_factor(v, f"(k1 / {fam.pick(['k2', '7', 'np.int16(3)'])})"),
+        "float32": lambda: (f"np.sum(k1.astype(np.float32) * {v})", "k1.astype(np.float32)"),
+        "mask_index": lambda: (
+            f"np.sum(np.sin({fam.builder.paren(v)}[m1])) + np.sum(x[k1 % 3])",
+            None,
+        ),
     }
-    return terms[kind]()
+    term, factor = terms[kind]()
+    if factor is None:
+        return term
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            magnitude = float(np.max(np.abs(eval(factor, {"np": np}, dict(ints)))))  # noqa: S307
+        except (OverflowError, TypeError):  # NumPy refuses the program: nothing to scale
+            return term
+    return term if magnitude <= 1e3 else f"{term} * {1.0 / magnitude:.3g}"
+
+
+def _times_factor(v: str, factor: str) -> tuple[str, str]:
+    return f"np.sum({v} * {factor})", factor
 
 
 @st.composite
@@ -402,8 +428,8 @@ def intdtypes(draw: Callable) -> FamilyProgram:
     vecs, scals = ["x"], ["s"]
     body = [f"    m1 = {fam.vec(vecs, scals)} > {fam.pick(['0.0', '0.5', '-0.5'])}"]
     body.append(f"    m2 = {fam.vec(vecs, scals)} < {fam.pick(['0.0', '0.3'])}")
-    k1, d1 = _int_array(fam)
-    k2, d2 = _int_array(fam)
+    k1, d1, k1_values = _int_array(fam)
+    k2, d2, k2_values = _int_array(fam)
     body += [f"    k1 = {k1}", f"    k2 = {k2}"]
     fam.use(f"int:{d1}")
     terms = []
@@ -431,7 +457,7 @@ def intdtypes(draw: Callable) -> FamilyProgram:
         )
         fam.use(f"int:{kind}")
         op = fam.pick(["+", "-", "*"])
-        term = _int_term(fam, kind, v, op)
+        term = _int_term(fam, kind, v, op, {"k1": k1_values, "k2": k2_values})
         terms.append(term)
     if "mixed_ints" in " ".join(fam.features):
         fam.use(f"int:{d1}+{d2}")

@@ -351,6 +351,8 @@ class _Vectorizer:
         target = stmt.targets[0]
         if isinstance(target, gast.Name):
             value, new = self.expression(stmt.value, target.id)
+            if not self._starts_list(stmt.value):  # rebound: a list filled by append no more
+                self.stacks.pop(target.id, None)
             self.env[target.id] = value
             if new is not None:
                 stmt.value = new
@@ -375,6 +377,19 @@ class _Vectorizer:
             raise Decline("an in-place store into a batch (vmap loops over the examples)")
         return stmt
 
+    def _starts_list(self, node: gast.expr) -> bool:
+        """Whether ``node`` is a list that appends fill: ``[]``, or another name of one."""
+        if isinstance(node, gast.List):
+            return not node.elts
+        return isinstance(node, gast.Name) and node.id in self.stacks
+
+    def _listed(self, node: gast.expr) -> Value | None:
+        """The value of the elements of a list filled by append (``UNKNOWN`` while it is
+        empty); None when ``node`` is not such a list."""
+        if isinstance(node, gast.Name) and node.id in self.stacks:
+            return self.stacks[node.id] or UNKNOWN
+        return None
+
     def _batched_buffer(self, name: str, stmt: gast.Assign) -> gast.stmt:
         """The new array ``name``, which receives batched values later, repeated over
         the batch (as one example's copy of it)."""
@@ -395,6 +410,11 @@ class _Vectorizer:
         into a shared buffer makes the buffer batched (:class:`_Grow`)."""
         base, value = self._value(target.value), self._value(stmt.value)
         parts = list(target.slice.elts) if isinstance(target.slice, gast.Tuple) else [target.slice]
+        if self._listed(target.value) is not None:  # lst[i] = v: an element replaced
+            if isinstance(target.slice, gast.Slice) or self._mentions_batched(target.slice):
+                raise Decline("a store into a list at a slice or a mapped index")
+            self._push(target.value.id, stmt.value)
+            return stmt
         if not (base.batched or value.batched or self._mentions_batched(target.slice)):
             return stmt
         if any(self._mentions_batched(p) for p in parts):
@@ -534,6 +554,9 @@ class _Vectorizer:
         return Value(value.rank, True)
 
     def _iterated(self, iterable: gast.expr) -> Value:
+        listed = self._listed(iterable)
+        if listed is not None:  # for v in lst: each element
+            return listed
         if isinstance(iterable, gast.Call):
             return SCALAR if self.resolver.resolve(iterable.func) is range else UNKNOWN
         value = self._value(iterable)
@@ -543,6 +566,9 @@ class _Vectorizer:
     def _value(self, atom: gast.expr) -> Value:
         if isinstance(atom, gast.Name):
             found = self.resolver.lookup(atom.id)
+            listed = self._listed(atom) if found is LOCAL else None
+            if listed is not None and listed.batched:  # a list of batches: no array's rank
+                return Value(None, True)
             if found is LOCAL:
                 return self.env.get(atom.id, UNKNOWN)
             return self._global(found)
@@ -598,6 +624,10 @@ class _Vectorizer:
         if op.kind == COPY:
             if node.id in self.packed:
                 self.packed[target] = self.packed[node.id]
+            if node.id in self.stacks:  # a second name of a list filled by append
+                if self.changed_lists & {node.id, target}:
+                    raise Decline(f"{target!r} names the list {node.id!r}, which appends change")
+                self.stacks[target] = self.stacks[node.id]
             return self._value(node), None
         if op.kind == CONSTANT:
             return self._constant_op(node)
@@ -719,6 +749,8 @@ class _Vectorizer:
             return self._global(self.resolver.resolve(node)), None
         if isinstance(node, gast.Call) and self.resolver.resolve(node.func) is len:
             argument = node.args[0] if node.args else None
+            if argument is not None and self._listed(argument) is not None:
+                return SCALAR, None  # a list of batches is as long as each example's
             if argument is not None and self._value(argument).batched:
                 return SCALAR, template("x.shape[1]", x=argument)
             return SCALAR, None
@@ -727,6 +759,13 @@ class _Vectorizer:
         return UNKNOWN, None
 
     def _subscript(self, node: gast.Subscript) -> tuple[Value, gast.expr | None]:
+        listed = self._listed(node.value)
+        if listed is not None and listed.batched:  # lst[i]: one of the batches it holds
+            if isinstance(node.slice, (gast.Slice, gast.Tuple)) or self._mentions_batched(
+                node.slice
+            ):
+                raise Decline("a list of batched values indexed by a slice or a mapped index")
+            return listed, None
         base = self._value(node.value)
         index = node.slice
         if base.elements is not None:  # a tuple's element
