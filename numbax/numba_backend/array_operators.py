@@ -69,6 +69,8 @@ _BINARY = {
     gast.BitAnd: ("and_", "&"),
     gast.BitOr: ("or_", "|"),
     gast.BitXor: ("xor", "^"),
+    gast.LShift: ("lshift", "<<"),
+    gast.RShift: ("rshift", ">>"),
     gast.Lt: ("lt", "<"),
     gast.LtE: ("le", "<="),
     gast.Gt: ("gt", ">"),

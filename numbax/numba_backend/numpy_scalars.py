@@ -91,6 +91,11 @@ for it as a weak scalar (a Python bool is not weak: it is a bool). A weak parame
 another type was cast already (``elementwise``), or was never a Python scalar."""
 
 
+_BOOL_KEEPING = frozenset([np.bitwise_and, np.bitwise_or, np.bitwise_xor, *COMPARISONS])
+"""The operators whose result on Python bools alone is a bool (``True & False``); the
+others compute on Python ints."""
+
+
 def at_numpy_loop(ufunc: np.ufunc, weak: tuple[bool, ...]) -> Callable:
     """The stand-in for ``ufunc`` whose operands at the positions ``weak`` are Python
     scalars (constants of the source, weak parameters): a Numba intrinsic computing the ufunc at the
@@ -186,6 +191,9 @@ def _implementation(
     if len(args) != ufunc.nin or not all(isinstance(a, types.Number | types.Boolean) for a in args):
         return None
     operands = tuple(_operand_dtype(a, w) for a, w in zip(args, weak, strict=True))
+    if all(weak) and ufunc not in _BOOL_KEEPING and any(o == np.bool_ for o in operands):
+        # Python's own operators on Python bools compute on ints: ~True is -2, True + True 2
+        operands = tuple(int if o == np.bool_ else o for o in operands)
     if ufunc in COMPARISONS and any(isinstance(o, np.dtype) and o.kind in "biu" for o in operands):
         # NumPy 2 compares a Python int with an integer by value (np.int8(5) < 300)
         operands = tuple(np.dtype(np.int64) if o is int else o for o in operands)
@@ -314,7 +322,20 @@ def _checked(context: Any, builder: Any, sig: Any, values: list, checks: dict) -
 
 
 def _wrapped(op: Callable) -> Callable:
+    """``op`` at the loop's dtype, wrapping as NumPy's loops do. An int64 loop computes
+    on uint64 (the same bits): Numba marks signed integer arithmetic as never
+    overflowing (LLVM's ``nsw``), and LLVM then folds ``(a + b) > a`` into ``b > 0``,
+    where NumPy's wraps (``-2**63 + -1 > -2**63`` is True). The narrower signed loops
+    compute in int64, where they cannot overflow, and wrap when cast back."""
+
     def factory(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
+        if out_dtype == np.int64:
+
+            def unsigned(x, y):  # noqa: ANN001, ANN202
+                return out(op(np.uint64(cast_x(x)), np.uint64(cast_y(y))))
+
+            return unsigned
+
         def impl(x, y):  # noqa: ANN001, ANN202
             return out(op(cast_x(x), cast_y(y)))
 
@@ -378,7 +399,7 @@ def _fmod(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, AN
 def _power(x_dtype, y_dtype, out_dtype, cast_x, cast_y, out):  # noqa: ANN001, ANN202
     """By squaring, wrapping at the loop's width; a negative exponent is NumPy's
     ``ValueError``."""
-    wide = np.uint64 if out_dtype.kind == "u" else np.int64
+    wide = np.uint64  # a signed result's bits too, never overflowing (see _wrapped)
 
     def impl(x, y):  # noqa: ANN001, ANN202
         if cast_y(y) < 0:
@@ -456,6 +477,9 @@ def _unary(op: Callable, on_bools: Callable | None = None) -> Callable:
 
 
 def _square(x_dtype, out_dtype, cast_x, out):  # noqa: ANN001, ANN202
+    if out_dtype == np.int64:  # on uint64: the same bits, never overflowing (see _wrapped)
+        return lambda x: out(np.uint64(cast_x(x)) * np.uint64(cast_x(x)))
+
     def impl(x):  # noqa: ANN001, ANN202
         a = cast_x(x)
         return out(a * a)

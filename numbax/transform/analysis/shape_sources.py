@@ -53,6 +53,8 @@ ELEMENTWISE_BINOPS = (
     gast.BitAnd,
     gast.BitOr,
     gast.BitXor,
+    gast.LShift,
+    gast.RShift,
 )
 """The binary operators that act element by element, with NumPy's broadcasting."""
 
