@@ -288,14 +288,18 @@ def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, typ
     (``weak.py``): a Python float next to float32 arrays becomes float32.
 
     Done here, where the types are known, rather than with ``nxrt.weak`` at each call
-    site, so that the generated call reads ``_kernel(x, alpha)``."""
+    site, so that the generated call reads ``_kernel(x, alpha)``.
+
+    A Python bool stays a bool: NumPy computes with it as with ``np.bool_`` next to
+    arrays, and Python's own operators on it alone compute on ints (``~True * x`` is
+    ``-2 * x``), as the kernel does (``numpy_scalars.py``)."""
     common = np.result_type(*(as_dtype(args[i].dtype) for i in arrays))
     like = from_dtype(common)
     casts = {}
     for i, arg in enumerate(args):
         if i in weak and not isinstance(arg, types.Array):
             target = weak_target(arg, like)
-            if target is not None:
+            if target is not None and not isinstance(arg, types.Boolean):
                 casts[i] = target
     return casts
 

@@ -315,6 +315,7 @@ _CI_FOUND = (
     Case("less", ("large", "int64"), ("array", "int64")),
     # Python's own operator on a Python bool: ~True is -2
     Case("invert", ("array", "bool"), ("py_bool", "")),
+    Case("invert", ("array", "float32"), ("py_bool", "")),
 )
 """Cases the full profile found wrong once."""
 
