@@ -88,6 +88,7 @@ class ScalarKernel:
 
     scalar: Any
     weak_positions: frozenset[int]
+    ints_stay_weak: bool = False  # see _weak_casts
 
     def element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple, types.Type]:
         """For argument types ``args`` (some arrays): the casts of weak scalars, the
@@ -107,7 +108,9 @@ class ScalarKernel:
 
     def _casts_and_element_types(self, args: tuple) -> tuple[dict[int, types.Type], tuple]:
         arrays = [i for i, a in enumerate(args) if isinstance(a, types.Array)]
-        casts = _weak_casts(args, arrays, self.weak_positions) if arrays else {}
+        casts = (
+            _weak_casts(args, arrays, self.weak_positions, self.ints_stay_weak) if arrays else {}
+        )
         element_types = tuple(
             a.dtype if isinstance(a, types.Array) else casts.get(i, a) for i, a in enumerate(args)
         )
@@ -176,7 +179,7 @@ def _applied(kernel: Callable, weak: tuple[str, ...], same_shapes: bool = False)
     scalar._cache = _disk_cache(kernel, scalar)
     ufunc = numba.vectorize()(kernel)
     ufunc._dispatcher.cache = _disk_cache(kernel, ufunc._dispatcher)
-    fused = ScalarKernel(scalar, weak_positions)
+    fused = ScalarKernel(scalar, weak_positions, _operators_and_ufuncs_only(kernel))
 
     def apply(*args: Any) -> Any:
         return ufunc(*args)
@@ -283,7 +286,20 @@ def _disk_cache(kernel: Callable, dispatcher: Any) -> Any:
     return cache_of(dispatcher)
 
 
-def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, types.Type]:
+def _operators_and_ufuncs_only(kernel: Callable) -> bool:
+    """Whether ``kernel`` computes with Python's operators and NumPy's ufuncs alone (the
+    names its code reads are ``np`` and ufuncs of it): each such operation runs at
+    NumPy's loop for its weak operands (``numpy_scalars.py``); other calls
+    (``nxrt.power``) take their operands' Numba types."""
+    return all(
+        name == "np" or isinstance(getattr(np, name, None), np.ufunc)
+        for name in kernel.__code__.co_names
+    )
+
+
+def _weak_casts(
+    args: tuple, arrays: list[int], weak: set[int], ints_stay_weak: bool = False
+) -> dict[int, types.Type]:
     """Casts of the ``weak`` scalar arguments next to the arrays' common dtype
     (``weak.py``): a Python float next to float32 arrays becomes float32.
 
@@ -292,14 +308,22 @@ def _weak_casts(args: tuple, arrays: list[int], weak: set[int]) -> dict[int, typ
 
     A Python bool stays a bool: NumPy computes with it as with ``np.bool_`` next to
     arrays, and Python's own operators on it alone compute on ints (``~True * x`` is
-    ``-2 * x``), as the kernel does (``numpy_scalars.py``)."""
+    ``-2 * x``), as the kernel does (``numpy_scalars.py``). So does a Python int next to
+    integer arrays where ``ints_stay_weak`` (the kernel's operations all run at NumPy's
+    loops): the loop is not always the arrays' dtype (``int8_array / 2**40`` is float64,
+    ``-b * uint8_array`` negates ``b`` as a Python int first)."""
     common = np.result_type(*(as_dtype(args[i].dtype) for i in arrays))
     like = from_dtype(common)
     casts = {}
     for i, arg in enumerate(args):
         if i in weak and not isinstance(arg, types.Array):
             target = weak_target(arg, like)
-            if target is not None and not isinstance(arg, types.Boolean):
+            stays = isinstance(arg, types.Boolean) or (
+                ints_stay_weak
+                and isinstance(arg, types.Integer)
+                and isinstance(target, types.Integer)
+            )
+            if target is not None and not stays:
                 casts[i] = target
     return casts
 
