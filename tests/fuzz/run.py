@@ -124,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shrink", type=int, default=0, help="minimize the K top classes")
     parser.add_argument("--shrink-budget", type=int, default=150)
     parser.add_argument(
+        "--budget", type=float, default=None, help="families: stop starting chunks after S s"
+    )
+    parser.add_argument(
         "--families",
         default="",
         help="construct families instead of the core generator: 'all' or names among "
@@ -154,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             args.out,
             args.shrink,
             args.shrink_budget,
+            args.budget,
         )
 
     modes = modes_of(args.modes)

@@ -9,7 +9,8 @@ each. Failing programs are written under ``--out``; ``--shrink K`` asks Hypothes
 a minimal program of each family's K most frequent failure classes.
 
 The long profile (13 cores): ``python -m tests.fuzz --families all -n 10000 --modes
-eager --workers 13``, then ``-n 1000 --modes jit_grad``.
+eager --workers 13``, then ``-n 1000 --modes jit_grad``; ``--budget S`` stops starting
+chunks after S seconds, to run it in pieces with a new ``--seed`` each.
 """
 
 from __future__ import annotations
@@ -142,11 +143,16 @@ def main_families(
     out: Path,
     shrink: int,
     shrink_budget: int,
+    budget: float | None = None,
 ) -> int:
+    """Check ``n`` programs of each family. With ``budget`` (seconds), chunks not started
+    by then are dropped and the report covers the programs checked: the families take
+    turns chunk by chunk, so each has its share, and a long profile can run in pieces
+    (each with its own ``base_seed``)."""
     tasks = [
         (family, base_seed * 100_003 + 1_000 * f + k, min(chunk, n - start))
-        for f, family in enumerate(families)
         for k, start in enumerate(range(0, n, chunk))
+        for f, family in enumerate(families)
     ]
     records: dict[str, list[FamilyRecord]] = {family: [] for family in families}
     total = n * len(families)
@@ -156,17 +162,24 @@ def main_families(
         f"numbax fuzz families: {n} programs each of {', '.join(families)}; "
         f"modes {', '.join(modes)}; {workers} workers"
     )
+    deadline = start_time + budget if budget else float("inf")
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures = {
             pool.submit(run_family_chunk, family, s, c, modes, timeout): family
             for family, s, c in tasks
         }
         for future in as_completed(futures):
+            if future.cancelled():
+                continue
             chunk_records = future.result()
             records[futures[future]] += chunk_records
             done += len(chunk_records)
             elapsed = time.perf_counter() - start_time
             print(f"  {done}/{total} programs, {done / elapsed:.2f} programs/s", flush=True)
+            if time.perf_counter() > deadline:
+                dropped = sum(f.cancel() for f in futures)
+                deadline = float("inf")
+                print(f"  the budget is spent: {dropped} chunks dropped", flush=True)
     elapsed = time.perf_counter() - start_time
     print(f"\n{done} programs in {elapsed:.0f} s ({done / max(elapsed, 1e-9):.2f} programs/s)")
 
