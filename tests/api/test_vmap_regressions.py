@@ -240,3 +240,20 @@ def test_jacfwd_through_a_list_of_batched_tangents(mode):
     for i in (0, 1):
         want = numeric_jacobian(sums_a_list_per_row, (x, s), i)
         np.testing.assert_allclose(got[i], want, rtol=1e-6, atol=1e-9)
+
+
+WEIGHTS = [np.linspace(1.0, 2.0, 4), np.ones(3)]  # a global list of arrays
+
+
+def weighted_sum(x):
+    return np.sum(x * WEIGHTS[0])
+
+
+@pytest.mark.parametrize("mode", ["eager", "jit"])
+def test_vmap_of_a_function_reading_a_global_list_of_arrays(mode):
+    """An element of a global list read as a tuple's (it crashed the vectorizer, which
+    took the list for an array whose rank is a tuple)."""
+    batched = nx.vmap(weighted_sum)
+    xs = np.arange(8.0).reshape(2, 4)
+    got = (nx.jit(batched) if mode == "jit" else batched)(xs)
+    np.testing.assert_allclose(got, [weighted_sum(row) for row in xs])

@@ -586,7 +586,7 @@ class _Vectorizer:
     def _global(self, value: Any) -> Value:
         if value is LOCAL or value is UNRESOLVED:
             return UNKNOWN
-        if isinstance(value, tuple):
+        if isinstance(value, (tuple, list)):  # a global list of weights reads as a tuple
             return Value(None, False, tuple(self._global(v) for v in value))
         return Value(rank_of(value))
 
