@@ -44,6 +44,7 @@ import numpy as np
 
 from numbax.api.callable import NumbaxFunction
 from numbax.codegen.cache import cache_key, generated_dir, portable_path, write_atomic
+from numbax.codegen.fingerprint import in_library, names_read
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem
 from numbax.transform.provenance import resolve
@@ -52,12 +53,6 @@ from numbax.transform.source import FunctionSource, display_name
 
 SUBDIR = "derivatives"
 """The entries' directory, beside the generated modules."""
-
-LIBRARIES = frozenset(
-    "numpy math cmath builtins operator functools itertools numbax numba scipy".split()
-)
-"""Packages whose functions, classes and modules an entry names by their module and
-name: what they do is fixed by the versions in the key (SciPy's is added)."""
 
 _VALUED = (int, bool, str, bytes, type(None), np.integer, np.bool_)
 
@@ -156,7 +151,7 @@ def describe(value: Any, seen: frozenset[int] = frozenset(), exact: bool = False
         items = tuple(describe(item, seen, exact) for item in elements)
         return None if None in items else (type(value).__name__, keys, items)
     if isinstance(value, types.ModuleType):
-        return ("module", value.__name__) if _in_library(value.__name__) else None
+        return ("module", value.__name__) if in_library(value.__name__) else None
     if isinstance(value, NumbaxFunction):
         return _describe_numbax(value, seen)
     if isinstance(value, types.FunctionType):
@@ -168,14 +163,10 @@ def describe(value: Any, seen: frozenset[int] = frozenset(), exact: bool = False
     bound_to = getattr(value, "__self__", None)
     if bound_to is not None and not isinstance(bound_to, types.ModuleType):
         return None  # a method of some object: what it does depends on the object
-    if isinstance(module, str) and isinstance(qualname, str) and _in_library(module):
+    if isinstance(module, str) and isinstance(qualname, str) and in_library(module):
         if "<locals>" not in qualname:  # a builtin, a class or a callable of a library
             return ("library", module, qualname)
     return None
-
-
-def _in_library(module: str) -> bool:
-    return module.partition(".")[0] in LIBRARIES
 
 
 def _describe_numbax(value: NumbaxFunction, seen: frozenset[int]) -> Any:
@@ -192,7 +183,7 @@ def _describe_function(function: types.FunctionType, seen: frozenset[int]) -> An
     module = function.__module__ or ""
     if module.startswith(GENERATED_PREFIX):  # its module's name hashes text and bindings
         return ("generated", module, function.__qualname__)
-    if _in_library(module) and "<locals>" not in function.__qualname__:
+    if in_library(module) and "<locals>" not in function.__qualname__:
         return ("library", module, function.__qualname__)
     if id(function) in seen:  # a function that calls itself, directly or not
         return ("again", module, function.__qualname__)
@@ -205,7 +196,7 @@ def _describe_function(function: types.FunctionType, seen: frozenset[int]) -> An
         except ValueError:  # an empty cell
             cells.append((name, "empty"))
     named = []
-    for name in sorted(_names_read(code)):
+    for name in sorted(names_read(code)):
         if name in function.__globals__:
             named.append((name, describe(function.__globals__[name], seen)))
     defaults = describe(function.__defaults__, seen, exact=True)
@@ -220,15 +211,6 @@ def _describe_function(function: types.FunctionType, seen: frozenset[int]) -> An
 def _code_digest(code: types.CodeType) -> str:
     """A hash of compiled code: its instructions, constants, names and positions."""
     return hashlib.sha256(marshal.dumps(code)).hexdigest()
-
-
-def _names_read(code: types.CodeType) -> set[str]:
-    """The global (and attribute) names ``code`` and the code nested in it use."""
-    names = set(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names |= _names_read(const)
-    return names
 
 
 # -- entries ------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def load_generated(
     record_module(text, origins)
     namespace = {RUNTIME: runtime, **namespace}
     module = load_module(
-        module_name(name, cache_key(text, fingerprint(namespace))), text, namespace
+        module_name(name, cache_key(text, fingerprint(namespace, text))), text, namespace
     )
     function = getattr(module, name)
     return Generated(function, text, read_function(function if of is None else of))

@@ -272,7 +272,7 @@ def _loaded(
     and remembered as how ``cache`` was generated."""
     effects.record(source.func, pure)
     bindings = {**made, "np": np, RUNTIME: runtime, **derivatives.bindings}
-    key_text = cache_key(text, fingerprint(bindings))
+    key_text = cache_key(text, fingerprint(bindings, text))
     module = load_module(module_name(function_name, key_text), text, bindings)
     function = live_function(module, function_name, bindings, source.live)
     # Closures of one factory share the module (the text and what numbax binds) and

@@ -8,9 +8,10 @@ and closure values into the machine code), so two function objects with the same
 whose closure cells, defaults and the globals their code reads hold the very same
 objects compile to the same thing. The key compares those values by identity (and
 holds them, so an identity is never reused by another object): rebinding a global or a
-captured variable to another object gives another key. What identity cannot see is a
-change inside a mutable object (an array written in place, a dict or module attribute
-set anew), as with ``jax.jit``'s cache.
+captured variable to another object gives another key, and so does setting an attribute
+the code reads of a user's module (``consts.K = 5.0``: Numba freezes ``consts.K``).
+What identity cannot see is a change inside a mutable object (an array written in
+place, a dict item set anew), as with ``jax.jit``'s cache.
 
 The functions a function calls compile with it, with their own globals frozen too, so
 their globals are part of the key, recursively.
@@ -22,6 +23,8 @@ import threading
 import types
 from collections.abc import Hashable
 from typing import Any
+
+from numbax.codegen.fingerprint import in_library
 
 __all__ = ["Same", "live_key", "reuse_key"]
 
@@ -81,10 +84,11 @@ def _function_key(function: types.FunctionType) -> Hashable:
     visiting.add(id(function))
     try:
         code = function.__code__
-        cells = tuple(_cell_key(cell) for cell in function.__closure__ or ())
+        names = _names(code)
+        cells = tuple(_cell_key(cell, names) for cell in function.__closure__ or ())
         namespace = function.__globals__
         globals_ = tuple(
-            (name, _value_key(namespace[name])) for name in _names(code) if name in namespace
+            (name, _value_key(namespace[name], names)) for name in names if name in namespace
         )
         defaults = tuple(map(Same, function.__defaults__ or ()))
         kwdefaults = tuple((k, Same(v)) for k, v in (function.__kwdefaults__ or {}).items())
@@ -93,19 +97,37 @@ def _function_key(function: types.FunctionType) -> Hashable:
         visiting.discard(id(function))
 
 
-def _cell_key(cell: types.CellType) -> Hashable:
+def _cell_key(cell: types.CellType, names: tuple[str, ...]) -> Hashable:
     try:
-        return _value_key(cell.cell_contents)
+        return _value_key(cell.cell_contents, names)
     except ValueError:  # not assigned yet
         return _EMPTY_CELL
 
 
-def _value_key(value: Any) -> Hashable:
-    """A free name's value: by identity, and a user function (compiled along) by what
-    it reads in turn."""
+def _value_key(value: Any, names: tuple[str, ...] = ()) -> Hashable:
+    """A free name's value: by identity, a user function (compiled along) by what it
+    reads in turn, and a user's module with the attributes among ``names`` (those the
+    code may read of it) by identity too."""
     if type(value) is types.FunctionType and not (value.__module__ or "").startswith(_LIBRARIES):
         return _function_key(value)
+    if type(value) is types.ModuleType and not in_library(value.__name__):
+        return _module_key(value, names)
     return Same(value)
+
+
+def _module_key(module: types.ModuleType, names: tuple[str, ...]) -> Hashable:
+    visiting = _visiting.__dict__.setdefault("ids", set())
+    if id(module) in visiting:  # a module whose attribute is itself
+        return Same(module)
+    visiting.add(id(module))
+    try:
+        attributes = vars(module)
+        read = tuple(
+            (name, _value_key(attributes[name], names)) for name in names if name in attributes
+        )
+        return (Same(module), read)
+    finally:
+        visiting.discard(id(module))
 
 
 def _names(code: types.CodeType) -> tuple[str, ...]:

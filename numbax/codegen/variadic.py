@@ -97,7 +97,7 @@ def _expand(fun: types.FunctionType, n: int, transformation: str) -> types.Funct
     emitted = emit_module([emit_function(fn, describe_line=source.line)], preamble=preamble)
     # The defaults that are not written as literals read names bound to their values.
     bindings = dataclasses.replace(source, tree=fn).default_bindings()
-    key = cache_key(emitted.text, fingerprint(bindings))
+    key = cache_key(emitted.text, fingerprint(bindings, emitted.text))
     module = load_module(module_name(fn.name, key), emitted.text, bindings)
     function = live_function(module, fn.name, bindings, source.live)
     # Transformations of it read this tree, whose lines are the user's.

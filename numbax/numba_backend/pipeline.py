@@ -163,7 +163,9 @@ def specialize(
         **(extra_bindings or {}),
     }
     key = cache_key(
-        emitted.text, fingerprint(bindings), sorted({**(options or {}), "target": target}.items())
+        emitted.text,
+        fingerprint(bindings, emitted.text),
+        sorted({**(options or {}), "target": target}.items()),
     )
     module = load_module(module_name(source.name, key), emitted.text, bindings)
     function = getattr(module, fn.name)
