@@ -99,7 +99,8 @@ got = {
     "tuple of arrays": (nx.jit(tuple_of_arrays)(x), np.sum(x * consts.W[0])),
     "list of arrays": (nx.jit(list_of_arrays)(x), np.sum(x * WL[0])),
 }
-print(json.dumps({k: [np.asarray(a).tolist(), np.asarray(b).tolist()] for k, (a, b) in got.items()}))
+pairs = {k: [np.asarray(a).tolist(), np.asarray(b).tolist()] for k, (a, b) in got.items()}
+print(json.dumps(pairs))
 """
 
 
