@@ -126,7 +126,7 @@ def __getattr__(name: str) -> Any:
     if module == "":  # a submodule: what it needs, it imports (the runtime reads lax)
         value = importlib.import_module(f"numbax.{name}")
     else:  # the api package registers the transformations with the normalizer
-        with fewer_full_collections():  # it imports Numba: as many objects as numbax makes
+        with fewer_full_collections(settling=False):  # it imports Numba: many objects
             importlib.import_module("numbax.api")
         value = getattr(importlib.import_module(module), name)
     globals()[name] = value

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import gc
 import threading
+import weakref
 
 import numpy as np
 import pytest
 
 import numbax as nx
 from numbax.api import transformed
+from numbax.codegen import gc_pause
 from numbax.codegen.gc_pause import FULL_COLLECTION_FACTOR, fewer_full_collections
 
 
@@ -72,3 +74,46 @@ def test_a_derivative_is_generated_within_the_block(monkeypatch):
     np.testing.assert_allclose(nx.grad(cube_sum)(np.array([1.0, 2.0])), [3.0, 12.0])
     assert seen and all(t == (700, 10, 10 * FULL_COLLECTION_FACTOR) for t in seen)
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def quartic_sum(x):
+    return np.sum(x**4)
+
+
+class Cycle:
+    """An object in a reference cycle: only the collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_what_a_compile_leaves_is_frozen_so_full_collections_skip_it(monkeypatch):
+    monkeypatch.setattr(gc_pause, "SETTLE_AFTER", 0.0)  # however fast its compile is here
+    gc.unfreeze()
+    gradient = nx.jit(nx.grad(quartic_sum))
+    np.testing.assert_allclose(gradient(np.array([1.0, 2.0])), [4.0, 32.0])
+    assert gc.get_freeze_count() > 100_000  # Numba's contexts, the compiled code...
+    assert len(gc.get_objects()) < 5_000  # ... which the user's full collections skip
+
+
+def test_a_later_compile_thaws_and_frees_cycles_dropped_after_the_freeze(monkeypatch):
+    monkeypatch.setattr(gc_pause, "SETTLE_AFTER", 0.0)
+    dropped = Cycle()
+    alive = weakref.ref(dropped)
+    nx.jit(nx.grad(quartic_sum))(np.array([1.0]))  # frozen with the rest
+    del dropped
+    gc.collect()
+    monkeypatch.setattr(gc_pause, "THAW_AFTER", 0.0)
+    nx.jit(nx.grad(cube_sum))(np.array([1.0]))  # a compile after THAW_AFTER seconds
+    assert alive() is None
+
+
+def test_nothing_is_frozen_while_the_collector_is_disabled(monkeypatch):
+    monkeypatch.setattr(gc_pause, "SETTLE_AFTER", 0.0)
+    gc.unfreeze()
+    gc.disable()
+    try:
+        nx.jit(nx.hessian(cube_sum))(np.array([1.0, 2.0]))
+        assert gc.get_freeze_count() == 0
+    finally:
+        gc.enable()
