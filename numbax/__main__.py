@@ -27,8 +27,10 @@ def main(argv: list[str] | None = None) -> int:
         print(cache_info())
     else:
         cleared = clear_cache()
+        removed = len(cleared.directories)
         print(
-            f"removed {len(cleared.directories)} directories from {cleared.location}: "
+            f"removed {removed} {'directory' if removed == 1 else 'directories'} "
+            f"from {cleared.location}: "
             f"{cleared.entries} generated modules, {cleared.runtime_helpers} compiled runtime "
             f"helpers, {cleared.files} files, {cleared.size_bytes / 1e6:.1f} MB"
         )

@@ -84,7 +84,8 @@ def _usable_dir(root: Path) -> Path:
             warn_once(
                 f"numbax cannot use its cache directory {root} ({err}); compiled code is cached "
                 f"in {fallback} for this process only. Set NUMBAX_CACHE_DIR to a directory "
-                "you own and can write."
+                "you own and can write.",
+                kind=("cannot use", root),
             )
             return fallback
         return directory

@@ -69,8 +69,8 @@ class CacheInfo:
         lines = [
             f"location: {self.location}",
             f"entries:  {self.entries} generated modules, "
-            f"{self.runtime_helpers} compiled runtime helpers ({self.files} files "
-            f"in {len(self.directories)} directories)",
+            f"{self.runtime_helpers} compiled runtime helpers ({self.files} files in "
+            f"{', '.join(d.name for d in self.directories) or 'no directory'})",
             f"size:     {self.size_bytes / 1e6:.1f} MB",
         ]
         return "\n".join(lines + [f"left:     {reason}" for reason in self.left])
@@ -132,9 +132,9 @@ def _count(directory: Path, info: CacheInfo) -> None:
 def clear_cache() -> CacheInfo:
     """Remove numbax's directories from the cache; returns what they held (and what was
     left, and why)."""
-    cleared = cache_info()
-    removed = []
-    for directory in cleared.directories:
+    found = cache_info()
+    cleared = CacheInfo(found.location, left=found.left)
+    for directory in found.directories:
         aside = directory.with_name(f".cleared-{_version_name(directory)}-{uuid.uuid4().hex[:8]}")
         try:
             os.rename(directory, aside)
@@ -143,9 +143,9 @@ def clear_cache() -> CacheInfo:
         except OSError as err:
             cleared.left.append(f"{directory}: it cannot be renamed ({err.strerror})")
             continue
-        removed.append(directory)
+        cleared.directories.append(directory)
+        _count(aside, cleared)
         _remove(aside)
-    cleared.directories = removed
     forget_directories()
     return cleared
 

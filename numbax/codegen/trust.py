@@ -120,6 +120,8 @@ def _replace(path: Path, problem: str) -> None:
     try:
         os.rename(path, aside)
         path.mkdir(mode=0o700)
+    except FileNotFoundError:
+        raise  # removed meanwhile (a cache clear): not planted, and made again
     except OSError as err:
         raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}") from err
     _mark_aside(aside)

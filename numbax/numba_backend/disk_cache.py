@@ -371,9 +371,14 @@ def _trusted_cache(py_func: Any) -> TrustedCache | None:
     """None when the module's file is gone (the cache was cleared while the module was
     loaded) and cannot be written again: the code still runs, compiled in this process
     only."""
-    try:
-        restore_file(py_func)
-        return TrustedCache(py_func)
-    except OSError as err:
-        cannot_write(Path(py_func.__code__.co_filename).parent, err)
-        return None
+    for attempt in range(3):
+        try:
+            restore_file(py_func)
+            return TrustedCache(py_func)
+        except FileNotFoundError as err:  # removed again meanwhile: written again
+            if attempt == 2:
+                cannot_write(Path(py_func.__code__.co_filename).parent, err)
+        except OSError as err:
+            cannot_write(Path(py_func.__code__.co_filename).parent, err)
+            break
+    return None
