@@ -5,7 +5,8 @@ the cache is a trust boundary, as ``sys.path`` is for CPython. A directory or fi
 trusted when it is what it claims to be (a real directory, a regular file: no symlink
 leading elsewhere), belongs to the current user, and no group or other user may write
 it. Whatever fails is never read: it is moved aside or deleted, rebuilt, and reported by
-one :class:`CacheWarning` naming the path.
+a :class:`CacheWarning` naming the path (once per directory in a process: what damaged
+one file has usually damaged its neighbours, and one event is one warning).
 """
 
 from __future__ import annotations
