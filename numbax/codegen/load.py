@@ -68,7 +68,8 @@ def restore_file(function: types.FunctionType) -> bool:
 
     Raises ``OSError`` when the file cannot be written."""
     path = Path(function.__code__.co_filename)
-    text = function.__globals__.get("__numbax_source__")  # its module's, live or not
+    # its module's text (read from the dict itself: a live namespace reads on)
+    text = dict.get(function.__globals__, "__numbax_source__")
     if text is None or path.exists():
         return False
     if path.parent != generated_dir():  # made again, when it was removed with the file

@@ -158,7 +158,7 @@ def discard(path: Path, reason: str) -> None:
     """Delete the cache entry ``path`` (it will be rebuilt), warning why: once per
     directory in a process, as what damaged one file (a copy, a change of modes, a full
     disk) has usually damaged its neighbours too."""
-    remove_entry(path)
+    _remove_entry(path)
     warn_once(
         f"numbax discarded {path} from its cache ({reason}); it is rebuilt. Other entries "
         f"of {path.parent} it discards in this process are not reported.",
@@ -166,7 +166,7 @@ def discard(path: Path, reason: str) -> None:
     )
 
 
-def remove_entry(path: Path) -> None:
+def _remove_entry(path: Path) -> None:
     """Remove whatever is at ``path`` inside numbax's own directory (a file, a symbolic
     link, or a directory in a file's place), if anything is."""
     try:
