@@ -27,8 +27,17 @@ def main(argv: list[str] | None = None) -> int:
         print(cache_info())
     else:
         cleared = clear_cache()
-        print(f"removed {cleared.entries} generated modules ({cleared.size_bytes / 1e6:.1f} MB)")
-        print(f"from {cleared.location}")
+        removed = len(cleared.directories)
+        print(
+            f"removed {removed} {'directory' if removed == 1 else 'directories'} "
+            f"from {cleared.location}: "
+            f"{cleared.entries} generated modules, {cleared.runtime_helpers} compiled runtime "
+            f"helpers, {cleared.files} files, {cleared.size_bytes / 1e6:.1f} MB"
+        )
+        for directory in cleared.directories:
+            print(f"  {directory}")
+        for reason in cleared.left:
+            print(f"left {reason}")
     return 0
 
 

@@ -43,7 +43,14 @@ import gast
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
-from numbax.codegen.cache import cache_key, generated_dir, portable_path, write_atomic
+from numbax.codegen.cache import (
+    DERIVATIVES_SUBDIR,
+    cache_key,
+    cannot_write,
+    generated_dir,
+    portable_path,
+    write_atomic,
+)
 from numbax.codegen.fingerprint import in_library, names_read
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem
@@ -51,7 +58,7 @@ from numbax.transform.provenance import resolve
 from numbax.transform.resolve import local_names
 from numbax.transform.source import FunctionSource, display_name
 
-SUBDIR = "derivatives"
+SUBDIR = DERIVATIVES_SUBDIR
 """The entries' directory, beside the generated modules."""
 
 _VALUED = (int, bool, str, bytes, type(None), np.integer, np.bool_)
@@ -242,12 +249,18 @@ def load(key: str) -> dict[str, Any] | None:
 def save(key: str, entry: dict[str, Any]) -> None:
     """Write the entry named ``key`` (nothing when the cache cannot be written)."""
     payload = json.dumps({**entry, "key": key}, sort_keys=True).encode()
-    try:
+    for attempt in range(3):
         path = _path(key)
-        ensure_private_directory(path.parent)
-        write_atomic(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
-    except OSError:
-        pass  # generated again next time, as without this cache
+        try:
+            ensure_private_directory(path.parent)
+            write_atomic(path, hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload)
+            return
+        except FileNotFoundError as err:  # its directory removed meanwhile (cache clear)
+            if attempt == 2:
+                cannot_write(path.parent, err)
+        except OSError as err:  # generated again next time, as without this cache
+            cannot_write(path.parent, err)
+            return
 
 
 def _path(key: str) -> Path:

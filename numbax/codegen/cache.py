@@ -23,11 +23,12 @@ from pathlib import Path
 import numba
 import numpy as np
 
+from numbax.codegen.ownership import mark
 from numbax.codegen.trust import (
     directory_problem,
+    discard,
     ensure_private_directory,
     file_problem,
-    warn,
     warn_once,
 )
 from numbax.version import __version__
@@ -38,6 +39,9 @@ NUMBA_SUBDIR = "numba"
 RUNTIME_SUBDIR = "runtime"
 """Numba's index and data files of numbax's own runtime helpers (compiled for the
 argument types a program met, then loaded by later processes), beside ``numba``."""
+
+DERIVATIVES_SUBDIR = "derivatives"
+"""Generated derivatives kept for later processes (``api/generation_cache.py``)."""
 
 
 def cache_root() -> Path:
@@ -74,21 +78,47 @@ _dir_lock = threading.Lock()
 def _usable_dir(root: Path) -> Path:
     with _dir_lock:
         try:
+            directory = _made_dir(root)
+        except OSError as err:
+            fallback = _temporary_dir()
+            warn_once(
+                f"numbax cannot use its cache directory {root} ({err}); compiled code is cached "
+                f"in {fallback} for this process only. Set NUMBAX_CACHE_DIR to a directory "
+                "you own and can write.",
+                kind=("cannot use", root),
+            )
+            return fallback
+        return directory
+
+
+def _made_dir(root: Path) -> Path:
+    """The versioned directory under ``root``, made, checked and marked as numbax's
+    (``cache clear`` may remove it; one made by an older numbax is marked now): made
+    again when it is removed meanwhile (``cache clear`` in another process)."""
+    attempts = 3
+    while True:
+        attempts -= 1
+        try:
             root.mkdir(mode=0o700, parents=True, exist_ok=True)
             problem = _root_problem(root)
             if problem is not None:
                 raise PermissionError(problem)
             directory = root / version_dirname()
             ensure_private_directory(directory)
+            _mark(directory)
             return directory
-        except OSError as err:
-            fallback = _temporary_dir()
-            warn_once(
-                f"numbax cannot use its cache directory {root} ({err}); compiled code is cached "
-                f"in {fallback} for this process only. Set NUMBAX_CACHE_DIR to a directory "
-                "you own and can write."
-            )
-            return fallback
+        except FileNotFoundError:
+            if not attempts:
+                raise
+
+
+def _mark(directory: Path) -> None:
+    try:
+        mark(directory)
+    except FileNotFoundError:
+        raise
+    except OSError as err:  # a full disk: the directory still serves
+        cannot_write(directory, err)
 
 
 def _root_problem(root: Path) -> str | None:
@@ -142,6 +172,41 @@ def cache_key(*parts: object) -> str:
     return digest.hexdigest()[:20]
 
 
+def store_module(name: str, text: str) -> Path:
+    """Write a generated module's ``text`` to its file ``<name>.py`` in the cache, where
+    it can be; returns the path. Nothing needs the file to run the module (``load``
+    executes numbax's text, and ``linecache`` holds it for ``inspect`` and tracebacks):
+    when the cache cannot be written, numbax warns once and goes on without it."""
+    for attempt in range(3):
+        path = generated_dir() / f"{name}.py"
+        try:
+            store_source(path, text)
+            return path
+        except FileNotFoundError as err:  # its directory was removed since (cache clear)
+            if attempt == 2:
+                cannot_write(path.parent, err)
+        except OSError as err:
+            cannot_write(path.parent, err)
+            return path
+    return path
+
+
+def cannot_write(directory: Path, err: OSError) -> None:
+    """Say, once in a process, that the cache could not be written and numbax goes on
+    without what it could not keep (a full disk, a directory that went away): one
+    failure is followed by many more of the same cause, each file numbax writes."""
+    what = (
+        "was removed while numbax wrote to it (a cache clear?)"
+        if isinstance(err, FileNotFoundError)
+        else "could not be written"
+    )
+    warn_once(
+        f"numbax's cache in {directory} {what} ({err}); numbax goes on without caching what "
+        "it could not write (later processes compile it again).",
+        kind="cannot write",
+    )
+
+
 def store_source(path: Path, text: str) -> None:
     """Make ``path`` hold exactly ``text``, as a trusted file.
 
@@ -162,7 +227,7 @@ def store_source(path: Path, text: str) -> None:
             problem = "its text is not what numbax generated for this name"
         except OSError as err:
             problem = f"it cannot be read: {err}"
-    warn(f"numbax discarded {path} from its cache ({problem}); it is rebuilt.")
+    discard(path, problem)
     write_atomic(path, data)
 
 

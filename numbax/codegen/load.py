@@ -1,7 +1,8 @@
 """Load generated source as a module, from the text numbax generated.
 
-The text is written to the private cache directory (``cache.store_source``) so that
-tracebacks, ``inspect.getsource`` and Numba's disk cache find it, but the module is
+The text is written to the private cache directory (``cache.store_module``) so that
+Numba's disk cache finds it (and users can read it), and kept in ``linecache`` for
+tracebacks and ``inspect.getsource``, whatever becomes of the file; but the module is
 executed from numbax's own text, compiled here: never from the file as it is on disk,
 nor from a ``.pyc`` in a ``__pycache__`` (numbax writes none). It is registered in
 ``sys.modules`` under a stable name derived from its cache key only after its code has
@@ -10,12 +11,14 @@ finished running, so another thread never sees half a module.
 
 from __future__ import annotations
 
+import linecache
 import sys
 import types
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from numbax.codegen.cache import generated_dir, store_source
+from numbax.codegen.cache import generated_dir, store_module, store_source
 from numbax.codegen.locks import generation_lock
 from numbax.transform.source import LiveNamespace
 
@@ -43,8 +46,10 @@ def load_module(name: str, text: str, namespace: dict[str, Any]) -> types.Module
         existing = sys.modules.get(name)
         if existing is not None and getattr(existing, "__numbax_source__", None) == text:
             return existing
-        path = generated_dir() / f"{name}.py"
-        store_source(path, text)
+        path = store_module(name, text)
+        # The module's lines for ``inspect`` and tracebacks are numbax's text, not the
+        # file's: the file may be removed (``cache clear``) or rewritten while it runs.
+        linecache.cache[str(path)] = (len(text), None, text.splitlines(True), str(path))
         module = types.ModuleType(name)
         module.__file__ = str(path)
         module.__dict__.update(namespace)
@@ -53,6 +58,24 @@ def load_module(name: str, text: str, namespace: dict[str, Any]) -> types.Module
         exec(code, module.__dict__)  # noqa: S102 (numbax's own text, not the file)
         sys.modules[name] = module
         return module
+
+
+def restore_file(function: types.FunctionType) -> bool:
+    """Write the file of ``function``'s generated module again if it is gone (the cache
+    was cleared while the module was loaded): Numba's disk cache keeps the function's
+    machine code beside that file, keyed on it. Whether it was written (nothing to do
+    for a file that is there, or another function's).
+
+    Raises ``OSError`` when the file cannot be written."""
+    path = Path(function.__code__.co_filename)
+    # its module's text (read from the dict itself: a live namespace reads on)
+    text = dict.get(function.__globals__, "__numbax_source__")
+    if text is None or path.exists():
+        return False
+    if path.parent != generated_dir():  # made again, when it was removed with the file
+        return False
+    store_source(path, text)
+    return True
 
 
 def live_function(

@@ -5,17 +5,21 @@ the cache is a trust boundary, as ``sys.path`` is for CPython. A directory or fi
 trusted when it is what it claims to be (a real directory, a regular file: no symlink
 leading elsewhere), belongs to the current user, and no group or other user may write
 it. Whatever fails is never read: it is moved aside or deleted, rebuilt, and reported by
-one :class:`CacheWarning` naming the path.
+a :class:`CacheWarning` naming the path (once per directory in a process: what damaged
+one file has usually damaged its neighbours, and one event is one warning).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import threading
 import uuid
 import warnings
 from pathlib import Path
+
+from numbax.codegen.ownership import mark
 
 
 class CacheWarning(UserWarning):
@@ -26,7 +30,7 @@ class UntrustedPath(OSError):
     """A cache directory that fails the checks and could not be replaced."""
 
 
-_warned: set[str] = set()
+_warned: set[object] = set()
 _warned_lock = threading.Lock()
 
 
@@ -36,12 +40,16 @@ def warn(message: str) -> None:
     warnings.warn(message, CacheWarning, stacklevel=3)
 
 
-def warn_once(message: str) -> None:
-    """Report a lasting condition the first time this process meets it."""
+def warn_once(message: str, kind: object = None) -> None:
+    """Report a condition the first time this process meets it: a condition of the same
+    ``kind`` (by default: the same message) is not reported again, whatever file or
+    function it concerns this time. One event (a cache cleared, a disk full, a directory
+    copied with the wrong modes) touches many files: it is one warning."""
+    key = message if kind is None else kind
     with _warned_lock:
-        if message in _warned:
+        if key in _warned:
             return
-        _warned.add(message)
+        _warned.add(key)
     warnings.warn(message, CacheWarning, stacklevel=3)
 
 
@@ -59,7 +67,7 @@ def directory_problem(path: Path) -> str | None:
     """Why ``path`` is not a directory numbax may load code from (None: it may)."""
     try:
         info = path.lstat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # or what holds it is not a directory
         return "it does not exist"
     if stat.S_ISLNK(info.st_mode):
         return "it is a symbolic link"
@@ -113,8 +121,11 @@ def _replace(path: Path, problem: str) -> None:
     try:
         os.rename(path, aside)
         path.mkdir(mode=0o700)
+    except FileNotFoundError:
+        raise  # removed meanwhile (a cache clear): not planted, and made again
     except OSError as err:
         raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}") from err
+    _mark_aside(aside)
     warn(
         f"numbax ignored its cache directory {path} ({problem}); nothing in it was loaded. "
         f"It was moved to {aside} and the cache is rebuilt."
@@ -122,6 +133,18 @@ def _replace(path: Path, problem: str) -> None:
     problem = directory_problem(path)
     if problem is not None:  # lost a race with whoever planted it
         raise UntrustedPath(f"numbax cache directory {path} is not trusted: {problem}")
+
+
+def _mark_aside(aside: Path) -> None:
+    """Mark a directory numbax moved aside as numbax's (``cache clear`` removes it), when
+    it is a directory of the current user's: never through a link, never another's."""
+    try:
+        info = aside.lstat()
+        mine = not hasattr(os, "getuid") or info.st_uid == os.getuid()
+        if stat.S_ISDIR(info.st_mode) and mine:
+            mark(aside)
+    except OSError:
+        pass  # left where it is: ``cache clear`` leaves what it cannot tell is numbax's
 
 
 def _check_writable(path: Path) -> None:
@@ -132,9 +155,24 @@ def _check_writable(path: Path) -> None:
 
 
 def discard(path: Path, reason: str) -> None:
-    """Delete the cache file ``path`` (it will be rebuilt), warning why."""
+    """Delete the cache entry ``path`` (it will be rebuilt), warning why: once per
+    directory in a process, as what damaged one file (a copy, a change of modes, a full
+    disk) has usually damaged its neighbours too."""
+    _remove_entry(path)
+    warn_once(
+        f"numbax discarded {path} from its cache ({reason}); it is rebuilt. Other entries "
+        f"of {path.parent} it discards in this process are not reported.",
+        kind=("discarded", str(path.parent)),
+    )
+
+
+def _remove_entry(path: Path) -> None:
+    """Remove whatever is at ``path`` inside numbax's own directory (a file, a symbolic
+    link, or a directory in a file's place), if anything is."""
     try:
-        path.unlink()
+        if stat.S_ISDIR(path.lstat().st_mode):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink()
     except OSError:
         pass  # gone already, or the rebuilt entry, written under its name, replaces it
-    warn(f"numbax discarded {path} from its cache ({reason}); it is rebuilt.")

@@ -25,7 +25,7 @@ import os
 import pickle
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +40,11 @@ from numba.core.caching import (
 )
 from numba.core.sigutils import normalize_signature
 
-from numbax.codegen.cache import NUMBA_SUBDIR, write_atomic
+from numbax.codegen.cache import NUMBA_SUBDIR, cannot_write, write_atomic
 from numbax.codegen.gc_pause import fewer_full_collections
-from numbax.codegen.load import GENERATED_PREFIX
+from numbax.codegen.load import GENERATED_PREFIX, restore_file
 from numbax.codegen.locks import entry_lock, generation_lock
-from numbax.codegen.trust import discard, ensure_private_directory, file_problem, warn_once
+from numbax.codegen.trust import discard, ensure_private_directory, file_problem
 from numbax.numba_backend import compile_timers, inlining  # noqa: F401  (installed on import)
 from numbax.numba_backend.compiling import numbax_compiling
 from numbax.numba_backend.linking import linking_large_callees_late
@@ -284,12 +284,32 @@ class TrustedCache(FunctionCache):
         module's name (``pipeline.specialize``)."""
         return (*super()._index_key(sig, codegen), code_settings())
 
+    def restore(self) -> None:
+        """Make the module's file and this cache's directory again where they were
+        removed (``cache clear`` while the module was loaded), and take the file's new
+        stamp. Raises ``OSError`` when they cannot be made."""
+        if restore_file(self._py_func):
+            self._cache_file._source_stamp = self._impl.locator.get_source_stamp()
+        self._impl.locator.ensure_cache_path()
+
+    def _restored(self, action: Callable[[], Any]) -> Any:
+        """``action()`` once the module's file and the directory are there: done again
+        when they are removed meanwhile (``cache clear`` in another process)."""
+        for attempt in range(3):
+            try:
+                self.restore()
+                return action()
+            except FileNotFoundError:
+                if attempt == 2:
+                    raise
+        return None
+
     def load_overload(self, sig: Any, target_context: Any) -> Any:
         launch_threads()  # machine code that may run in parallel names the layer's symbols
         try:
-            self._impl.locator.ensure_cache_path()
+            self._restored(lambda: None)
         except OSError as err:
-            warn_once(f"numbax does not use Numba's cache in {self._cache_path}: {err}")
+            cannot_write(Path(self._cache_path), err)
             return None
         try:
             return super().load_overload(sig, target_context)
@@ -301,9 +321,9 @@ class TrustedCache(FunctionCache):
 
     def save_overload(self, sig: Any, data: Any) -> None:
         try:
-            super().save_overload(sig, data)
+            self._restored(lambda: super(TrustedCache, self).save_overload(sig, data))
         except OSError as err:
-            warn_once(f"numbax could not save compiled code in {self._cache_path}: {err}")
+            cannot_write(Path(self._cache_path), err)
 
 
 def attach(dispatcher: Any, cached: bool) -> None:
@@ -335,7 +355,7 @@ def attach(dispatcher: Any, cached: bool) -> None:
 
 def _usable(cache: TrustedCache) -> bool:
     try:
-        cache._impl.locator.ensure_cache_path()
+        cache.restore()
     except OSError:
         return False  # load_overload says why, once
     return True
@@ -349,9 +369,16 @@ def cache_for(py_func: Any) -> TrustedCache | NullCache:
 
 def _trusted_cache(py_func: Any) -> TrustedCache | None:
     """None when the module's file is gone (the cache was cleared while the module was
-    loaded): the code still runs, compiled in this process only."""
-    try:
-        return TrustedCache(py_func)
-    except OSError as err:
-        warn_once(f"numbax compiles {py_func.__qualname__} without its disk cache: {err}")
-        return None
+    loaded) and cannot be written again: the code still runs, compiled in this process
+    only."""
+    for attempt in range(3):
+        try:
+            restore_file(py_func)
+            return TrustedCache(py_func)
+        except FileNotFoundError as err:  # removed again meanwhile: written again
+            if attempt == 2:
+                cannot_write(Path(py_func.__code__.co_filename).parent, err)
+        except OSError as err:
+            cannot_write(Path(py_func.__code__.co_filename).parent, err)
+            break
+    return None

@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -201,6 +202,23 @@ def test_a_damaged_entry_is_discarded_and_generated_again(cache_dir, new_process
         got = nx.grad(total_squash)(X)
     np.testing.assert_array_equal(got, want)
     assert new_process.generations() > 0
+
+
+def test_directories_in_the_place_of_entries_are_one_warning(cache_dir, new_process):
+    want = nx.grad(total_squash)(X)
+    kept = entries(cache_dir)
+    assert len(kept) > 1  # the function's and its callee's
+    for path in kept:
+        path.unlink()
+        (path / "inside").mkdir(parents=True)
+    new_process.forget()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        got = nx.grad(total_squash)(X)
+    np.testing.assert_array_equal(got, want)
+    said = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(said) == 1 and "not a regular file" in said[0]
+    assert all(path.is_file() for path in kept)  # written again
 
 
 def test_an_entry_whose_callee_derivative_changed_is_not_used(cache_dir, new_process):

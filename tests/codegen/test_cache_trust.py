@@ -18,13 +18,20 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.codegen import cache
+from numbax.codegen import cache, trust
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.trust import CacheWarning
 
 jit_module = importlib.import_module("numbax.api.jit")  # the module, not the function
 
 OTHER_USER = 65534  # nobody
+
+
+@pytest.fixture(autouse=True)
+def warnings_not_given_yet(monkeypatch):
+    """Each test is a new event: what earlier tests were warned of once is not
+    remembered (a process warns once per directory and kind of failure)."""
+    monkeypatch.setattr(trust, "_warned", set())
 
 
 def give_away(path: Path) -> None:
@@ -279,6 +286,7 @@ def test_damaged_numba_files_heal(warm_entries, damage):
         blob = target.read_bytes()
         spoiled = {"truncated": blob[: len(blob) // 2], "garbage": os.urandom(len(blob))}
         target.write_bytes(spoiled.get(damage, b""))
+        trust._warned.clear()  # a second event
         with pytest.warns(CacheWarning, match=target.name):
             assert misses(reloaded(102)) == 1
         with warnings.catch_warnings():
