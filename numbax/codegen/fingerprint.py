@@ -24,9 +24,7 @@ from typing import Any
 import numpy as np
 
 from numbax.codegen.cache import portable_path
-
-GENERATED_MODULES = "numbax_generated_"
-"""How generated modules' names begin: such a name hashes the module's text and bindings."""
+from numbax.codegen.load import GENERATED_PREFIX  # such a module's name hashes its text
 
 LIBRARIES = frozenset(
     "numpy math cmath builtins operator functools itertools numbax numba scipy".split()
@@ -52,7 +50,7 @@ def frozen_print(value: Any, read: frozenset[str] = frozenset()) -> str:
         return _array_print(value)
     python_function = numba_python_function(value)
     if python_function is not None:
-        if (python_function.__module__ or "").startswith(GENERATED_MODULES):
+        if (python_function.__module__ or "").startswith(GENERATED_PREFIX):
             return f"{python_function.__module__}.{python_function.__qualname__}"
         options = getattr(value, "targetoptions", None)
         return f"numba {callable_identity(python_function)} {options or ''}"
@@ -158,7 +156,7 @@ def callable_identity(value: Any) -> str:
 
 def _numbax_or_library(function: types.FunctionType) -> bool:
     module = function.__module__ or ""
-    return module.startswith(GENERATED_MODULES) or (
+    return module.startswith(GENERATED_PREFIX) or (
         in_library(module) and "<locals>" not in function.__qualname__
     )
 
