@@ -34,7 +34,7 @@ def is_marked(directory: Path) -> bool:
     try:
         if not stat.S_ISREG(path.lstat().st_mode):
             return False
-        with open(path, "rb", opener=_no_follow) as handle:
+        with open(path, "rb", opener=open_no_follow) as handle:
             return handle.read(len(TAG) + 1) == TAG
     except OSError:
         return False
@@ -57,5 +57,6 @@ def mark(directory: Path) -> None:
         raise
 
 
-def _no_follow(path: str, flags: int) -> int:
+def open_no_follow(path: str, flags: int) -> int:
+    """An ``opener`` for ``open`` that refuses a symbolic link in the file's place."""
     return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))

@@ -21,7 +21,6 @@ import hashlib
 import importlib.abc
 import importlib.util
 import itertools
-import os
 import pickle
 import sys
 import types
@@ -44,6 +43,7 @@ from numbax.codegen.cache import NUMBA_SUBDIR, cannot_write, write_atomic
 from numbax.codegen.gc_pause import fewer_full_collections
 from numbax.codegen.load import GENERATED_PREFIX, restore_file
 from numbax.codegen.locks import entry_lock, generation_lock
+from numbax.codegen.ownership import open_no_follow
 from numbax.codegen.trust import discard, ensure_private_directory, file_problem
 from numbax.numba_backend import compile_timers, inlining  # noqa: F401  (installed on import)
 from numbax.numba_backend.compiling import numbax_compiling
@@ -164,7 +164,7 @@ class _CheckedFiles(IndexDataCacheFile):
         problem = self._file_problem(path)  # FileNotFoundError: no entry yet
         if problem is not None:
             raise DamagedEntry(path, problem)
-        with open(path, "rb", opener=_no_follow) as handle:
+        with open(path, "rb", opener=open_no_follow) as handle:
             blob = handle.read()
         if not blob.startswith(_MAGIC):
             raise DamagedEntry(path, "it was not written by numbax")
@@ -219,10 +219,6 @@ def _generated_modules_by_name() -> Iterator[None]:
         sys.meta_path.remove(_STAND_IN)
         while _stand_ins:
             sys.modules.pop(_stand_ins.pop(), None)
-
-
-def _no_follow(path: str, flags: int) -> int:
-    return os.open(path, flags | getattr(os, "O_NOFOLLOW", 0))
 
 
 def _entry_tag(key: Any) -> bytes:
