@@ -13,19 +13,20 @@ run a hundred times more often than Python's default; the young generations are
 collected as always, so short-lived cycles are still freed. The previous thresholds
 come back when the outermost block (in any thread) ends.
 
-What a block of at least :data:`SETTLE_AFTER` seconds (a compile, not a load of a small
-function's cached machine code) leaves behind is settled at its end: one collection
-frees the cycles the compile dropped, and what survives (Numba's typing and target
-contexts, the compiled code, numbax's generated modules: 120,000 to 200,000 objects
-after the first compile) is frozen (``gc.freeze``), so the full collections of the
-user's loop that follows no longer walk it. Without this, the first full collection
-after a cold ``jit(grad(f))`` of the MLP benchmark paused the loop for 0.15 to 0.43 s (5
-ms steps). That collection walks only what the process made since the last freeze: the
-whole heap after the first compile, then about what each compile made. So that a cycle
-the program drops after a compile froze it is freed after all, a compile at least
-:data:`THAW_AFTER` seconds after the last thaw unfreezes everything first and collects
-it all (0.1 to 0.4 s, inside a compile that takes seconds, never in the loop). Nothing
-is frozen while the collector is disabled (``gc.disable()``).
+What blocks of at least :data:`SETTLE_AFTER` seconds together (a compile, or the loads
+of a large program's cached machine code; not the load of a small function's) leave
+behind is settled at the end of the last: one collection frees the cycles the compile
+dropped, and what survives (Numba's typing and target contexts, the compiled code,
+numbax's generated modules: 120,000 to 200,000 objects after the first compile) is
+frozen (``gc.freeze``), so the full collections of the user's loop that follows no
+longer walk it. Without this, the first full collection after a cold ``jit(grad(f))`` of
+the MLP benchmark paused the loop for 0.15 to 0.43 s (5 ms steps). That collection walks
+only what the process made since the last freeze: the whole heap after the first
+compile, then about what each compile made. So that a cycle the program drops after a
+compile froze it is freed after all, a compile at least :data:`THAW_AFTER` seconds after
+the last thaw unfreezes everything first and collects it all (0.1 to 0.4 s, inside a
+compile that takes seconds, never in the loop). Nothing is frozen while the collector is
+disabled (``gc.disable()``).
 """
 
 from __future__ import annotations
@@ -40,14 +41,16 @@ FULL_COLLECTION_FACTOR = 100
 """How many times rarer a full collection is within the block."""
 
 SETTLE_AFTER = 0.25
-"""Seconds an outermost block takes at least for its end to settle: the collection then
-costs a fraction of it (0.05 to 0.3 s), never the whole of a quick load's."""
+"""Seconds that outermost blocks take together since the last settling for the end of
+one to settle: the collection then costs a fraction of them (0.05 to 0.3 s), never the
+whole of a quick load's."""
 
 THAW_AFTER = 30.0
 """Seconds after which the next settling unfreezes everything before it collects."""
 
 _last_thaw = -float("inf")
 _started = 0.0  # when the outermost block began
+_unsettled = 0.0  # seconds in outermost blocks since the last settling
 
 _lock = threading.Lock()
 _depth = 0
@@ -57,10 +60,11 @@ _saved: tuple[int, int, int] | None = None
 @contextlib.contextmanager
 def fewer_full_collections(settling: bool = True) -> Iterator[None]:
     """Within this block, full collections are :data:`FULL_COLLECTION_FACTOR` times
-    rarer; an outermost block that is ``settling`` settles at its end (see the module's
-    docstring). Importing Numba is not: it leaves modules, not garbage, and the first
-    compile settles them with its own objects."""
-    global _depth, _saved, _started
+    rarer; an outermost block that is ``settling`` adds its time to what is not settled
+    yet, and settles at its end when that is due (see the module's docstring). Importing
+    Numba is not: it leaves modules, not garbage, and the first compile settles them with
+    its own objects."""
+    global _depth, _saved, _started, _unsettled
     with _lock:
         if _depth == 0:
             _started = time.monotonic()
@@ -77,7 +81,12 @@ def fewer_full_collections(settling: bool = True) -> Iterator[None]:
             if outermost and _saved is not None:
                 gc.set_threshold(*_saved)
                 _saved = None
-        if outermost and settling and time.monotonic() - _started >= SETTLE_AFTER:
+            due = False
+            if outermost and settling:
+                _unsettled += time.monotonic() - _started
+                due = _unsettled >= SETTLE_AFTER
+                _unsettled = 0.0 if due else _unsettled
+        if due:
             settle()
 
 
