@@ -16,9 +16,12 @@ import textwrap
 import types
 from pathlib import Path
 
+import numba
 import numpy as np
 
 import numbax as nx
+from numbax.codegen.fingerprint import fingerprint, frozen_print
+from numbax.codegen.reuse import reuse_key
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -200,3 +203,49 @@ def test_tuples_of_arrays_that_print_the_same_compile_apart():
     assert nx.jit(make(first))(x) == 2000.0
     assert nx.jit(make(second))(x) == 2004.0
     assert nx.jit(nx.grad(make(second)))(x)[1000] == 5.0
+
+
+# -- the keys themselves (no compile) ----------------------------------------------------
+def _defined(text: str, namespace: dict) -> dict:
+    """``text`` run as the module ``numbax_test_helpers`` at the same file and line, as an
+    edited file is read again."""
+    namespace = {"__name__": "numbax_test_helpers", **namespace}
+    exec(compile(textwrap.dedent(text), "numbax_test_helpers.py", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+def test_the_fingerprint_holds_the_module_attributes_the_text_reads():
+    consts = types.ModuleType("numbax_test_consts")
+    consts.K, consts.UNREAD = 2.0, 1.0
+    before = fingerprint({"consts": consts}, "return x * consts.K")
+    consts.UNREAD = 5.0
+    assert fingerprint({"consts": consts}, "return x * consts.K") == before
+    consts.K = 3.0
+    assert fingerprint({"consts": consts}, "return x * consts.K") != before
+
+
+def test_numba_helpers_are_fingerprinted_by_their_code_and_what_they_read():
+    consts = types.ModuleType("numbax_test_consts")
+    consts.K = 2.0
+    source = """
+    @numba.njit
+    def scale(x):
+        return x * {factor} + consts.K
+    """
+    prints = set()
+    for factor in (2.0, 3.0):
+        helper = _defined(source.format(factor=factor), {"numba": numba, "consts": consts})
+        prints.add(frozen_print(helper["scale"]))
+    consts.K = 4.0
+    prints.add(frozen_print(helper["scale"]))
+    assert len(prints) == 3  # the edited body, then the module attribute it reads
+
+
+def test_a_new_jit_is_keyed_by_the_module_attributes_its_code_reads():
+    consts = types.ModuleType("numbax_test_consts")
+    consts.K = 2.0
+    times_k = _defined("def times_k(x):\n    return x * consts.K\n", {"consts": consts})["times_k"]
+    before = reuse_key(times_k)
+    assert reuse_key(times_k) == before
+    consts.K = 3.0
+    assert reuse_key(times_k) != before
