@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import collections
 import hashlib
-import multiprocessing
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -33,9 +32,11 @@ from tests.fuzz.families import FAMILIES, FamilyProgram, family_programs
 OUTCOMES = ("ok", "wrong", "crash", "declined", "skipped")
 
 CHUNKS_PER_WORKER = 20
-"""Chunks a worker process checks before a fresh one replaces it: each program's
-generated and compiled code stays in its process, and two workers that checked 10,000
-programs each held 12 GB apiece."""
+"""Chunks a worker process checks before fresh ones take over (a new pool for each batch
+of ``workers`` times as many chunks): each program's generated and compiled code stays
+in its process, and two workers that had checked 10,000 programs held 12 GB apiece.
+(``max_tasks_per_child`` would do it per worker, but Python 3.11's pool stopped for good
+when its workers were replaced.)"""
 
 
 @dataclass
@@ -171,42 +172,39 @@ def main_families(
     )
     deadline = start_time + budget if budget else float("inf")
     found = collections.Counter()  # wrong and crash outcomes so far
-    pool = ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=multiprocessing.get_context("spawn"),
-        max_tasks_per_child=CHUNKS_PER_WORKER,
-    )
-    with pool:
-        futures = {
-            pool.submit(run_family_chunk, family, s, c, modes, timeout): family
-            for family, s, c in tasks
-        }
-        for future in as_completed(futures):
-            if future.cancelled():
-                continue
-            try:
-                chunk_records = future.result()
-            except BrokenProcessPool as err:
-                sum(f.cancel() for f in futures)
-                print(f"  a worker died ({err}): the report covers what was checked", flush=True)
-                break
-            records[futures[future]] += chunk_records
-            done += len(chunk_records)
-            for record in chunk_records:  # written as they come: a run cut short keeps them
-                for mode, status, message, signature in record.outcomes:
-                    if status in ("wrong", "crash"):
-                        found[status] += 1
-                        _write_failure(out, record, mode, message, signature)
-            elapsed = time.perf_counter() - start_time
-            print(
-                f"  {done}/{total} programs, {done / elapsed:.2f} programs/s; "
-                f"{found['wrong']} wrong, {found['crash']} crashes",
-                flush=True,
-            )
-            if time.perf_counter() > deadline:
-                dropped = sum(f.cancel() for f in futures)
-                deadline = float("inf")
-                print(f"  the budget is spent: {dropped} chunks dropped", flush=True)
+    batch = workers * CHUNKS_PER_WORKER
+    for first in range(0, len(tasks), batch):
+        if time.perf_counter() > deadline:
+            print(f"  the budget is spent: {len(tasks) - first} chunks dropped", flush=True)
+            break
+        with ProcessPoolExecutor(max_workers=workers) as pool:  # fresh processes per batch
+            futures = {
+                pool.submit(run_family_chunk, family, s, c, modes, timeout): family
+                for family, s, c in tasks[first : first + batch]
+            }
+            for future in as_completed(futures):
+                if future.cancelled():
+                    continue
+                try:
+                    chunk_records = future.result()
+                except BrokenProcessPool as err:
+                    print(f"  a worker died ({err}): its batch is left out", flush=True)
+                    break
+                records[futures[future]] += chunk_records
+                done += len(chunk_records)
+                for record in chunk_records:  # written as they come: a run cut short keeps them
+                    for mode, status, message, signature in record.outcomes:
+                        if status in ("wrong", "crash"):
+                            found[status] += 1
+                            _write_failure(out, record, mode, message, signature)
+                elapsed = time.perf_counter() - start_time
+                print(
+                    f"  {done}/{total} programs, {done / elapsed:.2f} programs/s; "
+                    f"{found['wrong']} wrong, {found['crash']} crashes",
+                    flush=True,
+                )
+                if time.perf_counter() > deadline:
+                    sum(f.cancel() for f in futures)
     elapsed = time.perf_counter() - start_time
     print(f"\n{done} programs in {elapsed:.0f} s ({done / max(elapsed, 1e-9):.2f} programs/s)")
 
