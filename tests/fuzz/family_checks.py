@@ -371,13 +371,22 @@ def _check_hessian(
     # the reference's own first derivatives inside f are differences already: its Hessian
     # by differences would be a third derivative by differences, too noisy. The reference
     # is one difference of numbax's own gradient instead, which the grad mode checks.
-    ref_hessian = reference_transforms.jacfwd(nx.grad(module.f))(*args)
-    ref_hessian = np.asarray(ref_hessian, dtype=np.float64)
+    gradient = nx.grad(module.f)
+    ref_hessian = np.asarray(reference_transforms.jacfwd(gradient)(*args), dtype=np.float64)
     if not np.all(np.isfinite(ref_hessian)):
         return "skipped", "the reference Hessian is not finite"
     got = nx.hessian(module.f)(*args)
     tol = 1e-5 * (1.0 + float(np.max(np.abs(ref_hessian))))
-    return _verdict(tree_mismatch("hessian", got, ref_hessian, tol))
+    verdict = _verdict(tree_mismatch("hessian", got, ref_hessian, tol))
+    if verdict[0] == "wrong":
+        # The differences' own error grows with the function's higher derivatives (a ** 9
+        # inside a sine): a half step estimates it (the stencil's error shrinks 16-fold),
+        # and the check allows it on top of the tolerance.
+        finer = reference_transforms.jacfwd(gradient, step=reference_transforms.STEP / 2)
+        finer_hessian = np.asarray(finer(*args), dtype=np.float64)
+        error = float(np.max(np.abs(finer_hessian - ref_hessian)))
+        verdict = _verdict(tree_mismatch("hessian", got, finer_hessian, tol + error))
+    return verdict
 
 
 def _verdict(*messages: str) -> tuple[str, str]:

@@ -28,7 +28,7 @@ def five_point(fun: Callable[[float], Any], h: float = STEP) -> np.ndarray:
     return (-values[0] + 8 * values[1] - 8 * values[2] + values[3]) / (12 * h)
 
 
-def _jacobian(fun: Callable, args: tuple, argnum: int) -> np.ndarray:
+def _jacobian(fun: Callable, args: tuple, argnum: int, step: float = STEP) -> np.ndarray:
     """d fun(*args) / d args[argnum], shape out.shape + arg.shape."""
     base = np.asarray(args[argnum], dtype=np.float64)
     columns = []
@@ -42,16 +42,16 @@ def _jacobian(fun: Callable, args: tuple, argnum: int) -> np.ndarray:
             changed[argnum] = float(value) if isinstance(args[argnum], float) else value
             return fun(*changed)
 
-        columns.append(five_point(moved))
+        columns.append(five_point(moved, step))
     out_shape = np.shape(fun(*args))
     if not columns:
         return np.zeros(out_shape + base.shape)
     return np.stack(columns, axis=-1).reshape(out_shape + base.shape)
 
 
-def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0) -> Callable:
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, step: float = STEP) -> Callable:
     def jac(*args: Any) -> Any:
-        result = tuple(_jacobian(fun, args, i) for i in _as_tuple(argnums))
+        result = tuple(_jacobian(fun, args, i, step) for i in _as_tuple(argnums))
         return result[0] if isinstance(argnums, int) else result
 
     return jac
