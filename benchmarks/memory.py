@@ -76,7 +76,7 @@ def timed(phase, info):
         pauses.append(time.perf_counter() - started)
 gc.callbacks.append(timed)
 class Node:
-    pass
+    'An object of the loop, in a cycle with another.'
 for _ in range({n}):
     gradient(*args)
     a, b = Node(), Node()
