@@ -3,10 +3,12 @@
 ``python -m benchmarks.memory [--closures N] [--steps N]`` runs two measurements, each
 in a fresh process with an empty cache directory:
 
-* **closures**: a parameter sweep, ``nx.jit(make(k))(x)`` for ``N`` values of ``k``
-  (each closure is compiled: Numba freezes ``k``), every closure and ``jit`` object
-  dropped after its call; the resident set's growth per closure after a full
-  collection, and the same for ``nx.jit(f)(x, k)`` with ``k`` an argument (one compile);
+* **closures**: parameter sweeps, every closure and ``jit`` object dropped after its
+  call; the resident set's growth per closure after a full collection, for
+  ``nx.jit(make(k))(x)`` over ``N`` floats ``k``, ``nx.jit(nx.grad(make_data(data)))``
+  over ``N`` arrays of 1,000 floats (both passed to one compiled function:
+  ``numba_backend/captured.py``), ``nx.jit(make_steps(n))`` over integers ``n`` (``range(n)``:
+  compiled in, a compile each), and ``nx.jit(f)(x, k)`` with ``k`` an argument;
 * **pauses**: a cold ``jit(grad)`` of the MLP benchmark's loss, then a loop of ``N``
   steps that allocates reference cycles as a training loop does; the longest full
   collection the loop met (timed by ``gc.callbacks``), and one ``gc.collect()`` after.
@@ -36,26 +38,47 @@ def make(k):
     def f(x):
         return np.sum(np.sin(x) * k)
     return f
+def make_data(data):
+    def loss(w):
+        return np.sum((data * w - 1.0) ** 2)
+    return loss
+def make_steps(n):
+    def f(x):
+        total = 0.0
+        for i in range(n):
+            total = total + np.sum(x) * i
+        return total
+    return f
 def f_of_k(x, k):
     return np.sum(np.sin(x) * k)
 x = np.linspace(0.0, 1.0, 10)
 nx.jit(make(0.5))(x)  # numbax's own helpers, compiled once for every closure
+nx.jit(nx.grad(make_data(np.ones(1000))))(x[:1])
+nx.jit(make_steps(1))(x)
 nx.jit(f_of_k)(x, 0.5)
-gc.collect()
-start = rss_mb()
-for i in range({n}):
+def growth(sweep, n):
+    gc.collect()
+    start = rss_mb()
+    for i in range(n):
+        sweep(i)
+    gc.collect()
+    return (rss_mb() - start) / n
+def floats(i):
     closure = make(i + 0.25)
     nx.jit(closure)(x)
-    del closure
-gc.unfreeze()
-gc.collect()
-closures = rss_mb()
-for i in range({n}):
+def arrays(i):
+    closure = make_data(np.full(1000, i + 0.25))
+    nx.jit(nx.grad(closure))(x[:1])
+def integers(i):
+    nx.jit(make_steps(i + 2))(x)
+def arguments(i):
     nx.jit(f_of_k)(x, i + 0.25)
-gc.collect()
-arguments = rss_mb()
-per_closure, per_argument = (closures - start) / {n}, (arguments - closures) / {n}
-print(json.dumps(dict(closure_mb=per_closure, argument_mb=per_argument)))
+print(json.dumps(dict(
+    closure_mb=growth(floats, {n}),
+    array_mb=growth(arrays, {n}),
+    integer_mb=growth(integers, {n_int}),
+    argument_mb=growth(arguments, {n}),
+)))
 """
 
 _PAUSES = """\
@@ -116,12 +139,18 @@ def run_child(code: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__)
     parser.add_argument("--closures", type=int, default=100, help="closures in the sweep")
+    parser.add_argument(
+        "--integer-closures", type=int, default=20, help="closures over integers (each compiles)"
+    )
     parser.add_argument("--steps", type=int, default=20_000, help="steps of the loop")
     options = parser.parse_args(argv)
-    sweep = run_child(_CLOSURES.format(n=options.closures))
-    print(f"closures under jit ({options.closures}, dropped after their call):")
-    print(f"  resident set growth per closure:      {sweep['closure_mb']:.2f} MB")
-    print(f"  the same with k an argument (1 compile): {sweep['argument_mb']:.3f} MB per call")
+    n, n_int = options.closures, options.integer_closures
+    sweep = run_child(_CLOSURES.format(n=n, n_int=n_int))
+    print("closures under jit, dropped after their call: resident set growth per closure")
+    print(f"  jit(make(k)), {n} floats k:                  {sweep['closure_mb']:.3f} MB")
+    print(f"  jit(grad(make_data(a))), {n} arrays a:        {sweep['array_mb']:.3f} MB")
+    print(f"  jit(make_steps(n)), {n_int} integers n (compiled): {sweep['integer_mb']:.2f} MB")
+    print(f"  jit(f)(x, k), {n} values of the argument k:   {sweep['argument_mb']:.3f} MB")
     pauses = run_child(_PAUSES.format(n=options.steps))
     print(
         f"after a cold jit(grad) of the MLP ({pauses['compile_s']:.1f} s), {options.steps} steps:"

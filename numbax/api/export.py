@@ -96,14 +96,14 @@ def _root(fun: Any, args: tuple, kwargs: dict) -> tuple[Any, bool]:
                     "arrays, scalars and tuples; pass pytrees of arrays as separate "
                     "arguments, or export it without jit"
                 )
-            compiled, _ = fun.specialization_for(args, kwargs)
+            compiled, _ = fun.specialization_for(args, kwargs, capture=False)
         elif fun.static_argnames:
             raise ExportError(
                 f"jit({where(fun.fun)}) has static arguments {fun.static_argnames}: pass "
                 "example arguments to nx.export, which bakes their values into the file"
             )
         else:
-            compiled = fun.specialize({}, frozenset())
+            compiled = fun.specialize({}, frozenset(), capture=False)
         return compiled.dispatcher, True
     if isinstance(fun, Batched):
         if args or kwargs:
@@ -134,7 +134,7 @@ def _plain(value: Any) -> bool:
 def _unwrap_jit(function: Any) -> tuple[Any, bool]:
     """A batched program's function, and whether it is compiled (``vmap(jit(f))``)."""
     if isinstance(function, Jitted):
-        return function.specialize({}, frozenset()).dispatcher, True
+        return function.specialize({}, frozenset(), capture=False).dispatcher, True
     return function, False
 
 

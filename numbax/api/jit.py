@@ -226,8 +226,9 @@ class Jitted(NumbaxFunction):
         self._specializations = compilations.specializations
         # Specializations by the exact types of a call's positional arguments, for calls
         # whose types alone determine it (no statics, no keywords, no pytrees), with the
-        # defaults to pass after them.
-        self._fast: dict[tuple[type, ...], tuple[Compiled, tuple]] = compilations.fast
+        # defaults to pass after them and the captured values to pass ahead of them
+        # (``numba_backend/captured.py``).
+        self._fast: dict[tuple[type, ...], tuple[Compiled, tuple, Any]] = compilations.fast
 
     def _positional_names(self) -> list[str]:
         return [
@@ -302,7 +303,9 @@ class Jitted(NumbaxFunction):
             else:
                 found = self._fast.get(self._fast_key(args))
             if found is not None:  # Compiled.__call__, inlined: this path is per call
-                fast, defaults = found
+                fast, defaults, captured = found
+                if captured:
+                    args = (*captured, *args)
                 try:
                     out = fast.dispatcher(*args, *defaults)
                 except CALL_ERRORS as err:
@@ -361,7 +364,7 @@ class Jitted(NumbaxFunction):
             # are passed too, because Numba's dispatcher finds machine code by the types
             # of every argument in C only when none is omitted (an omitted one costs a
             # trip through its Python compile path on every call).
-            self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :])
+            self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :], compiled.captured)
         return compiled(*dynamic)
 
     def _omitting(self, args: tuple, kwargs: dict) -> Jitted | None:
@@ -406,13 +409,15 @@ class Jitted(NumbaxFunction):
         bound.apply_defaults()
         return rebuilt_from_arguments(template, bound.arguments, result)
 
-    def specialization_for(self, args: tuple, kwargs: dict) -> tuple[Compiled, tuple]:
+    def specialization_for(
+        self, args: tuple, kwargs: dict, capture: bool = True
+    ) -> tuple[Compiled, tuple]:
         """The specialization a call with these arguments runs (its source generated,
         compiled by Numba at its first call), and the arguments it is passed: the
-        dynamic ones, defaults filled in."""
+        dynamic ones, defaults filled in (``capture``: see :meth:`specialize`)."""
         statics, weak, dynamic = self._bind(args, kwargs)
         containers = self._containers(args, kwargs, statics, dynamic)
-        return self.specialize(statics, weak, containers), dynamic
+        return self.specialize(statics, weak, containers, capture), dynamic
 
     def _containers(
         self, args: tuple, kwargs: dict, statics: dict[str, Any], dynamic: tuple
@@ -453,10 +458,15 @@ class Jitted(NumbaxFunction):
         statics: dict[str, Any] | None = None,
         weak: frozenset[str] | None = None,
         containers: dict[str, Any] | None = None,
+        capture: bool = True,
     ) -> Compiled:
         """The compiled specialization for these static values and these parameters
         holding Python scalars (generated on first use), and for the container types of
         ``containers`` (pytree arguments by parameter; see :meth:`_containers`).
+        ``capture``: the floats, complex numbers and arrays the function captures are
+        parameters its calls pass (``numba_backend/captured.py``); compiled callers and
+        exported files, which pass only the function's own arguments, have them
+        compiled in.
 
         Python scalars are weakly typed in NumPy 2 (a float32 array times 1.5 stays
         float32) and NumPy scalars are not, so which arguments are Python scalars is
@@ -466,13 +476,13 @@ class Jitted(NumbaxFunction):
         statics = statics or {}
         if weak is None:
             weak = self._weak_by_default()
-        key = (self._static_key(statics), weak)
+        key = (self._static_key(statics), weak, capture)
         if containers:
             key += (_structures(containers),)
         found = self._specializations.get(key)
         if found is None:
             self._current_compilations()
-            found = self._cached(key, lambda: self._compile(statics, weak, containers))
+            found = self._cached(key, lambda: self._compile(statics, weak, containers, capture))
         self._latest = found
         return found
 
@@ -507,13 +517,22 @@ class Jitted(NumbaxFunction):
         return self._rank_parameters
 
     def _compile(
-        self, statics: dict[str, Any], weak: frozenset[str], containers: dict[str, Any] | None
+        self,
+        statics: dict[str, Any],
+        weak: frozenset[str],
+        containers: dict[str, Any] | None,
+        capture: bool,
     ) -> Compiled:
         compilations = self._compilations
         if compilations.source is None:
             compilations.source = read_function(self.fun, "jit")
         return compile_function(
-            compilations.source, statics, self.options, weak_params=weak, containers=containers
+            compilations.source,
+            statics,
+            self.options,
+            weak_params=weak,
+            containers=containers,
+            capture=capture,
         )
 
     def _weak_by_default(self) -> frozenset[str]:
@@ -606,7 +625,7 @@ class Jitted(NumbaxFunction):
                 "compiled code; call its undecorated Python function instead"
             )
         # Compiled callers may pass Python-typed scalars in any parameter.
-        return self.specialize({}, frozenset(self._signature.parameters)).dispatcher
+        return self.specialize({}, frozenset(self._signature.parameters), capture=False).dispatcher
 
     def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
         """What compiled code calls: this function compiled with its own options."""

@@ -55,7 +55,8 @@ class Lowered:
 
     def compile(self) -> Compiled:
         """Compile now (or load from the disk cache) for the lowered argument types."""
-        self._specialization.dispatcher.compile(self._signature)
+        captured = tuple(to_numba(v) for v in self._specialization.captured)
+        self._specialization.dispatcher.compile(numba_types(captured) + self._signature)
         return Compiled(
             self._name,
             self._specialization,

@@ -10,7 +10,9 @@ compiling again, and compiles the user functions the generated code calls the sa
 from __future__ import annotations
 
 import inspect
+import threading
 import types
+import weakref
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -89,7 +91,15 @@ class Compiled:
     def path(self) -> str:
         return self.generated.path
 
+    @property
+    def captured(self) -> tuple:
+        """What a call passes ahead of its arguments: the captured values the function
+        takes as parameters (``captured.py``)."""
+        return self.generated.captured
+
     def __call__(self, *args: Any) -> Any:
+        if self.generated.captured:
+            args = (*self.generated.captured, *args)
         try:
             return python_result(self.dispatcher(*args))
         except CALL_ERRORS as err:
@@ -172,6 +182,7 @@ def compile_function(
     inline: bool = False,
     result_type_only: bool = False,
     containers: dict[str, Any] | None = None,
+    capture: bool = False,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
@@ -181,7 +192,9 @@ def compile_function(
     calling a separately compiled function, unless it calls itself.
     ``result_type_only``: for callers that read only the result's shape and dtype
     (``stand_ins.py``). ``containers``: pytree arguments by parameter, whose container
-    types the specialization is for (``transform/container_checks.py``).
+    types the specialization is for (``transform/container_checks.py``). ``capture``:
+    its captured numbers and arrays are parameters a call passes (``captured.py``), so
+    the closures of one code share one compiled function (:data:`_dispatchers`).
     """
     blas_threads.watch()
     options = dict(options or {})
@@ -195,18 +208,25 @@ def compile_function(
         weak_params,
         result_type_only=result_type_only,
         containers=containers,
+        capture=capture,
     )
     typed_per_call = typed_per_process(generated.bindings.values())
     njit_options = {**DEFAULT_NUMBA_OPTIONS, **options}
     cached = njit_options.pop("cache", True) and not typed_per_call
     if inline and not generated.calls_itself:
         njit_options["inline"] = "always"
-    # its own loops compute on NumPy scalars as NumPy does (scalar_rules.py)
-    setattr(
-        generated.function,
-        PYTHON_SCALAR_PARAMETERS,
-        None if weak_params is None else frozenset(weak_params),
+    key = (
+        generated.module.__name__,
+        generated.function.__name__,
+        repr(sorted(njit_options.items())),
     )
+    with _dispatchers_lock:
+        dispatcher = _dispatchers.get(key)
+    if dispatcher is not None:  # the same module: another closure of the same code
+        return Compiled(dispatcher, generated)
+    # its own loops compute on NumPy scalars as NumPy does (scalar_rules.py)
+    weak = generated.weak_params
+    setattr(generated.function, PYTHON_SCALAR_PARAMETERS, None if weak is None else frozenset(weak))
     dispatcher = numba.njit(pipeline_class=NumPyScalarsCompiler, **njit_options)(generated.function)
     disk_cache.attach(dispatcher, cached)
     describe(dispatcher, generated.text.split("\n", 1)[0].lstrip("# "))  # "jit of f (...)"
@@ -216,7 +236,17 @@ def compile_function(
         setattr(generated.module, generated.function.__name__, dispatcher)
     if generated.result_stood_in:
         setattr(dispatcher, RESULT_TYPE_ONLY, True)
+    with _dispatchers_lock:
+        dispatcher = _dispatchers.setdefault(key, dispatcher)
     return Compiled(dispatcher, generated)
+
+
+_dispatchers: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+"""Numba's dispatcher of each generated module's function, while compiled code holds
+it: specializations generated into the same module (the same text and bindings: the
+closures of one code, whose captured values are parameters) share its machine code
+instead of compiling it again."""
+_dispatchers_lock = threading.Lock()
 
 
 def typed_per_process(values: Any) -> bool:

@@ -28,6 +28,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.array_operators import call_operators
 from numbax.numba_backend.bounds import bounds_checks
+from numbax.numba_backend.captured import capture_parameters
 from numbax.numba_backend.container_stores import container_stores, items_kept_as_copies
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fresh_fields import fill_fresh_fields
@@ -63,6 +64,10 @@ class Specialization:
     emitted: EmittedSource
     bindings: dict[str, Any]  # what the module binds by name
     result_stood_in: bool = False  # its result is a stand-in of its shape and dtype
+    # what a call passes ahead of its arguments: the captured values the function takes
+    # as its first parameters, as they were when it was generated (``captured.py``)
+    captured: tuple = ()
+    weak_params: frozenset[str] | None = None  # parameters that hold Python scalars
 
     @property
     def text(self) -> str:
@@ -91,6 +96,7 @@ def specialize(
     extra_bindings: dict[str, Any] | None = None,
     result_type_only: bool = False,
     containers: dict[str, Any] | None = None,
+    capture: bool = False,
 ) -> Specialization:
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
 
@@ -107,10 +113,15 @@ def specialize(
     are part of the module's cache key. ``weak_params``: the parameters given Python
     scalars, which NumPy 2 promotion treats as weakly typed (None: any parameter may be
     one). ``containers``: the pytree arguments whose container types the function asks
-    about (``isinstance``), by parameter, whose checks are answered here.
+    about (``isinstance``), by parameter, whose checks are answered here. ``capture``:
+    the captured floats, complex numbers and arrays the function reads become its first
+    parameters (``captured.py``), which a call from Python passes (``captured``).
     """
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
+    captured = capture_parameters(fn, source) if capture else {}
+    if weak_params is not None:
+        weak_params = weak_params | {k for k, v in captured.items() if type(v) in (float, complex)}
     if arrays is not None:
         fn = known_shapes(fn, arrays)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
@@ -150,6 +161,9 @@ def specialize(
     if containers:  # the checks of their types were answered for these
         kinds = ", ".join(f"{k}: {tree_structure(v)}" for k, v in containers.items())
         held = "\n".join([*([held] if held else []), f"pytree arguments of types {kinds}"])
+    if captured:
+        passed = "captured when compiled, passed in at each call: " + ", ".join(captured)
+        held = "\n".join([*([held] if held else []), passed])
     header = _header(source, transformation, statics, weak_params, held)
     emitted = emit_module(
         [emit_function(k, source.line, _kernel_header(k)) for k in kernels]
@@ -173,7 +187,9 @@ def specialize(
     function = getattr(function, "py_func", function)
     function.__defaults__ = _remaining_defaults(source.func, fn)
     function.__kwdefaults__ = source.func.__kwdefaults__
-    return Specialization(function, module, source, emitted, bindings, stood_in)
+    return Specialization(
+        function, module, source, emitted, bindings, stood_in, tuple(captured.values()), weak_params
+    )
 
 
 def frozen_list(value: Any) -> Any:

@@ -21,6 +21,7 @@ import numbax as nx
 from numbax.codegen import cache, trust
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.trust import CacheWarning
+from numbax.numba_backend import cpu
 
 jit_module = importlib.import_module("numbax.api.jit")  # the module, not the function
 
@@ -234,10 +235,13 @@ def misses(dispatcher) -> int:
 
 def reloaded(k: int):
     """What a new process gets for ``scaled(·, k)``: loaded from disk or compiled again
-    (new ``jit`` objects of one function share what it compiled in this process, which a
-    new process has not: forgotten here)."""
+    (new ``jit`` objects of one function share what it compiled in this process, and
+    specializations of one module share its dispatcher, which a new process has not:
+    forgotten here)."""
     with jit_module._compilations_lock:
         jit_module._compilations.clear()
+    with cpu._dispatchers_lock:
+        cpu._dispatchers.clear()
     return compiled_scaled(k)[1]
 
 
