@@ -19,6 +19,14 @@ into runs of two statements or more, which become a fused loop anyway
 (a lone statement given copies would become one more loop for Numba to compile), and
 stop at :data:`MOST_COPIED` statements per run; past that, values are read as they were
 stored.
+
+A copy reads its inputs later than the original did, so they must hold the same values
+then. An assignment to a name says so; a write into an array (``x[::-1] = v``) changes
+every name that may share its memory too (``b = a``, ``b = x[::-1][::-1]``), which
+the alias pass (``transform/normalize_aliases.py``) brings up to date only where the
+program reads it later: a copy that reads such a name after the write would read the
+written memory. So no copy reads a name across a write into any array it may share
+memory with (:class:`_SharedMemory`).
 """
 
 from __future__ import annotations
@@ -115,6 +123,7 @@ class _Block:
                 self.assignments.setdefault(name, []).append(index)
         # names a statement reads as whole arrays: stored arrays anyway
         self.read_whole = set().union(*(self._whole_reads(stmt) for stmt in stmts))
+        self._memory = _SharedMemory(stmts, kinds.elementwise)
 
     def _whole_reads(self, stmt: gast.stmt) -> frozenset[str]:
         if self.is_elementwise(stmt) or self.kinds.sink(stmt):
@@ -238,7 +247,52 @@ class _Block:
         assigns it."""
         indices = self.assignments.get(name, [])
         position = bisect.bisect_left(indices, read_at)
-        return position == len(indices) or indices[position] >= until
+        if position < len(indices) and indices[position] < until:
+            return False
+        return not self._memory.written_between(name, read_at, until)
+
+
+class _SharedMemory:
+    """Which names of a block may share memory, and where the block writes into it.
+
+    A name made by an elementwise operation holds a new array; one made any other way
+    (``b = a``, a subscript, an attribute, a call, anything inside an ``if`` or a loop)
+    may hold part of what the names it reads hold. Names are grouped by that relation,
+    each group with the statements that write into an array of it (a subscript store)."""
+
+    def __init__(self, stmts: list[gast.stmt], elementwise: Callable[[gast.stmt], bool]) -> None:
+        self._parent: dict[str, str] = {}
+        for stmt in stmts:
+            if elementwise(stmt) and not isinstance(stmt.value, gast.Name):  # c = a: one array
+                continue
+            for node in walk(stmt):
+                if isinstance(node, gast.Assign):
+                    made = name_ids(gast.Tuple(elts=node.targets, ctx=gast.Store()), gast.Store)
+                    for name in made | name_ids(node.value, gast.Load):
+                        self._join(name, next(iter(made), name))
+        self._writes: dict[str, list[int]] = {}
+        for index, stmt in enumerate(stmts):
+            for node in walk(stmt):
+                if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store | gast.Del):
+                    for name in name_ids(node.value, gast.Load):
+                        self._writes.setdefault(self._root(name), []).append(index)
+
+    def _root(self, name: str) -> str:
+        while self._parent.get(name, name) != name:
+            name = self._parent[name]
+        return name
+
+    def _join(self, a: str, b: str) -> None:
+        root_a, root_b = self._root(a), self._root(b)
+        if root_a != root_b:
+            self._parent[root_a] = root_b
+
+    def written_between(self, name: str, start: int, end: int) -> bool:
+        """Whether a statement from ``start`` up to ``end`` writes into an array that
+        ``name`` may share."""
+        writes = self._writes.get(self._root(name), [])
+        position = bisect.bisect_left(writes, start)
+        return position < len(writes) and writes[position] < end
 
 
 def _assigned(stmt: gast.stmt) -> set[str]:

@@ -430,3 +430,27 @@ def test_jacfwd_of_a_function_that_writes_into_its_argument_through_a_view(compi
     got = (nx.jit(jacobian) if compiled else jacobian)(X.copy(), s)
     np.testing.assert_allclose(got[0], want[0], rtol=1e-6)
     np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
+
+
+def scaled_through_an_unread_alias(x, s):
+    a = (x[::-1])[::-1]  # a view of x's array
+    b1 = a[:]
+    b1[1] = s
+    b2 = a
+    b2 *= np.sqrt(0.5 + s * s)  # written through b2: a, b1 and x change
+    return np.sum(np.sin(a) * np.array([0.3, 0.56, 0.6])) + np.sum(np.cos(b1)) + np.sum(np.cos(b2))
+
+
+@pytest.mark.parametrize("compiled", [False, True], ids=["interpreted", "jit"])
+def test_a_value_recomputed_after_a_write_reads_what_was_there_before(compiled):
+    # Under jit, a fused loop computes the scaled b2 again from b2 instead of reading it
+    # stored; b2's memory is x's, which the write-back changed before that loop runs
+    x, s = X[:3].copy(), -0.7363
+    want = [
+        numeric_jacobian(lambda x, s: scaled_through_an_unread_alias(x.copy(), s), [x, s], k)
+        for k in (0, 1)
+    ]
+    gradient = nx.grad(scaled_through_an_unread_alias, argnums=(0, 1))
+    got = (nx.jit(gradient) if compiled else gradient)(x.copy(), s)
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-6)
