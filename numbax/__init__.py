@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
         misc,
         nn,
         random,
+        test_util,
         tree_util,
     )
     from numbax.api.autodiff import (
@@ -56,7 +57,7 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ["debug", "example_libraries", "experimental", "flatten_util", "lax", "misc", "nn"]
-        + ["random", "tree_util"],
+        + ["random", "test_util", "tree_util"],
         "",
     ),
     **dict.fromkeys(
@@ -112,6 +113,7 @@ __all__ = [
     "remat",
     "show",
     "source",
+    "test_util",
     "tree_util",
     "value_and_grad",
     "vjp",
