@@ -6,9 +6,9 @@ in a fresh process with an empty cache directory:
 * **closures**: parameter sweeps, every closure and ``jit`` object dropped after its
   call; the resident set's growth per closure after a full collection, for
   ``nx.jit(make(k))(x)`` over ``N`` floats ``k``, ``nx.jit(nx.grad(make_data(data)))``
-  over ``N`` arrays of 1,000 floats (both passed to one compiled function:
-  ``numba_backend/captured.py``), ``nx.jit(make_steps(n))`` over integers ``n`` (``range(n)``:
-  compiled in, a compile each), and ``nx.jit(f)(x, k)`` with ``k`` an argument;
+  over ``N`` arrays of 1,000 floats and ``nx.jit(make_steps(n))`` over ``N`` integers
+  ``n`` (``range(n)``), all passed to one compiled function each
+  (``numba_backend/captured.py``), and ``nx.jit(f)(x, k)`` with ``k`` an argument;
 * **pauses**: a cold ``jit(grad)`` of the MLP benchmark's loss, then a loop of ``N``
   steps that allocates reference cycles as a training loop does; the longest full
   collection the loop met (timed by ``gc.callbacks``), and one ``gc.collect()`` after.
@@ -76,7 +76,7 @@ def arguments(i):
 print(json.dumps(dict(
     closure_mb=growth(floats, {n}),
     array_mb=growth(arrays, {n}),
-    integer_mb=growth(integers, {n_int}),
+    integer_mb=growth(integers, {n}),
     argument_mb=growth(arguments, {n}),
 )))
 """
@@ -139,17 +139,14 @@ def run_child(code: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__)
     parser.add_argument("--closures", type=int, default=100, help="closures in the sweep")
-    parser.add_argument(
-        "--integer-closures", type=int, default=20, help="closures over integers (each compiles)"
-    )
     parser.add_argument("--steps", type=int, default=20_000, help="steps of the loop")
     options = parser.parse_args(argv)
-    n, n_int = options.closures, options.integer_closures
-    sweep = run_child(_CLOSURES.format(n=n, n_int=n_int))
+    n = options.closures
+    sweep = run_child(_CLOSURES.format(n=n))
     print("closures under jit, dropped after their call: resident set growth per closure")
     print(f"  jit(make(k)), {n} floats k:                  {sweep['closure_mb']:.3f} MB")
     print(f"  jit(grad(make_data(a))), {n} arrays a:        {sweep['array_mb']:.3f} MB")
-    print(f"  jit(make_steps(n)), {n_int} integers n (compiled): {sweep['integer_mb']:.2f} MB")
+    print(f"  jit(make_steps(n)), {n} integers n:           {sweep['integer_mb']:.3f} MB")
     print(f"  jit(f)(x, k), {n} values of the argument k:   {sweep['argument_mb']:.3f} MB")
     pauses = run_child(_PAUSES.format(n=options.steps))
     print(

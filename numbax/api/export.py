@@ -33,6 +33,7 @@ from numbax.api.rewritten import Rewritten, where
 from numbax.api.transformed import Transformed
 from numbax.api.vmap import Batched
 from numbax.codegen.standalone import ExportError, Standalone
+from numbax.numba_backend.captured import Captured
 from numbax.numba_backend.exported import numba_versions, portable
 from numbax.version import __version__
 
@@ -96,14 +97,14 @@ def _root(fun: Any, args: tuple, kwargs: dict) -> tuple[Any, bool]:
                     "arrays, scalars and tuples; pass pytrees of arrays as separate "
                     "arguments, or export it without jit"
                 )
-            compiled, _ = fun.specialization_for(args, kwargs, capture=False)
+            compiled, _ = fun.specialization_for(args, kwargs, capture=Captured.NOTHING)
         elif fun.static_argnames:
             raise ExportError(
                 f"jit({where(fun.fun)}) has static arguments {fun.static_argnames}: pass "
                 "example arguments to nx.export, which bakes their values into the file"
             )
         else:
-            compiled = fun.specialize({}, frozenset(), capture=False)
+            compiled = fun.specialize({}, frozenset(), capture=Captured.NOTHING)
         return compiled.dispatcher, True
     if isinstance(fun, Batched):
         if args or kwargs:
@@ -134,7 +135,7 @@ def _plain(value: Any) -> bool:
 def _unwrap_jit(function: Any) -> tuple[Any, bool]:
     """A batched program's function, and whether it is compiled (``vmap(jit(f))``)."""
     if isinstance(function, Jitted):
-        return function.specialize({}, frozenset(), capture=False).dispatcher, True
+        return function.specialize({}, frozenset(), capture=Captured.NOTHING).dispatcher, True
     return function, False
 
 

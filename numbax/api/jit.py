@@ -22,7 +22,9 @@ from numbax.api.stages import Lowered
 from numbax.codegen.locks import generation_lock
 from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
+from numbax.errors import CompileError
 from numbax.numba_backend.boundary import from_numba, to_numba
+from numbax.numba_backend.captured import Captured
 from numbax.numba_backend.container_stores import may_store_into_containers
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
@@ -121,6 +123,9 @@ class _Compilations:
     source: FunctionSource | None = None
     # by (positional count, keywords): jit of what a call omitting defaults runs instead
     omitting: dict = field(default_factory=dict)
+    # what calls from Python pass of the captured values (``numba_backend/captured.py``):
+    # INEXACT once the function needed its captured integers as constants to compile
+    captured: Captured = Captured.NUMBERS
 
 
 _KEPT = 512
@@ -354,10 +359,26 @@ class Jitted(NumbaxFunction):
             return out
         if self._check_arguments is not None:
             self._check(args, kwargs)
-        compiled, dynamic = self.specialization_for(args, kwargs)
+        captured = self._compilations.captured
+        compiled, dynamic = self.specialization_for(args, kwargs, captured)
+        try:
+            return self._run(compiled, args, kwargs, dynamic)
+        except CompileError:
+            if not compiled.generated.captures_integers:
+                raise
+        # Numba needs a captured integer as a constant (a tuple indexed by it, a branch
+        # whose sides have other types): compiled in, from now on for this function
+        self._compilations.captured = Captured.INEXACT
+        compiled, dynamic = self.specialization_for(args, kwargs, Captured.INEXACT)
+        return self._run(compiled, args, kwargs, dynamic)
+
+    def _run(self, compiled: Compiled, args: tuple, kwargs: dict, dynamic: tuple) -> Any:
+        """Call a specialization (compiled at its first call) with a call's dynamic
+        arguments; once it ran, calls of the same types find it by them (:attr:`_fast`)."""
         if not is_flat(dynamic):
             result = from_numba(compiled(*(to_numba(a) for a in dynamic)))
             return self._rebuilt(args, kwargs, result)
+        out = compiled(*dynamic)
         static = self.static_argnames or self._deciding_ranks()
         if not kwargs and not static and self._positional_only_signature():
             # The types of the given arguments decide the specialization; the defaults
@@ -365,7 +386,7 @@ class Jitted(NumbaxFunction):
             # of every argument in C only when none is omitted (an omitted one costs a
             # trip through its Python compile path on every call).
             self._fast[self._fast_key(args)] = (compiled, dynamic[len(args) :], compiled.captured)
-        return compiled(*dynamic)
+        return out
 
     def _omitting(self, args: tuple, kwargs: dict) -> Jitted | None:
         """For a call leaving parameters to their defaults, where the function treats
@@ -410,7 +431,7 @@ class Jitted(NumbaxFunction):
         return rebuilt_from_arguments(template, bound.arguments, result)
 
     def specialization_for(
-        self, args: tuple, kwargs: dict, capture: bool = True
+        self, args: tuple, kwargs: dict, capture: Captured = Captured.NUMBERS
     ) -> tuple[Compiled, tuple]:
         """The specialization a call with these arguments runs (its source generated,
         compiled by Numba at its first call), and the arguments it is passed: the
@@ -458,15 +479,14 @@ class Jitted(NumbaxFunction):
         statics: dict[str, Any] | None = None,
         weak: frozenset[str] | None = None,
         containers: dict[str, Any] | None = None,
-        capture: bool = True,
+        capture: Captured = Captured.NUMBERS,
     ) -> Compiled:
         """The compiled specialization for these static values and these parameters
         holding Python scalars (generated on first use), and for the container types of
         ``containers`` (pytree arguments by parameter; see :meth:`_containers`).
-        ``capture``: the floats, complex numbers and arrays the function captures are
-        parameters its calls pass (``numba_backend/captured.py``); compiled callers and
-        exported files, which pass only the function's own arguments, have them
-        compiled in.
+        ``capture``: which of the values the function captures are parameters its calls
+        pass (``numba_backend/captured.py``); compiled callers and exported files, which
+        pass only the function's own arguments, have them compiled in (``NOTHING``).
 
         Python scalars are weakly typed in NumPy 2 (a float32 array times 1.5 stays
         float32) and NumPy scalars are not, so which arguments are Python scalars is
@@ -493,7 +513,13 @@ class Jitted(NumbaxFunction):
         statics, weak, dynamic = self._bind(args, kwargs)
         return Lowered(
             self.fun.__name__,
-            self.specialize(statics, weak, self._containers(args, kwargs, statics, dynamic)),
+            # captured integers compiled in: compile() has no second try without them
+            self.specialize(
+                statics,
+                weak,
+                self._containers(args, kwargs, statics, dynamic),
+                Captured.INEXACT,
+            ),
             self._bind,
             args,
             kwargs,
@@ -521,7 +547,7 @@ class Jitted(NumbaxFunction):
         statics: dict[str, Any],
         weak: frozenset[str],
         containers: dict[str, Any] | None,
-        capture: bool,
+        capture: Captured,
     ) -> Compiled:
         compilations = self._compilations
         if compilations.source is None:
@@ -584,7 +610,7 @@ class Jitted(NumbaxFunction):
                     f"{self.fun.__name__!r} has static arguments {self.static_argnames}: its "
                     "source depends on their values. Call it once, then read .source."
                 )
-            self.specialize({})
+            self.specialize({}, capture=self._compilations.captured)
         signatures = getattr(self._latest.dispatcher, "signatures", None)
         if signatures and hasattr(self.fun, "called_with"):  # jit(vmap(f))
             self.fun.called_with(tuple(signatures[-1]))
@@ -625,7 +651,8 @@ class Jitted(NumbaxFunction):
                 "compiled code; call its undecorated Python function instead"
             )
         # Compiled callers may pass Python-typed scalars in any parameter.
-        return self.specialize({}, frozenset(self._signature.parameters), capture=False).dispatcher
+        parameters = frozenset(self._signature.parameters)
+        return self.specialize({}, parameters, capture=Captured.NOTHING).dispatcher
 
     def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
         """What compiled code calls: this function compiled with its own options."""

@@ -32,6 +32,7 @@ from numbax.numba_backend import (
 )
 from numbax.numba_backend.boundary import python_result
 from numbax.numba_backend.bounds import BoundsError, as_numpy_error
+from numbax.numba_backend.captured import Captured
 from numbax.numba_backend.compile_log import describe
 from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
@@ -182,7 +183,7 @@ def compile_function(
     inline: bool = False,
     result_type_only: bool = False,
     containers: dict[str, Any] | None = None,
-    capture: bool = False,
+    capture: Captured = Captured.NOTHING,
 ) -> Compiled:
     """Generate, load and wrap one specialization of ``source`` (compiled lazily by Numba).
 
@@ -193,8 +194,8 @@ def compile_function(
     ``result_type_only``: for callers that read only the result's shape and dtype
     (``stand_ins.py``). ``containers``: pytree arguments by parameter, whose container
     types the specialization is for (``transform/container_checks.py``). ``capture``:
-    its captured numbers and arrays are parameters a call passes (``captured.py``), so
-    the closures of one code share one compiled function (:data:`_dispatchers`).
+    which of its captured values are parameters a call passes (``captured.py``), so
+    that the closures of one code share one compiled function (:data:`_dispatchers`).
     """
     blas_threads.watch()
     options = dict(options or {})

@@ -28,7 +28,7 @@ from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.numba_backend.array_operators import call_operators
 from numbax.numba_backend.bounds import bounds_checks
-from numbax.numba_backend.captured import capture_parameters
+from numbax.numba_backend.captured import Captured, capture_parameters, is_integer
 from numbax.numba_backend.container_stores import container_stores, items_kept_as_copies
 from numbax.numba_backend.device_ufuncs import scalar_ufuncs
 from numbax.numba_backend.fresh_fields import fill_fresh_fields
@@ -70,6 +70,11 @@ class Specialization:
     weak_params: frozenset[str] | None = None  # parameters that hold Python scalars
 
     @property
+    def captures_integers(self) -> bool:
+        """Whether it takes a captured integer as a parameter (``Captured.NUMBERS``)."""
+        return any(map(is_integer, self.captured))
+
+    @property
     def text(self) -> str:
         return self.emitted.text
 
@@ -96,7 +101,7 @@ def specialize(
     extra_bindings: dict[str, Any] | None = None,
     result_type_only: bool = False,
     containers: dict[str, Any] | None = None,
-    capture: bool = False,
+    capture: Captured = Captured.NOTHING,
 ) -> Specialization:
     """Generate and load one specialization of ``source`` with ``statics`` baked in.
 
@@ -114,14 +119,14 @@ def specialize(
     scalars, which NumPy 2 promotion treats as weakly typed (None: any parameter may be
     one). ``containers``: the pytree arguments whose container types the function asks
     about (``isinstance``), by parameter, whose checks are answered here. ``capture``:
-    the captured floats, complex numbers and arrays the function reads become its first
-    parameters (``captured.py``), which a call from Python passes (``captured``).
+    which captured values the function reads become its first parameters
+    (``captured.py``), which a call from Python passes (``Specialization.captured``).
     """
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})
-    captured = capture_parameters(fn, source) if capture else {}
-    if weak_params is not None:
-        weak_params = weak_params | {k for k, v in captured.items() if type(v) in (float, complex)}
+    captured = capture_parameters(fn, source, capture)
+    if weak_params is not None:  # Python scalars are weakly typed (NumPy 2)
+        weak_params |= {k for k, v in captured.items() if type(v) in (int, float, complex)}
     if arrays is not None:
         fn = known_shapes(fn, arrays)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too

@@ -1,7 +1,7 @@
-"""The floats, complex numbers and arrays a jitted function captures are parameters of
-its generated code, passed at each call as they were when it compiled
-(``numba_backend/captured.py``): the closures of one code share one machine code, and
-``jit`` still captures values when it compiles, as JAX does."""
+"""The numbers and arrays a jitted function captures are parameters of its generated
+code, passed at each call as they were when it compiled (``numba_backend/captured.py``):
+the closures of one code share one machine code, and ``jit`` still captures values when
+it compiles, as JAX does."""
 
 from __future__ import annotations
 
@@ -82,22 +82,49 @@ def test_a_rebound_global_is_seen_by_a_new_jit_only():
         OFFSET = 0.5
 
 
-def test_integers_stay_compiled_in():
+def test_integers_are_passed_too():
     three, four = nx.jit(make_steps(3)), nx.jit(make_steps(4))
     assert three(X) == pytest.approx(make_steps(3)(X), rel=1e-14)
     assert four(X) == pytest.approx(make_steps(4)(X), rel=1e-14)
-    assert "def f(x):" in three.source
-    assert dispatcher(three) is not dispatcher(four)
+    assert "def f(n, x):" in three.source
+    assert dispatcher(three) is dispatcher(four)
+
+
+def make_pick(i, flag):
+    pair = (1.0, np.full(5, 2.0))
+
+    def f(x):
+        chosen = pair[i]  # a tuple of two types indexed: Numba needs i as a constant
+        return np.sum(x * chosen) if flag else 0.0
+
+    return f
+
+
+def test_integers_a_function_needs_as_constants_and_booleans_are_compiled_in():
+    first, second = nx.jit(make_pick(0, True)), nx.jit(make_pick(1, True))
+    assert first(X) == pytest.approx(make_pick(0, True)(X), rel=1e-14)
+    assert second(X) == pytest.approx(make_pick(1, True)(X), rel=1e-14)
+    assert "def f(x):" in first.source
+    assert nx.jit(make_pick(0, False))(X) == 0.0
 
 
 @pytest.mark.parametrize(
-    "k", [1.5, np.float64(1.5), np.float32(1.5), 1.5 + 0.5j], ids=["float", "f64", "f32", "complex"]
+    ("k", "dtype"),
+    [
+        (1.5, np.float32),
+        (np.float64(1.5), np.float32),
+        (np.float32(1.5), np.float32),
+        (1.5 + 0.5j, np.float32),
+        (3, np.int8),
+        (np.int64(3), np.int8),
+    ],
+    ids=["float", "f64", "f32", "complex", "int", "i64"],
 )
-def test_promotion_follows_numpy(k):
+def test_promotion_follows_numpy(k, dtype):
     def f(x):
         return x * k
 
-    x = X.astype(np.float32)
+    x = np.arange(4).astype(dtype)
     got, expected = nx.jit(f)(x), f(x)
     assert got.dtype == expected.dtype
     np.testing.assert_allclose(got, expected, rtol=1e-6)
