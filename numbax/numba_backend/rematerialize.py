@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import gast
 
 from numbax.numba_backend.kept_shapes import copy_mark
+from numbax.transform.analysis.groups import Groups
 from numbax.transform.names import Namer
 from numbax.transform.normalize_nodes import clone
 from numbax.transform.walk import name_ids, name_nodes, walk
@@ -261,7 +262,7 @@ class _SharedMemory:
     each group with the statements that write into an array of it (a subscript store)."""
 
     def __init__(self, stmts: list[gast.stmt], elementwise: Callable[[gast.stmt], bool]) -> None:
-        self._parent: dict[str, str] = {}
+        self._groups = Groups()
         for stmt in stmts:
             if elementwise(stmt) and not isinstance(stmt.value, gast.Name):  # c = a: one array
                 continue
@@ -269,28 +270,18 @@ class _SharedMemory:
                 if isinstance(node, gast.Assign):
                     made = name_ids(gast.Tuple(elts=node.targets, ctx=gast.Store()), gast.Store)
                     for name in made | name_ids(node.value, gast.Load):
-                        self._join(name, next(iter(made), name))
+                        self._groups.join(name, next(iter(made), name))
         self._writes: dict[str, list[int]] = {}
         for index, stmt in enumerate(stmts):
             for node in walk(stmt):
                 if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store | gast.Del):
                     for name in name_ids(node.value, gast.Load):
-                        self._writes.setdefault(self._root(name), []).append(index)
-
-    def _root(self, name: str) -> str:
-        while self._parent.get(name, name) != name:
-            name = self._parent[name]
-        return name
-
-    def _join(self, a: str, b: str) -> None:
-        root_a, root_b = self._root(a), self._root(b)
-        if root_a != root_b:
-            self._parent[root_a] = root_b
+                        self._writes.setdefault(self._groups.root(name), []).append(index)
 
     def written_between(self, name: str, start: int, end: int) -> bool:
         """Whether a statement from ``start`` up to ``end`` writes into an array that
         ``name`` may share."""
-        writes = self._writes.get(self._root(name), [])
+        writes = self._writes.get(self._groups.root(name), [])
         position = bisect.bisect_left(writes, start)
         return position < len(writes) and writes[position] < end
 

@@ -28,6 +28,7 @@ import gast
 
 from numbax.transform import rules
 from numbax.transform.analysis.activity import Activity, assignments
+from numbax.transform.analysis.groups import Groups
 from numbax.transform.operations import (
     CALL,
     COPY,
@@ -87,7 +88,7 @@ class SharedTangents:
 
     def __init__(self, fn: gast.FunctionDef, activity: Activity, resolver: Resolver) -> None:
         self.activity = activity
-        self._parent: dict[str, str] = {}
+        self._groups = Groups()
         written: set[str] = set()
         sequences = may_hold_sequences(fn, resolver)  # an array's store copies the value
         for stmt in assignments(fn.body):
@@ -95,7 +96,7 @@ class SharedTangents:
             if pushed is not None:  # stack.append(v): the list holds v
                 stack, value = pushed
                 if activity.atom(value):
-                    self._join(stack, value.id)
+                    self._groups.join(stack, value.id)
                 continue
             target = stmt.targets[0]
             if isinstance(target, gast.Subscript):  # x[i] = v: _d_x[i] = _d_v
@@ -103,33 +104,23 @@ class SharedTangents:
                 if activity.atom(base):
                     written.add(base.id)
                     if base.id in sequences and activity.atom(stmt.value):  # a list holds v
-                        self._join(base.id, stmt.value.id)
+                        self._groups.join(base.id, stmt.value.id)
                 continue
             if isinstance(target, gast.Tuple):  # a, b = t
                 if activity.atom(stmt.value):
                     for name in target.elts:
-                        self._join(name.id, stmt.value.id)
+                        self._groups.join(name.id, stmt.value.id)
                 continue
             if target.id not in activity:
                 continue
             for source in _may_share(classify(stmt.value, resolver), activity):
-                self._join(target.id, source)
-        self._written = {self._root(n) for n in written}
-
-    def _root(self, name: str) -> str:
-        while self._parent.get(name, name) != name:
-            name = self._parent[name]
-        return name
-
-    def _join(self, a: str, b: str) -> None:
-        ra, rb = self._root(a), self._root(b)
-        if ra != rb:
-            self._parent[ra] = rb
+                self._groups.join(target.id, source)
+        self._written = {self._groups.root(n) for n in written}
 
     def written(self, names: Iterable[str]) -> bool:
         """Whether generated code may write into the tangent of one of ``names`` or of a
         variable sharing memory with one of them."""
-        return any(self._root(n) in self._written for n in names)
+        return any(self._groups.root(n) in self._written for n in names)
 
     def copies(self, target: str, op: Operation) -> bool:
         """Whether the tangent of ``target = <op>`` must be a copy: it may be the
