@@ -14,7 +14,7 @@ import pytest
 
 import numbax as nx
 from numbax.errors import CompileError, TransformError
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [-2.0, 3.0, 1.0], [0.1, 0.2, 0.3]])
 

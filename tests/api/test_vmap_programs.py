@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.programs import PROGRAMS
+from tests.helpers.programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
 BATCH = 3

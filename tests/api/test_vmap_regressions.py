@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 def _assert_tree_close(got, want, rtol=1e-12):

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 X = np.array([0.5, 1.0, 2.0, -1.5])
 M = np.array([[0.5, 1.0, -2.0], [1.5, -0.3, 0.7]])

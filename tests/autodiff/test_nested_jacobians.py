@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 X = np.array([0.3, -0.7, 1.1])
 T = np.array([0.5, -1.0, 0.25])  # a tangent

@@ -12,7 +12,7 @@ import pytest
 
 import numbax as nx
 from numbax import tree_util
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 def numeric_tree_jacobian(f, args, argnum, eps=1e-6):

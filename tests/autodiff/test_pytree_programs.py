@@ -13,7 +13,7 @@ import pytest
 
 import numbax as nx
 from numbax import tree_util
-from tests.autodiff.fd import EPS, check_jacobians
+from tests.helpers.fd import EPS, check_jacobians
 
 
 def numeric_grad(f, args: tuple, argnum: int) -> Any:

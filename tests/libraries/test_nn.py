@@ -10,7 +10,7 @@ import scipy.special
 
 import numbax as nx
 from numbax import nn
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
 
 # points away from the kinks, where finite differences hold
 X = np.array([-3.1, -1.2, -0.3, 0.4, 1.7, 5.2, 7.5])
