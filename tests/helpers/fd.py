@@ -44,6 +44,12 @@ def numeric_jacobian(f: Callable, args: Sequence[Any], argnum: int, eps: float =
     return jac
 
 
+def fd_gradient(f: Callable, x: Any, eps: float = EPS) -> np.ndarray:
+    """The gradient of the scalar ``f`` at ``x`` (an array of any shape), by central
+    differences in float64."""
+    return numeric_jacobian(f, [x], 0, eps)
+
+
 def _like(value: np.ndarray, original: Any) -> Any:
     return float(value) if isinstance(original, float) else value
 

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import EPS, fd_gradient
 
 X = np.array([0.1, 0.2, 0.3])
 V = np.array([1.0, 0.5, -0.2])
 B = np.array([0.4, -0.7, 1.1])
 VS = np.array([[1.0, 0.0, 0.0], [0.3, -0.5, 2.0], [-1.0, 0.25, 0.5]])
-EPS = 1e-6
 
 
 def f(x):
@@ -36,10 +36,6 @@ def hessian_diagonal(x):  # f is separable: its Hessian is diagonal
 
 def two_args(a, b):
     return np.sum(a * np.sin(b))
-
-
-def fd_gradient(fun, x, eps=EPS):
-    return np.array([(fun(x + e) - fun(x - e)) / (2 * eps) for e in np.eye(len(x)) * eps])
 
 
 # -- the functions under test (module level: numbax reads their source) ---------------
