@@ -13,6 +13,7 @@ import pytest
 import numbax as nx
 from numbax import tree_util
 from tests.helpers.fd import numeric_jacobian
+from tests.helpers.trees import assert_tree_close
 
 
 def numeric_tree_jacobian(f, args, argnum, eps=1e-6):
@@ -55,15 +56,6 @@ def _of_tuple(f, args, argnums):
         return f(*changed)
 
     return of_tuple, (tuple(args[k] for k in argnums),)
-
-
-def assert_tree_close(got, want, label, *, rtol=1e-6, atol=1e-7):
-    got_leaves, got_tree = tree_util.tree_flatten(got)
-    want_leaves, want_tree = tree_util.tree_flatten(want)
-    assert got_tree == want_tree, f"{label}: structure {got_tree}, expected {want_tree}"
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        assert np.shape(g) == np.shape(w), f"{label}: leaf shape {np.shape(g)} vs {np.shape(w)}"
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
 
 
 def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):

@@ -14,6 +14,7 @@ import pytest
 import numbax as nx
 from numbax import tree_util
 from tests.helpers.fd import EPS, check_jacobians
+from tests.helpers.trees import assert_tree_close
 
 
 def numeric_grad(f, args: tuple, argnum: int) -> Any:
@@ -40,25 +41,18 @@ def numeric_grad(f, args: tuple, argnum: int) -> Any:
     return tree_util.tree_unflatten(treedef, grads)
 
 
-def assert_tree_close(got: Any, want: Any, label: str) -> None:
-    got_leaves, got_def = tree_util.tree_flatten(got)
-    want_leaves, want_def = tree_util.tree_flatten(want)
-    assert got_def == want_def, f"{label}: structure {got_def}, expected {want_def}"
-    for i, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
-        assert np.shape(g) == np.shape(w), f"{label}, leaf {i}: shape {np.shape(g)}"
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{label}, leaf {i}")
-
-
 def check_grad(f, *args: Any, argnum: int = 0, jit: bool = True) -> None:
     """grad of ``f`` w.r.t. ``args[argnum]`` (any pytree) agrees with central
     differences, interpreted and (``jit``) under ``nx.jit``, in the argument's
     structure."""
     want = numeric_grad(f, args, argnum)
     gradient = nx.grad(f, argnums=argnum)
-    assert_tree_close(gradient(*args), want, f"grad of {f.__name__}, interpreted")
+    assert_tree_close(
+        gradient(*args), want, f"grad of {f.__name__}, interpreted", rtol=1e-5, atol=1e-6
+    )
     if jit:
         got = nx.jit(gradient)(*args)
-        assert_tree_close(got, want, f"grad of {f.__name__}, under jit")
+        assert_tree_close(got, want, f"grad of {f.__name__}, under jit", rtol=1e-5, atol=1e-6)
 
 
 # -- helpers that take the whole tree ----------------------------------------------------
@@ -308,7 +302,9 @@ def test_vjp_of_a_returned_list_leaves_the_cotangent_alone():
     ct = [np.ones_like(o) for o in out]
     first = vjp_fun(ct)
     assert len(ct) == len(out)
-    assert_tree_close(vjp_fun(ct), first, "a second vjp with the same cotangent")
+    assert_tree_close(
+        vjp_fun(ct), first, "a second vjp with the same cotangent", rtol=1e-5, atol=1e-6
+    )
 
 
 # -- branches and made functions -----------------------------------------------------------
