@@ -10,7 +10,7 @@ from numbax import tree_util
 
 
 def assert_tree_close(
-    got: Any, want: Any, label: str = "", *, rtol: float = 1e-6, atol: float = 1e-7
+    got: Any, want: Any, label: str = "", *, rtol: float = 1e-5, atol: float = 1e-6
 ) -> None:
     """``got`` has ``want``'s tree structure and each of its leaves ``want``'s leaf's
     shape and values (within ``rtol`` and ``atol``); a failure names ``label`` and the
