@@ -13,6 +13,7 @@ import pytest
 
 import numbax as nx
 from tests.helpers.fd import EPS, fd_gradient
+from tests.helpers.jax_x64 import jax_x64
 
 X = np.array([0.1, 0.2, 0.3])
 V = np.array([1.0, 0.5, -0.2])
@@ -205,18 +206,13 @@ def test_jvp_of_a_dict_of_arrays():
 
 
 def test_hvp_matches_jax():
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
+    with jax_x64() as jax:
+        jnp = jax.numpy
 
-    def jf(x):
-        return jnp.sum(jnp.tanh(x) ** 2)
+        def jf(x):
+            return jnp.sum(jnp.tanh(x) ** 2)
 
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
         want = np.asarray(jax.jvp(jax.grad(jf), (X,), (V,))[1])
-    finally:
-        jax.config.update("jax_enable_x64", previous)
     assert want.dtype == np.float64
     np.testing.assert_allclose(nx.vmap(hvp_of, (None, 0))(X, V[None])[0], want, rtol=1e-13)
 
