@@ -6,14 +6,13 @@ Every number is float64, checked against central finite differences or a closed 
 Two programs compile (module-scoped fixtures): the HVP, and one using linearize and vjp.
 """
 
-import inspect
-
 import numpy as np
 import pytest
 
 import numbax as nx
 from tests.helpers.fd import EPS, fd_gradient
 from tests.helpers.jax_x64 import jax_x64
+from tests.helpers.source import line_of
 
 X = np.array([0.1, 0.2, 0.3])
 V = np.array([1.0, 0.5, -0.2])
@@ -326,8 +325,7 @@ def jvp_by_keyword(x):
     ids=lambda p: p.__name__ if callable(p) else None,
 )
 def test_what_cannot_be_rewritten_says_where_and_what_to_do(fun, line, message):
-    lines, first = inspect.getsourcelines(fun)
-    want = first + next(i for i, text in enumerate(lines) if line in text)
+    want = line_of(fun, line)
     args = (X, f) if fun is differentiates_a_parameter else (X,)
     with pytest.raises(nx.TransformError, match=message) as error:
         nx.jacrev(fun)(*args)
