@@ -7,7 +7,7 @@ import pytest
 import scipy.special
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 def _scipy_jv(v, x):

@@ -14,7 +14,8 @@ import pytest
 
 import numbax as nx
 from numbax.errors import CompileError, TransformError
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
+from tests.helpers.trees import assert_tree_close
 
 X = np.array([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75], [-2.0, 3.0, 1.0], [0.1, 0.2, 0.3]])
 
@@ -216,29 +217,15 @@ def nested_lists(x):
     return [x, (np.sum(x), [x * 2.0, np.outer(x, x)])]
 
 
-def _assert_same_tree(got, want):
-    """Same containers (a list stays a list), same values at the leaves."""
-    if isinstance(want, (list, tuple, dict)):
-        assert type(got) is type(want), f"{type(got).__name__}, expected {type(want).__name__}"
-        assert len(got) == len(want)
-        if isinstance(want, dict):
-            assert got.keys() == want.keys()
-            got, want = list(got.values()), list(want.values())
-        for g, w in zip(got, want, strict=True):
-            _assert_same_tree(g, w)
-    else:
-        np.testing.assert_allclose(got, want)
-
-
 @pytest.mark.parametrize("fun", [ranked_list, nested_lists])
 def test_jit_returns_a_list_of_arrays_of_different_ranks(fun):
     x = X[1].copy()
     jitted = nx.jit(fun)
-    _assert_same_tree(jitted(x), fun(x))
-    _assert_same_tree(jitted(x), fun(x))  # the second call: the fast path
+    assert_tree_close(jitted(x), fun(x), rtol=1e-7, atol=0)
+    assert_tree_close(jitted(x), fun(x), rtol=1e-7, atol=0)  # the second call: the fast path
 
 
 def test_vmap_of_a_list_result_under_jit():
     want = nx.vmap(ranked_list)(X)
-    _assert_same_tree(nx.jit(nx.vmap(ranked_list))(X), want)
+    assert_tree_close(nx.jit(nx.vmap(ranked_list))(X), want, rtol=1e-7, atol=0)
     np.testing.assert_allclose(want[2][1], np.outer(X[1], X[1]))

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 # -- NumPy's floating-point rules, not Python's ----------------------------------------
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.jax_x64 import jax_x64
 
 RNG = np.random.default_rng(0)
 MAT = RNG.normal(size=(15, 10))
@@ -230,13 +231,8 @@ def test_under_jit():
 
 
 def test_same_shapes_and_values_as_jax():
-    jax = pytest.importorskip("jax")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
+    with jax_x64() as jax:
         _compare_with_jax(jax)
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def _compare_with_jax(jax):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import fd_gradient
 
 RNG = np.random.default_rng(3)
 X = RNG.normal(size=(4, 3))
@@ -79,15 +80,6 @@ def test_in_axes_and_shared_arguments():
     for method in METHODS:
         got = nx.vmap(scaled, in_axes=(1, None), axis_name="i", method=method)(X.T, w)
         np.testing.assert_allclose(got, w * X / X.sum(0), rtol=1e-12)
-
-
-def fd_gradient(fun, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (fun(x + step) - fun(x - step)) / (2 * eps)
-    return grad
 
 
 def with_every_collective(x):

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import fd_gradient
 
 RNG = np.random.default_rng(5)
 XS = RNG.normal(size=(4, 3)) * 0.5
@@ -68,15 +69,6 @@ BATCHED = nx.vmap(vector_f)
 
 def total(x):
     return np.sum(BATCHED(x) ** 2)
-
-
-def fd_gradient(fun, x, eps=1e-6):
-    grad = np.zeros_like(x)
-    for i in np.ndindex(x.shape):
-        step = np.zeros_like(x)
-        step[i] = eps
-        grad[i] = (fun(x + step) - fun(x - step)) / (2 * eps)
-    return grad
 
 
 @pytest.mark.parametrize("outer", ["grad", "jacfwd", "jacrev", "jit∘grad", "hessian∘jvp"], ids=str)

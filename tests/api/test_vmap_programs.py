@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.programs import PROGRAMS
+from tests.helpers.programs import PROGRAMS
+from tests.helpers.trees import assert_tree_close
 
 NAMES = sorted(PROGRAMS)
 BATCH = 3
@@ -37,17 +38,14 @@ def _stacked(outs):
     return np.stack(outs)
 
 
-def _assert_close(got, want, what):
-    for g, w in zip(*(x if isinstance(x, tuple) else (x,) for x in (got, want)), strict=True):
-        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12, err_msg=what)
-
-
 @pytest.mark.parametrize("name", NAMES)
 def test_vmap_of_each_program(name):
     f, args = PROGRAMS[name]
     batch, axes = _batched(args)
     want = _stacked([f(*_example(batch, axes, i)) for i in range(BATCH)])
-    _assert_close(nx.vmap(f, in_axes=axes)(*batch), want, f"vmap of {name}")
+    assert_tree_close(
+        nx.vmap(f, in_axes=axes)(*batch), want, f"vmap of {name}", rtol=1e-12, atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -57,7 +55,13 @@ def test_vmap_of_each_gradient(name):
     gradient = nx.grad(f, argnums=argnum)
     batch, axes = _batched(args)
     want = _stacked([gradient(*_example(batch, axes, i)) for i in range(BATCH)])
-    _assert_close(nx.vmap(gradient, in_axes=axes)(*batch), want, f"vmap of grad of {name}")
+    assert_tree_close(
+        nx.vmap(gradient, in_axes=axes)(*batch),
+        want,
+        f"vmap of grad of {name}",
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 VECTORIZED = ["straight", "reassigned", "recurrent", "array_accumulation"]
@@ -70,5 +74,7 @@ def test_programs_and_their_gradients_vectorize(name):
     for fun in (f, nx.grad(f)):
         batched = nx.vmap(fun, in_axes=axes, method="vectorized")
         want = nx.vmap(fun, in_axes=axes, method="loop")(*batch)
-        _assert_close(batched(*batch), want, f"vectorized {name}")
-        _assert_close(nx.jit(batched)(*batch), want, f"jit of vectorized {name}")
+        assert_tree_close(batched(*batch), want, f"vectorized {name}", rtol=1e-12, atol=1e-12)
+        assert_tree_close(
+            nx.jit(batched)(*batch), want, f"jit of vectorized {name}", rtol=1e-12, atol=1e-12
+        )

@@ -9,13 +9,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
-
-
-def _assert_tree_close(got, want, rtol=1e-12):
-    assert nx.tree_util.tree_structure(got) == nx.tree_util.tree_structure(want)
-    for g, w in zip(nx.tree_util.tree_leaves(got), nx.tree_util.tree_leaves(want), strict=True):
-        np.testing.assert_allclose(g, w, rtol=rtol)
+from tests.helpers.fd import numeric_jacobian
+from tests.helpers.trees import assert_tree_close
 
 
 def affine(d, y):
@@ -39,7 +34,7 @@ def test_dict_argument_and_dict_result(in_axes, method, jit):
     batched = nx.vmap(affine, in_axes=in_axes, method=method)
     batched = nx.jit(batched) if jit else batched
     for _ in range(2):
-        _assert_tree_close(batched(d, y), _per_example(affine, d, y))
+        assert_tree_close(batched(d, y), _per_example(affine, d, y), rtol=1e-12, atol=0)
 
 
 @pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
@@ -51,7 +46,7 @@ def test_dict_in_axes_with_an_unmapped_key(jit):
 
     batched = nx.vmap(f, in_axes=({"a": 0, "b": None}, 0))
     batched = nx.jit(batched) if jit else batched
-    _assert_tree_close(batched(d, y), _per_example(f, d, y, shared=("b",)))
+    assert_tree_close(batched(d, y), _per_example(f, d, y, shared=("b",)), rtol=1e-12, atol=0)
 
 
 def weighted(d, y):

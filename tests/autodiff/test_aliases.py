@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
+from tests.helpers.source import line_of
 
 X = np.array([0.5, 1.0, 2.0, -1.5])
 M = np.array([[0.5, 1.0, -2.0], [1.5, -0.3, 0.7]])
@@ -230,13 +231,6 @@ def raveled_in_place(a):
     return np.sum(m * m)
 
 
-def _line(f, text):
-    import inspect
-
-    lines, start = inspect.getsourcelines(f)
-    return start + next(i for i, line in enumerate(lines) if text in line)
-
-
 @pytest.mark.parametrize(
     ("f", "made", "written"),
     [
@@ -253,8 +247,8 @@ def test_refused_naming_both_lines(f, made, written):
         with pytest.raises(nx.TransformError) as info:
             transform(f)(*args)
         message = str(info.value)
-        assert info.value.lineno == _line(f, written), message
-        assert f"made at line {_line(f, made)}" in message, message
+        assert info.value.lineno == line_of(f, written), message
+        assert f"made at line {line_of(f, made)}" in message, message
         assert ".copy()" in message, message
 
 
@@ -314,7 +308,7 @@ def swapped_then_updated(a):
 def test_an_array_a_list_holds_is_refused_where_written():
     with pytest.raises(nx.TransformError, match="may also change `xs`") as info:
         nx.grad(held_by_a_list)(X.copy())
-    assert info.value.lineno == _line(held_by_a_list, "x[0] = 5.0")
+    assert info.value.lineno == line_of(held_by_a_list, "x[0] = 5.0")
 
 
 def test_lists_and_swaps_that_share_nothing_stay_as_they_are():
@@ -345,8 +339,8 @@ def test_an_item_of_a_pytree_argument_written_is_refused():
     for transform in (nx.grad, lambda f: nx.jit(nx.grad(f)), nx.jit):
         with pytest.raises(nx.TransformError, match="may also change `params`") as info:
             transform(unpacked)([p.copy() for p in params], X.copy())
-        assert info.value.lineno == _line(unpacked, "u[0] = 0.0")
-        assert f"made at line {_line(unpacked, 'u, v = params')}" in str(info.value)
+        assert info.value.lineno == line_of(unpacked, "u[0] = 0.0")
+        assert f"made at line {line_of(unpacked, 'u, v = params')}" in str(info.value)
 
 
 def _doubled_first(v):
@@ -367,8 +361,8 @@ def test_a_helper_writing_into_an_array_read_after_the_call_is_refused():
     for transform in transforms:
         with pytest.raises(nx.TransformError, match="writes into `z`") as info:
             transform(helper_returns_its_argument)(x.copy())
-        assert info.value.lineno == _line(helper_returns_its_argument, "w = _doubled_first(z)")
-        assert f"line {_line(_doubled_first, 'v[0] = 2.0')}" in str(info.value)
+        assert info.value.lineno == line_of(helper_returns_its_argument, "w = _doubled_first(z)")
+        assert f"line {line_of(_doubled_first, 'v[0] = 2.0')}" in str(info.value)
     # compiled alone, the helper writes into the caller's memory, as NumPy does; vmap
     # calls the function once per example
     want = helper_returns_its_argument(x.copy())

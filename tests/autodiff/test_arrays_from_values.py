@@ -18,7 +18,7 @@ import pytest
 
 import numbax as nx
 from numbax.errors import TransformError
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 rng = np.random.default_rng(20261201)
 V = rng.permutation(np.linspace(-2.0, 2.0, 6)) + 0.01  # distinct: no ties in running maxima

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
 
 Z = np.array([0.3 + 0.4j, -1.2 + 0.5j, 0.7 - 1.1j])
 X = np.array([0.3, -1.2, 0.7])

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
 
 # -- custom_jvp ---------------------------------------------------------------------------
 

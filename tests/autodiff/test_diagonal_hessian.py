@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 W = np.array([[0.5, -1.0, 2.0, 0.3], [1.5, 0.2, -0.7, 1.1]])
 

@@ -1,21 +1,21 @@
 """The finite-difference checker itself: a compiled derivative that is wrong fails it.
 
 ``check_jacobians`` checks compiled code along one random direction (a JVP and a VJP,
-``fd.py``); a rule that is wrong in any direction must fail there. ``doubled``'s rule
-claims the identity's derivative is 2, so every numbax derivative of it is wrong in
-``x`` and right in ``w``.
+``tests/helpers/fd.py``); a rule that is wrong in any direction must fail there.
+``doubled``'s rule claims the identity's derivative is 2, so every numbax derivative of
+it is wrong in ``x`` and right in ``w``.
 """
 
 import numpy as np
 import pytest
 
-from tests.autodiff.fd import (
+from tests.autodiff.test_custom import doubled  # the identity, its rule claiming 2
+from tests.helpers.fd import (
     check_jvp_under_jit,
     check_vjp_under_jit,
     directional_programs,
     numeric_jacobian,
 )
-from tests.autodiff.test_custom import doubled  # the identity, its rule claiming 2
 
 
 def scaled_by_doubled(x, w):

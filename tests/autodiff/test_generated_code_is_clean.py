@@ -1,11 +1,12 @@
 """The code grad, jvp, hessian and vmap generate, and their compositions, carries no
 waste (DESIGN.md: "no dead code left behind"), over the derivative corpus
-(``programs.py``), README's examples and generated programs (``tests/fuzz/generator.py``):
-no assignment whose value nothing reads, unless making it has an effect (a call: a
-tape's ``pop``, a helper that checks), no restore that gives a variable the value it
-already holds (``_x_old = x`` ... ``x = _x_old``), and no save/restore pair that
-renaming would make unnecessary (the variable rebound only in the straight line between
-them); and each ``# line N`` comment names the user's own line, through compositions.
+(``tests/helpers/programs.py``), README's examples and generated programs
+(``tests/fuzz/generator.py``): no assignment whose value nothing reads, unless making it
+has an effect (a call: a tape's ``pop``, a helper that checks), no restore that gives a
+variable the value it already holds (``_x_old = x`` ... ``x = _x_old``), and no
+save/restore pair that renaming would make unnecessary (the variable rebound only in the
+straight line between them); and each ``# line N`` comment names the user's own line,
+through compositions.
 
 Interpreted only: functions are transformed (and vmap's called, which chooses its
 method), never compiled."""
@@ -31,9 +32,9 @@ from numbax.transform.analysis.dataflow import (
     definitions,
     statements,
 )
-from tests.autodiff.programs import PROGRAMS
 from tests.fuzz.checks import load
 from tests.fuzz.generator import ALL_CONSTRUCTS, programs
+from tests.helpers.programs import PROGRAMS
 
 
 def _texts(transformed) -> list[str]:

@@ -12,7 +12,7 @@ import pytest
 
 import numbax as nx
 from numbax.transform import compositions
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 RNG = np.random.default_rng(11)
 SQUARE = RNG.uniform(-1, 1, (3, 3)) + 2 * np.eye(3)

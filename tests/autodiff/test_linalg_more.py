@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 RNG = np.random.default_rng(7)
 A43 = RNG.uniform(-1, 1, (4, 3))

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import fd_gradient, numeric_jacobian
 
 X = np.array([0.3, -0.7, 1.1])
 T = np.array([0.5, -1.0, 0.25])  # a tangent
@@ -99,12 +99,8 @@ COMPOSITIONS = {
 }
 
 
-def numeric_gradient(f, x, eps=1e-4):
-    return numeric_jacobian(f, [x], 0, eps)
-
-
 def numeric_hessian(f, x):
-    return numeric_jacobian(lambda y: numeric_gradient(f, y), [x], 0, 1e-4)
+    return numeric_jacobian(lambda y: fd_gradient(f, y, 1e-4), [x], 0, 1e-4)
 
 
 _hessians: dict = {}
@@ -123,7 +119,7 @@ def close(got, want, rtol=1e-5, atol=1e-6):
 @pytest.mark.parametrize("f", FUNCTIONS, ids=IDS)
 def test_the_values_are_numpys(f):
     close(f(X), NUMPY[f](X), rtol=1e-12, atol=1e-12)
-    close(nx.grad(f)(X), numeric_gradient(NUMPY[f], X))
+    close(nx.grad(f)(X), fd_gradient(NUMPY[f], X, 1e-4))
 
 
 def test_the_hessian_of_8_identity_is_8_identity():
@@ -144,10 +140,10 @@ def test_second_derivatives_interpreted(f, composition):
 def test_hessian_vector_products_interpreted(f):
     hessian = hessian_by_differences(f)
     gradient, product = nx.jvp(nx.jacrev(f), (X,), (T,))
-    close(gradient, numeric_gradient(f, X))
+    close(gradient, fd_gradient(f, X, 1e-4))
     close(product, hessian @ T)
     gradient, back = nx.vjp(nx.jacfwd(f), X)
-    close(gradient, numeric_gradient(f, X))
+    close(gradient, fd_gradient(f, X, 1e-4))
     (pulled,) = back(C)
     close(pulled, C @ hessian)
 

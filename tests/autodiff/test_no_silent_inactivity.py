@@ -23,8 +23,8 @@ import pytest
 
 import numbax as nx
 from numbax.transform import rules
-from tests.autodiff.fd import check_jacobians
 from tests.coverage_report import is_composed
+from tests.helpers.fd import check_jacobians
 
 NAMESPACES = {"np": np, "np.linalg": np.linalg, "np.fft": np.fft}
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
-from tests.autodiff.programs import PROGRAMS
+from tests.helpers.fd import check_jacobians, numeric_jacobian
+from tests.helpers.programs import PROGRAMS
 
 NAMES = sorted(PROGRAMS)
 

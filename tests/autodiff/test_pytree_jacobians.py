@@ -11,27 +11,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax import tree_util
-from tests.autodiff.fd import numeric_jacobian
-
-
-def numeric_tree_jacobian(f, args, argnum, eps=1e-6):
-    """d f(*args) / d args[argnum] by central differences, in JAX's structure."""
-    x_leaves, x_tree = tree_util.tree_flatten(args[argnum])
-    out_leaves, out_tree = tree_util.tree_flatten(f(*args))
-    rows = [[None] * len(x_leaves) for _ in out_leaves]
-    for j, leaf in enumerate(x_leaves):
-
-        def with_leaf(value, i, j=j):
-            leaves = list(x_leaves)
-            leaves[j] = value
-            changed = list(args)
-            changed[argnum] = tree_util.tree_unflatten(x_tree, leaves)
-            return tree_util.tree_leaves(f(*changed))[i]
-
-        for i in range(len(out_leaves)):
-            rows[i][j] = numeric_jacobian(lambda v, i=i: with_leaf(v, i), [leaf], 0, eps)
-    return tree_util.tree_unflatten(out_tree, [tree_util.tree_unflatten(x_tree, r) for r in rows])
+from tests.helpers.fd import numeric_tree_jacobian
+from tests.helpers.trees import assert_tree_close
 
 
 def numeric_tree_hessian(f, args, argnum):
@@ -57,15 +38,6 @@ def _of_tuple(f, args, argnums):
     return of_tuple, (tuple(args[k] for k in argnums),)
 
 
-def assert_tree_close(got, want, label, *, rtol=1e-6, atol=1e-7):
-    got_leaves, got_tree = tree_util.tree_flatten(got)
-    want_leaves, want_tree = tree_util.tree_flatten(want)
-    assert got_tree == want_tree, f"{label}: structure {got_tree}, expected {want_tree}"
-    for g, w in zip(got_leaves, want_leaves, strict=True):
-        assert np.shape(g) == np.shape(w), f"{label}: leaf shape {np.shape(g)} vs {np.shape(w)}"
-        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=label)
-
-
 def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):
     """Each mode agrees with central differences, interpreted and compiled; returns the
     interpreted jacfwd (or first mode's) result for structure checks."""
@@ -74,11 +46,11 @@ def check(f, *args, argnums=0, modes=("jacfwd", "jacrev"), jit=True):
     for mode in modes:
         derivative = getattr(nx, mode)(f, argnums=argnums)
         got = derivative(*args)
-        assert_tree_close(got, want, f"{mode} of {f.__name__}, interpreted")
+        assert_tree_close(got, want, f"{mode} of {f.__name__}, interpreted", rtol=1e-6, atol=1e-7)
         results.append(got)
         if jit:
             compiled = nx.jit(derivative)(*args)
-            assert_tree_close(compiled, want, f"{mode} of {f.__name__}, jit")
+            assert_tree_close(compiled, want, f"{mode} of {f.__name__}, jit", rtol=1e-6, atol=1e-7)
     return results[0]
 
 
@@ -204,10 +176,10 @@ def test_hessian_with_argnums_tuple():
     of_tuple, args = _of_tuple(loss, (P, x), (0, 1))
     want = numeric_tree_hessian(of_tuple, args, 0)
     got = nx.hessian(loss, argnums=(0, 1))(P, x)
-    assert_tree_close(got, want, "hessian, interpreted", rtol=1e-5, atol=1e-6)
+    assert_tree_close(got, want, "hessian, interpreted")
     assert got[0]["b"][1].shape == (3, 3) and got[1][0]["w"].shape == (3, 2)
     compiled = nx.jit(nx.hessian(loss, argnums=(0, 1)))(P, x)
-    assert_tree_close(compiled, want, "hessian, jit", rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "hessian, jit")
 
 
 def test_has_aux_with_dict_input():
@@ -215,7 +187,7 @@ def test_has_aux_with_dict_input():
         want = numeric_tree_jacobian(lambda p: with_aux(p)[0], (P,), 0)
         for call in (mode(with_aux, has_aux=True), nx.jit(mode(with_aux, has_aux=True))):
             jac, aux = call(P)
-            assert_tree_close(jac, want, f"{mode.__name__} with aux")
+            assert_tree_close(jac, want, f"{mode.__name__} with aux", rtol=1e-6, atol=1e-7)
             assert set(aux) == {"w_norm"}
             np.testing.assert_allclose(aux["w_norm"], np.sum(P["w"] ** 2))
 
@@ -223,20 +195,20 @@ def test_has_aux_with_dict_input():
 def test_hessian_of_dict_input():
     want = numeric_tree_hessian(dict_loss, (P,), 0)
     got = nx.hessian(dict_loss)(P)
-    assert_tree_close(got, want, "hessian, interpreted", rtol=1e-5, atol=1e-6)
+    assert_tree_close(got, want, "hessian, interpreted")
     shapes = {k: {j: v.shape for j, v in row.items()} for k, row in got.items()}
     assert shapes == {"w": {"w": (2, 2), "b": (2, 3)}, "b": {"w": (3, 2), "b": (3, 3)}}
     compiled = nx.jit(nx.hessian(dict_loss))(P)
-    assert_tree_close(compiled, want, "hessian, jit", rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "hessian, jit")
 
 
 def test_jacrev_of_jacrev_of_dict_input():
     """Reverse mode through the Jacobian helpers themselves (their VJP rules)."""
     want = numeric_tree_hessian(nested_small, (P,), 0)
     twice = nx.jacrev(nx.jacrev(nested_small))
-    assert_tree_close(twice(P), want, "jacrev(jacrev), interpreted", rtol=1e-5, atol=1e-6)
+    assert_tree_close(twice(P), want, "jacrev(jacrev), interpreted")
     compiled = nx.jit(twice)(P)
-    assert_tree_close(compiled, want, "jacrev(jacrev), jit", rtol=1e-5, atol=1e-6)
+    assert_tree_close(compiled, want, "jacrev(jacrev), jit")
 
 
 def nested_small(p):
@@ -258,9 +230,11 @@ def test_structures_match_jax():
     for ours, theirs, arg in cases:
         for mode in ("jacfwd", "jacrev"):
             want = as_numpy(getattr(jax, mode)(theirs)(arg))
-            assert_tree_close(getattr(nx, mode)(ours)(arg), want, f"{mode} against JAX")
+            assert_tree_close(
+                getattr(nx, mode)(ours)(arg), want, f"{mode} against JAX", rtol=1e-6, atol=1e-7
+            )
     want = as_numpy(jax.hessian(lambda q: jnp.sum(q["w"] ** 2) + jnp.sum(jnp.sin(q["b"])))(P))
-    assert_tree_close(nx.hessian(dict_loss)(P), want, "hessian against JAX")
+    assert_tree_close(nx.hessian(dict_loss)(P), want, "hessian against JAX", rtol=1e-6, atol=1e-7)
 
 
 # -- jacfwd is one vmap of the JVP over the whole basis ---------------------------------------

@@ -12,41 +12,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax import tree_util
-from tests.autodiff.fd import EPS, check_jacobians
-
-
-def numeric_grad(f, args: tuple, argnum: int) -> Any:
-    """d f(*args) / d args[argnum] for scalar ``f``, leaf by leaf of a pytree argument,
-    by central differences."""
-    leaves, treedef = tree_util.tree_flatten(args[argnum])
-
-    def at(new_leaves: list) -> float:
-        changed = list(args)
-        changed[argnum] = tree_util.tree_unflatten(treedef, new_leaves)
-        return float(f(*changed))
-
-    grads = []
-    for k, leaf in enumerate(leaves):
-        leaf = np.asarray(leaf, dtype=np.float64)
-        g = np.zeros(leaf.shape)
-        for i in np.ndindex(leaf.shape):
-            step = np.zeros(leaf.shape)
-            step[i] = EPS
-            plus, minus = list(leaves), list(leaves)
-            plus[k], minus[k] = leaf + step, leaf - step
-            g[i] = (at(plus) - at(minus)) / (2 * EPS)
-        grads.append(g if leaf.ndim else float(g))
-    return tree_util.tree_unflatten(treedef, grads)
-
-
-def assert_tree_close(got: Any, want: Any, label: str) -> None:
-    got_leaves, got_def = tree_util.tree_flatten(got)
-    want_leaves, want_def = tree_util.tree_flatten(want)
-    assert got_def == want_def, f"{label}: structure {got_def}, expected {want_def}"
-    for i, (g, w) in enumerate(zip(got_leaves, want_leaves, strict=True)):
-        assert np.shape(g) == np.shape(w), f"{label}, leaf {i}: shape {np.shape(g)}"
-        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-6, err_msg=f"{label}, leaf {i}")
+from tests.helpers.fd import check_jacobians, numeric_grad
+from tests.helpers.trees import assert_tree_close
 
 
 def check_grad(f, *args: Any, argnum: int = 0, jit: bool = True) -> None:

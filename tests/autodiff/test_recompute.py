@@ -7,7 +7,7 @@ import numpy as np
 
 import numbax as nx
 from numbax.transform.recompute import live_in_variables
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 
 def _loop(source: str) -> gast.For:

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import (
+from tests.helpers.fd import (
     check_jacobians,
     check_jvp_under_jit,
     directional_programs,

@@ -15,7 +15,7 @@ import numbax as nx
 from numbax.transform.cleanup import effect_free
 from numbax.transform.normalize import normalize
 from numbax.transform.source import read_function
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 def tanh(x):

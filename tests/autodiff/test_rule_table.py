@@ -36,7 +36,7 @@ from numbax.transform import rules
 from numbax.transform.rules.batch_kinds import elementwise
 from numbax.transform.rules.operators import BINARY, UNARY
 from numbax.transform.rules.registry import CheckedElsewhere
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 BATCH = 3  # examples in a vmap check
 

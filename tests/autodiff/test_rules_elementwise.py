@@ -20,7 +20,7 @@ import pytest
 
 import numbax as nx
 from numbax.runtime import nxrt
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
 
 rng = np.random.default_rng(20240612)
 

@@ -14,7 +14,7 @@ import pytest
 
 import numbax as nx
 from numbax.runtime import nxrt
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 rng = np.random.default_rng(20240611)
 X = rng.normal(size=(2, 3, 4))  # 3-D

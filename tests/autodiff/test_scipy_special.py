@@ -18,7 +18,7 @@ import numbax as nx
 from numbax.numba_backend import special_kernels as kernels
 from numbax.runtime import helpers
 from numbax.transform.rules import missing_rules
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 # one elementwise function per line (numbax tells lambdas apart by their lines)
 UNARY = {

@@ -14,7 +14,7 @@ from scipy import stats
 from scipy.stats import multivariate_normal, norm
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 X = np.array([0.3, 1.2, 2.1])
 P = np.array([0.1, 0.45, 0.8])

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
 
 X = np.array([0.3, -1.2, 2.5, 0.75])
 Y = np.array([0.5, 0.9, -0.4, 1.1])

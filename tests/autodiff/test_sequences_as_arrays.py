@@ -21,7 +21,7 @@ import pytest
 
 import numbax as nx
 from numbax.runtime import tangents
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 W = np.array([3.0, 5.0])
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 C = np.array([1.0, 2.0, 0.5])
 X = np.array([0.3, -0.6, 1.1])

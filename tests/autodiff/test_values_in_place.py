@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import check_jacobians
+from tests.helpers.fd import check_jacobians
 
 X = np.array([0.3, -0.6, 1.1])
 

@@ -19,9 +19,10 @@ import numbax as nx
 from numbax.__main__ import main
 from numbax.codegen import cache, trust
 from numbax.codegen.cache_admin import cache_info, clear_cache
-from numbax.codegen.load import load_module, module_name
+from numbax.codegen.load import load_module
 from numbax.codegen.ownership import MARKER, mark
 from numbax.codegen.trust import CacheWarning
+from tests.helpers.caches import fresh_module
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -166,11 +167,6 @@ def test_clear_while_another_process_computes(cache_dir, tmp_path):
     assert clears > 10
     warned = int(out.rsplit("warnings:", 1)[1])
     assert warned <= 1, out  # a write that lost the race: said once
-
-
-def fresh_module(tag: str):
-    text = f"def f(x):\n    return x + 1  # {tag}\n"
-    return module_name("f", cache.cache_key(text)), text
 
 
 def test_a_directory_where_a_module_belongs_is_replaced(cache_dir):

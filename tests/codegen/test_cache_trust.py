@@ -19,9 +19,10 @@ import pytest
 
 import numbax as nx
 from numbax.codegen import cache, trust
-from numbax.codegen.load import load_module, module_name
+from numbax.codegen.load import load_module
 from numbax.codegen.trust import CacheWarning
 from numbax.numba_backend import cpu
+from tests.helpers.caches import fresh_module, misses
 
 jit_module = importlib.import_module("numbax.api.jit")  # the module, not the function
 
@@ -54,12 +55,6 @@ class Payload:
 
     def __reduce__(self):
         return (exec, (marker_payload(self.marker),))
-
-
-def fresh_module(tag: str):
-    """A generated module unique to ``tag``: its name and text (not loaded yet)."""
-    text = f"def f(x):\n    return x + 1  # {tag}\n"
-    return module_name("f", cache.cache_key(text)), text
 
 
 def file_of(name: str) -> Path:
@@ -227,10 +222,6 @@ def numba_files(dispatcher) -> tuple[Path, Path]:
     index = Path(dispatcher._cache._cache_file._index_path)
     (data,) = index.parent.glob(index.name[: -len(".nbi")] + ".*.nbc")
     return index, data
-
-
-def misses(dispatcher) -> int:
-    return sum(dispatcher.stats.cache_misses.values())
 
 
 def reloaded(k: int):

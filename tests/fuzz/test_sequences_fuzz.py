@@ -16,9 +16,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
 from tests.fuzz.checks import load
 from tests.fuzz.generator import Program
+from tests.helpers.fd import numeric_jacobian
 
 _SCALARS = ("x[0]", "s * x[1]", "np.sin(s)", "x[2] * x[0]", "s", "2.0 * s")
 _ARRAYS = ("x", "x * s", "np.sin(x)", "x[::-1]")

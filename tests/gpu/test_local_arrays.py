@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.gpu.helpers import leaves, line_of
+from tests.gpu.helpers import leaves
+from tests.helpers.source import line_of
 
 RNG = np.random.default_rng(7)
 W1, B1, W2 = RNG.normal(size=(4, 3)), RNG.normal(size=4), RNG.normal(size=4)

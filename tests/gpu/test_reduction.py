@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 import numbax as nx
 from numbax.numba_backend import cuda_reduction
-from tests.gpu.helpers import line_of
+from tests.helpers.source import line_of
 
 
 def total(x):

@@ -10,7 +10,7 @@ import pytest
 
 import numbax as nx
 from numbax.flatten_util import ravel_pytree
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 PARAMS = {
     "w": np.arange(6.0).reshape(2, 3),

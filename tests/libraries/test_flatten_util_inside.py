@@ -11,7 +11,7 @@ import pytest
 
 import numbax as nx
 from numbax.flatten_util import ravel_pytree
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 TREE = {
     "w": np.linspace(-1.0, 1.0, 6).reshape(2, 3),

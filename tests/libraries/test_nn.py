@@ -10,7 +10,8 @@ import scipy.special
 
 import numbax as nx
 from numbax import nn
-from tests.autodiff.fd import check_jacobians, numeric_jacobian
+from tests.helpers.fd import check_jacobians, numeric_jacobian
+from tests.helpers.jax_x64 import jax_x64
 
 # points away from the kinks, where finite differences hold
 X = np.array([-3.1, -1.2, -0.3, 0.4, 1.7, 5.2, 7.5])
@@ -169,13 +170,8 @@ def test_under_jit(compiled_loss) -> None:
 
 def test_against_jax() -> None:
     """In float64 on both sides (``jax_enable_x64`` set here and restored)."""
-    jax = pytest.importorskip("jax")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
+    with jax_x64() as jax:
         _compare_with_jax(jax)
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def _compare_with_jax(jax) -> None:

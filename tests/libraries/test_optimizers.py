@@ -9,6 +9,7 @@ import pytest
 import numbax as nx
 from numbax.example_libraries import optimizers
 from numbax.misc import optimizers as autograd_optimizers
+from tests.helpers.jax_x64 import jax_x64
 
 TARGET = {"w": np.array([3.0, -2.0]), "b": 1.5}
 
@@ -128,12 +129,9 @@ def test_autograd_style_optimizers(optimize, options) -> None:
 def test_against_jax() -> None:
     """In float64 on both sides: JAX computes in float32 unless ``jax_enable_x64`` is on
     (set here, and restored, rather than left to whichever test ran before)."""
-    jax = pytest.importorskip("jax")
-    from jax.example_libraries import optimizers as jax_optimizers
+    with jax_x64():
+        from jax.example_libraries import optimizers as jax_optimizers
 
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
         for name, args in [("adam", (0.1,)), ("momentum", (0.1, 0.9)), ("adagrad", (0.1,))]:
             mine = getattr(optimizers, name)(*args)
             theirs = getattr(jax_optimizers, name)(*args)
@@ -145,5 +143,3 @@ def test_against_jax() -> None:
             got, want = mine.params_fn(a), theirs.params_fn(b)
             assert want.dtype == np.float64, name
             np.testing.assert_allclose(got, want, rtol=1e-12)
-    finally:
-        jax.config.update("jax_enable_x64", previous)

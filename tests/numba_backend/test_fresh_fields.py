@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 from tests.numba_backend.generated_sources import jit_sources
 
 

@@ -15,7 +15,7 @@ import numbax.numba_backend.runtime  # noqa: F401  (the helpers' Numba versions)
 from benchmarks.kernels_loops import lj_energy  # the molecular-dynamics energy
 from numbax.numba_backend.elementwise import elementwise
 from numbax.runtime import nxrt
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 def sum_rows(x, y):

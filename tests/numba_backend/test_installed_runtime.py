@@ -15,16 +15,13 @@ from numbax.codegen import cache, installed_runtime
 from numbax.numba_backend import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.precompile import precompile
+from tests.helpers.caches import hits
 
 SCALE = "def impl(x):\n    return x * K + 1.0\n"
 
 
 def written(source: str, scope: dict):
     return define(textwrap.dedent(source), scope, "installed runtime test")
-
-
-def hits(dispatcher) -> int:
-    return sum(dispatcher.stats.cache_hits.values())
 
 
 @pytest.fixture

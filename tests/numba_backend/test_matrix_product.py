@@ -11,7 +11,7 @@ import pytest
 
 import numbax as nx
 from numbax.numba_backend.matrix_product import MISMATCH, is_blas_matrix_pair, matrix_product
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 
 @numba.njit

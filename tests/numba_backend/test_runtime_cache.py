@@ -27,19 +27,12 @@ from numbax.numba_backend import disk_cache, new_arrays, runtime_cache
 from numbax.numba_backend.elementwise import _disk_cache
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
+from tests.helpers.caches import hits, misses
 
 
 def written(source: str, scope: dict | None = None, name: str = "impl"):
     """A function numbax writes at run time, as ``generated.define`` makes them."""
     return define(textwrap.dedent(source), scope or {}, "runtime cache test", name)
-
-
-def hits(dispatcher) -> int:
-    return sum(dispatcher.stats.cache_hits.values())
-
-
-def misses(dispatcher) -> int:
-    return sum(dispatcher.stats.cache_misses.values())
 
 
 SCALE = "def impl(x):\n    return x * K + 1.0\n"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import numeric_jacobian
 from tests.numba_backend.generated_sources import jit_sources
 
 
@@ -153,20 +154,6 @@ def squared_error(w, y):
     return np.mean((w - y) ** 2)
 
 
-def _difference_gradient(f, args, position, h=1e-6):
-    """Central differences of ``f`` in each element of ``args[position]``."""
-    base = args[position]
-    grad = np.zeros_like(base)
-    for index in np.ndindex(base.shape):
-        up, down = base.copy(), base.copy()
-        up[index] += h
-        down[index] -= h
-        high = f(*args[:position], up, *args[position + 1 :])
-        low = f(*args[:position], down, *args[position + 1 :])
-        grad[index] = (high - low) / (2 * h)
-    return grad
-
-
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_a_loss_read_only_by_its_seed_and_count_is_not_computed(dtype):
     """``jit(grad)`` of a mean squared error: the loss's values (``(out - y) ** 2``) and
@@ -182,7 +169,7 @@ def test_a_loss_read_only_by_its_seed_and_count_is_not_computed(dtype):
         tolerance = 1e-5 if dtype == np.float32 else 1e-12
         np.testing.assert_allclose(compiled, gradient(w, b, x, y), rtol=tolerance)
         if dtype == np.float64:
-            want = _difference_gradient(dense_squared_error, (w, b, x, y), argnums)
+            want = numeric_jacobian(dense_squared_error, (w, b, x, y), argnums)
             np.testing.assert_allclose(compiled, want, rtol=1e-7, atol=1e-9)
     body = _lowered_body("grad_dense_squared_error")
     assert "out = nxrt.shape_stand_in(nxrt.op_add, _matmul, b)" in body, body

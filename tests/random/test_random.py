@@ -1,13 +1,12 @@
 """Tests for numbax.random: determinism, independence, shapes, statistics, errors, and
 bit-identity with jax.random (normal: within a few ulp, see numbax.random.normal)."""
 
-import contextlib
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from numbax import random as nr
+from tests.helpers.jax_x64 import jax_x64
 
 SEEDS = (0, 1, 42, 1701, 2**31 - 1)
 SHAPES = ((), 1, 7, (3, 4), 1000)
@@ -141,18 +140,6 @@ def test_other_bad_input():
 # -- bit-identity with jax.random
 
 
-@contextlib.contextmanager
-def _jax_random(x64):
-    """jax.random with jax_enable_x64 set to ``x64``, restored afterwards."""
-    jax = pytest.importorskip("jax")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", x64)
-    try:
-        yield jax.random
-    finally:
-        jax.config.update("jax_enable_x64", previous)
-
-
 def _seed_id(seed):
     return f"seed{seed}"
 
@@ -185,8 +172,8 @@ def test_bits_uint32_matches_jax(seed, shape):
 
 def _jax_float_draw(fn_name, seed, shape, dtype):
     """JAX's draw; float64 with x64 on (else JAX would give float32), float32 with it off."""
-    with _jax_random(x64=dtype == np.float64) as jr:
-        return np.asarray(getattr(jr, fn_name)(jr.PRNGKey(seed), shape, dtype))
+    with jax_x64(dtype == np.float64) as jax:
+        return np.asarray(getattr(jax.random, fn_name)(jax.random.PRNGKey(seed), shape, dtype))
 
 
 @pytest.mark.parametrize("dtype", FLOATS, ids=lambda d: np.dtype(d).name)

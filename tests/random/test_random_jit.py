@@ -7,16 +7,10 @@ import pytest
 import numbax as nx
 from numbax import random as nr
 from numbax.errors import CompileError
+from tests.helpers.arrays import assert_identical
 
 SEEDS = (0, 1, 1701, 2**31 - 1)
 FLOATS = (np.float32, np.float64)
-
-
-def _same(actual, expected):
-    """Equal values, dtypes and shapes, bit for bit."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    assert actual.tobytes() == expected.tobytes()
 
 
 @nx.jit
@@ -37,12 +31,12 @@ def fold_in_pair(key, data):
 @pytest.mark.parametrize("seed", SEEDS)
 def test_split_and_fold_in(seed):
     key = nr.key(seed)
-    _same(split_default(key), nr.split(key))
-    _same(split_shaped(key), nr.split(key, (3, 4)))
+    assert_identical(split_default(key), nr.split(key))
+    assert_identical(split_shaped(key), nr.split(key, (3, 4)))
     for data in (0, 5, 2**32 + 3):
         expected = (nr.fold_in(key, data), nr.fold_in(key, -7))
         for actual, want in zip(fold_in_pair(key, data), expected, strict=True):
-            _same(actual, want)
+            assert_identical(actual, want)
 
 
 @nx.jit
@@ -59,7 +53,7 @@ def test_samples_feed_arithmetic(seed, shape):
     k1, k2 = nr.split(key)
     expected = (x + nr.normal(k1, x.shape), 2.0 * nr.uniform(k2, x.shape) - 1.0)
     for actual, want in zip(noisy(key, x), expected, strict=True):
-        _same(actual, want)
+        assert_identical(actual, want)
 
 
 def test_generated_code_keeps_the_calls_as_written():
@@ -88,11 +82,11 @@ def test_dtypes_and_shapes(seed):
     key = nr.key(seed)
     expected32 = (nr.normal(key, (3, 4), np.float32), nr.uniform(key, 10, np.float32, -2.0, 3))
     for actual, want in zip(draws32(key), expected32, strict=True):
-        _same(actual, want)
+        assert_identical(actual, want)
     for n in (1, 1000):
         expected64 = (nr.normal(key, n, np.float64), nr.uniform(key, (n, 2)))
         for actual, want in zip(draws64(key, n), expected64, strict=True):
-            _same(actual, want)
+            assert_identical(actual, want)
 
 
 @nx.jit
@@ -104,7 +98,7 @@ def test_float32_samples_keep_float32():
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     result = float32_noise(nr.key(3), x)
     assert result.dtype == np.float32
-    _same(result, x * nr.normal(nr.key(3), x.shape, np.float32))
+    assert_identical(result, x * nr.normal(nr.key(3), x.shape, np.float32))
 
 
 @nx.jit
@@ -127,7 +121,7 @@ def test_plain_and_jitted_bits_are_bit_identical(seed):
         nr.bits(key, (2, 3), np.uint64),
     )
     for actual, want in zip(all_bits(key), expected, strict=True):
-        _same(actual, want)
+        assert_identical(actual, want)
 
 
 def test_loop_of_keys_under_jit():
@@ -142,7 +136,7 @@ def test_loop_of_keys_under_jit():
     expected = np.zeros(3)
     for i in range(4):
         expected = expected + nr.normal(nr.fold_in(key, i), 3)
-    _same(walk(key, 4), expected)
+    assert_identical(walk(key, 4), expected)
 
 
 def test_unsupported_arguments_fail_to_compile():
@@ -172,8 +166,8 @@ def scalar_normal(key):
 def test_scalar_shapes_give_scalars_with_the_plain_values():
     # Numba has no 0-d arrays to reshape to: shape () gives a scalar of the same value.
     k = nr.split(nr.key(5), ())
-    _same(scalar_bits(nr.key(5)), nr.bits(k, (), np.uint8))
-    _same(scalar_normal(nr.key(5)), nr.normal(k, (), np.float32))
+    assert_identical(scalar_bits(nr.key(5)), nr.bits(k, (), np.uint8))
+    assert_identical(scalar_normal(nr.key(5)), nr.normal(k, (), np.float32))
 
 
 @nx.jit
@@ -198,6 +192,6 @@ def test_uniform_bounds_broadcast_to_the_shape(seed):
         nr.uniform(key, (), minval=lo[0:1].reshape(()), maxval=2.0),
     )
     for actual, want in zip(uniform_array_bounds(key, lo, hi), expected, strict=True):
-        _same(actual, want)
+        assert_identical(actual, want)
     with pytest.raises(ValueError):  # lo[:3] of shape (3, 4) does not broadcast to (2, 3)
         uniform_array_bounds(key, np.ones((3, 4)), hi)

@@ -13,22 +13,16 @@ import pytest
 import numbax as nx
 from numbax import random as nr
 from numbax.errors import CompileError
+from tests.helpers.arrays import assert_identical
 
 SEEDS = (0, 1701)
 F32 = np.float32
 
 
-def _same(actual, expected):
-    """Equal values, dtypes and shapes, bit for bit (a scalar stands for a 0-d array)."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.dtype == expected.dtype and actual.shape == expected.shape
-    assert actual.tobytes() == expected.tobytes()
-
-
 def _all_same(actual, expected):
     assert len(actual) == len(expected)
     for a, e in zip(actual, expected, strict=True):
-        _same(a, e)
+        assert_identical(a, e)
 
 
 @nx.jit

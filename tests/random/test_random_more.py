@@ -2,14 +2,13 @@
 bad input, and agreement with jax.random: bit for bit where numbax re-does JAX's
 algorithm exactly, to rounding where XLA's log/erf/LAPACK differ (see the module)."""
 
-import contextlib
-
 import numpy as np
 import pytest
 from scipy import stats
 
 from numbax.random import key
 from numbax.random import more as nm
+from tests.helpers.jax_x64 import jax_x64
 
 F32, F64 = np.float32, np.float64
 SEEDS = (0, 1701)
@@ -219,23 +218,11 @@ def test_bad_input(case):
 # -- agreement with jax.random
 
 
-@contextlib.contextmanager
-def _jax_x64():
-    """jax.random and jax.numpy with jax_enable_x64 on, restored afterwards."""
-    jax = pytest.importorskip("jax")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
-        yield jax.random, jax.numpy
-    finally:
-        jax.config.update("jax_enable_x64", previous)
-
-
 def _both(seed, call):
     """``call(random_module, key)`` with numbax and with JAX (x64 on)."""
     ours = call(nm, key(seed))
-    with _jax_x64() as (jr, _):
-        theirs = np.asarray(call(jr, jr.PRNGKey(seed)))
+    with jax_x64() as jax:
+        theirs = np.asarray(call(jax.random, jax.random.PRNGKey(seed)))
     assert ours.shape == theirs.shape and ours.dtype == theirs.dtype
     return ours, theirs
 

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.jax_x64 import jax_x64
 
 
 @pytest.fixture(scope="module")
@@ -36,13 +37,8 @@ def test_under_jit(keys):
 
 
 def test_same_numbers_as_jax(keys):
-    jax = pytest.importorskip("jax")
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
+    with jax_x64() as jax:
         _compare_with_jax(jax, keys)
-    finally:
-        jax.config.update("jax_enable_x64", previous)
 
 
 def _compare_with_jax(jax, keys):

@@ -6,18 +6,18 @@ Every number is float64, checked against central finite differences or a closed 
 Two programs compile (module-scoped fixtures): the HVP, and one using linearize and vjp.
 """
 
-import inspect
-
 import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import EPS, fd_gradient
+from tests.helpers.jax_x64 import jax_x64
+from tests.helpers.source import line_of
 
 X = np.array([0.1, 0.2, 0.3])
 V = np.array([1.0, 0.5, -0.2])
 B = np.array([0.4, -0.7, 1.1])
 VS = np.array([[1.0, 0.0, 0.0], [0.3, -0.5, 2.0], [-1.0, 0.25, 0.5]])
-EPS = 1e-6
 
 
 def f(x):
@@ -36,10 +36,6 @@ def hessian_diagonal(x):  # f is separable: its Hessian is diagonal
 
 def two_args(a, b):
     return np.sum(a * np.sin(b))
-
-
-def fd_gradient(fun, x, eps=EPS):
-    return np.array([(fun(x + e) - fun(x - e)) / (2 * eps) for e in np.eye(len(x)) * eps])
 
 
 # -- the functions under test (module level: numbax reads their source) ---------------
@@ -209,18 +205,13 @@ def test_jvp_of_a_dict_of_arrays():
 
 
 def test_hvp_matches_jax():
-    jax = pytest.importorskip("jax")
-    jnp = jax.numpy
+    with jax_x64() as jax:
+        jnp = jax.numpy
 
-    def jf(x):
-        return jnp.sum(jnp.tanh(x) ** 2)
+        def jf(x):
+            return jnp.sum(jnp.tanh(x) ** 2)
 
-    previous = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    try:
         want = np.asarray(jax.jvp(jax.grad(jf), (X,), (V,))[1])
-    finally:
-        jax.config.update("jax_enable_x64", previous)
     assert want.dtype == np.float64
     np.testing.assert_allclose(nx.vmap(hvp_of, (None, 0))(X, V[None])[0], want, rtol=1e-13)
 
@@ -334,8 +325,7 @@ def jvp_by_keyword(x):
     ids=lambda p: p.__name__ if callable(p) else None,
 )
 def test_what_cannot_be_rewritten_says_where_and_what_to_do(fun, line, message):
-    lines, first = inspect.getsourcelines(fun)
-    want = first + next(i for i, text in enumerate(lines) if line in text)
+    want = line_of(fun, line)
     args = (X, f) if fun is differentiates_a_parameter else (X,)
     with pytest.raises(nx.TransformError, match=message) as error:
         nx.jacrev(fun)(*args)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
+from tests.helpers.fd import fd_gradient
 
 RNG = np.random.default_rng(11)
 XS = RNG.normal(size=(6, 3))
@@ -38,10 +39,6 @@ def reference(w):
 def reference_gradient_norm(w):
     t = np.tanh(XS @ w)
     return np.sum(((1 - t**2)[:, None] * XS) ** 2)
-
-
-def fd_gradient(fun, x, eps=1e-6):
-    return np.array([(fun(x + e) - fun(x - e)) / (2 * eps) for e in np.eye(len(x)) * eps])
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 X = np.array([0.7, 1.3, 2.1])
 Y = np.array([1.1, 0.4, 0.9])

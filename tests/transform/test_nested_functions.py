@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from tests.autodiff.fd import numeric_jacobian
+from tests.helpers.fd import numeric_jacobian
 
 X = np.array([0.3, -0.4, 0.5])
 

@@ -15,6 +15,7 @@ from normalize_corpus import CASES, V
 from numbax.errors import TransformError
 from numbax.transform.normalize import CoreGrammarError, check_core, normalize
 from numbax.transform.source import FunctionSource, read_function
+from tests.helpers.source import line_of
 
 CORPUS = [pytest.param(fn, inputs, id=fn.__name__) for fn, inputs in CASES]
 CORPUS_FUNCTIONS = [pytest.param(fn, id=fn.__name__) for fn, _ in CASES]
@@ -228,13 +229,6 @@ def test_temporaries_never_clash_with_user_names():
 
 
 # -- line numbers ----------------------------------------------------------------------------
-def line_of(fn, marker):
-    lines, first = inspect.getsourcelines(fn)
-    matches = [first + i for i, line in enumerate(lines) if marker in line]
-    assert len(matches) == 1, marker
-    return matches[0]
-
-
 def loop_with_lines(x):
     total = 0.0
     for v in x:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 import numbax as nx
+from numbax import tree_util
 
 EPS = 1e-6
 
@@ -42,6 +43,39 @@ def numeric_jacobian(f: Callable, args: Sequence[Any], argnum: int, eps: float =
         diff = (np.asarray(f(*plus)) - np.asarray(f(*minus))) / (2 * eps)
         flat[:, k] = diff.ravel()
     return jac
+
+
+def fd_gradient(f: Callable, x: Any, eps: float = EPS) -> np.ndarray:
+    """The gradient of the scalar ``f`` at ``x`` (an array of any shape), by central
+    differences in float64."""
+    return numeric_jacobian(f, [x], 0, eps)
+
+
+def numeric_tree_jacobian(f: Callable, args: Sequence[Any], argnum: int, eps: float = EPS) -> Any:
+    """d f(*args) / d args[argnum] by central differences, in JAX's structure: the output's
+    structure holding, at each output leaf, the argument's structure, each leaf shaped
+    ``out_leaf.shape + in_leaf.shape``."""
+    x_leaves, x_tree = tree_util.tree_flatten(args[argnum])
+    out_leaves, out_tree = tree_util.tree_flatten(f(*args))
+    rows = [[None] * len(x_leaves) for _ in out_leaves]
+    for j, leaf in enumerate(x_leaves):
+
+        def with_leaf(value, i, j=j):
+            leaves = list(x_leaves)
+            leaves[j] = value
+            changed = list(args)
+            changed[argnum] = tree_util.tree_unflatten(x_tree, leaves)
+            return tree_util.tree_leaves(f(*changed))[i]
+
+        for i in range(len(out_leaves)):
+            rows[i][j] = numeric_jacobian(lambda v, i=i: with_leaf(v, i), [leaf], 0, eps)
+    return tree_util.tree_unflatten(out_tree, [tree_util.tree_unflatten(x_tree, r) for r in rows])
+
+
+def numeric_grad(f: Callable, args: Sequence[Any], argnum: int = 0, eps: float = EPS) -> Any:
+    """The gradient of the scalar ``f`` w.r.t. ``args[argnum]`` (any pytree), in the
+    argument's structure, by central differences."""
+    return numeric_tree_jacobian(f, args, argnum, eps)
 
 
 def _like(value: np.ndarray, original: Any) -> Any:
