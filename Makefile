@@ -31,7 +31,7 @@ demo: precompile
 	$(PY) examples/demo.py
 
 # --record-jit: which tests compiled with Numba goes to tests/numba_compiles.txt, from
-# which tests/conftest.py sets the `jit` marker (README, "Testing").
+# which tests/conftest.py sets the `jit` marker (docs/developer/testing.md).
 test: $(STAMP)
 	$(PY) -m pytest -n 2 --dist loadfile --no-loadscope-reorder -q --record-jit
 
@@ -71,7 +71,8 @@ fuzz: $(STAMP)
 	FUZZ_N=$(FUZZ_N) $(PY) -m tests.fuzz $(FUZZ_ARGS)
 
 # The documentation site (mkdocs.yml, docs/): the API reference from the docstrings,
-# README's sections; warnings are errors. The `docs` extra is installed once (stamp).
+# its own pages and the README's introduction; warnings are errors. The `docs` extra
+# is installed once (stamp).
 DOCS := $(VENV)/.docs-installed
 
 $(DOCS): $(STAMP)

@@ -190,8 +190,8 @@ cells = [
         "- `x += v` on a name rebinds it, as JAX's functional updates do: an array "
         "argument is not changed for the caller.\n"
         "- An operation numbax has no rule for raises a `TransformError` naming the call "
-        "and your line; nothing is silently treated as a constant. The README's "
-        "Limitations lists what is refused."
+        "and your line; nothing is silently treated as a constant. The limitations page "
+        "(docs/limitations.md) lists what is refused."
     ),
 ]
 

@@ -1,10 +1,12 @@
-"""Every Python example of the README runs, and says what it really prints.
+"""Every Python example of the README and the documentation's pages runs, and says what
+it really prints.
 
-The README's examples are a program read in order (``quickstart.py``): the test writes
-them, one after the other, into that file and runs it. A line of an example whose
+The examples are a program read in order (``quickstart.py``), the README's first, then
+each page's in the order of :data:`PAGES`: the test writes them, one after the other,
+into that file and runs it. A line of an example whose
 comment starts with a value (``f(x)  # array([0.25, 0.19])``, ``g(2.0)  # 1.0 (...)``)
 is checked against that value. A listing of generated code is checked against what
-``nx.source`` gives for the last ``nx.show(...)`` the README names before it: each of
+``nx.source`` gives for the last ``nx.show(...)`` its page names before it: each of
 its statements is there, in the same order (line numbers, which depend on where the
 example sits in its file, are not compared, and ``...`` stands for what a listing
 leaves out).
@@ -24,18 +26,30 @@ from typing import Any
 import numpy as np
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [
+    ROOT / "README.md",
+    *(ROOT / "docs" / name for name in ["guide.md", "export.md", "cache.md"]),
+    *(ROOT / "docs" / name for name in ["developer/architecture.md", "limitations.md"]),
+    *(ROOT / "docs" / "developer" / name for name in ["layout.md", "testing.md"]),
+]
+"""The pages whose examples make the program, in its order."""
 
 pytestmark = pytest.mark.jit
 
 
 @dataclass(frozen=True)
 class Block:
-    """A fenced Python block: its first line's number in the README and its text."""
+    """A fenced Python block: its page, its first line's number there and its text."""
 
+    page: str
     line: int
     text: str
-    before: str  # the README's text between the previous block and this one
+    before: str  # the page's text between the previous block and this one
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}, line {self.line}"
 
     @property
     def is_listing(self) -> bool:
@@ -45,17 +59,20 @@ class Block:
 
 
 def _blocks() -> list[Block]:
-    lines = README.read_text().splitlines()
-    blocks, inside, start, prose_start = [], False, 0, 0
-    for number, line in enumerate(lines, 1):
-        if not inside and line.startswith("```python"):
-            inside, start = True, number
-        elif inside and line.startswith("```"):
-            inside = False
-            text = "\n".join(lines[start : number - 1])
-            before = "\n".join(lines[prose_start : start - 1])
-            blocks.append(Block(start + 1, text, before))
-            prose_start = number
+    blocks = []
+    for path in PAGES:
+        page = path.relative_to(ROOT).as_posix()
+        lines = path.read_text().splitlines()
+        inside, start, prose_start = False, 0, 0
+        for number, line in enumerate(lines, 1):
+            if not inside and line.startswith("```python"):
+                inside, start = True, number
+            elif inside and line.startswith("```"):
+                inside = False
+                text = "\n".join(lines[start : number - 1])
+                before = "\n".join(lines[prose_start : start - 1])
+                blocks.append(Block(page, start + 1, text, before))
+                prose_start = number
     return blocks
 
 
@@ -74,15 +91,15 @@ def _value_in(comment: str) -> Any:
             continue
         try:
             ast.parse(head, mode="eval")
-            return eval(head, names)  # noqa: S307 -- the README's own literals
+            return eval(head, names)  # noqa: S307 -- the pages' own literals
         except Exception:
             continue
     return None
 
 
 def _checked(statement: ast.stmt, block: Block) -> str | None:
-    """``_readme_check(expr, expected, readme_line)`` for an expression statement whose
-    trailing comment starts with a value."""
+    """``_readme_check(expr, expected, where)`` for an expression statement whose
+    trailing comment starts with a value (``where``: its page and line)."""
     if not isinstance(statement, ast.Expr) or statement.end_lineno != statement.lineno:
         return None
     line = block.text.splitlines()[statement.lineno - 1]
@@ -92,13 +109,13 @@ def _checked(statement: ast.stmt, block: Block) -> str | None:
     expected = _value_in(comment)
     if expected is None:
         return None
-    readme_line = block.line + statement.lineno - 1
-    return f"_readme_check({code.strip()}, {comment.strip()!r}, {readme_line})"
+    where = f"{block.page}, line {block.line + statement.lineno - 1}"
+    return f"_readme_check({code.strip()}, {comment.strip()!r}, {where!r})"
 
 
 def _program(examples: list[Block]) -> tuple[str, dict[int, int]]:
-    """The examples as one file, and each of its lines' number in the README."""
-    out, readme_line = [], {}
+    """The examples as one file, and where each of its lines is (page and line)."""
+    out, where = [], {}
     for block in examples:
         lines = block.text.splitlines()
         replaced = {}
@@ -108,26 +125,26 @@ def _program(examples: list[Block]) -> tuple[str, dict[int, int]]:
                 replaced[statement.lineno - 1] = check
         for k, line in enumerate(lines):
             out.append(replaced.get(k, line))
-            readme_line[len(out)] = block.line + k
+            where[len(out)] = f"{block.page}, line {block.line + k}"
         out.append("")
-    return "\n".join(out) + "\n", readme_line
+    return "\n".join(out) + "\n", where
 
 
-def _check(value: Any, comment: str, line: int) -> None:
+def _check(value: Any, comment: str, where: str) -> None:
     expected = _value_in(comment)
     try:
         np.testing.assert_allclose(
             np.asarray(value, dtype=float), np.asarray(expected, dtype=float), rtol=1e-6
         )
     except AssertionError as error:
-        raise AssertionError(f"README line {line}: got {value!r}, says {comment}") from error
+        raise AssertionError(f"{where}: got {value!r}, says {comment}") from error
 
 
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    """The README's examples run as one module, ``quickstart.py``."""
+    """The pages' examples run as one module, ``quickstart.py``."""
     folder = tmp_path_factory.mktemp("readme")
-    text, readme_line = _program(EXAMPLES)
+    text, where = _program(EXAMPLES)
     path = folder / "quickstart.py"
     path.write_text("from tests.test_readme_examples import _check as _readme_check\n" + text)
     spec = importlib.util.spec_from_file_location("quickstart", path)
@@ -144,9 +161,9 @@ def quickstart(tmp_path_factory: pytest.TempPathFactory) -> Any:
         line = None
         while tb is not None:
             if tb.tb_frame.f_code.co_filename == str(path):
-                line = readme_line.get(tb.tb_lineno - 1)
+                line = where.get(tb.tb_lineno - 1)
             tb = tb.tb_next
-        raise AssertionError(f"the README's example at line {line} fails: {error!r}") from error
+        raise AssertionError(f"the example at {line} fails: {error!r}") from error
     finally:
         os.chdir(here)
         sys.modules.pop("quickstart", None)
@@ -162,7 +179,7 @@ def test_every_example_runs_and_prints_what_it_says(quickstart: Any) -> None:
 
 
 def _shown_expression(block: Block) -> str:
-    """The last ``nx.show(...)`` the README names before a listing (in prose or code)."""
+    """The last ``nx.show(...)`` a page names before a listing (in prose or code)."""
     text = re.sub(r"\s+", " ", block.before.replace("`", " "))
     starts = [m.end() for m in re.finditer(r"nx\.show\(", text)]
     if not starts:
@@ -171,13 +188,13 @@ def _shown_expression(block: Block) -> str:
                 text = re.sub(r"\s+", " ", earlier.text)
                 starts = [m.end() for m in re.finditer(r"nx\.show\(", text)]
                 break
-    assert starts, f"README line {block.line}: no nx.show(...) names this listing"
+    assert starts, f"{block.where}: no nx.show(...) names this listing"
     start, depth = starts[-1], 1
     for end in range(start, len(text)):
         depth += {"(": 1, ")": -1}.get(text[end], 0)
         if depth == 0:
             return text[start:end]
-    raise AssertionError(f"README line {block.line}: unbalanced nx.show(")
+    raise AssertionError(f"{block.where}: unbalanced nx.show(")
 
 
 def _statements(text: str) -> list[str]:
@@ -198,12 +215,14 @@ def _statements(text: str) -> list[str]:
     return out
 
 
-@pytest.mark.parametrize("block", LISTINGS, ids=[f"line{b.line}" for b in LISTINGS])
+@pytest.mark.parametrize(
+    "block", LISTINGS, ids=[f"{Path(b.page).stem}-line{b.line}" for b in LISTINGS]
+)
 def test_every_listing_is_what_numbax_generates(quickstart: Any, block: Block) -> None:
     import numbax as nx
 
     expression = _shown_expression(block)
-    transformed = eval(expression, vars(quickstart))  # noqa: S307 -- the README's text
+    transformed = eval(expression, vars(quickstart))  # noqa: S307 -- the pages' text
     generated = _statements(nx.source(transformed))
     position = 0
     for statement in _statements(block.text):
@@ -211,6 +230,6 @@ def test_every_listing_is_what_numbax_generates(quickstart: Any, block: Block) -
             position = generated.index(statement, position) + 1
         except ValueError:
             raise AssertionError(
-                f"README line {block.line} (nx.show({expression})): {statement!r} is not "
+                f"{block.where} (nx.show({expression})): {statement!r} is not "
                 "in the generated code, or not in this order:\n" + "\n".join(generated)
             ) from None
