@@ -15,7 +15,7 @@ but cannot be transformed: transform ``loss`` itself and ravel its result.
 
 Called inside a transformed function, ``ravel_pytree`` is not run: normalization reads
 ``flat, unravel = ravel_pytree(tree)`` and the calls ``unravel(v)`` as runtime helpers
-with derivative rules (``numbax/transform/normalize_ravel.py``), for any pytree.
+with derivative rules (``numbax/transform/normalize/ravel.py``), for any pytree.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from numbax import tree_util
-from numbax.transform.normalize_ravel import register_ravel
+from numbax.transform.normalize.ravel import register_ravel
 
 __all__ = ["ravel_pytree"]
 

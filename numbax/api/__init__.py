@@ -4,9 +4,9 @@ and :func:`show`. ``numbax/__init__.py`` re-exports them.
 
 The transformations a user may build inside a function being transformed
 (``nx.vmap(model)(w, xs)``) are registered here with the normalizer, which builds them
-once beforehand (``numbax.transform.normalize_transformations``); ``nx.jvp``, ``nx.vjp``
+once beforehand (``numbax.transform.normalize.transformations``); ``nx.jvp``, ``nx.vjp``
 and ``nx.linearize`` called there become calls of the generated derivative
-(``numbax.transform.normalize_jvp_vjp``).
+(``numbax.transform.normalize.jvp_vjp``).
 """
 
 from numbax.api import autodiff
@@ -14,8 +14,8 @@ from numbax.api.autodiff import grad, hessian, jacfwd, jacobian, jacrev, value_a
 from numbax.api.custom import checkpoint, remat
 from numbax.api.jit import jit
 from numbax.api.vmap import vmap
-from numbax.transform.normalize_jvp_vjp import register_derivative_calls
-from numbax.transform.normalize_transformations import register_transformations
+from numbax.transform.normalize.jvp_vjp import register_derivative_calls
+from numbax.transform.normalize.transformations import register_transformations
 
 register_transformations(
     vmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat

@@ -35,7 +35,7 @@ from numbax.errors import TransformError
 from numbax.runtime.seeds import grad_dtype_check
 from numbax.transform.jacobians import jacobian_function
 from numbax.transform.normalize import normalize
-from numbax.transform.normalize_calls import keyword_only_function, positional_view
+from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import vjp_function
 from numbax.transform.separable import is_separable
@@ -610,7 +610,7 @@ def vjp(fun: Callable, *primals: Any, has_aux: bool = False) -> tuple:
 def inline_derivative(fun: Callable, mode: str, n: int) -> tuple[Any, tuple]:
     """``fun``'s generated JVP or VJP w.r.t. its first ``n`` arguments, for a call of
     ``nx.jvp``/``nx.vjp``/``nx.linearize`` written inside a function being transformed
-    (``numbax.transform.normalize_jvp_vjp``), and the defaults of its later parameters.
+    (``numbax.transform.normalize.jvp_vjp``), and the defaults of its later parameters.
     A compiled ``fun`` gets a compiled derivative."""
     fun = fixed_arity(fun, n, mode)
     generated = callee_derivative(callable_target(fun), mode, tuple(range(n)))

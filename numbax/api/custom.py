@@ -34,7 +34,7 @@ from numbax.api.rewritten import (
 )
 from numbax.api.transformed import Generated, callee_derivative
 from numbax.transform.ad_common import RUNTIME
-from numbax.transform.normalize_calls import keyword_only_function, positional_view
+from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.source import display_name
 
 __all__ = ["checkpoint", "custom_jvp", "custom_vjp", "remat"]

@@ -149,7 +149,7 @@ class Rewritten(NumbaxFunction):
 
     def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Any:
         """What a call passing keyword-only arguments calls instead, taking every argument
-        by position (see ``numbax.transform.normalize_calls``). Custom rules take their
+        by position (see ``numbax.transform.normalize.calls``). Custom rules take their
         parameters by position only, as JAX's: this refuses the function."""
         refuse_variadic(self.fun, self.transformation, keyword_only=True, star_args=True)
         raise AssertionError(f"{display_name(self.fun)!r} has no keyword-only parameters")

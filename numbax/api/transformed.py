@@ -40,9 +40,9 @@ from numbax.transform.analysis import effects
 from numbax.transform.analysis.dataflow import names as _names
 from numbax.transform.cleanup import effect_free
 from numbax.transform.forward import jvp_function
+from numbax.transform.nodes import clone
 from numbax.transform.normalize import normalize
-from numbax.transform.normalize_calls import keyword_only_function, positional_view
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.provenance import Origin, record_module, resolve
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.reverse import COTANGENT_OF, vjp_function
@@ -555,7 +555,7 @@ class Transformed(NumbaxFunction):
     def __numbax_by_position__(self, n_positional: int, keywords: tuple[str, ...]) -> Any:
         """This transformation of the function's positional view (its keyword-only
         parameters taken by position after the others), which code calling it with
-        keyword-only arguments calls instead (``numbax.transform.normalize_calls``)."""
+        keyword-only arguments calls instead (``numbax.transform.normalize.calls``)."""
         function = keyword_only_function(self.fun)
         if function is not None:
             inner = positional_view(function, self.transformation)

@@ -76,7 +76,7 @@ from numbax.transform.batch.loop import loop_function
 from numbax.transform.batch.vectorize import KEEP, OUTPUT, rank_of, vectorize
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
-from numbax.transform.normalize_calls import keyword_only_function, positional_view
+from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
 from numbax.transform.rules.batch_kinds import Decline, Value
 from numbax.transform.source import FunctionSource, display_name, read_function

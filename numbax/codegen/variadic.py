@@ -23,7 +23,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.emit import emit_function, emit_module
 from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import live_function, load_module, module_name
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.source import (
     display_name,
     read_function,

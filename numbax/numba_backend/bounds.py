@@ -50,7 +50,7 @@ from numba.extending import overload, register_jitable
 from numbax.codegen.cache import portable_path
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
-from numbax.transform.normalize_nodes import clone, range_arguments
+from numbax.transform.nodes import clone, range_arguments
 from numbax.transform.provenance import origin_of
 from numbax.transform.source import describe_file
 from numbax.transform.walk import walk

@@ -3,7 +3,7 @@
 Compiled code holds a list or dict argument as a tuple or NamedTuple (``boundary.py``),
 which it cannot change. Yet the core language stores into containers: normalization
 writes an array changed through an item back into its container (``u = params[0];
-u[0] = 0.0`` is followed by ``params[0] = u``: ``normalize_aliases.py``), and reverse
+u[0] = 0.0`` is followed by ``params[0] = u``: ``normalize/aliases.py``), and reverse
 mode replays, restores and zeroes such items in the containers and their cotangents.
 Here each store with a constant key into a name that may hold a container (a pytree
 argument of this specialization, or a name made from one: its items that are
@@ -37,7 +37,7 @@ from numbax.errors import CompileError
 from numbax.numba_backend.boundary import field_name
 from numbax.numba_backend.generated import define
 from numbax.numba_backend.redirects import lowering_helper
-from numbax.transform.normalize_aliases import WRITE_BACK
+from numbax.transform.normalize.aliases import WRITE_BACK
 from numbax.transform.source import FunctionSource
 from numbax.transform.walk import walk
 

@@ -63,7 +63,7 @@ from numbax.transform.analysis.shape_sources import (
     is_elementwise_value,
 )
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.resolve import Resolver
 from numbax.transform.reverse import COTANGENT_OF
 from numbax.transform.walk import name_nodes, walk

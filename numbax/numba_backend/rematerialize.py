@@ -23,7 +23,7 @@ stored.
 A copy reads its inputs later than the original did, so they must hold the same values
 then. An assignment to a name says so; a write into an array (``x[::-1] = v``) changes
 every name that may share its memory too (``b = a``, ``b = x[::-1][::-1]``), which
-the alias pass (``transform/normalize_aliases.py``) brings up to date only where the
+the alias pass (``transform/normalize/aliases.py``) brings up to date only where the
 program reads it later: a copy that reads such a name after the write would read the
 written memory. So no copy reads a name across a write into any array it may share
 memory with (:class:`_SharedMemory`).
@@ -40,7 +40,7 @@ import gast
 from numbax.numba_backend.kept_shapes import copy_mark
 from numbax.transform.analysis.groups import Groups
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.walk import name_ids, name_nodes, walk
 
 MOST_COPIED = 24

@@ -62,7 +62,7 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.redirects import lowering_helper
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import clone, range_arguments
+from numbax.transform.nodes import clone, range_arguments
 from numbax.transform.walk import walk
 
 _RUNTIME = "nxrt"

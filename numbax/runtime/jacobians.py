@@ -7,7 +7,7 @@ with leaves shaped ``out_leaf.shape + x_leaf.shape``. These helpers see a value 
 concatenation of its leaves in flattening order (C order inside each leaf); a value
 that is an array or a scalar is a pytree of one leaf, so they also serve plain arrays.
 Two of them are ``nx.flatten_util.ravel_pytree`` inside a transformed function
-(``transform/normalize_ravel.py``): :func:`ravel_pytree` gives its flat vector and
+(``transform/normalize/ravel.py``): :func:`ravel_pytree` gives its flat vector and
 :func:`unravel_pytree` its ``unravel``.
 
 Here they work with NumPy and ``tree_util`` (generated code run interpreted keeps the

@@ -100,7 +100,7 @@ def unstack_like(value: Any, arrays: Any, axis: int = 0) -> Any:
 def is_array(x: Any) -> bool:
     """Whether ``x`` is an array (a 0-d one too) rather than a number: ``x op= v``
     changes an array in place, and rebinds a name that holds a number
-    (normalize_aliases.py writes back only the former)."""
+    (normalize/aliases.py writes back only the former)."""
     return isinstance(x, np.ndarray)
 
 
@@ -108,7 +108,7 @@ def is_array(x: Any) -> bool:
 def as_kind_of(value: Any, like: Any) -> Any:
     """``value`` as an array where ``like`` is one, a 0-d ``value`` as a number where
     ``like`` is a number: ``s = t`` written back after ``t op= v`` on a name ``t = s``
-    (normalize_aliases.py), where ``t op v`` gives a number for a 0-d ``t``, as NumPy's
+    (normalize/aliases.py), where ``t op v`` gives a number for a 0-d ``t``, as NumPy's
     operators do, and ``s`` stays a 0-d array (its adjoint: the other way round)."""
     if isinstance(like, np.ndarray):
         return np.asarray(value)

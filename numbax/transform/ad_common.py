@@ -13,8 +13,8 @@ from numbax.transform import rules
 from numbax.transform.analysis.activity import assignments
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.methods import method_of_value_error
-from numbax.transform.normalize_aliases import IN_PLACE, WRITE_BACK
-from numbax.transform.normalize_nodes import at, load
+from numbax.transform.nodes import at, load
+from numbax.transform.normalize.aliases import IN_PLACE, WRITE_BACK
 from numbax.transform.operations import UNKNOWN, Operation, classify
 from numbax.transform.provenance import mark_adjoint
 from numbax.transform.resolve import LOCAL

@@ -4,7 +4,7 @@ Some functions of ``numpy.linalg`` are short programs of operations that have ru
 ``cond(a, p)`` is ``norm(a, p) * norm(inv(a), p)``, ``lstsq`` is the pseudo-inverse
 applied to ``b``, ``multi_dot`` a chain of products. Rather than a rule each (whose
 templates would have to spell out the chain rule through the whole program),
-normalization calls the function below in their place (``normalize_values.py``, by
+normalization calls the function below in their place (``normalize/values.py``, by
 the identity of the NumPy function), and the transformations read it like any helper
 of the user's: they generate its derivative, batch it and compile it. Each computes
 what NumPy computes, in the same order of operations where it matters for rounding.

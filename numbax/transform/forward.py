@@ -26,7 +26,7 @@ from numbax.transform.analysis.activity import Activity, analyze
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, clone, load, store
+from numbax.transform.nodes import assign, clone, load, store
 from numbax.transform.operations import (
     CALL,
     CONSTANT,

@@ -46,10 +46,9 @@ from typing import Any
 import gast
 
 from numbax.transform.ad_common import DeriveCallee, located, runtime_call, stored_into
-from numbax.transform.batch.nodes import dotted
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, clone, load, store
+from numbax.transform.nodes import assign, clone, dotted, load, store
 
 
 def _call(name: str, args: list[gast.expr]) -> gast.Call:

@@ -27,7 +27,7 @@ from numbax.transform.ad_common import runtime_call
 from numbax.transform.analysis.dataflow import assigned_names, names, read_names, statements
 from numbax.transform.analysis.shape_sources import is_elementwise_value
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, load
+from numbax.transform.nodes import assign, load
 from numbax.transform.resolve import Resolver
 from numbax.transform.walk import walk
 

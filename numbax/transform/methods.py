@@ -31,7 +31,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import (
     FunctionSource,

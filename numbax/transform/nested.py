@@ -30,7 +30,7 @@ Refused, with the function, file and line (:class:`~numbax.errors.TransformError
 nested function that reads the enclosing variables and is used other than called or
 transformed (returned, stored, passed on: the values it captured would escape), one
 whose defaults read them, a decorated one, and a name defined twice. A ``nonlocal``
-statement is refused when the lifted function is read (``normalize_reject``).
+statement is refused when the lifted function is read (``normalize/reject.py``).
 """
 
 from __future__ import annotations
@@ -46,8 +46,8 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
-from numbax.transform.normalize_nodes import clone
-from numbax.transform.normalize_transformations import builds_transformation
+from numbax.transform.nodes import clone
+from numbax.transform.normalize.transformations import builds_transformation
 from numbax.transform.resolve import Resolver
 from numbax.transform.source import FunctionSource, LiveNamespace, function_from_tree
 from numbax.transform.walk import walk

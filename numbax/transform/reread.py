@@ -15,7 +15,7 @@ import gast
 from numbax.transform.ad_common import located
 from numbax.transform.analysis.dataflow import assigned_names
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, load
+from numbax.transform.nodes import assign, load
 from numbax.transform.walk import walk
 
 

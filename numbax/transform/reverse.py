@@ -50,7 +50,7 @@ from numbax.transform.analysis.shape_sources import Shape, ShapeSources, is_elem
 from numbax.transform.cleanup import cleanup
 from numbax.transform.kept_results import fold_kept_copies, keep_results
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, clone, load, store
+from numbax.transform.nodes import assign, clone, load, store
 from numbax.transform.operations import (
     CALL,
     CONSTANT,

@@ -29,7 +29,7 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 
 _UNDEFINED = object()
 

@@ -1,4 +1,4 @@
-"""Writes through a second name for an array (normalize_aliases.py): ``c = a``, views by
+"""Writes through a second name for an array (normalize/aliases.py): ``c = a``, views by
 basic indexing, rows ``M[i]``, ``.T``, views of views, and writes into a base that a
 view still reads. Each program's value against NumPy's on the same code (interpreted
 derivative code and ``nx.jit``), its derivatives against central differences (eager

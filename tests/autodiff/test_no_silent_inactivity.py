@@ -29,7 +29,7 @@ from tests.helpers.fd import check_jacobians
 NAMESPACES = {"np": np, "np.linalg": np.linalg, "np.fft": np.fft}
 
 # Objects indexed rather than called (np.mgrid[0:n]); their items are computed. np.r_
-# and np.c_ are read as the concatenations they are (normalize_values.py).
+# and np.c_ are read as the concatenations they are (normalize/values.py).
 INDEXED = ("s_", "index_exp", "mgrid", "ogrid")
 READ_AS_CONCATENATIONS = ("r_", "c_")
 

@@ -1,5 +1,5 @@
 """Calls NumPy users make for their effect, and builtins over sequences, read as the
-values they leave (``normalize_values.py``): ``a.sort()``, ``np.put_along_axis``,
+values they leave (``normalize/values.py``): ``a.sort()``, ``np.put_along_axis``,
 Python's ``max``/``min`` of several numbers or of one sequence, ``np.block`` of a list
 assigned to a name, and ``keepdims`` chosen by a parameter under jit. Against central
 differences interpreted, and one compiled program for all."""

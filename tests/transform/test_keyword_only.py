@@ -1,7 +1,7 @@
 """Keyword-only parameters of the user's functions, in every transformation.
 
 A helper ``h(x, *, power=2.0)`` is called by position through its positional view
-(``normalize_calls.py``), so its derivatives and its compiled code take the keyword-only
+(``normalize/calls.py``), so its derivatives and its compiled code take the keyword-only
 arguments after the others; the transformed function itself keeps Python's calling
 convention (they are given by keyword only). Derivatives are checked against central
 finite differences, interpreted; under ``jit`` one program covers the forms.

@@ -2,7 +2,7 @@
 
 Nested ``def``s and lambdas are lifted out of the function (numbax/transform/nested.py),
 methods of global objects read with their object bound (methods.py), starred arguments
-of known length spelled out (normalize_starred.py). The derivatives are checked against
+of known length spelled out (normalize/starred.py). The derivatives are checked against
 central differences interpreted, forward and reverse; under ``jit``, one module-scoped
 program (a molecular-dynamics loop written as JAX's documentation writes it, and a
 network of layer objects) covers them compiled.

@@ -9,14 +9,14 @@ from pathlib import Path
 import gast
 import pytest
 
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.provenance import mark_rerun, reruns
 from numbax.transform.walk import name_ids, name_nodes, walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
 SOURCES = [
     "transform/reverse.py",
-    "transform/normalize.py",
+    "transform/normalize/__init__.py",
     "numba_backend/lower.py",
     "numba_backend/threads.py",  # global, import from, alias, class
 ]

@@ -13,8 +13,7 @@ from typing import Any
 import gast
 
 from numbax.transform.ad_common import runtime_call
-from numbax.transform.batch.nodes import item, literal
-from numbax.transform.normalize_nodes import const, load
+from numbax.transform.nodes import const, item, literal, load
 
 
 @dataclass(frozen=True)

@@ -33,9 +33,8 @@ from numbax import lax
 from numbax.errors import TransformError
 from numbax.transform.batch.axes import Leaf, batch_size
 from numbax.transform.batch.loop import INDEX, SIZE, examples_loop
-from numbax.transform.batch.nodes import function, item, names, template
 from numbax.transform.cleanup import cleanup
-from numbax.transform.normalize_nodes import assign, at, clone, load
+from numbax.transform.nodes import assign, at, clone, function, item, load, names, template
 from numbax.transform.resolve import Resolver
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.walk import walk

@@ -13,9 +13,8 @@ from __future__ import annotations
 import gast
 
 from numbax.transform.ad_common import runtime_call
-from numbax.transform.batch.nodes import function, item
 from numbax.transform.cleanup import cleanup
-from numbax.transform.normalize_nodes import assign, load
+from numbax.transform.nodes import assign, function, item, load
 
 BATCHED_JVP = "_batched_jvp"
 """The name the JVP function calls the batched JVP by."""

@@ -24,9 +24,8 @@ import gast
 
 from numbax.transform.ad_common import runtime_call
 from numbax.transform.batch.axes import Leaf, batch_size, elements, is_prefix, rebuilt
-from numbax.transform.batch.nodes import function
 from numbax.transform.cleanup import cleanup
-from numbax.transform.normalize_nodes import assign, clone, const, load, store
+from numbax.transform.nodes import assign, clone, const, function, load, store
 
 INDEX = "index"
 """An argument's axis that passes the example's position itself (``axis_index``)."""

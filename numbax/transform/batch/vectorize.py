@@ -49,9 +49,8 @@ from numbax.runtime.callbacks import pure_callback
 from numbax.transform import rules
 from numbax.transform.batch.axes import batch_size
 from numbax.transform.batch.loop import SIZE
-from numbax.transform.batch.nodes import expression, literal, names, template
 from numbax.transform.cleanup import cleanup, pure_values
-from numbax.transform.normalize_nodes import assign, clone, load
+from numbax.transform.nodes import assign, clone, expression, literal, load, names, template
 from numbax.transform.operations import (
     CALL,
     CONSTANT,

@@ -3,7 +3,7 @@ that a Jacobian is differentiated again (``hessian = jacfwd(jacrev(f))``,
 ``jacrev(jacrev(f))``): raveling and cutting a flat buffer into a pytree are linear,
 each the adjoint of its inverse; sizes, basis vectors and buffers carry no derivative.
 The raveling pair is also ``nx.flatten_util.ravel_pytree`` and its ``unravel`` inside a
-transformed function (``normalize_ravel.py``).
+transformed function (``normalize/ravel.py``).
 
 Batching rules let ``vmap`` vectorize a Jacobian's code (``jacfwd`` of ``jacrev``: the
 JVP of the row loop, mapped over the basis of tangents): a batch of arrays ravels to a

@@ -62,7 +62,7 @@ from typing import Any
 import gast
 import numpy as np
 
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.rules.batch_kinds import elementwise as batch_elementwise
 
 ANS = "ans"

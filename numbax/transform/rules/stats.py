@@ -1,6 +1,6 @@
 """SciPy's distributions (``scipy.stats.norm.logpdf`` and others), written with
 operations that have rules: numbax reads a call of one of these methods as a call of the
-composition here of the same meaning (``normalize_values.py``), which it transforms as
+composition here of the same meaning (``normalize/values.py``), which it transforms as
 it transforms the user's own functions.
 
 Why compositions, not rules: a density is a short formula in its arguments (``x``,

@@ -37,14 +37,14 @@ calls that have rules, before the function is flattened:
 * ``ufunc(x, ..., out=y)`` called for its effect: ``y[...] = ufunc(x, ...)``, a
   store into ``y``;
 * ``functools.partial``: a partial object from the globals or closure, or one built in
-  the function from known arguments (``normalize_transformations`` builds those once),
+  the function from known arguments (``normalize/transformations.py`` builds those once),
   is called as the function it wraps with its stored arguments in front
   (``_cat(xs)`` → ``np.concatenate(xs, axis=0)``).
 
 Objects the rewritten code names (``np.sum``, the function a partial wraps, a stored
 argument that is no literal) are found under a global name of the user's when there is
 one (``np.sum`` where ``np`` is numpy), else bound to a fresh name in the function's
-closure, as ``normalize_transformations`` binds what it builds.
+closure, as ``normalize/transformations.py`` binds what it builds.
 """
 
 from __future__ import annotations
@@ -60,9 +60,9 @@ import numpy as np
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
 from numbax.transform.compositions import maximum_of, minimum_of, numpy_composition
-from numbax.transform.normalize_nodes import assign, clone
-from numbax.transform.normalize_reject import unsupported
-from numbax.transform.normalize_transformations import register_transformations
+from numbax.transform.nodes import assign, clone
+from numbax.transform.normalize.reject import unsupported
+from numbax.transform.normalize.transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.rules.registry import composition_for
 from numbax.transform.source import FunctionSource, bind_in_closure
@@ -284,7 +284,7 @@ class _Rewriter(gast.NodeTransformer):
         parameter, or another name for an array, the call stays: the caller sees it.
 
         ``ufunc(x, ..., out=y)`` as ``y[...] = ufunc(x, ...)``: a store into ``y``, the
-        same whatever else holds ``y``'s array (normalize_aliases.py follows it); and
+        same whatever else holds ``y``'s array (normalize/aliases.py follows it); and
         ``np.add.at(a, ...)`` as a store into ``a`` too (:meth:`ufunc_at`)."""
         node = self.generic_visit(node)
         call = node.value

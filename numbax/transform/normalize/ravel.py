@@ -24,7 +24,7 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
-from numbax.transform.normalize_reject import unsupported
+from numbax.transform.normalize.reject import unsupported
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource, bind_in_closure
 from numbax.transform.walk import walk

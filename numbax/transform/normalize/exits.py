@@ -31,7 +31,7 @@ import enum
 import gast
 
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import (
+from numbax.transform.nodes import (
     assign,
     at,
     block_never_completes,

@@ -2,8 +2,8 @@
 
 Forward and reverse mode, batching, Numba lowering and the emitter each handle a few
 statement shapes instead of all of Python. :func:`normalize` produces them, computing
-exactly what the original computes, and :func:`check_core` (normalize_check.py)
-asserts them.
+exactly what the original computes, and :func:`check_core` (``check.py``) asserts
+them. Each of the package's other modules is one of its passes.
 
 Core language
 =============
@@ -60,7 +60,7 @@ Lowerings
   list) rebinds ``a`` instead of mutating the object, so a caller's array is not
   changed (and NumPy's in-place casting errors, such as adding a float to an int array
   in place, do not occur); other names of the function for the same array (``c = a``,
-  a view ``b = a[:2]``) follow it as in NumPy (normalize_aliases.py). ``a[i] op= v`` is
+  a view ``b = a[:2]``) follow it as in NumPy (normalize/aliases.py). ``a[i] op= v`` is
   ``_a_at = a[i]; _add = _a_at op v; a[i] = _add``, the index computed once, and does
   mutate ``a`` exactly as Python does.
 * ``and``/``or``, conditional expressions and chained comparisons become ``if``
@@ -70,17 +70,17 @@ Lowerings
   loops that append/store into a fresh container; their loop variables stay private
   (renamed when they would clash with a name of the function).
 * Transformations built inside the function from known arguments are built once
-  beforehand (normalize_transformations.py), and ``nx.jvp``/``nx.linearize``/``nx.vjp``
-  called there become calls of the generated derivative (normalize_jvp_vjp.py).
+  beforehand (normalize/transformations.py), and ``nx.jvp``/``nx.linearize``/``nx.vjp``
+  called there become calls of the generated derivative (normalize/jvp_vjp.py).
 * Functions defined inside the function are lifted out of it first (nested.py),
   methods of objects it reads from its globals bound to them (methods.py), and starred
-  arguments whose length the source says spelled out (normalize_starred.py).
+  arguments whose length the source says spelled out (normalize/starred.py).
 * A write through a name that shares memory with another (``b = a[:2]; b[0] = v``),
   or into an array that another name views, is made explicit on the names it changes
-  (``a[:2] = b``, ``b = a[:2]`` again), or refused: normalize_aliases.py.
+  (``a[:2] = b``, ``b = a[:2]`` again), or refused: normalize/aliases.py.
 * ``assert c, msg`` is ``_not = not c; if _not: raise AssertionError(msg)``.
-* Loops: see normalize_loops.py (every ``for`` becomes a ``range`` loop) and, for
-  ``for/while ... else`` and early returns, normalize_exits.py.
+* Loops: see normalize/loops.py (every ``for`` becomes a ``range`` loop) and, for
+  ``for/while ... else`` and early returns, normalize/exits.py.
 * ``if``/``while`` on a literal test are decided now (``while True:`` loops on
   ``_forever = True``). Docstrings, ``pass``, expression statements without effect and
   statements that can never run are dropped. ``x: T = v`` is ``x = v``.
@@ -95,7 +95,7 @@ tuples, ranges; not dicts, sets or iterators). ``obj.method(args)`` looks the me
 after evaluating ``args``, and ``x op= v`` reads ``x`` after ``v``: different only
 when ``args``/``v`` rebind ``obj``/``x`` with ``:=``.
 
-Rejected constructs (normalize_reject.py) raise :class:`~numbax.errors.TransformError`
+Rejected constructs (normalize/reject.py) raise :class:`~numbax.errors.TransformError`
 before anything is rewritten; the few refusals that depend on context (a loop over
 ``d.items()``, a hidden builtin, ``for a, b in zip(x, y, z)``) are raised while
 lowering, with the same message shape.
@@ -115,17 +115,7 @@ from numbax.transform.analysis.dataflow import names as mentioned
 from numbax.transform.methods import bind_methods
 from numbax.transform.names import Namer
 from numbax.transform.nested import lift_nested
-from numbax.transform.normalize_aliases import IN_PLACE, write_through_aliases
-from numbax.transform.normalize_calls import (
-    keyword_only_function,
-    positional_arguments,
-    positional_view,
-)
-from numbax.transform.normalize_check import CoreGrammarError, check_core
-from numbax.transform.normalize_exits import lower_loop_else, prune, single_exit
-from numbax.transform.normalize_jvp_vjp import fold_derivative_calls
-from numbax.transform.normalize_loops import LoopLowering
-from numbax.transform.normalize_nodes import (
+from numbax.transform.nodes import (
     assign,
     at,
     block_never_completes,
@@ -137,11 +127,21 @@ from numbax.transform.normalize_nodes import (
     load,
     store,
 )
-from numbax.transform.normalize_ravel import rewrite_ravels
-from numbax.transform.normalize_reject import reject_matrices, reject_unsupported, unsupported
-from numbax.transform.normalize_starred import expand_starred_arguments
-from numbax.transform.normalize_transformations import fold_transformations
-from numbax.transform.normalize_values import rewrite_values
+from numbax.transform.normalize.aliases import IN_PLACE, write_through_aliases
+from numbax.transform.normalize.calls import (
+    keyword_only_function,
+    positional_arguments,
+    positional_view,
+)
+from numbax.transform.normalize.check import CoreGrammarError, check_core
+from numbax.transform.normalize.exits import lower_loop_else, prune, single_exit
+from numbax.transform.normalize.jvp_vjp import fold_derivative_calls
+from numbax.transform.normalize.loops import LoopLowering
+from numbax.transform.normalize.ravel import rewrite_ravels
+from numbax.transform.normalize.reject import reject_matrices, reject_unsupported, unsupported
+from numbax.transform.normalize.starred import expand_starred_arguments
+from numbax.transform.normalize.transformations import fold_transformations
+from numbax.transform.normalize.values import rewrite_values
 from numbax.transform.operations import is_transformable_function
 from numbax.transform.provenance import annotate
 from numbax.transform.resolve import Resolver, local_names
@@ -190,7 +190,7 @@ _OP_NAMES: dict[type, str] = {
 
 def normalize(source: FunctionSource, transformation: str = "jit") -> gast.FunctionDef:
     """A new tree for ``source``'s function in the core language (``source`` is untouched,
-    but for the transformations built inside the function: see normalize_transformations).
+    but for the transformations built inside the function: see normalize/transformations.py).
 
     ``transformation`` names the transformation being applied, for error messages.
     """
@@ -739,7 +739,7 @@ class _Flattener(LoopLowering):
             name = self.rename(target.id)
             value = self.atom(stmt.value)
             in_place = assign(name, gast.BinOp(load(name), stmt.op, value))
-            setattr(in_place, IN_PLACE, True)  # an array's own memory: see normalize_aliases
+            setattr(in_place, IN_PLACE, True)  # an array's own memory: see normalize/aliases.py
             self.emit(in_place)
             return
         base = self.name_of(target.value)  # a Subscript: index computed once

@@ -12,7 +12,7 @@ argument is spelled out when its length is fixed before the function runs:
 * a tuple or list the function reads from its globals or closure.
 
 It becomes ``f(xs[0], xs[1])``. Any other starred argument (a parameter, whose length
-only the caller knows) is left for ``normalize_reject`` to refuse.
+only the caller knows) is left for ``normalize/reject.py`` to refuse.
 
 The sum of two such sequences of one kind (two tuples, or two lists) is their
 concatenation, spelled out the same way: ``args + (ones,)`` becomes

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import gast
 
-from numbax.transform.normalize_nodes import builtin_call, call, const, if_, load, store
+from numbax.transform.nodes import builtin_call, call, const, if_, load, store
 
 _FOLD = {gast.Add: operator.add, gast.Sub: operator.sub, gast.Mult: operator.mul}
 _DICT_VIEWS = {"items", "keys", "values"}

@@ -37,7 +37,7 @@ of its argument), a view whose base or index was assigned since, and a name that
 different things on the paths that meet after an ``if`` or around a loop.
 
 Each *write* — a subscript store ``x[i] = v`` (``x[i] += v`` and ``ufunc(..., out=x)``
-too: normalize_values.py makes it ``x[...] = ufunc(...)``), an augmented assignment
+too: normalize/values.py makes it ``x[...] = ufunc(...)``), an augmented assignment
 ``x op= v`` on a name, and a call of a helper of the user's for its effect, which may
 write into each array it is given — changes every name that shares an object with
 ``x`` or holds it as an item, and is read later (liveness). Those are brought up to
@@ -86,8 +86,8 @@ from numbax.errors import TransformError
 from numbax.runtime import nxrt
 from numbax.transform.analysis.dataflow import Liveness
 from numbax.transform.names import Namer
-from numbax.transform.normalize_nodes import assign, at, call, clone, load
-from numbax.transform.normalize_reject import unsupported
+from numbax.transform.nodes import assign, at, call, clone, load
+from numbax.transform.normalize.reject import unsupported
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.rules.batch_kinds import text
 from numbax.transform.source import FunctionSource, bind_in_closure, read_function

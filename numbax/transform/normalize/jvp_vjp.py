@@ -41,9 +41,9 @@ from typing import Any
 import gast
 
 from numbax.errors import TransformError
-from numbax.transform.normalize_nodes import clone
-from numbax.transform.normalize_reject import unsupported
-from numbax.transform.normalize_transformations import Folder
+from numbax.transform.nodes import clone
+from numbax.transform.normalize.reject import unsupported
+from numbax.transform.normalize.transformations import Folder
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
 from numbax.transform.source import FunctionSource
 from numbax.transform.walk import walk

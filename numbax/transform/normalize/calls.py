@@ -26,7 +26,7 @@ from typing import Any
 
 import gast
 
-from numbax.transform.normalize_nodes import clone
+from numbax.transform.nodes import clone
 from numbax.transform.source import LiveNamespace, function_from_tree, read_function
 
 _LITERALS = (bool, int, float, complex, str, type(None))
