@@ -33,12 +33,12 @@ from numbax.codegen.reuse import part
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.errors import TransformError
 from numbax.runtime.seeds import grad_dtype_check
-from numbax.transform.jacobians import jacobian_function
+from numbax.transform.ad.jacobians import jacobian_function
+from numbax.transform.ad.reverse import vjp_function
+from numbax.transform.ad.separable import is_separable
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.reverse import vjp_function
-from numbax.transform.separable import is_separable
 from numbax.transform.source import FunctionSource, display_name, read_function, refuse_variadic
 
 Argnums = int | Sequence[int]
@@ -394,7 +394,7 @@ class Jacobian(Transformed):
     def _separable_in(self) -> str | None:
         """The argument, where this is the Jacobian of the gradient (``jacrev``,
         ``grad``) of a sum of elementwise terms of that one argument
-        (``transform/separable.py``): a Hessian known to be diagonal."""
+        (``transform/ad/separable.py``): a Hessian known to be diagonal."""
         inner = self.fun
         if self.has_aux or self.as_tuple or self.holomorphic:
             return None

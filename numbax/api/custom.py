@@ -33,7 +33,7 @@ from numbax.api.rewritten import (
     where,
 )
 from numbax.api.transformed import Generated, callee_derivative
-from numbax.transform.ad_common import RUNTIME
+from numbax.transform.ad.common import RUNTIME
 from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.source import display_name
 

@@ -23,7 +23,7 @@ from numbax.codegen.fingerprint import fingerprint
 from numbax.codegen.load import load_module, module_name
 from numbax.errors import TransformError
 from numbax.runtime import nxrt as runtime
-from numbax.transform.ad_common import RUNTIME, derivative_name
+from numbax.transform.ad.common import RUNTIME, derivative_name
 from numbax.transform.provenance import Origin, record_module, resolve
 from numbax.transform.source import (
     describe_file,

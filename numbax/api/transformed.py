@@ -35,17 +35,17 @@ from numbax.codegen.reuse import live_key
 from numbax.codegen.variadic import fixed_arity
 from numbax.errors import TransformError
 from numbax.runtime import nxrt as runtime
-from numbax.transform.ad_common import RUNTIME
+from numbax.transform.ad.common import RUNTIME
+from numbax.transform.ad.forward import jvp_function
+from numbax.transform.ad.reverse import COTANGENT_OF, vjp_function
 from numbax.transform.analysis import effects
 from numbax.transform.analysis.dataflow import names as _names
 from numbax.transform.cleanup import effect_free
-from numbax.transform.forward import jvp_function
 from numbax.transform.nodes import clone
 from numbax.transform.normalize import normalize
 from numbax.transform.normalize.calls import keyword_only_function, positional_view
 from numbax.transform.provenance import Origin, record_module, resolve
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.reverse import COTANGENT_OF, vjp_function
 from numbax.transform.source import (
     FunctionSource,
     default_names,

@@ -56,7 +56,7 @@ from numbax.numba_backend.typed_calls import (
     rank_of_type,
     typed_per_call,
 )
-from numbax.transform.ad_common import RUNTIME
+from numbax.transform.ad.common import RUNTIME
 from numbax.transform.batch.callbacks import refuse_unbatchable_callbacks
 from numbax.transform.batch.collectives import (
     Part,

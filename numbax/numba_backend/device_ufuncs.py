@@ -17,7 +17,7 @@ import numpy as np
 
 from numbax.numba_backend import elementary, random_device
 from numbax.numba_backend.redirects import lowering_helper
-from numbax.transform.ad_common import RUNTIME, runtime_call
+from numbax.transform.ad.common import RUNTIME, runtime_call
 
 _BINARY = {
     np.add: gast.Add,

@@ -56,6 +56,7 @@ from numbax.numba_backend.kept_shapes import (
 from numbax.numba_backend.rematerialize import MOST_COPIED, Kinds, rematerialize
 from numbax.numba_backend.stand_ins import shape_stand_ins, stand_ins
 from numbax.runtime import nxrt as runtime
+from numbax.transform.ad.reverse import COTANGENT_OF
 from numbax.transform.analysis.dataflow import read_names
 from numbax.transform.analysis.shape_sources import (
     ShapeSources,
@@ -65,7 +66,6 @@ from numbax.transform.analysis.shape_sources import (
 from numbax.transform.names import Namer
 from numbax.transform.nodes import clone
 from numbax.transform.resolve import Resolver
-from numbax.transform.reverse import COTANGENT_OF
 from numbax.transform.walk import name_nodes, walk
 
 _SEEDS_OF_EACH = (

@@ -1,6 +1,6 @@
 """Runtime helpers of numbax's Jacobians, for arguments and outputs that are pytrees.
 
-``jacfwd``/``jacrev`` generate a loop over basis vectors (``transform/jacobians.py``)
+``jacfwd``/``jacrev`` generate a loop over basis vectors (``transform/ad/jacobians.py``)
 that fills a flat ``(size(out), size(x))`` buffer and then cuts it into the result: as
 in JAX, the output's structure holding, at each output leaf, the input's structure,
 with leaves shaped ``out_leaf.shape + x_leaf.shape``. These helpers see a value as the
@@ -199,7 +199,7 @@ def jac_buffer(
 @helper
 def jac_diagonal(d_out: Any, out: Any, x: Any, transformation: str = "jacfwd") -> np.ndarray:
     """The ``(jac_size(out), jac_size(x))`` Jacobian buffer of a Jacobian known to be
-    diagonal (a separable function's Hessian, ``transform/separable.py``): zeros, with
+    diagonal (a separable function's Hessian, ``transform/ad/separable.py``): zeros, with
     ``ravel_pytree(d_out)`` on the diagonal. ``d_out`` is the JVP along ``ones_like(x)``,
     the sum of the basis ``jacfwd`` would map (or, for ``jacrev``, the VJP of
     ``ones_like(out)``), which a diagonal Jacobian takes to its diagonal. Dtypes and

@@ -6,7 +6,7 @@
 element twice, and NumPy keeps the last write. ``x[index] += v`` is ``x[index] =
 x[index] + v``: each element once, from its last write. So only the last write of an
 element reaches the result, and only its value gets a cotangent: ``last_written``
-zeroes the others (the store's adjoint, ``transform/reverse.py``; ``last_put`` does
+zeroes the others (the store's adjoint, ``transform/ad/reverse.py``; ``last_put`` does
 the same for ``np.put_along_axis``). The tangent needs nothing: ``dx[index] = dv``
 keeps the last write as the value does.
 

@@ -1,5 +1,5 @@
 """Hessians of sums of elementwise terms are diagonal, and ``hessian`` computes them as
-one JVP of the gradient along ones (``numbax/transform/separable.py``).
+one JVP of the gradient along ones (``numbax/transform/ad/separable.py``).
 
 Each separable function here is checked against the Jacobian of its gradient column by
 column (one ``nx.jvp`` per basis vector, which never takes the diagonal path) and

@@ -6,7 +6,7 @@ import gast
 import numpy as np
 
 import numbax as nx
-from numbax.transform.recompute import live_in_variables
+from numbax.transform.ad.recompute import live_in_variables
 from tests.helpers.fd import check_jacobians
 
 

@@ -1,4 +1,4 @@
-"""The cleanup pass's dead-code sweep (``transform/cleanup.py``)."""
+"""The cleanup pass's dead-code sweep (``transform/cleanup/__init__.py``)."""
 
 import astor
 import gast

@@ -5,10 +5,10 @@ import gast
 import numpy as np
 
 import numbax as nx
+from numbax.transform.ad.reverse import COTANGENT_OF
 from numbax.transform.analysis.shape_sources import ShapeSources, is_elementwise_value
 from numbax.transform.normalize import normalize
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.reverse import COTANGENT_OF
 from numbax.transform.source import read_function
 
 

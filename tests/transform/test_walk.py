@@ -15,7 +15,7 @@ from numbax.transform.walk import name_ids, name_nodes, walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
 SOURCES = [
-    "transform/reverse.py",
+    "transform/ad/reverse.py",
     "transform/normalize/__init__.py",
     "numba_backend/lower.py",
     "numba_backend/threads.py",  # global, import from, alias, class

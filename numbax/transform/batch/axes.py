@@ -12,7 +12,7 @@ from typing import Any
 
 import gast
 
-from numbax.transform.ad_common import runtime_call
+from numbax.transform.ad.common import runtime_call
 from numbax.transform.nodes import const, item, literal, load
 
 

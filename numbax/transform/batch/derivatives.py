@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gast
 
-from numbax.transform.ad_common import runtime_call
+from numbax.transform.ad.common import runtime_call
 from numbax.transform.cleanup import cleanup
 from numbax.transform.nodes import assign, function, item, load
 

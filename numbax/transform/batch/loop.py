@@ -22,7 +22,7 @@ from typing import Any
 
 import gast
 
-from numbax.transform.ad_common import runtime_call
+from numbax.transform.ad.common import runtime_call
 from numbax.transform.batch.axes import Leaf, batch_size, elements, is_prefix, rebuilt
 from numbax.transform.cleanup import cleanup
 from numbax.transform.nodes import assign, clone, const, function, load, store

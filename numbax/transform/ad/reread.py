@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import gast
 
-from numbax.transform.ad_common import located
+from numbax.transform.ad.common import located
 from numbax.transform.analysis.dataflow import assigned_names
 from numbax.transform.names import Namer
 from numbax.transform.nodes import assign, load

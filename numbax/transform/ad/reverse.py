@@ -27,7 +27,7 @@ import gast
 
 from numbax.errors import TransformError
 from numbax.transform import rules
-from numbax.transform.ad_common import (
+from numbax.transform.ad.common import (
     DeriveCallee,
     add,
     derivative_name,
@@ -37,6 +37,14 @@ from numbax.transform.ad_common import (
     runtime_call,
     total,
     zeros_like,
+)
+from numbax.transform.ad.kept_results import fold_kept_copies, keep_results
+from numbax.transform.ad.recompute import live_in_variables
+from numbax.transform.ad.reread import freeze_reread
+from numbax.transform.ad.sequences import (
+    may_hold_sequences,
+    on_sequences_as_arrays,
+    sequence_operands,
 )
 from numbax.transform.analysis.activity import Activity, analyze, assignments
 from numbax.transform.analysis.dataflow import (
@@ -48,7 +56,6 @@ from numbax.transform.analysis.dataflow import (
 )
 from numbax.transform.analysis.shape_sources import Shape, ShapeSources, is_elementwise_value
 from numbax.transform.cleanup import cleanup
-from numbax.transform.kept_results import fold_kept_copies, keep_results
 from numbax.transform.names import Namer
 from numbax.transform.nodes import assign, clone, load, store
 from numbax.transform.operations import (
@@ -66,14 +73,7 @@ from numbax.transform.operations import (
     without_host_effects,
 )
 from numbax.transform.provenance import mark_rerun
-from numbax.transform.recompute import live_in_variables
-from numbax.transform.reread import freeze_reread
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.sequences import (
-    may_hold_sequences,
-    on_sequences_as_arrays,
-    sequence_operands,
-)
 from numbax.transform.source import FunctionSource, display_name
 from numbax.transform.walk import walk
 

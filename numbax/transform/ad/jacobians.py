@@ -45,7 +45,7 @@ from typing import Any
 
 import gast
 
-from numbax.transform.ad_common import DeriveCallee, located, runtime_call, stored_into
+from numbax.transform.ad.common import DeriveCallee, located, runtime_call, stored_into
 from numbax.transform.cleanup import cleanup
 from numbax.transform.names import Namer
 from numbax.transform.nodes import assign, clone, dotted, load, store

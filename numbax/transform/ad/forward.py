@@ -12,7 +12,7 @@ from __future__ import annotations
 import gast
 
 from numbax.transform import rules
-from numbax.transform.ad_common import (
+from numbax.transform.ad.common import (
     DeriveCallee,
     derivative_name,
     located,
@@ -22,6 +22,12 @@ from numbax.transform.ad_common import (
     total,
     zeros_like,
 )
+from numbax.transform.ad.sequences import (
+    may_hold_sequences,
+    on_sequences_as_arrays,
+    sequence_operands,
+)
+from numbax.transform.ad.shared_tangents import SharedTangents
 from numbax.transform.analysis.activity import Activity, analyze
 from numbax.transform.analysis.dataflow import names
 from numbax.transform.cleanup import cleanup
@@ -42,12 +48,6 @@ from numbax.transform.operations import (
     classify,
 )
 from numbax.transform.resolve import Resolver, local_names
-from numbax.transform.sequences import (
-    may_hold_sequences,
-    on_sequences_as_arrays,
-    sequence_operands,
-)
-from numbax.transform.shared_tangents import SharedTangents
 from numbax.transform.source import FunctionSource
 
 

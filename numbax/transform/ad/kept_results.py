@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import gast
 
-from numbax.transform.ad_common import runtime_call
+from numbax.transform.ad.common import runtime_call
 from numbax.transform.analysis.dataflow import assigned_names, names, read_names, statements
 from numbax.transform.analysis.shape_sources import is_elementwise_value
 from numbax.transform.names import Namer

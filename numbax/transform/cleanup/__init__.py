@@ -13,7 +13,7 @@ changes:
   call that only checks, or of a function known to be effect free
   (:mod:`~numbax.transform.analysis.effects`), is removed too: the first run made
   its checks;
-* save/restore pairs that cancel (:mod:`~numbax.transform.restores`): ``_x_old = x``
+* save/restore pairs that cancel (:mod:`~numbax.transform.cleanup.restores`): ``_x_old = x``
   ... ``x = _x_old`` with neither reassigned in between on any path, or with ``x``
   rebound only in the straight-line region between them, whose values are renamed
   instead (the restore is removed, then the save is dead);
@@ -38,9 +38,9 @@ import numpy as np
 from numbax.transform import rules
 from numbax.transform.analysis import effects
 from numbax.transform.analysis.dataflow import Liveness, definitions, read_names
+from numbax.transform.cleanup.restores import cancel_restores, rename_restored
 from numbax.transform.provenance import ORIGIN, annotate, origin_of, reruns
 from numbax.transform.resolve import LOCAL, local_names
-from numbax.transform.restores import cancel_restores, rename_restored
 from numbax.transform.source import FunctionSource
 from numbax.transform.walk import walk
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import gast
 import numpy as np
 
-from numbax.transform.ad_common import runtime_call
+from numbax.transform.ad.common import runtime_call
 from numbax.transform.operations import (
     CALL,
     COPY,

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 import gast
 
 from numbax.transform import rules
+from numbax.transform.ad.sequences import may_hold_sequences
 from numbax.transform.analysis.activity import Activity, assignments
 from numbax.transform.analysis.groups import Groups
 from numbax.transform.operations import (
@@ -42,7 +43,6 @@ from numbax.transform.operations import (
     classify,
 )
 from numbax.transform.resolve import Resolver
-from numbax.transform.sequences import may_hold_sequences
 
 
 def passed_through(op: Operation, activity: Activity) -> str | None:
