@@ -8,7 +8,7 @@ in a fresh process with an empty cache directory:
   ``nx.jit(make(k))(x)`` over ``N`` floats ``k``, ``nx.jit(nx.grad(make_data(data)))``
   over ``N`` arrays of 1,000 floats and ``nx.jit(make_steps(n))`` over ``N`` integers
   ``n`` (``range(n)``), all passed to one compiled function each
-  (``numba_backend/captured.py``), and ``nx.jit(f)(x, k)`` with ``k`` an argument;
+  (``numba_backend/passes/captured.py``), and ``nx.jit(f)(x, k)`` with ``k`` an argument;
 * **pauses**: a cold ``jit(grad)`` of the MLP benchmark's loss, then a loop of ``N``
   steps that allocates reference cycles as a training loop does; the longest full
   collection the loop met (timed by ``gc.callbacks``), and one ``gc.collect()`` after.

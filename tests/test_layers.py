@@ -15,12 +15,12 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numbax"
 # module (relative to numbax/) -> modules it may import inside a function, and why.
 DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
     "api/show.py": {"IPython.display": "optional: only inside a Jupyter notebook"},
-    "numba_backend/cuda.py": {
+    "numba_backend/cuda/target.py": {
         "numba": "numba.cuda: the optional `cuda` extra (or the simulator), at the first GPU use",
         "numba.cuda.extending": "numba-cuda's overloads, registered only when it is installed",
         "numba.cuda": "libdevice's functions, for numba-cuda's overloads (as above)",
     },
-    "numba_backend/startup.py": {
+    "numba_backend/caching/startup.py": {
         "rocket_fft": "optional (the `fft` extra), imported with scipy.fft held back"
     },
     "transform/source.py": {

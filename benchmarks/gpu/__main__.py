@@ -256,7 +256,7 @@ def _timed(call: Callable[[], Any], repeat: int) -> tuple[float, float]:
 
 def _copy_seconds(on_device: Any, repeat: int) -> float | None:
     """The median time of a device-to-device copy of ``on_device`` (None simulated)."""
-    from numbax.numba_backend import cuda as gpu
+    from numbax.numba_backend.cuda import target as gpu
 
     if gpu.simulated():
         return None

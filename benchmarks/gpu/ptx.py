@@ -112,7 +112,7 @@ def _launchers(compiled, inputs):  # noqa: ANN001, ANN202
     stages has each stage's) with the types it is launched with."""
     import numba
 
-    from numbax.numba_backend.cuda_reduction import ReductionKernels
+    from numbax.numba_backend.cuda.reductions import ReductionKernels
 
     stages = compiled.stage_kernels(*inputs)
     found = []

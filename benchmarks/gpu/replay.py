@@ -8,7 +8,7 @@ each per-example device function of the cases below with numba-cuda (its typing,
 inlining, its lowering to LLVM: everything before NVVM), runs that LLVM on the CPU
 (libdevice's math taken from the C library) and compares the numbers with the CPU's
 batch. It reproduced, to the last digit, the wrong results an H200 gave when
-numba-cuda 0.30 inlined ``nxrt.weak`` into loops (``numba_backend/weak.py``).
+numba-cuda 0.30 inlined ``nxrt.weak`` into loops (``numba_backend/np/weak.py``).
 
 Needs numba-cuda and NVVM (``pip install 'numbax[cuda]'``) and scalar arguments.
 """
@@ -117,7 +117,7 @@ def device_result(function: Callable, args: tuple[Any, ...]) -> list[float]:
     from numba.cuda.compiler import compile_cuda
 
     import numbax as nx
-    from numbax.numba_backend import cuda as gpu
+    from numbax.numba_backend.cuda import target as gpu
 
     args = tuple(np.ascontiguousarray(a, np.float64) if np.ndim(a) else float(a) for a in args)
     want = _leaves(function(*args))

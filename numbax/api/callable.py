@@ -17,7 +17,7 @@ How other layers recognise them without importing this one (protocols, by attrib
 the function compiled in their place, ``__numbax_identity__()`` their name in a cache
 key, ``__numbax_reuse_key__()`` when compiled code made for another object serves them
 (:mod:`numbax.codegen.reuse`), ``__numbax_gradient_of__()`` (``grad(f)``) the argument
-whose shape and dtype their value has (:mod:`numbax.numba_backend.stand_ins`).
+whose shape and dtype their value has (:mod:`numbax.numba_backend.passes.stand_ins`).
 """
 
 from __future__ import annotations

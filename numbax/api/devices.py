@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from numbax import tree_util
-from numbax.numba_backend import cuda as gpu
+from numbax.numba_backend.cuda import target as gpu
 
 _GPU_NAMES = ("gpu", "cuda")
 

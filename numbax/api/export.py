@@ -33,8 +33,8 @@ from numbax.api.rewritten import Rewritten, where
 from numbax.api.transformed import Transformed
 from numbax.api.vmap import Batched
 from numbax.codegen.standalone import ExportError, Standalone
-from numbax.numba_backend.captured import Captured
 from numbax.numba_backend.exported import numba_versions, portable
+from numbax.numba_backend.passes.captured import Captured
 from numbax.version import __version__
 
 __all__ = ["ExportError", "export"]

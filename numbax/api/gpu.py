@@ -13,7 +13,7 @@ arithmetic: what the CPU fuses into one loop) and reductions of them (``np.sum``
 ``prod``, ``max``, ``min``, ``mean``, with ``axis`` and ``keepdims``) runs as kernels,
 one stage after another (``gpu_stages.py``): a thread per element of the arguments'
 broadcast, and reduction kernels that make the values they reduce
-(``numba_backend/cuda_reduction.py``). ``softmax`` is three stages: ``max``, ``sum`` and
+(``numba_backend/cuda/reductions.py``). ``softmax`` is three stages: ``max``, ``sum`` and
 the quotient. Any other function is refused at its first line that is neither.
 
 Each example (element) returns numbers, or tuples of them nested any way; each number
@@ -31,14 +31,14 @@ from typing import Any
 import numpy as np
 
 from numbax.api.callable import NumbaxFunction
-from numbax.api.gpu_kernels import Kernel, KernelCall, build_kernel, is_array
-from numbax.api.gpu_stages import (
+from numbax.numba_backend.cuda import target as gpu
+from numbax.numba_backend.cuda.kernels import Kernel, KernelCall, build_kernel, is_array
+from numbax.numba_backend.cuda.stages import (
     ElementwiseStage,
     elementwise_stages,
     finishes_with_an_array,
     run_stages,
 )
-from numbax.numba_backend import cuda as gpu
 from numbax.transform.source import display_name, read_function
 
 

@@ -24,8 +24,6 @@ from numbax.codegen.reuse import part, reuse_key
 from numbax.codegen.variadic import takes_star_args
 from numbax.errors import CompileError
 from numbax.numba_backend.boundary import from_numba, to_numba
-from numbax.numba_backend.captured import Captured
-from numbax.numba_backend.container_stores import may_store_into_containers
 from numbax.numba_backend.cpu import (
     CALL_ERRORS,
     NUMBA_OPTIONS,
@@ -33,7 +31,9 @@ from numbax.numba_backend.cpu import (
     compile_function,
     explain_failure,
 )
-from numbax.numba_backend.threads import one_thread
+from numbax.numba_backend.loops.container_stores import may_store_into_containers
+from numbax.numba_backend.loops.threads import one_thread
+from numbax.numba_backend.passes.captured import Captured
 from numbax.transform.analysis.ranks import rank_parameters
 from numbax.transform.container_checks import asks_container_types
 from numbax.transform.resolve import Resolver, local_names
@@ -123,7 +123,7 @@ class _Compilations:
     source: FunctionSource | None = None
     # by (positional count, keywords): jit of what a call omitting defaults runs instead
     omitting: dict = field(default_factory=dict)
-    # what calls from Python pass of the captured values (``numba_backend/captured.py``):
+    # what calls from Python pass of the captured values (``numba_backend/passes/captured.py``):
     # INEXACT once the function needed its captured integers as constants to compile
     captured: Captured = Captured.NUMBERS
 
@@ -194,7 +194,7 @@ class Jitted(NumbaxFunction):
         # each key of types and dtypes (_fast_key) of arguments without a pytree
         self._check_arguments = getattr(self.fun, "__numbax_check_arguments__", None)
         self._checked: set[tuple] = set()
-        # parallel=False: one thread for numbax's loops too (``numba_backend/threads.py``)
+        # parallel=False: one thread for numbax's loops too (``numba_backend/loops/threads.py``)
         self._one_thread = numba_options.get("parallel") is False
         if inline:
             self.options["inline"] = "always"
@@ -232,7 +232,7 @@ class Jitted(NumbaxFunction):
         # Specializations by the exact types of a call's positional arguments, for calls
         # whose types alone determine it (no statics, no keywords, no pytrees), with the
         # defaults to pass after them and the captured values to pass ahead of them
-        # (``numba_backend/captured.py``).
+        # (``numba_backend/passes/captured.py``).
         self._fast: dict[tuple[type, ...], tuple[Compiled, tuple, Any]] = compilations.fast
 
     def _positional_names(self) -> list[str]:
@@ -446,7 +446,7 @@ class Jitted(NumbaxFunction):
         """The call's pytree arguments by parameter, where the function asks about their
         container types (``isinstance(p, list)``: ``transform/container_checks.py``),
         which compiled code holds only as tuples and NamedTuples, or may store into them
-        (``numba_backend/container_stores.py``): their structures are then part of the
+        (``numba_backend/loops/container_stores.py``): their structures are then part of the
         specialization's key, and its checks constants."""
         if self._asks_container_types is None:
             with generation_lock:  # reading the source parses it (see _deciding_ranks)
@@ -485,7 +485,7 @@ class Jitted(NumbaxFunction):
         holding Python scalars (generated on first use), and for the container types of
         ``containers`` (pytree arguments by parameter; see :meth:`_containers`).
         ``capture``: which of the values the function captures are parameters its calls
-        pass (``numba_backend/captured.py``); compiled callers and exported files, which
+        pass (``numba_backend/passes/captured.py``); compiled callers and exported files, which
         pass only the function's own arguments, have them compiled in (``NOTHING``).
 
         Python scalars are weakly typed in NumPy 2 (a float32 array times 1.5 stays

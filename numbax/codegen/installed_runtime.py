@@ -3,7 +3,7 @@ cache falls back on.
 
 Generated code calls numbax's helpers (allocation, products, reductions, the derivative
 helpers, the pieces the fused loops share), which Numba compiles for the argument types
-a program meets; the runtime cache (``numba_backend/runtime_cache.py``) keeps them for
+a program meets; the runtime cache (``numba_backend/caching/runtime_cache.py``) keeps them for
 later processes. A user's first program still compiled them all, 1 to 4 s of its first
 call. ``python -m numbax precompile`` (``make demo`` runs it) compiles them once for the
 common dtypes and ranks (``numbax/precompile_programs.py``) into
@@ -14,7 +14,7 @@ the installed entries are read in place.
 Trust. The installed directory is read only when it and each file in it belong to the
 current user or to root, nobody else may write them, none is a symbolic link, and its
 stamp says it was compiled for this numbax source, Numba and NumPy; each file is then
-checked as every cache file is (``numba_backend/disk_cache.py``: checksum, entry, and
+checked as every cache file is (``numba_backend/caching/disk_cache.py``: checksum, entry, and
 the owner and mode above). ``install`` assembles it in a directory of its own and
 renames it into place, so no process sees half of one.
 

@@ -24,22 +24,24 @@ from numbax import tree_util
 from numbax.codegen.emit import EmittedSource
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
-from numbax.numba_backend import (
-    blas_threads,
+from numbax.numba_backend.boundary import python_result
+from numbax.numba_backend.caching import (  # noqa: F401  (helpers compiled once, see there)
     disk_cache,
-    runtime_cache,  # noqa: F401  (helpers compiled once, see there)
+    runtime_cache,
+)
+from numbax.numba_backend.caching.compile_log import describe
+from numbax.numba_backend.caching.startup import preload_blas_bindings
+from numbax.numba_backend.loops import (
+    blas_threads,
     slice_errors,
 )
-from numbax.numba_backend.boundary import python_result
-from numbax.numba_backend.bounds import BoundsError, as_numpy_error
-from numbax.numba_backend.captured import Captured
-from numbax.numba_backend.compile_log import describe
+from numbax.numba_backend.loops.bounds import BoundsError, as_numpy_error
 from numbax.numba_backend.lower import RECURSIVE
+from numbax.numba_backend.np.scalar_rules import PYTHON_SCALAR_PARAMETERS, NumPyScalarsCompiler
 from numbax.numba_backend.numba_errors import translate_numba_error, untypeable_argument_error
+from numbax.numba_backend.passes.captured import Captured
+from numbax.numba_backend.passes.stand_ins import RESULT_TYPE_ONLY
 from numbax.numba_backend.pipeline import Specialization, specialize
-from numbax.numba_backend.scalar_rules import PYTHON_SCALAR_PARAMETERS, NumPyScalarsCompiler
-from numbax.numba_backend.stand_ins import RESULT_TYPE_ONLY
-from numbax.numba_backend.startup import preload_blas_bindings
 from numbax.transform.source import FunctionSource, display_name, read_function
 
 preload_blas_bindings()

@@ -25,14 +25,16 @@ from numba.core.registry import cpu_target
 from numba.extending import overload
 
 from numbax.codegen.standalone import Companion
-from numbax.numba_backend import (
+from numbax.numba_backend import registered as runtime  # noqa: F401  (registers the Numba versions)
+from numbax.numba_backend.caching import (
     disk_cache,
-    elementary,
-    runtime,  # noqa: F401  (registers the Numba versions)
     runtime_cache,
+)
+from numbax.numba_backend.loops import (
     tapes,
     threads,
 )
+from numbax.numba_backend.math import elementary
 from numbax.numba_backend.redirects import replaced_by
 
 _OPTIONS = {

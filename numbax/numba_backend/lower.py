@@ -29,10 +29,10 @@ import numpy as np
 
 from numbax.codegen.variadic import fixed_arity, takes_star_args
 from numbax.errors import TransformError
-from numbax.numba_backend import runtime
+from numbax.numba_backend import registered as runtime
 from numbax.numba_backend.boundary import dict_record, field_name
 from numbax.numba_backend.host_calls import host_stub
-from numbax.numba_backend.stand_ins import RESULT_TYPE_ONLY
+from numbax.numba_backend.passes.stand_ins import RESULT_TYPE_ONLY
 from numbax.runtime import nxrt
 from numbax.runtime.callbacks import CALLBACKS, VMAP_METHODS
 from numbax.runtime.shapes import array_operand

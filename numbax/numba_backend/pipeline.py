@@ -17,7 +17,7 @@ from __future__ import annotations
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import gast
 import numpy as np
@@ -26,18 +26,16 @@ from numbax.codegen.cache import cache_key, portable_path
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
-from numbax.numba_backend.array_operators import call_operators
-from numbax.numba_backend.bounds import bounds_checks
-from numbax.numba_backend.captured import Captured, capture_parameters, is_integer
-from numbax.numba_backend.container_stores import container_stores, items_kept_as_copies
-from numbax.numba_backend.device_ufuncs import scalar_ufuncs
-from numbax.numba_backend.fresh_fields import fill_fresh_fields
-from numbax.numba_backend.fuse import fuse_elementwise, scalar_selects
-from numbax.numba_backend.local_arrays import ThreadArrays, known_shapes, local_arrays
+from numbax.numba_backend.loops.array_operators import call_operators
+from numbax.numba_backend.loops.bounds import bounds_checks
+from numbax.numba_backend.loops.container_stores import container_stores, items_kept_as_copies
+from numbax.numba_backend.loops.fresh_fields import fill_fresh_fields
+from numbax.numba_backend.loops.tapes import array_tapes, device_tapes
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
-from numbax.numba_backend.shared_kernels import share_kernels
-from numbax.numba_backend.stand_ins import stand_in_result
-from numbax.numba_backend.tapes import array_tapes, device_tapes
+from numbax.numba_backend.passes.captured import Captured, capture_parameters, is_integer
+from numbax.numba_backend.passes.fuse import fuse_elementwise, scalar_selects
+from numbax.numba_backend.passes.shared_kernels import share_kernels
+from numbax.numba_backend.passes.stand_ins import stand_in_result
 from numbax.transform.container_checks import fold_container_checks
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
@@ -52,6 +50,22 @@ HelperCompiler = Callable[..., Any]
 callable to bind, or :data:`~numbax.numba_backend.lower.RECURSIVE` for the function
 being compiled; with ``result_type_only=True`` (CPU), for a call whose result is read
 only for its shape and dtype."""
+
+
+class ThreadPasses(Protocol):
+    """The passes of a target that runs one example per thread (the GPU's, in
+    ``cuda/``), which the CPU target neither runs nor imports."""
+
+    def before_resolving(self, fn: gast.FunctionDef) -> gast.FunctionDef:
+        """The function with what is known of its arrays' shapes written in."""
+
+    def after_lowering(
+        self, fn: gast.FunctionDef, resolve: Callable[[gast.expr], Any]
+    ) -> gast.FunctionDef:
+        """The lowered function as one thread's code."""
+
+    def held(self, fn: gast.FunctionDef) -> str | None:
+        """What the generated module's header says the thread holds."""
 
 
 @dataclass
@@ -97,7 +111,7 @@ def specialize(
     transformation: str = "jit",
     weak_params: frozenset[str] | None = None,
     target: str = "cpu",
-    arrays: ThreadArrays | None = None,
+    thread: ThreadPasses | None = None,
     extra_bindings: dict[str, Any] | None = None,
     result_type_only: bool = False,
     containers: dict[str, Any] | None = None,
@@ -109,7 +123,7 @@ def specialize(
     fused into loops over arrays, the user's subscripts checked against NumPy's bounds
     (``bounds.py``; the option ``boundscheck=False`` leaves them out), tapes as arrays);
     ``"cuda"`` leaves them out, as a device function runs on one example's scalars and
-    allocates nothing.
+    allocates nothing: ``thread`` holds its passes.
 
     ``result_type_only``: the callers read only the shape and dtype of the result,
     which may then be a stand-in (``stand_ins.stand_in_result``; CPU only).
@@ -127,8 +141,8 @@ def specialize(
     captured = capture_parameters(fn, source, capture)
     if weak_params is not None:  # Python scalars are weakly typed (NumPy 2)
         weak_params |= {k for k, v in captured.items() if type(v) in (int, float, complex)}
-    if arrays is not None:
-        fn = known_shapes(fn, arrays)
+    if thread is not None:
+        fn = thread.before_resolving(fn)
     resolver = Resolver(source, local_names(fn))  # temporaries are locals too
     fn = fold_container_checks(fn, containers or {}, resolver)
     kernels: list[gast.FunctionDef] = []
@@ -151,16 +165,11 @@ def specialize(
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):
             call_operators(fn.body, resolver.resolve)
-    elif target == "cuda":
-        fn = scalar_ufuncs(device_tapes(fn, resolver.resolve), resolver.resolve)
-        if arrays is not None:
-            fn = local_arrays(fn, arrays, resolver.resolve)
+    elif thread is not None:
+        fn = thread.after_lowering(fn, resolver.resolve)
     else:
         fn = device_tapes(fn, resolver.resolve)
-    held = None
-    if arrays is not None:
-        shapes = arrays.describe([a.id for a in fn.args.args])
-        held = f"arrays in local memory, for one example's shapes: {shapes or 'its own'}"
+    held = thread.held(fn) if thread is not None else None
     if stood_in:
         held = "for callers that read only the result's shape and dtype: a stand-in of them"
     if containers:  # the checks of their types were answered for these

@@ -16,7 +16,7 @@ import numba
 from numba.core import types
 from numba.extending import overload
 
-from numbax.numba_backend import disk_cache
+from numbax.numba_backend.caching import disk_cache
 from numbax.numba_backend.cpu import DEFAULT_NUMBA_OPTIONS, typed_per_process
 from numbax.numba_backend.generated import define
 

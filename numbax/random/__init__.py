@@ -3,11 +3,11 @@
 The keys, the hashing and the basic samplers are in :mod:`numbax.random.core`, the
 other distributions in :mod:`numbax.random.more`; see core's docstring for the design.
 Importing this package also makes ``nx.jit`` compile calls of its functions (see
-:func:`numbax.numba_backend.random_jit.register_random`).
+:func:`numbax.numba_backend.random.jit.register_random`).
 """
 
-from numbax.numba_backend import random_jit as _random_jit
-from numbax.numba_backend import random_jit_more as _random_jit_more
+from numbax.numba_backend.random import jit as _random_jit
+from numbax.numba_backend.random import jit_more as _random_jit_more
 from numbax.random.core import (
     PRNGKey,
     bits,

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from numbax.numba_backend import random_kernels as kernels
-from numbax.numba_backend.random_tables import (
+from numbax.numba_backend.random import kernels as kernels
+from numbax.numba_backend.random.tables import (
     ERFINV_F32,
     ERFINV_F64,
     LOG1P_DENOMINATOR,
@@ -232,7 +232,7 @@ def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> np.nd
     ``log`` kernel) in the last bits, so about 4% of float32 values differ from JAX's by
     up to 3 ulp, and about 8% of float64 values by up to 4 ulp (float16, which still
     uses NumPy's ``log``, matched exactly in our checks).  float32 and float64 run as one
-    compiled loop (``numba_backend.random_kernels``), the same code ``nx.jit`` calls, so
+    compiled loop (``numba_backend.random.kernels``), the same code ``nx.jit`` calls, so
     plain and jitted calls give the same bits.
     """
     k = _check_key_data("normal", key)
@@ -247,7 +247,7 @@ def normal(key: ArrayLike, shape: Shape = (), dtype: DTypeLike = float) -> np.nd
     return np.asarray(dtype.type(np.sqrt(2.0)) * _erfinv(u.astype(work)).astype(dtype))
 
 
-# -- XLA's erfinv and log1p, term by term in the input dtype (numba_backend.random_tables)
+# -- XLA's erfinv and log1p, term by term in the input dtype (numba_backend.random.tables)
 
 
 def _horner(coefficients: Sequence[float], t: np.ndarray) -> np.ndarray:

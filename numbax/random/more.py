@@ -6,7 +6,7 @@ steps of JAX's own implementations in NumPy so that, for the same key, they give
 numbers.  ``numbax.random`` re-exports them.  For float32 and float64, the samplers that
 need ``log``, ``exp``, ``erf`` or ``pow`` (``exponential``, ``truncated_normal``,
 ``gamma``, ``beta``, and the Gumbel noise of ``categorical`` and ``choice``) run the
-compiled loops of ``numba_backend.random_kernels_more`` -- the code ``nx.jit`` runs -- so
+compiled loops of ``numba_backend.random.kernels_more`` -- the code ``nx.jit`` runs -- so
 plain and jitted calls give the same bits; other float dtypes use the NumPy code here.
 
 Exactness against JAX (float64 results compared with ``jax_enable_x64`` on):
@@ -43,7 +43,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike, DTypeLike, NDArray
 
-from numbax.numba_backend import random_kernels_more as kernels
+from numbax.numba_backend.random import kernels_more as kernels
 from numbax.random.core import (
     _canonical_shape,
     _check_key_data,

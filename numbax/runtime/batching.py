@@ -2,7 +2,7 @@
 argument, and the batched output filled one example at a time.
 
 Each is plain NumPy on pytrees here; its Numba version
-(``numba_backend/overloads/batching.py``) takes arrays, numbers and tuples of them (what
+(``numba_backend/runtime/batching.py``) takes arrays, numbers and tuples of them (what
 compiled code passes). An axis is an int (negative counts from the end, per leaf) or
 None (the argument is the same for every example); for a pytree argument it may be a
 pytree prefix of axes, as ``in_axes`` allows.

@@ -5,7 +5,7 @@ a reshape to another value's shape (``reshape_like``).
 
 Why not NumPy's own functions? Numba has no sum over axes known only at run time, which
 is what the adjoint of broadcasting needs (axes where the operand has length 1 are only
-known from the shapes); the Numba versions (``numba_backend/overloads/broadcasting.py``)
+known from the shapes); the Numba versions (``numba_backend/runtime/broadcasting.py``)
 generate loops per argument types instead.
 """
 

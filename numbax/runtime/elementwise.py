@@ -21,7 +21,7 @@ stay 0 at ``x == 0``, and those of ``0 ** y`` in ``y`` are 0, not ``0 * log(0)``
 
 Dtypes follow NumPy 2 (NEP 50): a Python scalar adapts to the arrays next to it, so a
 float32 array gives float32 results; their Numba versions
-(``numba_backend/overloads/elementwise.py``) do the same.
+(``numba_backend/runtime/elementwise.py``) do the same.
 """
 
 from __future__ import annotations

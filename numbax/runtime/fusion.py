@@ -1,4 +1,4 @@
-"""The helpers of fused elementwise kernels (``numba_backend/fuse.py``)."""
+"""The helpers of fused elementwise kernels (``numba_backend/passes/fuse.py``)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def first(value: Any, like: Any) -> Any:
 @helper
 def cotangent_as(value: Any, like: Any) -> Any:
     """``unbroadcast(value, like)`` where ``value`` has ``like``'s shape (fused kernels:
-    ``numba_backend/kept_shapes.py``): only the conversion to like's cotangent dtype."""
+    ``numba_backend/passes/kept_shapes.py``): only the conversion to like's cotangent dtype."""
     return unbroadcast(value, like)
 
 
@@ -70,7 +70,7 @@ def gradient_stand_in(argument: Any) -> Any:
     dtype (a seed, a cotangent spread over it): ``argument`` itself, which has both, with
     ``grad``'s check of its dtype. ``grad`` of ``np.sum(derivative(x))`` needs the
     inner gradient's value only for that, and computing it compiled and ran every lower
-    order again (``numba_backend/stand_ins.py``)."""
+    order again (``numba_backend/passes/stand_ins.py``)."""
     grad_dtype_check(argument, 0)
     return argument
 
@@ -90,7 +90,7 @@ def shape_stand_in(operation: Any, *args: Any) -> Any:
     the shape and dtype of its values are read (a seed, a reduction's count, the shape a
     cotangent is unbroadcast to): compiled code gives an array of that shape and dtype
     whose values are never set, and neither compiles the loop nor runs it
-    (``numba_backend/stand_ins.py``); plain Python computes it."""
+    (``numba_backend/passes/stand_ins.py``); plain Python computes it."""
     return operation(*args)
 
 
@@ -99,6 +99,6 @@ def reduction_stand_in(value: Any, reduction: str) -> Any:
     """``np.<reduction>(value)`` (``"sum"``, ``"mean"``) over all of ``value``, where only
     its type is read: compiled code gives a zero of the reduction's dtype without
     reducing (a function whose caller reads only its result's shape and dtype, as a
-    Jacobian reads its function's output: ``numba_backend/stand_ins.py``); plain Python
+    Jacobian reads its function's output: ``numba_backend/passes/stand_ins.py``); plain Python
     reduces."""
     return getattr(np, reduction)(value)

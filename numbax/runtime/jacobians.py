@@ -12,7 +12,7 @@ Two of them are ``nx.flatten_util.ravel_pytree`` inside a transformed function
 
 Here they work with NumPy and ``tree_util`` (generated code run interpreted keeps the
 user's dicts, lists and registered classes); their Numba versions
-(``numba_backend/overloads/jacobians.py``) walk the (named) tuples that stand for
+(``numba_backend/runtime/jacobians.py``) walk the (named) tuples that stand for
 pytrees under ``jit``. Leaves are visited in the same order both ways: a dict's
 NamedTuple has its keys' fields sorted, as ``tree_util`` sorts the keys.
 """

@@ -6,7 +6,7 @@ They are SciPy's own function objects, published under ``nxrt`` so that derivati
 code can call them whatever the user's module imported: ``nxrt.digamma`` *is*
 ``scipy.special.psi``, so its derivative rule and its Numba version are those of the
 function the user calls (``transform/rules/special.py``,
-``numba_backend/overloads/special.py``).
+``numba_backend/runtime/special.py``).
 
 Importing SciPy's special functions takes about half a second, so this module is not
 imported with the rest of the runtime: the rules of ``scipy.special`` import it when a

@@ -15,7 +15,7 @@ keeps the last write as the value does.
 so that it changes ``x`` in place as NumPy does and has a derivative.
 
 Each helper is linear in its array arguments and has its rules
-(``transform/rules/runtime.py``); ``numba_backend/overloads/stores.py`` compiles them.
+(``transform/rules/runtime.py``); ``numba_backend/runtime/stores.py`` compiles them.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ a loop hands back.
 
 Interpreted code keeps the user's lists, dicts and registered classes, so these accept
 any pytree where they recurse; compiled code passes (named) tuples, which the Numba
-versions (``numba_backend/overloads/tangents.py``) handle.
+versions (``numba_backend/runtime/tangents.py``) handle.
 
 Dtypes follow NumPy's own values, not NumPy 2's weak Python scalars: under Numba a Python
 float *is* a float64, so these treat it as one too wherever they derive a dtype from
@@ -119,7 +119,7 @@ def index_add(base: np.ndarray, index: Any, value: Any) -> np.ndarray:
 @helper
 def field_filled(base: Any, index: str, value: Any) -> Any:
     """``index_add(base, index, value)`` where ``base``'s entry ``index`` is still the zero
-    ``zeros_like`` made (``numba_backend/fresh_fields.py``): compiled code puts ``value``
+    ``zeros_like`` made (``numba_backend/loops/fresh_fields.py``): compiled code puts ``value``
     in the zero's place when it has the zero's type, rather than adding the two (a
     dict of parameters' cotangent is built this way, one entry at a time); plain Python
     adds."""

@@ -1,5 +1,5 @@
 """The numbers and arrays a jitted function captures are parameters of its generated
-code, passed at each call as they were when it compiled (``numba_backend/captured.py``):
+code, passed at each call as they were when it compiled (``numba_backend/passes/captured.py``):
 the closures of one code share one machine code, and ``jit`` still captures values when
 it compiles, as JAX does."""
 

@@ -13,7 +13,7 @@ import pytest
 import numbax as nx
 from numbax.codegen.reuse import reuse_key
 from numbax.configuration import Config
-from numbax.numba_backend import compile_log
+from numbax.numba_backend.caching import compile_log
 
 jit_module = importlib.import_module("numbax.api.jit")  # numbax.api.jit is also the function
 

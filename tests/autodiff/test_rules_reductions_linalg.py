@@ -56,7 +56,7 @@ def test_slogdet_under_jit():
 
 
 @pytest.mark.xfail(
-    reason="numba_backend/fuse.py fuses np.matmul (a gufunc) into an elementwise kernel",
+    reason="numba_backend/passes/fuse.py fuses np.matmul (a gufunc) into an elementwise kernel",
     strict=False,
 )
 def test_matmul_function_under_jit():

@@ -15,7 +15,7 @@ from scipy import stats
 from scipy.special import erf, gammaln  # spelled as users import them
 
 import numbax as nx
-from numbax.numba_backend import special_kernels as kernels
+from numbax.numba_backend.math import special as kernels
 from numbax.runtime import helpers
 from numbax.transform.rules import missing_rules
 from tests.helpers.fd import check_jacobians

@@ -316,7 +316,7 @@ def _check_derivative_mode(
 def _check_second_order(program: Program, f: Callable) -> tuple[str, str]:
     """``grad`` of a weighted sum of ``grad(f)`` (the VJP of a VJP) under ``jit``, against
     the same derivative interpreted: how the compiled code fuses an adjoint of an adjoint
-    (its cotangents' shapes, ``numba_backend/kept_shapes.py``) must not change a number."""
+    (its cotangents' shapes, ``numba_backend/passes/kept_shapes.py``) must not change a number."""
     if not program.scalar_output:
         return "skipped", "array output"
     x, s = program.args()

@@ -15,8 +15,10 @@ from __future__ import annotations
 import sys
 import types
 
-from numbax.numba_backend import cuda as gpu
-from numbax.numba_backend import random_device, tapes, weak
+from numbax.numba_backend.cuda import random as random_device
+from numbax.numba_backend.cuda import target as gpu
+from numbax.numba_backend.loops import tapes
+from numbax.numba_backend.np import weak
 
 
 def test_only_the_local_tape_is_inlined_on_the_device(monkeypatch):

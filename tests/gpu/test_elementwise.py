@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import cuda as gpu
+from numbax.numba_backend.cuda import target as gpu
 
 
 def selu(x, alpha=1.67, lam=1.05):

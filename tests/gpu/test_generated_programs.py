@@ -5,7 +5,7 @@ its value and its gradient. A wrong number is the one outcome that fails.
 The programs work on each example's array ``x`` of shape (3,) and a number ``s``:
 elementwise lines, reductions, indexing, loops that accumulate or store into arrays,
 branches; what the thread runs of them is written into local memory
-(``numba_backend/local_arrays.py``).
+(``numba_backend/cuda/local_arrays.py``).
 """
 
 from __future__ import annotations

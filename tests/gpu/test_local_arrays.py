@@ -1,4 +1,4 @@
-"""Arrays inside a GPU thread (``numba_backend/local_arrays.py``): each example's array
+"""Arrays inside a GPU thread (``numba_backend/cuda/local_arrays.py``): each example's array
 code, and its gradient's, as loops over local memory, equal to the CPU's batch.
 
 On the simulator the threads run as Python, so the examples are few and small;

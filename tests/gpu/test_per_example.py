@@ -15,7 +15,7 @@ import pytest
 
 import numbax as nx
 from benchmarks.gpu.replay import damped as damped_steps  # a loop with a tape and a break
-from numbax.numba_backend import cuda as gpu
+from numbax.numba_backend.cuda import target as gpu
 from tests.gpu.helpers import leaves
 from tests.helpers.source import line_of
 

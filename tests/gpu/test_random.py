@@ -9,7 +9,7 @@ import pytest
 
 import numbax as nx
 from benchmarks.gpu import workloads
-from numbax.numba_backend import random_device
+from numbax.numba_backend.cuda import random as random_device
 
 
 def noisy_step(key, mu):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import numbax as nx
-from numbax.numba_backend import cuda_reduction
+from numbax.numba_backend.cuda import reductions as cuda_reduction
 from tests.helpers.source import line_of
 
 

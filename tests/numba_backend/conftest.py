@@ -1,6 +1,6 @@
 """The Numba implementations numbax's generated code calls are tested through plain
 ``numba.njit`` wrappers; they compile here as they do under ``nx.jit``, with large
-callees linked after optimization (``numbax/numba_backend/linking.py``)."""
+callees linked after optimization (``numbax/numba_backend/caching/linking.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from numbax.numba_backend.linking import linking_large_callees_late
+from numbax.numba_backend.caching.linking import linking_large_callees_late
 
 
 @pytest.fixture(autouse=True)

@@ -19,7 +19,7 @@ import pytest
 from numba import types
 from numba.np.numpy_support import as_dtype
 
-import numbax.numba_backend.runtime  # noqa: F401  (registers the helpers' Numba versions)
+import numbax.numba_backend.registered  # noqa: F401  (registers the helpers' Numba versions)
 from numbax.runtime import nxrt as ad
 from numbax.runtime.seeds import grad_dtype_check
 

@@ -1,11 +1,11 @@
 """OpenBLAS's thread count follows the cores other processes leave free
-(``numba_backend/blas_threads.py``)."""
+(``numba_backend/loops/blas_threads.py``)."""
 
 import os
 
 import pytest
 
-from numbax.numba_backend import blas_threads
+from numbax.numba_backend.loops import blas_threads
 
 
 def test_a_thread_is_given_up_per_busy_core_and_taken_back_once_they_are_free():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend.broadcast_dims import broadcast_dim
+from numbax.numba_backend.loops.broadcast_dims import broadcast_dim
 
 
 @numba.njit

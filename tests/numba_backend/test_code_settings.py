@@ -16,7 +16,10 @@ import numba
 import pytest
 from numba.core import config
 
-from numbax.numba_backend import disk_cache, runtime_cache
+from numbax.numba_backend.caching import (
+    disk_cache,
+    runtime_cache,
+)
 from numbax.numba_backend.generated import define
 
 PROGRAM = """

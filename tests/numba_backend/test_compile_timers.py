@@ -1,5 +1,5 @@
 """Numba's per-compile timers are off during numbax's compiles only
-(``numba_backend/compile_timers.py``)."""
+(``numba_backend/caching/compile_timers.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 from numba.core import event
 
 import numbax as nx
-from numbax.numba_backend import compile_timers
-from numbax.numba_backend.compiling import numbax_compiling
+from numbax.numba_backend.caching import compile_timers
+from numbax.numba_backend.caching.compiling import numbax_compiling
 
 
 def _fresh():

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend.numpy_scalars import departing_loop
+from numbax.numba_backend.np.scalars import departing_loop
 from tests.fuzz import dtypes
 
 _CASES = dtypes.ci_cases()

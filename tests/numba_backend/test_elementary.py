@@ -1,4 +1,4 @@
-"""Accuracy and behaviour of numbax.numba_backend.elementary under Numba and in Python.
+"""Accuracy and behaviour of numbax.numba_backend.math.elementary under Numba and in Python.
 
 Accuracy is measured in ulp against a reference that is correctly rounded for practical
 purposes: NumPy in float64 for float32 inputs, NumPy in long double (64-bit mantissa on
@@ -20,7 +20,7 @@ import numba
 import numpy as np
 import pytest
 
-from numbax.numba_backend import elementary
+from numbax.numba_backend.math import elementary
 
 F32, F64 = np.float32, np.float64
 _LD_IS_WIDE = np.finfo(np.longdouble).nmant >= 63
@@ -211,7 +211,10 @@ def grid(region: str, name: str, dtype: type) -> np.ndarray:
 
 
 def _reduce_max(dtype):
-    from numbax.numba_backend import _kernels32, _kernels64
+    from numbax.numba_backend.math import (
+        _kernels32,
+        _kernels64,
+    )
 
     return (_kernels32 if dtype == F32 else _kernels64).REDUCE_MAX
 

@@ -1,5 +1,5 @@
 """Under jit, a dict's cotangent is filled in where its entries are still zero
-(``numba_backend/fresh_fields.py``): the same gradients as interpreted and as central
+(``numba_backend/loops/fresh_fields.py``): the same gradients as interpreted and as central
 differences, with the sum kept wherever an entry may already hold a contribution."""
 
 import numpy as np

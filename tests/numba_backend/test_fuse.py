@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import elementwise as elementwise_module
 from numbax.numba_backend.cpu import compile_helper
-from numbax.numba_backend.elementwise import elementwise
-from numbax.numba_backend.fuse import MOST_INPUTS, _parameters_unpacked_early
+from numbax.numba_backend.loops import elementwise as elementwise_module
+from numbax.numba_backend.loops.elementwise import elementwise
+from numbax.numba_backend.passes.fuse import MOST_INPUTS, _parameters_unpacked_early
 from tests.numba_backend.generated_sources import jit_sources
 
 

@@ -1,5 +1,5 @@
 """Sums fused with the loop that makes their values (``@nxrt.elementwise(summed=...)``,
-``@nxrt.elementwise(unbroadcast=True)``, ``numba_backend/fused_sums.py``) and reduced
+``@nxrt.elementwise(unbroadcast=True)``, ``numba_backend/loops/fused_sums.py``) and reduced
 values spread inside loops (``nxrt.expand_reduced``): NumPy's values, shapes and dtypes,
 compiled and with the generated code run as Python, while the summed values are never
 stored."""
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import numbax as nx
-import numbax.numba_backend.runtime  # noqa: F401  (the helpers' Numba versions)
+import numbax.numba_backend.registered  # noqa: F401  (the helpers' Numba versions)
 from benchmarks.kernels_loops import lj_energy  # the molecular-dynamics energy
-from numbax.numba_backend.elementwise import elementwise
+from numbax.numba_backend.loops.elementwise import elementwise
 from numbax.runtime import nxrt
 from tests.helpers.fd import numeric_jacobian
 

@@ -1,5 +1,5 @@
 """An inlined function's blocks are copied with one scope per copy while numbax compiles
-(``numba_backend/inlining.py``); Numba copies as it does elsewhere."""
+(``numba_backend/caching/inlining.py``); Numba copies as it does elsewhere."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from numba.core import inline_closurecall
 
 import numbax as nx
-from numbax.numba_backend import inlining  # noqa: F401  (installs its inline_ir)
-from numbax.numba_backend.compiling import numbax_compiling
+from numbax.numba_backend.caching import inlining  # noqa: F401  (installs its inline_ir)
+from numbax.numba_backend.caching.compiling import numbax_compiling
 
 
 @numba.njit(inline="always")

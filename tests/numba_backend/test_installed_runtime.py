@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from numbax.codegen import cache, installed_runtime
-from numbax.numba_backend import runtime_cache
+from numbax.numba_backend.caching import runtime_cache
 from numbax.numba_backend.generated import define
 from numbax.precompile import precompile
 from tests.helpers.caches import hits

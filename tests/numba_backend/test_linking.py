@@ -1,5 +1,5 @@
 """Large callees are linked after their caller is optimized, small ones before
-(``numba_backend/linking.py``), while numbax compiles; the user's own Numba code is
+(``numba_backend/caching/linking.py``), while numbax compiles; the user's own Numba code is
 linked as Numba links it."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 from numba.extending import overload
 
 import numbax as nx
-from numbax.numba_backend import linking
+from numbax.numba_backend.caching import linking
 
 
 def _large_callee():

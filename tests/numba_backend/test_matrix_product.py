@@ -1,4 +1,4 @@
-"""Matrix products lowered in place (``numbax/numba_backend/matrix_product.py``): NumPy's
+"""Matrix products lowered in place (``numbax/numba_backend/loops/matrix_product.py``): NumPy's
 values for every BLAS routine it picks, both memory orders of each operand, the empty
 cases and NumPy's errors; and the callers that use it (``@`` under ``nx.jit``, the
 reverse-mode rules of ``@``, whose transposes BLAS now reads in place)."""
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend.matrix_product import MISMATCH, is_blas_matrix_pair, matrix_product
+from numbax.numba_backend.loops.matrix_product import MISMATCH, is_blas_matrix_pair, matrix_product
 from tests.helpers.fd import numeric_jacobian
 
 

@@ -1,4 +1,4 @@
-"""New arrays allocated in the caller's code (``numbax/numba_backend/new_arrays.py``):
+"""New arrays allocated in the caller's code (``numbax/numba_backend/loops/new_arrays.py``):
 what ``np.empty`` and ``np.zeros`` give for every form of shape and dtype numbax's
 helpers pass, and NumPy's errors for shapes that cannot be."""
 
@@ -8,7 +8,7 @@ import numba
 import numpy as np
 import pytest
 
-from numbax.numba_backend import new_arrays
+from numbax.numba_backend.loops import new_arrays
 
 
 @numba.njit

@@ -35,7 +35,8 @@ except ImportError:  # not POSIX: workers may compile a unit twice
 
 import numbax as nx
 from numbax.codegen.cache import cache_root
-from numbax.numba_backend import numpy_extra, runtime
+from numbax.numba_backend import registered as runtime
+from numbax.numba_backend.np import extra as numpy_extra
 from numbax.numba_backend.redirects import replacements
 from numbax.runtime import nxrt
 

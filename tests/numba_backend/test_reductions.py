@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import pytest
 
-from numbax.numba_backend import reductions
+from numbax.numba_backend.np import reductions
 
 REDUCE = ["sum", "prod", "mean", "max", "min", "var", "std", "all", "any"]
 ARG = ["argmax", "argmin"]

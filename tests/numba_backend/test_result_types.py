@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from numba import types
 
-from numbax.numba_backend.elementwise import _applied
+from numbax.numba_backend.loops.elementwise import _applied
 from numbax.numba_backend.result_types import result_type
 
 

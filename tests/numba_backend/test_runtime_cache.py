@@ -23,10 +23,14 @@ from numba.extending import overload
 
 from numbax.codegen import cache
 from numbax.codegen.trust import CacheWarning
-from numbax.numba_backend import disk_cache, new_arrays, runtime_cache
-from numbax.numba_backend.elementwise import _disk_cache
+from numbax.numba_backend.caching import (
+    disk_cache,
+    runtime_cache,
+)
 from numbax.numba_backend.generated import define
-from numbax.numba_backend.overloads.elementwise import _xlogy_kernel
+from numbax.numba_backend.loops import new_arrays
+from numbax.numba_backend.loops.elementwise import _disk_cache
+from numbax.numba_backend.runtime.elementwise import _xlogy_kernel
 from tests.helpers.caches import hits, misses
 
 

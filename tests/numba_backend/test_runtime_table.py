@@ -5,7 +5,9 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import elementary, reductions, runtime
+from numbax.numba_backend import registered as runtime
+from numbax.numba_backend.math import elementary
+from numbax.numba_backend.np import reductions
 from numbax.numba_backend.redirects import replacements
 
 # One lambda per line: numbax reads each one's source by its line.

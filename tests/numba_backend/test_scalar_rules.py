@@ -14,7 +14,7 @@ import pytest
 
 import numbax as nx
 from numbax.errors import CompileError
-from numbax.numba_backend.scalar_rules import NumPyScalarsCompiler
+from numbax.numba_backend.np.scalar_rules import NumPyScalarsCompiler
 
 _DTYPES = [np.int8, np.uint8, np.int16, np.int32, np.uint64]
 

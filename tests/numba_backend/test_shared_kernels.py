@@ -1,5 +1,5 @@
 """Kernels that repeat a computation are emitted once and called where each was
-(``numba_backend/shared_kernels.py``)."""
+(``numba_backend/passes/shared_kernels.py``)."""
 
 import re
 import sys
@@ -9,7 +9,7 @@ import gast
 import numpy as np
 
 import numbax as nx
-from numbax.numba_backend.shared_kernels import share_kernels
+from numbax.numba_backend.passes.shared_kernels import share_kernels
 from numbax.transform.provenance import ORIGIN, Origin
 
 MODULE = """

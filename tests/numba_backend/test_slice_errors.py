@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import slice_errors
+from numbax.numba_backend.loops import slice_errors
 
 
 def store_tail(a, b):

@@ -1,5 +1,5 @@
 """Under jit, a value read only for its shape and dtype is not computed
-(``numba_backend/stand_ins.py``): a gradient is its argument, and a user's function
+(``numba_backend/passes/stand_ins.py``): a gradient is its argument, and a user's function
 whose Jacobian needs only its output's type returns a stand-in of it. The same values,
 dtypes and errors as without jit, and what the value is read for decides."""
 

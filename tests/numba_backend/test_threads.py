@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.numba_backend import threads
-from numbax.numba_backend.elementwise import elementwise
-from numbax.numba_backend.threads import PARALLEL_MIN_ELEMENTS, launch
+from numbax.numba_backend.loops import threads
+from numbax.numba_backend.loops.elementwise import elementwise
+from numbax.numba_backend.loops.threads import PARALLEL_MIN_ELEMENTS, launch
 
 LARGE = PARALLEL_MIN_ELEMENTS * 3 + 7  # not a multiple of the thread count
 
@@ -178,7 +178,7 @@ def test_after_the_other_threads_came_late_loops_run_alone_for_a_while(two_threa
 
 _SPIN_SETTING = """
 import os
-from numbax.numba_backend.threads import launch
+from numbax.numba_backend.loops.threads import launch
 launch()
 print(os.environ.get("GOMP_SPINCOUNT"))
 """

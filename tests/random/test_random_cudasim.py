@@ -17,7 +17,7 @@ SCRIPT = textwrap.dedent(
 
     from numbax import random as nr
     from numbax.random.threefry import threefry2x32 as threefry_numpy
-    from numbax.numba_backend.random_kernels import scalar_core
+    from numbax.numba_backend.random.kernels import scalar_core
 
     assert config.ENABLE_CUDASIM
     threefry2x32, hash_index, unit_f32, unit_f64 = scalar_core(cuda.jit(device=True))

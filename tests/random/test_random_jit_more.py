@@ -3,7 +3,7 @@
 Bit for bit everywhere except ``multivariate_normal``, whose factorization and matrix
 product are Numba's LAPACK/BLAS calls rather than NumPy's (compared to rounding).  The
 float samplers are bit for bit because plain calls run the same compiled loops
-(``numba_backend.random_kernels_more``).  Several samplers share one jitted function so
+(``numba_backend.random.kernels_more``).  Several samplers share one jitted function so
 that the suite compiles few functions.
 """
 

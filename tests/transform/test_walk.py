@@ -18,7 +18,7 @@ SOURCES = [
     "transform/ad/reverse.py",
     "transform/normalize/__init__.py",
     "numba_backend/lower.py",
-    "numba_backend/threads.py",  # global, import from, alias, class
+    "numba_backend/loops/threads.py",  # global, import from, alias, class
 ]
 
 

@@ -1160,7 +1160,7 @@ the shape of each cotangent parameter as the parameters its output's shape broad
 from (``{"_ct_out": {"x"}}``; ``analysis/shape_sources.py``). A caller passes a
 cotangent of its output's shape (``nx.vjp`` checks a user's), so compiled code may read
 the parameter as having that shape: the adjoint then fuses as one loop where shapes
-agree (``numba_backend/kept_shapes.py``). A VJP of a VJP keeps its source's parameters,
+agree (``numba_backend/passes/kept_shapes.py``). A VJP of a VJP keeps its source's parameters,
 and so their shapes, and adds its own."""
 
 _SEEDS = {"grad": "grad_seed", "holomorphic": "holomorphic_seed"}

@@ -103,7 +103,7 @@ WRITE_BACK = "numbax_write_back"
 back into its base (``x = c``, ``params[0] = u``). The base's memory was written, so
 derivative code copies a parameter that is one first (``ad_common.stored_into``); and
 each puts back what the base held in memory already, so compiled code may make it on a
-copy of a container (``numba_backend/container_stores.py``)."""
+copy of a container (``numba_backend/loops/container_stores.py``)."""
 
 _VIEW_FUNCTIONS = {
     np.reshape,

@@ -25,7 +25,7 @@ transforms need more care (as JAX's ``jax/_src/lax/fft.py``):
 Batching runs the transform on the batch with its axes shifted past the batch axis.
 Derivatives of derivatives stay FFTs: the helpers are linear and have their own rules
 here. Under ``jit``, ``numpy.fft`` compiles through rocket-fft
-(``numba_backend/overloads/fft.py``).
+(``numba_backend/runtime/fft.py``).
 """
 
 import ast
