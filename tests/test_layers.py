@@ -82,3 +82,25 @@ def test_import_numbax_loads_no_backend_and_every_public_name_resolves() -> None
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+MOST_LINES = 850
+"""About 800 lines: past that a module holds more than one job (``docs/developer/layout.md``)."""
+
+MOST_MODULES = 20
+"""A folder holding more modules than this wants sub-folders by purpose."""
+
+
+def test_modules_and_folders_stay_small() -> None:
+    long = {
+        path.relative_to(PACKAGE).as_posix(): n
+        for path in PACKAGE.rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MOST_LINES
+    }
+    crowded = {
+        folder.relative_to(PACKAGE.parent).as_posix(): n
+        for folder in [PACKAGE, *PACKAGE.rglob("*/")]
+        if (n := len(list(folder.glob("*.py")))) > MOST_MODULES
+    }
+    assert not long, f"modules over {MOST_LINES} lines (split them by job): {long}"
+    assert not crowded, f"folders over {MOST_MODULES} modules (split them by purpose): {crowded}"
