@@ -525,7 +525,7 @@ def test_kernels_reload_from_numba_disk_cache(tmp_path):
     """numbax compiles with ``cache=True``: a kernel reloaded from disk must still run."""
     script = tmp_path / "cached.py"
     script.write_text(_CACHED)
-    root = Path(reductions.__file__).resolve().parents[2]
+    root = Path(reductions.__file__).resolve().parents[3]
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(root)}
     hits = []
     for _ in range(2):

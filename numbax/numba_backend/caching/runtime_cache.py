@@ -68,7 +68,7 @@ from numbax.numba_backend.caching.disk_cache import (
     reduce_without_annotation,
 )
 
-_LIBRARIES = (Path(__file__).resolve().parent.parent, Path(numba.__file__).resolve().parent)
+_LIBRARIES = (Path(__file__).resolve().parents[2], Path(numba.__file__).resolve().parent)
 """numbax's and Numba's source: the cache's stamp holds numbax's hash and Numba's version."""
 _GENERATED_FILE = "<numbax."  # how generated.define names the source it executes
 _MARK = "__numbax_runtime__"
