@@ -42,6 +42,7 @@ from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.math import elementary
 from numbax.numba_backend.np import weak
 from numbax.numba_backend.numba_errors import translate_numba_error
+from numbax.numba_backend.passes.tapes import TAPE_PREFIX
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.transform.provenance import resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -337,7 +338,7 @@ def _refuse_tapes(generated: Specialization) -> None:
     simulator, which runs lists, does not pass what a GPU would not compile."""
     lines = generated.text.splitlines()
     for number, line in enumerate(lines, start=1):
-        if tapes.TAPE_PREFIX in line and ".append(" in line:
+        if TAPE_PREFIX in line and ".append(" in line:
             origin = resolve(generated.path, number)  # the user's line, through compositions
             raise refusal(
                 "its derivative keeps a tape of the values this loop overwrites, and the "

@@ -16,7 +16,7 @@ import gast
 
 from numbax.numba_backend.cuda.local_arrays import ThreadArrays, known_shapes, local_arrays
 from numbax.numba_backend.cuda.ufuncs import scalar_ufuncs
-from numbax.numba_backend.loops.tapes import device_tapes
+from numbax.numba_backend.passes.tapes import device_tapes
 
 
 @dataclass(frozen=True)
