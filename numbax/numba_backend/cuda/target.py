@@ -33,7 +33,7 @@ from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import boundary
-from numbax.numba_backend.cuda import local_arrays
+from numbax.numba_backend.cuda import local_arrays, thread_shapes
 from numbax.numba_backend.cuda import random as random_device
 from numbax.numba_backend.cuda import ufuncs as device_ufuncs
 from numbax.numba_backend.cuda.thread_passes import ThreadPasses
@@ -233,7 +233,7 @@ def device_function(
     source: FunctionSource,
     statics: dict[str, Any] | None = None,
     part: str = "whole",
-    arrays: local_arrays.ThreadArrays | None = None,
+    arrays: thread_shapes.ThreadArrays | None = None,
 ) -> DeviceFunction:
     """``source`` generated for the device and compiled as a device function; the user
     functions it calls become device functions too (a device function cannot call
@@ -261,7 +261,7 @@ def device_function(
             thread=ThreadPasses(arrays),
             extra_bindings=local_arrays.bindings(cuda) if arrays is not None else None,
         )
-    except (device_ufuncs.NotOnDevice, local_arrays.NotInThread) as err:
+    except (device_ufuncs.NotOnDevice, thread_shapes.NotInThread) as err:
         origin = resolve(source.filename, err.line or source.firstlineno)
         raise refusal(str(err), source.func, origin.filename, origin.line) from None
     finally:

@@ -14,7 +14,8 @@ from typing import Any
 
 import gast
 
-from numbax.numba_backend.cuda.local_arrays import ThreadArrays, known_shapes, local_arrays
+from numbax.numba_backend.cuda.local_arrays import local_arrays
+from numbax.numba_backend.cuda.thread_shapes import ThreadArrays, known_shapes
 from numbax.numba_backend.cuda.ufuncs import scalar_ufuncs
 from numbax.numba_backend.passes.tapes import device_tapes
 
