@@ -219,6 +219,7 @@ class _KnownShapes(gast.NodeTransformer):
 
 
 def assigns_name(stmt: gast.stmt) -> bool:
+    """Whether ``stmt`` is ``name = value`` (one target, a name)."""
     return (
         isinstance(stmt, gast.Assign)
         and len(stmt.targets) == 1
