@@ -26,16 +26,20 @@ from numbax.codegen.cache import cache_key, portable_path
 from numbax.codegen.emit import EmittedSource, emit_function, emit_module
 from numbax.codegen.fingerprint import describe_value, fingerprint
 from numbax.codegen.load import load_module, module_name
+from numbax.numba_backend.loops import (  # noqa: F401  (importing registers their nxrt helpers)
+    bounds,
+    tapes,
+)
 from numbax.numba_backend.loops.array_operators import call_operators
-from numbax.numba_backend.loops.bounds import bounds_checks
 from numbax.numba_backend.loops.container_stores import container_stores, items_kept_as_copies
 from numbax.numba_backend.loops.fresh_fields import fill_fresh_fields
-from numbax.numba_backend.loops.tapes import array_tapes, device_tapes
 from numbax.numba_backend.lower import RECURSIVE, lower_for_numba
+from numbax.numba_backend.passes.bounds import bounds_checks
 from numbax.numba_backend.passes.captured import Captured, capture_parameters, is_integer
 from numbax.numba_backend.passes.fuse import fuse_elementwise, scalar_selects
 from numbax.numba_backend.passes.shared_kernels import share_kernels
 from numbax.numba_backend.passes.stand_ins import stand_in_result
+from numbax.numba_backend.passes.tapes import array_tapes, device_tapes
 from numbax.transform.container_checks import fold_container_checks
 from numbax.transform.names import Namer
 from numbax.transform.normalize import normalize
@@ -160,7 +164,7 @@ def specialize(
     fn, runtime_bindings = lower_for_numba(fn, resolver, compile_helper, kernels, weak_params)
     if target == "cpu":
         if (options or {}).get("boundscheck") is not False:
-            fn = bounds_checks(fn)
+            fn = bounds_checks(fn, _user_line)
         kernels = share_kernels(fn, kernels, source.filename)
         fn = array_tapes(fn)
         if not (options or {}).get("parallel"):
@@ -225,6 +229,12 @@ def _numbers_and_arrays(value: Any) -> bool:
     return isinstance(value, (np.ndarray, np.generic, bool, int, float, complex))
 
 
+def _user_line(filename: str, line: int) -> str:
+    """A user's line as generated text names it: ``model.py, line 5`` (a generated
+    module's file by its name alone)."""
+    return f"{portable_path(describe_file(filename))}, line {line}"
+
+
 def _header(
     source: FunctionSource,
     transformation: str,
@@ -233,7 +243,7 @@ def _header(
     arrays: str | None = None,
 ) -> str:
     user = resolve(source.filename, source.firstlineno)  # through compositions
-    where = f"{portable_path(describe_file(user.filename))}, line {user.line}"
+    where = _user_line(user.filename, user.line)
     text = f"{transformation} of {display_name(source.func)} ({where})"
     if statics:
         text += "\nstatic arguments: " + ", ".join(

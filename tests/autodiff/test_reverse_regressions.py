@@ -581,7 +581,7 @@ def test_a_branch_chain_on_a_constant():
 
 
 # -- loop tapes under jit: arrays ---------------------------------------------------------
-# (numba_backend/loops/tapes.py: a tape pushed once per iteration of a for loop over range(n)
+# (numba_backend/passes/tapes.py: a tape pushed once per iteration of a for loop over range(n)
 # becomes an array of n slots indexed by the iteration; any other tape used only by
 # append and pop, an array that doubles when full, with a count of its values)
 

@@ -18,7 +18,8 @@ import numbax as nx
 from numbax.numba_backend.cpu import compile_helper
 from numbax.numba_backend.loops import elementwise as elementwise_module
 from numbax.numba_backend.loops.elementwise import elementwise
-from numbax.numba_backend.passes.fuse import MOST_INPUTS, _parameters_unpacked_early
+from numbax.numba_backend.passes.fuse import _parameters_unpacked_early
+from numbax.numba_backend.passes.fused_loops import MOST_INPUTS
 from tests.numba_backend.generated_sources import jit_sources
 
 

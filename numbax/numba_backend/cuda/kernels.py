@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from numbax.numba_backend.cuda import local_arrays
 from numbax.numba_backend.cuda import reductions as cuda_reduction
 from numbax.numba_backend.cuda import target as gpu
+from numbax.numba_backend.cuda import thread_shapes
 from numbax.transform.source import FunctionSource
 
 Kernel = gpu.PerExampleKernel | cuda_reduction.ReductionKernels
@@ -114,9 +114,9 @@ def build_kernel(call: KernelCall) -> Kernel:
 def _per_example(call: KernelCall, example: list[Any]) -> Kernel:
     """vmap's kernel: its device function generated for the shapes of the arrays one
     example holds and returns, when it holds or returns any."""
-    recording = local_arrays.record_arrays(gpu.host_function(call.read()).function, example)
+    recording = thread_shapes.record_arrays(gpu.host_function(call.read()).function, example)
     arrays = recording.needs_local_arrays
-    shapes = local_arrays.ThreadArrays.of(recording) if arrays else None
+    shapes = thread_shapes.ThreadArrays.of(recording) if arrays else None
     function = gpu.device_function(call.read(), part=call.part, arrays=shapes)
     params = list(function.generated.function.__code__.co_varnames[: len(call.args)])
     results = gpu.Results.of(recording.result, arrays=arrays)

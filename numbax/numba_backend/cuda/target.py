@@ -33,7 +33,7 @@ from numbax.codegen.load import load_module, module_name
 from numbax.codegen.reuse import reuse_key
 from numbax.errors import CompileError
 from numbax.numba_backend import boundary
-from numbax.numba_backend.cuda import local_arrays
+from numbax.numba_backend.cuda import local_arrays, thread_shapes
 from numbax.numba_backend.cuda import random as random_device
 from numbax.numba_backend.cuda import ufuncs as device_ufuncs
 from numbax.numba_backend.cuda.thread_passes import ThreadPasses
@@ -42,6 +42,7 @@ from numbax.numba_backend.lower import RECURSIVE
 from numbax.numba_backend.math import elementary
 from numbax.numba_backend.np import weak
 from numbax.numba_backend.numba_errors import translate_numba_error
+from numbax.numba_backend.passes.tapes import TAPE_PREFIX
 from numbax.numba_backend.pipeline import Specialization, specialize
 from numbax.transform.provenance import resolve
 from numbax.transform.source import FunctionSource, display_name, read_function
@@ -232,7 +233,7 @@ def device_function(
     source: FunctionSource,
     statics: dict[str, Any] | None = None,
     part: str = "whole",
-    arrays: local_arrays.ThreadArrays | None = None,
+    arrays: thread_shapes.ThreadArrays | None = None,
 ) -> DeviceFunction:
     """``source`` generated for the device and compiled as a device function; the user
     functions it calls become device functions too (a device function cannot call
@@ -260,7 +261,7 @@ def device_function(
             thread=ThreadPasses(arrays),
             extra_bindings=local_arrays.bindings(cuda) if arrays is not None else None,
         )
-    except (device_ufuncs.NotOnDevice, local_arrays.NotInThread) as err:
+    except (device_ufuncs.NotOnDevice, thread_shapes.NotInThread) as err:
         origin = resolve(source.filename, err.line or source.firstlineno)
         raise refusal(str(err), source.func, origin.filename, origin.line) from None
     finally:
@@ -337,7 +338,7 @@ def _refuse_tapes(generated: Specialization) -> None:
     simulator, which runs lists, does not pass what a GPU would not compile."""
     lines = generated.text.splitlines()
     for number, line in enumerate(lines, start=1):
-        if tapes.TAPE_PREFIX in line and ".append(" in line:
+        if TAPE_PREFIX in line and ".append(" in line:
             origin = resolve(generated.path, number)  # the user's line, through compositions
             raise refusal(
                 "its derivative keeps a tape of the values this loop overwrites, and the "

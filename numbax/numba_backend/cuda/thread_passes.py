@@ -14,9 +14,10 @@ from typing import Any
 
 import gast
 
-from numbax.numba_backend.cuda.local_arrays import ThreadArrays, known_shapes, local_arrays
+from numbax.numba_backend.cuda.local_arrays import local_arrays
+from numbax.numba_backend.cuda.thread_shapes import ThreadArrays, known_shapes
 from numbax.numba_backend.cuda.ufuncs import scalar_ufuncs
-from numbax.numba_backend.loops.tapes import device_tapes
+from numbax.numba_backend.passes.tapes import device_tapes
 
 
 @dataclass(frozen=True)

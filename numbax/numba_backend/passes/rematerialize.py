@@ -169,8 +169,8 @@ class _Block:
         copies = []
         for i in plan:
             copy = clone(self.originals[i])
-            copy.recomputed = True  # for the fused loop's name and line (fuse.py)
-            copy.recomputes = self._target(i)  # the value it computes again (fuse.py)
+            copy.recomputed = True  # for the fused loop's name and line (fused_loops.py)
+            copy.recomputes = self._target(i)  # the value it computes again (fused_loops.py)
             copy_mark(self.stmts[i], copy)
             for node in name_nodes(copy.value, gast.Load):
                 if node.id not in self.kinds.whole(copy):
