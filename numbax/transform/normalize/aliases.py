@@ -4,7 +4,7 @@ NumPy lets two names hold one array: ``c = a``, a view ``b = a[:2]``, ``r = M[i]
 ``t = a.T``. A write through one of them (``b[0] = v``, ``b *= 2.0``) changes what the
 others hold. Every later pass of numbax (derivatives, batching, fusion) reads a name as
 a *value*: a store into ``b`` changes ``b`` and nothing else, and ``b *= 2.0`` is
-``b = b * 2.0`` (normalize.py). This pass, run on the core language, brings the two
+``b = b * 2.0`` (normalize/statements.py). This pass, run on the core language, brings the two
 readings together: after it, the function computes the same whether a view shares its
 base's memory or is a copy of it, so value semantics give NumPy's results.
 
