@@ -6,9 +6,9 @@
 element twice, and NumPy keeps the last write. ``x[index] += v`` is ``x[index] =
 x[index] + v``: each element once, from its last write. So only the last write of an
 element reaches the result, and only its value gets a cotangent: ``last_written``
-zeroes the others (the store's adjoint, ``transform/ad/reverse.py``; ``last_put`` does
-the same for ``np.put_along_axis``). The tangent needs nothing: ``dx[index] = dv``
-keeps the last write as the value does.
+zeroes the others (the store's adjoint, ``transform/ad/reverse_statements.py``;
+``last_put`` does the same for ``np.put_along_axis``). The tangent needs nothing:
+``dx[index] = dv`` keeps the last write as the value does.
 
 ``np.add.at(x, index, v)`` is the unbuffered form, a scatter-add (JAX's
 ``x.at[index].add(v)``): normalization writes it ``x[...] = nxrt.add_at(x, index, v)``,

@@ -1,4 +1,4 @@
-"""A validator for the core language (grammar in normalize.py's docstring).
+"""A validator for the core language (grammar in normalize/__init__.py's docstring).
 
 Transformations consume and produce core-language trees; asserting the grammar at their
 boundaries catches a pass that emits something the next pass does not handle, at the
