@@ -15,8 +15,8 @@ from numbax.transform.walk import name_ids, name_nodes, walk
 
 PACKAGE = Path(__file__).resolve().parents[2] / "numbax"
 SOURCES = [
-    "transform/ad/reverse.py",
-    "transform/normalize/__init__.py",
+    "transform/ad/reverse_control.py",
+    "transform/normalize/expressions.py",
     "numba_backend/lower.py",
     "numba_backend/loops/threads.py",  # global, import from, alias, class
 ]

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gast
 
-from numbax.errors import TransformError
 from numbax.transform.ad.common import add, located, runtime_call, zeros_like
 from numbax.transform.ad.reverse_records import _Record, _Scope
 from numbax.transform.analysis.activity import assignments
@@ -22,7 +21,6 @@ from numbax.transform.analysis.dataflow import names, read_before_written
 from numbax.transform.names import Namer
 from numbax.transform.nodes import assign, clone, load, store
 from numbax.transform.operations import appended, without_host_effects
-from numbax.transform.source import display_name
 
 
 class _ControlFlowAdjoints:
@@ -200,17 +198,6 @@ class _ControlFlowAdjoints:
         loop = gast.For(store(iteration), trips, body, [], None)
         counter = self._restore(record.trips_record, record.trips_record.stmt.targets[0])
         return before + located([loop, *counter], line, adjoint=True)
-
-    def _unsupported(self, stmt: gast.stmt, construct: str) -> TransformError:
-        return TransformError(
-            f"reverse mode does not support {construct!r} inside loops yet; restructure "
-            "the loop with a flag in its condition, or use forward mode (jvp, jacfwd)",
-            function=display_name(self.source.func),
-            transformation=self.transformation,
-            filename=self.source.filename,
-            lineno=getattr(stmt, "lineno", None),
-            construct=construct,
-        )
 
 
 def _read_by(stmts: list[gast.stmt], after: list[gast.stmt]) -> list[gast.stmt]:
