@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent(
     from numbax.numba_backend.random.kernels import scalar_core
 
     assert config.ENABLE_CUDASIM
-    threefry2x32, hash_index, unit_f32, unit_f64 = scalar_core(cuda.jit(device=True))
+    threefry2x32, hash_index, _, unit_f32, unit_f64 = scalar_core(cuda.jit(device=True))
 
 
     @cuda.jit

@@ -74,26 +74,16 @@ def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, An
     if target in _cached_draws:
         return _cached_draws[target]
     core = scalar_core(device)
-    found: dict[str, dict[Any, Any]] = {"normal": {}, "uniform": {}, "exponential": {}, "gamma": {}}
+    found: dict[str, dict[Any, Any]] = {}
     for kind in (np.float32, np.float64):
         log = _libdevice_log(device, kind)
         floats = float_bodies(kind, core, log, device, device)
-        more = more_bodies(kind, floats, core.hash_index, log, device)
-        found["normal"][np.dtype(kind)] = floats.normal
-        found["uniform"][np.dtype(kind)] = floats.uniform
-        found["exponential"][np.dtype(kind)] = more.exponential
-        found["gamma"][np.dtype(kind)] = more.gamma_one
-    threefry, hash_index = core.threefry2x32, core.hash_index
-
-    @device
-    def fold_in(k0, k1, data):
-        return threefry(k0, k1, np.uint32(0), np.uint32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
-
-    @device
-    def split_one(k0, k1, i):
-        return hash_index(k0, k1, i)
-
-    found["keys"] = {"fold_in": fold_in, "split_one": split_one}
+        bodies = (
+            floats._asdict() | more_bodies(kind, floats, core.hash_index, log, device)._asdict()
+        )
+        for name in _TYPERS.keys() & bodies.keys():  # the samplers' bodies, by their names
+            found.setdefault(name, {})[np.dtype(kind)] = bodies[name]
+    found["keys"] = {"fold_in": core.fold_in, "split_one": core.hash_index}
     _cached_draws[target] = found
     return found
 
@@ -141,24 +131,20 @@ def check_key(name: str, key: types.Type) -> None:
         )
 
 
-def _normal(draws: dict) -> Callable[..., Any]:
-    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
-        check_key("normal", key)
-        _scalar_only("normal", shape)
-        draw, _ = _float_draw("normal", draws, dtype)
-        return lambda key, shape=(), dtype=float: draw(key[0], key[1], 0)
+def _draw_of_a_key(name: str) -> Callable[[dict], Callable[..., Any]]:
+    """The typer of sampler ``name`` whose only parameters are ``shape`` and ``dtype``
+    (``normal``, ``exponential``)."""
 
-    return typer
+    def typer_of(draws: dict) -> Callable[..., Any]:
+        def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
+            check_key(name, key)
+            _scalar_only(name, shape)
+            draw, _ = _float_draw(name, draws, dtype)
+            return lambda key, shape=(), dtype=float: draw(key[0], key[1], 0)
 
+        return typer
 
-def _exponential(draws: dict) -> Callable[..., Any]:
-    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202
-        check_key("exponential", key)
-        _scalar_only("exponential", shape)
-        draw, _ = _float_draw("exponential", draws, dtype)
-        return lambda key, shape=(), dtype=float: draw(key[0], key[1], 0)
-
-    return typer
+    return typer_of
 
 
 def _bernoulli(draws: dict) -> Callable[..., Any]:
@@ -259,9 +245,9 @@ def _uniform(draws: dict) -> Callable[..., Any]:
 
 
 _TYPERS = {
-    "normal": _normal,
+    "normal": _draw_of_a_key("normal"),
     "uniform": _uniform,
-    "exponential": _exponential,
+    "exponential": _draw_of_a_key("exponential"),
     "bernoulli": _bernoulli,
     "gamma": _gamma,
     "fold_in": _fold_in,

@@ -60,6 +60,7 @@ class ScalarCore(NamedTuple):
 
     threefry2x32: Any
     hash_index: Any
+    fold_in: Any
     unit_f32: Any
     unit_f64: Any
 
@@ -142,6 +143,12 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
         return threefry2x32(k0, k1, hi, lo)
 
     @jit
+    def fold_in(k0: np.uint32, k1: np.uint32, data: int) -> tuple[np.uint32, np.uint32]:
+        """The key ``threefry2x32(key, (0, data mod 2**32))``."""
+        word = _U32(np.uint64(data) & np.uint64(0xFFFFFFFF))
+        return threefry2x32(k0, k1, _U32(0), word)
+
+    @jit
     def unit_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
         """A float32 in [0, 1): 23 random mantissa bits under the exponent of 1.0, minus 1."""
         w0, w1 = hash_index(k0, k1, i)
@@ -156,11 +163,11 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
         mantissa = np.uint64((raw >> np.uint64(12)) | np.uint64(0x3FF0000000000000))
         return mantissa.view(np.float64) - np.float64(1.0)
 
-    return ScalarCore(threefry2x32, hash_index, unit_f32, unit_f64)
+    return ScalarCore(threefry2x32, hash_index, fold_in, unit_f32, unit_f64)
 
 
 _CORE = scalar_core(helper_jit)
-threefry2x32, hash_index, _unit_f32, _unit_f64 = _CORE
+threefry2x32, hash_index, _fold_in, _unit_f32, _unit_f64 = _CORE
 
 
 # -- bulk loops: flat outputs of n elements ----------------------------------------------
@@ -178,10 +185,10 @@ def split_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
 
 
 @loop_jit
-def fold_in_pair(k0: np.uint32, k1: np.uint32, word: np.uint32) -> np.ndarray:
-    """The key ``threefry2x32(key, (0, word))``."""
+def fold_in_pair(k0: np.uint32, k1: np.uint32, data: int) -> np.ndarray:
+    """The key ``fold_in(key, data)`` as an array."""
     out = np.empty(2, dtype=np.uint32)
-    w0, w1 = threefry2x32(k0, k1, _U32(0), word)
+    w0, w1 = _fold_in(k0, k1, data)
     out[0] = w0
     out[1] = w1
     return out
@@ -236,7 +243,7 @@ inline_jit = numba.njit(error_model="numpy", inline="always")
 
 class FloatBodies(NamedTuple):
     """Element ``i`` of the float samplers of one float kind, compiled for one target
-    (see :func:`float_bodies`)."""
+    (see :func:`float_bodies`); a sampler's body has the sampler's name."""
 
     unit: Any
     """``unit(k0, k1, i)``: element ``i`` of ``uniform(key)``, in [0, 1)."""

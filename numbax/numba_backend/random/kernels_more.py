@@ -92,12 +92,13 @@ _TINY = (np.finfo(_F32).tiny, np.finfo(_F64).tiny)
 
 class MoreBodies(NamedTuple):
     """Scalar bodies of :mod:`numbax.random.more`'s samplers that a GPU thread draws too,
-    for one float kind and one target (see :func:`more_bodies`)."""
+    for one float kind and one target (see :func:`more_bodies`), each named as its
+    sampler: the GPU finds them by name."""
 
     exponential: Any
     """``exponential(k0, k1, i)``: element ``i`` of ``exponential(key)``."""
-    gamma_one: Any
-    """``gamma_one(k0, k1, alpha, log_space)``: one gamma draw (its log if ``log_space``)."""
+    gamma: Any
+    """``gamma(k0, k1, alpha, log_space)``: one gamma draw (its log if ``log_space``)."""
 
 
 def more_bodies(
@@ -157,7 +158,7 @@ def more_bodies(
 _M32 = more_bodies(np.float32, F32, hash_index, _k32.log, inline_jit)
 _M64 = more_bodies(np.float64, F64, hash_index, _k64.log, inline_jit)
 _exponential_f32, _exponential_f64 = _M32.exponential, _M64.exponential
-_gamma_f32, _gamma_f64 = _M32.gamma_one, _M64.gamma_one
+_gamma_f32, _gamma_f64 = _M32.gamma, _M64.gamma
 
 
 def gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any:
