@@ -1,5 +1,6 @@
-"""The generator's scalar core compiled as CUDA device functions, run in Numba's CUDA
-simulator: a kernel of 8 threads must give numbax.random's numbers bit for bit.
+"""The generator's scalar core and the samplers' scalar bodies compiled as CUDA device
+functions, run in Numba's CUDA simulator: a kernel's threads must give numbax.random's
+numbers (bit for bit, but for the last bits of ``log``).
 
 The simulator is chosen by ``NUMBA_ENABLE_CUDASIM=1``, which Numba reads when it is first
 imported, so the kernel runs in a subprocess: this pytest process keeps the real target.
