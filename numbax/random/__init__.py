@@ -8,51 +8,13 @@ Importing this package also makes ``nx.jit`` compile calls of its functions (see
 
 from numbax.numba_backend.random import jit as _random_jit
 from numbax.numba_backend.random import jit_more as _random_jit_more
-from numbax.random.core import (
-    PRNGKey,
-    bits,
-    fold_in,
-    key,
-    key_data,
-    normal,
-    split,
-    uniform,
-    wrap_key_data,
-)
-from numbax.random.more import (
-    bernoulli,
-    beta,
-    categorical,
-    choice,
-    exponential,
-    gamma,
-    multivariate_normal,
-    permutation,
-    randint,
-    truncated_normal,
-)
+from numbax.random import core as _core
+from numbax.random import more as _more
+from numbax.random.core import *  # noqa: F403 (the names of core.__all__)
+from numbax.random.more import *  # noqa: F403 (the names of more.__all__)
 
-__all__ = [
-    "PRNGKey",
-    "bernoulli",
-    "beta",
-    "bits",
-    "categorical",
-    "choice",
-    "exponential",
-    "fold_in",
-    "gamma",
-    "key",
-    "key_data",
-    "multivariate_normal",
-    "normal",
-    "permutation",
-    "randint",
-    "split",
-    "truncated_normal",
-    "uniform",
-    "wrap_key_data",
-]
+# A sampler is added to its module's ``__all__`` only: it is exported and registered here.
+__all__ = sorted([*_core.__all__, *_more.__all__])
 
 
 def _compile_under_jit() -> None:

@@ -40,11 +40,11 @@ def test_the_device_draws_are_the_cpus_draws(seed):
     draws = random_device.scalar_draws(numba.njit, "cpu check")
     key = nx.random.key(seed)
     for dtype, ulps in ((np.float64, 4), (np.float32, 3)):
-        got = draws["normal"][np.dtype(dtype)](key[0], key[1])
+        got = draws["normal"][np.dtype(dtype)](key[0], key[1], 0)
         want = nx.random.normal(key, dtype=dtype)
         assert abs(got - want) <= ulps * np.spacing(np.abs(want)), (dtype, got, want)
         lo, hi = dtype(-1.0), dtype(2.5)
-        got = draws["uniform"][np.dtype(dtype)](key[0], key[1], lo, hi)
+        got = draws["uniform"][np.dtype(dtype)](key[0], key[1], 0, lo, hi)
         assert got == nx.random.uniform(key, dtype=dtype, minval=lo, maxval=hi)
 
 
@@ -70,7 +70,7 @@ def test_the_device_keys_and_exponentials_are_the_cpus(seed):
     for i in range(5):
         assert draws["keys"]["split_one"](key[0], key[1], i) == tuple(split[i])
     for dtype, ulps in ((np.float64, 2), (np.float32, 2)):
-        got = draws["exponential"][np.dtype(dtype)](key[0], key[1])
+        got = draws["exponential"][np.dtype(dtype)](key[0], key[1], 0)
         want = nx.random.exponential(key, dtype=dtype)
         assert abs(got - want) <= ulps * np.spacing(np.abs(want)), (dtype, got, want)
 
@@ -97,7 +97,7 @@ def test_the_device_gamma_is_the_cpus(seed, a):
     key = nx.random.key(seed)
     element = nx.random.split(key, 1)[0]
     for dtype, rtol in ((np.float64, 1e-13), (np.float32, 1e-5)):
-        got = draws["gamma"][np.dtype(dtype)](element[0], element[1], dtype(a))
+        got = draws["gamma"][np.dtype(dtype)](element[0], element[1], dtype(a), False)
         want = nx.random.gamma(key, a, dtype=dtype)
         np.testing.assert_allclose(got, want, rtol=rtol)
 

@@ -7,11 +7,11 @@ float64 (bernoulli: a boolean). Keys a thread makes (``fold_in(key, i)``, ``spli
 num)`` with ``num`` a constant) are pairs of uint32 words, tuples, where the CPU has
 arrays of two: a key from ``split`` is ``keys[i]`` or unpacked, as with arrays, and a
 draw takes either.
-Each is the CPU's draw of element 0 (``random_kernels``):
-the same Threefry-2x32 counter hash, compiled for the device from the same Python
-(``scalar_core``), the same bits-to-float, and for ``normal`` XLA's ``erfinv``
-polynomials, with ``log`` from CUDA's libdevice where the CPU uses numbax's own
-vectorizable kernel, so a normal draw may differ from the CPU's in its last bits.
+Each is the CPU's draw of element 0, from the same Python: the Threefry-2x32 counter hash
+and bits-to-float (``scalar_core``), and each sampler's scalar body (``float_bodies``,
+``more_bodies``), compiled for the device, with ``log`` from CUDA's libdevice where the
+CPU uses numbax's own vectorizable kernel, so a normal draw may differ from the CPU's in
+its last bits.
 
 The public functions live in ``numbax.random``, a layer above: they are registered here
 by name as that package registers them for the CPU (:func:`random_jit.register_random`),
@@ -29,13 +29,8 @@ from numba import types
 from numba.core import errors
 
 from numbax.numba_backend.random.jit import dtype_of, registered_samplers
-from numbax.numba_backend.random.kernels import horner, scalar_core
-from numbax.numba_backend.random.tables import (
-    ERFINV_F32,
-    ERFINV_F64,
-    LOG1P_DENOMINATOR,
-    LOG1P_NUMERATOR,
-)
+from numbax.numba_backend.random.kernels import float_bodies, scalar_core
+from numbax.numba_backend.random.kernels_more import more_bodies
 
 _DONE: set[str] = set()
 
@@ -67,140 +62,42 @@ _cached_draws: dict[str, dict[str, Any]] = {}
 
 
 def scalar_draws(device: Callable[[Callable], Any], target: str) -> dict[str, Any]:
-    """Element 0 of ``uniform``, ``normal``, ``exponential`` and ``gamma`` by name and
-    dtype, and
-    the key functions (``fold_in``; ``split``'s key ``i``: ``split_one``), compiled
-    with ``device`` (``cuda.jit(device=True)``; ``numba.njit`` for a check of these
-    formulas on the CPU), once per ``target``."""
+    """The draws of ``uniform``, ``normal``, ``exponential`` and ``gamma`` by name and
+    dtype (element ``i`` of a key's draws, as the CPU's loops draw it: a thread draws
+    element 0), and the key functions (``fold_in``; ``split``'s key ``i``:
+    ``split_one``), compiled with ``device`` (``cuda.jit(device=True)``; ``numba.njit``
+    for a check of the device's formulas on the CPU), once per ``target``.
+
+    The bodies are the CPU's (:func:`~numbax.numba_backend.random.kernels.float_bodies`,
+    :func:`~numbax.numba_backend.random.kernels_more.more_bodies`), compiled for the
+    device with libdevice's ``log``."""
     if target in _cached_draws:
         return _cached_draws[target]
     core = scalar_core(device)
-    f32, f64 = np.float32, np.float64
-    central32, tail32 = (horner(b[3], f32, device) for b in ERFINV_F32)
-    central64, middle64, tail64 = (horner(b[3], f64, device) for b in ERFINV_F64)
-    num32, den32 = (horner(c, f32, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
-    num64, den64 = (horner(c, f64, device) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
-    small32, small64 = f32(np.sqrt(2.0) - 1.0), f64(np.sqrt(2.0) - 1.0)
-    lo32, lo64 = np.nextafter(f32(-1.0), f32(0.0)), np.nextafter(f64(-1.0), f64(0.0))
-    sqrt2_32, sqrt2_64 = f32(np.sqrt(2.0)), f64(np.sqrt(2.0))
-    unit32, unit64 = core.unit_f32, core.unit_f64
-
-    @device
-    def log1p32(a):
-        a2 = a * a
-        near = a + (f32(-0.5) * a2 + (a * a2) * (num32(a) / den32(a)))
-        return near if abs(a) < small32 else f32(math.log(a + f32(1.0)))
-
-    @device
-    def log1p64(a):
-        a2 = a * a
-        near = a + (f64(-0.5) * a2 + (a * a2) * (num64(a) / den64(a)))
-        return near if abs(a) < small64 else math.log(a + 1.0)
-
-    @device
-    def erfinv32(x):
-        w = -log1p32(x * -x)
-        p = central32(w - f32(2.5)) if w < f32(5.0) else tail32(f32(math.sqrt(w)) - f32(3.0))
-        edge = f32(np.inf) if x > f32(0.0) else f32(-np.inf)
-        return edge if abs(x) == f32(1.0) else p * x
-
-    @device
-    def erfinv64(x):
-        w = -log1p64(x * -x)
-        s = math.sqrt(w)
-        if w < 6.25:
-            p = central64(w - 3.125)
-        elif w < 16.0:
-            p = middle64(s - 3.25)
-        else:
-            p = tail64(s - 5.0)
-        edge = np.inf if x > 0.0 else -np.inf
-        return edge if abs(x) == 1.0 else p * x
-
-    @device
-    def normal32(k0, k1):
-        u = unit32(k0, k1, 0) * (f32(1.0) - lo32) + lo32
-        return sqrt2_32 * erfinv32(max(lo32, u))
-
-    @device
-    def normal64(k0, k1):
-        u = unit64(k0, k1, 0) * (1.0 - lo64) + lo64
-        return sqrt2_64 * erfinv64(max(lo64, u))
-
-    @device
-    def uniform32(k0, k1, lo, hi):
-        return max(lo, unit32(k0, k1, 0) * (hi - lo) + lo)
-
-    @device
-    def uniform64(k0, k1, lo, hi):
-        return max(lo, unit64(k0, k1, 0) * (hi - lo) + lo)
-
-    @device
-    def exponential32(k0, k1):
-        return -log1p32(-unit32(k0, k1, 0))
-
-    @device
-    def exponential64(k0, k1):
-        return -log1p64(-unit64(k0, k1, 0))
-
-    threefry, hash_index = core.threefry2x32, core.hash_index
-
-    @device
-    def fold_in(k0, k1, data):
-        return threefry(k0, k1, np.uint32(0), np.uint32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
-
-    @device
-    def split_one(k0, k1, i):
-        return hash_index(k0, k1, i)
-
-    found = {
-        "normal": {np.dtype(f32): normal32, np.dtype(f64): normal64},
-        "uniform": {np.dtype(f32): uniform32, np.dtype(f64): uniform64},
-        "exponential": {np.dtype(f32): exponential32, np.dtype(f64): exponential64},
-        "gamma": {
-            np.dtype(f32): _gamma_one(device, hash_index, unit32, normal32, f32),
-            np.dtype(f64): _gamma_one(device, hash_index, unit64, normal64, f64),
-        },
-        "keys": {"fold_in": fold_in, "split_one": split_one},
-    }
+    found: dict[str, dict[Any, Any]] = {}
+    for kind in (np.float32, np.float64):
+        log = _libdevice_log(device, kind)
+        floats = float_bodies(kind, core, log, device, device)
+        bodies = (
+            floats._asdict() | more_bodies(kind, floats, core.hash_index, log, device)._asdict()
+        )
+        for name in _TYPERS.keys() & bodies.keys():  # the samplers' bodies, by their names
+            found.setdefault(name, {})[np.dtype(kind)] = bodies[name]
+    found["keys"] = {"fold_in": core.fold_in, "split_one": core.hash_index}
     _cached_draws[target] = found
     return found
 
 
-def _gamma_one(
-    device: Callable[[Callable], Any], hash_index: Any, unit: Any, normal: Any, kind: type
-) -> Any:
-    """``random_kernels_more._gamma_one`` (JAX's Marsaglia and Tsang loop, with JAX's
-    key splits, ``alpha < 1`` boosted to ``alpha + 1``) for one ``kind`` of float,
-    with that kind's draws; ``log`` is libdevice's on a GPU."""
-    zero, one, two, half = kind(0.0), kind(1.0), kind(2.0), kind(0.5)
-    third, squeeze = kind(1.0 / 3.0), kind(0.0331)
+def _libdevice_log(device: Callable[[Callable], Any], kind: type) -> Any:
+    """``log`` of a ``kind`` float in device code: libdevice's on a GPU (the CPU's
+    loops take numbax's vectorizable kernel instead, so a draw may differ in its last
+    bits)."""
 
     @device
-    def gamma_one(k0, k1, alpha):
-        boost = alpha >= one
-        d = (alpha if boost else alpha + one) - third
-        c = third / kind(math.sqrt(d))
-        key0, key1 = hash_index(k0, k1, 0)
-        sub0, sub1 = hash_index(k0, k1, 1)
-        big_x, big_v, big_u = zero, one, two
-        while big_u >= one - squeeze * (big_x * big_x) and kind(math.log(big_u)) >= (
-            big_x * half + d * (one - big_v + kind(math.log(big_v)))
-        ):
-            x_key0, x_key1 = hash_index(key0, key1, 1)
-            u_key0, u_key1 = hash_index(key0, key1, 2)
-            key0, key1 = hash_index(key0, key1, 0)
-            x, v = zero, -one
-            while v <= zero:
-                draw0, draw1 = hash_index(x_key0, x_key1, 1)
-                x_key0, x_key1 = hash_index(x_key0, x_key1, 0)
-                x = normal(draw0, draw1)
-                v = one + x * c
-            big_x, big_v, big_u = x * x, (v * v) * v, unit(u_key0, u_key1, 0)
-        sample = one - unit(sub0, sub1, 0)
-        return (d * big_v) * (one if boost else sample ** (one / alpha))
+    def log(x):  # noqa: ANN001, ANN202
+        return kind(math.log(x))
 
-    return gamma_one
+    return log
 
 
 def _scalar_only(name: str, shape: Any) -> None:
@@ -234,24 +131,20 @@ def check_key(name: str, key: types.Type) -> None:
         )
 
 
-def _normal(draws: dict) -> Callable[..., Any]:
-    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
-        check_key("normal", key)
-        _scalar_only("normal", shape)
-        draw, _ = _float_draw("normal", draws, dtype)
-        return lambda key, shape=(), dtype=float: draw(key[0], key[1])
+def _draw_of_a_key(name: str) -> Callable[[dict], Callable[..., Any]]:
+    """The typer of sampler ``name`` whose only parameters are ``shape`` and ``dtype``
+    (``normal``, ``exponential``)."""
 
-    return typer
+    def typer_of(draws: dict) -> Callable[..., Any]:
+        def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202 (Numba reads annotations)
+            check_key(name, key)
+            _scalar_only(name, shape)
+            draw, _ = _float_draw(name, draws, dtype)
+            return lambda key, shape=(), dtype=float: draw(key[0], key[1], 0)
 
+        return typer
 
-def _exponential(draws: dict) -> Callable[..., Any]:
-    def typer(key, shape=(), dtype=float):  # noqa: ANN001, ANN202
-        check_key("exponential", key)
-        _scalar_only("exponential", shape)
-        draw, _ = _float_draw("exponential", draws, dtype)
-        return lambda key, shape=(), dtype=float: draw(key[0], key[1])
-
-    return typer
+    return typer_of
 
 
 def _bernoulli(draws: dict) -> Callable[..., Any]:
@@ -272,7 +165,7 @@ def _bernoulli(draws: dict) -> Callable[..., Any]:
         draw, zero, one = draws["uniform"][dtype], dtype.type(0.0), dtype.type(1.0)
 
         def impl(key, p=0.5, shape=None, mode="low"):
-            return draw(key[0], key[1], zero, one) < p
+            return draw(key[0], key[1], 0, zero, one) < p
 
         return impl
 
@@ -295,7 +188,7 @@ def _gamma(draws: dict) -> Callable[..., Any]:
 
         def impl(key, a, shape=None, dtype=float):
             element0, element1 = one(key[0], key[1], 0)  # split(key, 1)[0], as on the CPU
-            return draw(element0, element1, scalar(a))
+            return draw(element0, element1, scalar(a), False)
 
         return impl
 
@@ -344,7 +237,7 @@ def _uniform(draws: dict) -> Callable[..., Any]:
         draw, scalar = _float_draw("uniform", draws, dtype)
 
         def impl(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
-            return draw(key[0], key[1], scalar(minval), scalar(maxval))
+            return draw(key[0], key[1], 0, scalar(minval), scalar(maxval))
 
         return impl
 
@@ -352,9 +245,9 @@ def _uniform(draws: dict) -> Callable[..., Any]:
 
 
 _TYPERS = {
-    "normal": _normal,
+    "normal": _draw_of_a_key("normal"),
     "uniform": _uniform,
-    "exponential": _exponential,
+    "exponential": _draw_of_a_key("exponential"),
     "bernoulli": _bernoulli,
     "gamma": _gamma,
     "fold_in": _fold_in,

@@ -281,7 +281,7 @@ def _fold_in_impl(key, data):
 
     def impl(key, data):
         k0, k1 = key_words(key)
-        return fold_in_pair(k0, k1, np.uint32(np.uint64(data) & np.uint64(0xFFFFFFFF)))
+        return fold_in_pair(k0, k1, data)
 
     return impl
 

@@ -22,6 +22,7 @@ Under ``nx.jit``, numbax.random's functions compile to calls of these same loops
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -49,10 +50,6 @@ loop_jit = runtime_cache.njit(error_model="numpy")
 
 _U32 = np.uint32
 _PARITY = np.uint32(0x1BD11BDA)
-_SQRT2_F32 = np.float32(np.sqrt(2.0))
-_SQRT2_F64 = np.float64(np.sqrt(2.0))
-_LOG1P_SMALL_F32 = np.float32(np.sqrt(2.0) - 1.0)
-_LOG1P_SMALL_F64 = np.float64(np.sqrt(2.0) - 1.0)
 
 
 # -- Threefry-2x32 and bits-to-float on scalars --------------------------------------------
@@ -63,6 +60,7 @@ class ScalarCore(NamedTuple):
 
     threefry2x32: Any
     hash_index: Any
+    fold_in: Any
     unit_f32: Any
     unit_f64: Any
 
@@ -145,6 +143,12 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
         return threefry2x32(k0, k1, hi, lo)
 
     @jit
+    def fold_in(k0: np.uint32, k1: np.uint32, data: int) -> tuple[np.uint32, np.uint32]:
+        """The key ``threefry2x32(key, (0, data mod 2**32))``."""
+        word = _U32(np.uint64(data) & np.uint64(0xFFFFFFFF))
+        return threefry2x32(k0, k1, _U32(0), word)
+
+    @jit
     def unit_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
         """A float32 in [0, 1): 23 random mantissa bits under the exponent of 1.0, minus 1."""
         w0, w1 = hash_index(k0, k1, i)
@@ -159,10 +163,11 @@ def scalar_core(jit: Callable[[Callable[..., Any]], Any]) -> ScalarCore:
         mantissa = np.uint64((raw >> np.uint64(12)) | np.uint64(0x3FF0000000000000))
         return mantissa.view(np.float64) - np.float64(1.0)
 
-    return ScalarCore(threefry2x32, hash_index, unit_f32, unit_f64)
+    return ScalarCore(threefry2x32, hash_index, fold_in, unit_f32, unit_f64)
 
 
-threefry2x32, hash_index, _unit_f32, _unit_f64 = scalar_core(helper_jit)
+_CORE = scalar_core(helper_jit)
+threefry2x32, hash_index, _fold_in, _unit_f32, _unit_f64 = _CORE
 
 
 # -- bulk loops: flat outputs of n elements ----------------------------------------------
@@ -180,10 +185,10 @@ def split_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
 
 
 @loop_jit
-def fold_in_pair(k0: np.uint32, k1: np.uint32, word: np.uint32) -> np.ndarray:
-    """The key ``threefry2x32(key, (0, word))``."""
+def fold_in_pair(k0: np.uint32, k1: np.uint32, data: int) -> np.ndarray:
+    """The key ``fold_in(key, data)`` as an array."""
     out = np.empty(2, dtype=np.uint32)
-    w0, w1 = threefry2x32(k0, k1, _U32(0), word)
+    w0, w1 = _fold_in(k0, k1, data)
     out[0] = w0
     out[1] = w1
     return out
@@ -209,52 +214,7 @@ def bits64_flat(k0: np.uint32, k1: np.uint32, n: int) -> np.ndarray:
     return out
 
 
-@loop_jit
-def uniform32_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float32, hi: np.float32):
-    """float32 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
-    out = np.empty(n, dtype=np.float32)
-    scale = hi - lo
-    for i in range(n):
-        out[i] = max(lo, _unit_f32(k0, k1, i) * scale + lo)
-    return out
-
-
-@loop_jit
-def uniform64_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float64, hi: np.float64):
-    """float64 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
-    out = np.empty(n, dtype=np.float64)
-    scale = hi - lo
-    for i in range(n):
-        out[i] = max(lo, _unit_f64(k0, k1, i) * scale + lo)
-    return out
-
-
-def unit(k0: np.uint32, k1: np.uint32, i: int, like: Any) -> Any:
-    """Element ``i`` of ``uniform(key, dtype=type(like))`` (float32 or float64), in [0, 1).
-
-    Compiled, Numba picks the float32 or float64 function from ``like``'s type when it
-    types the call, so one loop serves both dtypes.
-    """
-    return (_unit_f32 if isinstance(like, np.float32) else _unit_f64)(k0, k1, i)
-
-
-@overload(unit, inline="always")
-def _unit_impl(k0, k1, i, like):
-    draw = _unit_f32 if like == types.float32 else _unit_f64
-    return lambda k0, k1, i, like: draw(k0, k1, i)
-
-
-@loop_jit
-def uniform_between_flat(k0: np.uint32, k1: np.uint32, lo: np.ndarray, hi: np.ndarray):
-    """Uniforms in ``[lo[i], hi[i])`` (float32 or float64, as ``lo``): ``_uniform``'s
-    ``max(lo, u * (hi - lo) + lo)`` with bounds per element."""
-    out = np.empty_like(lo)
-    for i in range(lo.size):
-        out[i] = max(lo[i], unit(k0, k1, i, lo[i]) * (hi[i] - lo[i]) + lo[i])
-    return out
-
-
-# -- normal: XLA's erfinv, as numbax.random.core._erfinv computes it -----------------------
+# -- the float samplers' scalar bodies, one source for the CPU loops and GPU threads --------
 
 
 def horner(
@@ -276,84 +236,162 @@ def horner(
     return jit(define(source, constants, "random horner", "horner"))
 
 
-def _branches(table: tuple, dtype: type) -> list[Any]:
-    return [horner(branch[3], dtype) for branch in table]
-
-
-_F32_CENTRAL, _F32_TAIL = _branches(ERFINV_F32, np.float32)
-_F64_CENTRAL, _F64_MIDDLE, _F64_TAIL = _branches(ERFINV_F64, np.float64)
-_LOG1P_NUM_F32 = horner(LOG1P_NUMERATOR, np.float32)
-_LOG1P_DEN_F32 = horner(LOG1P_DENOMINATOR, np.float32)
-_LOG1P_NUM_F64 = horner(LOG1P_NUMERATOR, np.float64)
-_LOG1P_DEN_F64 = horner(LOG1P_DENOMINATOR, np.float64)
-
-
-_LO_F32 = np.nextafter(np.float32(-1.0), np.float32(0.0))
-_LO_F64 = np.nextafter(np.float64(-1.0), np.float64(0.0))
-
-
 # Too big for LLVM's inliner, so inlined by Numba (in Numba IR) into each loop: a call
 # per element would stop the loop from vectorizing.
 inline_jit = numba.njit(error_model="numpy", inline="always")
 
 
-@inline_jit
-def log1p_f32(a: np.float32) -> np.float32:
-    """XLA's CPU ``log1p`` (``numbax.random.core._log1p``), with numbax's vectorizable ``log``."""
-    a2 = a * a
-    ratio = _LOG1P_NUM_F32(a) / _LOG1P_DEN_F32(a)
-    near = a + (np.float32(-0.5) * a2 + (a * a2) * ratio)
-    far = _k32.log(a + np.float32(1.0))
-    return near if abs(a) < _LOG1P_SMALL_F32 else far
+class FloatBodies(NamedTuple):
+    """Element ``i`` of the float samplers of one float kind, compiled for one target
+    (see :func:`float_bodies`); a sampler's body has the sampler's name."""
+
+    unit: Any
+    """``unit(k0, k1, i)``: element ``i`` of ``uniform(key)``, in [0, 1)."""
+    log1p: Any
+    erfinv: Any
+    normal: Any
+    """``normal(k0, k1, i)``: element ``i`` of ``normal(key)``."""
+    uniform: Any
+    """``uniform(k0, k1, i, lo, hi)``: element ``i`` of ``uniform(key, minval=lo, maxval=hi)``."""
 
 
-@inline_jit
-def log1p_f64(a: np.float64) -> np.float64:
-    """XLA's CPU ``log1p`` (``numbax.random.core._log1p``), with numbax's vectorizable ``log``."""
-    a2 = a * a
-    ratio = _LOG1P_NUM_F64(a) / _LOG1P_DEN_F64(a)
-    near = a + (np.float64(-0.5) * a2 + (a * a2) * ratio)
-    far = _k64.log(a + np.float64(1.0))
-    return near if abs(a) < _LOG1P_SMALL_F64 else far
+def float_bodies(
+    kind: type,
+    core: ScalarCore,
+    log: Any,
+    jit: Callable[[Callable], Any],
+    inline: Callable[[Callable], Any],
+) -> FloatBodies:
+    """The scalar bodies of ``uniform`` and ``normal`` (with XLA's ``log1p`` and
+    ``erfinv``) for ``kind`` (np.float32 or np.float64), compiled with ``jit`` and, for
+    those a CPU loop must inline to vectorize, ``inline``: the CPU's below, or
+    ``cuda.jit(device=True)`` for both in GPU kernels, with that target's ``core`` and
+    ``log`` (numbax's vectorizable kernel on the CPU, libdevice's on a GPU).
+
+    Why a factory: written once, these are the CPU loops' and the GPU threads' draws,
+    operation for operation (each polynomial is selected, not branched to, so that a
+    CPU loop vectorizes).
+    """
+    unit = core.unit_f32 if kind is np.float32 else core.unit_f64
+    num, den = (horner(c, kind, jit) for c in (LOG1P_NUMERATOR, LOG1P_DENOMINATOR))
+    small, sqrt2 = kind(np.sqrt(2.0) - 1.0), kind(np.sqrt(2.0))
+    lo = np.nextafter(kind(-1.0), kind(0.0))
+    one, edge_up, edge_down = kind(1.0), kind(np.inf), kind(-np.inf)
+
+    @inline
+    def log1p(a):  # noqa: ANN001, ANN202
+        """XLA's CPU ``log1p`` (``numbax.random.core._log1p``), with ``log``."""
+        a2 = a * a
+        ratio = num(a) / den(a)
+        near = a + (kind(-0.5) * a2 + (a * a2) * ratio)
+        far = log(a + one)
+        return near if abs(a) < small else far
+
+    if kind is np.float32:
+        central, tail = (horner(branch[3], kind, jit) for branch in ERFINV_F32)
+
+        @inline
+        def erfinv(x):  # noqa: ANN001, ANN202
+            """XLA's float32 ``erfinv`` (``numbax.random.core._erfinv``), two polynomials."""
+            w = -log1p(x * -x)
+            p_central = central(w - kind(2.5))
+            p_tail = tail(kind(math.sqrt(w)) - kind(3.0))
+            p = p_central if w < kind(5.0) else p_tail
+            edge = edge_up if x > kind(0.0) else edge_down
+            return edge if abs(x) == one else p * x
+
+    else:
+        central, middle, tail = (horner(branch[3], kind, jit) for branch in ERFINV_F64)
+
+        @inline
+        def erfinv(x):  # noqa: ANN001, ANN202
+            """XLA's float64 ``erfinv`` (``numbax.random.core._erfinv``), three polynomials."""
+            w = -log1p(x * -x)
+            s = kind(math.sqrt(w))
+            p_central = central(w - kind(3.125))
+            p_middle = middle(s - kind(3.25))
+            p_tail = tail(s - kind(5.0))
+            p = p_central if w < kind(6.25) else (p_middle if w < kind(16.0) else p_tail)
+            edge = edge_up if x > kind(0.0) else edge_down
+            return edge if abs(x) == one else p * x
+
+    @inline
+    def normal(k0, k1, i):  # noqa: ANN001, ANN202
+        """``sqrt(2) * erfinv(u)``, ``u`` uniform in (-1, 1)."""
+        u = unit(k0, k1, i) * (one - lo) + lo
+        return sqrt2 * erfinv(max(lo, u))
+
+    @inline
+    def uniform(k0, k1, i, lo, hi):  # noqa: ANN001, ANN202
+        """``max(lo, u * (hi - lo) + lo)``, as ``numbax.random.core._uniform``."""
+        return max(lo, unit(k0, k1, i) * (hi - lo) + lo)
+
+    return FloatBodies(unit, log1p, erfinv, normal, uniform)
 
 
-@inline_jit
-def erfinv_f32(x: np.float32) -> np.float32:
-    """XLA's float32 ``erfinv`` (``numbax.random.core._erfinv``).  Both polynomials are computed and
-    one selected, so there is no branch to stop vectorization."""
-    w = -log1p_f32(x * -x)
-    central = _F32_CENTRAL(w - np.float32(2.5))
-    tail = _F32_TAIL(np.sqrt(w) - np.float32(3.0))
-    p = central if w < np.float32(5.0) else tail
-    edge = np.float32(np.inf) if x > np.float32(0.0) else np.float32(-np.inf)
-    return edge if abs(x) == np.float32(1.0) else p * x
+F32 = float_bodies(np.float32, _CORE, _k32.log, helper_jit, inline_jit)
+F64 = float_bodies(np.float64, _CORE, _k64.log, helper_jit, inline_jit)
+log1p_f32, erfinv_f32, normal_f32 = F32.log1p, F32.erfinv, F32.normal
+log1p_f64, erfinv_f64, normal_f64 = F64.log1p, F64.erfinv, F64.normal
+_uniform_f32, _uniform_f64 = F32.uniform, F64.uniform
 
 
-@inline_jit
-def erfinv_f64(x: np.float64) -> np.float64:
-    """XLA's float64 ``erfinv`` (``numbax.random.core._erfinv``), three polynomials, no branch."""
-    w = -log1p_f64(x * -x)
-    s = np.sqrt(w)
-    central = _F64_CENTRAL(w - np.float64(3.125))
-    middle = _F64_MIDDLE(s - np.float64(3.25))
-    tail = _F64_TAIL(s - np.float64(5.0))
-    p = central if w < np.float64(6.25) else (middle if w < np.float64(16.0) else tail)
-    edge = np.inf if x > 0.0 else -np.inf
-    return edge if abs(x) == 1.0 else p * x
+# -- bulk loops of floats: flat outputs of n elements --------------------------------------
 
 
-@inline_jit
-def normal_f32(k0: np.uint32, k1: np.uint32, i: int) -> np.float32:
-    """Element ``i`` of float32 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
-    u = _unit_f32(k0, k1, i) * (np.float32(1.0) - _LO_F32) + _LO_F32
-    return _SQRT2_F32 * erfinv_f32(max(_LO_F32, u))
+@loop_jit
+def uniform32_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float32, hi: np.float32):
+    """float32 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
+    out = np.empty(n, dtype=np.float32)
+    for i in range(n):
+        out[i] = _uniform_f32(k0, k1, i, lo, hi)
+    return out
 
 
-@inline_jit
-def normal_f64(k0: np.uint32, k1: np.uint32, i: int) -> np.float64:
-    """Element ``i`` of float64 ``normal``: ``sqrt(2) * erfinv(u)``, ``u`` in (-1, 1)."""
-    u = _unit_f64(k0, k1, i) * (np.float64(1.0) - _LO_F64) + _LO_F64
-    return _SQRT2_F64 * erfinv_f64(max(_LO_F64, u))
+@loop_jit
+def uniform64_flat(k0: np.uint32, k1: np.uint32, n: int, lo: np.float64, hi: np.float64):
+    """float64 uniforms in [lo, hi): ``max(lo, u * (hi - lo) + lo)`` as in ``_uniform``."""
+    out = np.empty(n, dtype=np.float64)
+    for i in range(n):
+        out[i] = _uniform_f64(k0, k1, i, lo, hi)
+    return out
+
+
+def unit(k0: np.uint32, k1: np.uint32, i: int, like: Any) -> Any:
+    """Element ``i`` of ``uniform(key, dtype=type(like))`` (float32 or float64), in [0, 1).
+
+    Compiled, Numba picks the float32 or float64 function from ``like``'s type when it
+    types the call, so one loop serves both dtypes.
+    """
+    return (_unit_f32 if isinstance(like, np.float32) else _unit_f64)(k0, k1, i)
+
+
+@overload(unit, inline="always")
+def _unit_impl(k0, k1, i, like):
+    draw = _unit_f32 if like == types.float32 else _unit_f64
+    return lambda k0, k1, i, like: draw(k0, k1, i)
+
+
+def uniform_at(k0: np.uint32, k1: np.uint32, i: int, lo: Any, hi: Any) -> Any:
+    """Element ``i`` of ``uniform(key, dtype=type(lo), minval=lo, maxval=hi)``; compiled,
+    the float32 or float64 body by ``lo``'s type."""
+    return (_uniform_f32 if isinstance(lo, np.float32) else _uniform_f64)(k0, k1, i, lo, hi)
+
+
+@overload(uniform_at, inline="always")
+def _uniform_at_impl(k0, k1, i, lo, hi):
+    draw = _uniform_f32 if lo == types.float32 else _uniform_f64
+    return lambda k0, k1, i, lo, hi: draw(k0, k1, i, lo, hi)
+
+
+@loop_jit
+def uniform_between_flat(k0: np.uint32, k1: np.uint32, lo: np.ndarray, hi: np.ndarray):
+    """Uniforms in ``[lo[i], hi[i])`` (float32 or float64, as ``lo``): ``_uniform``'s
+    ``max(lo, u * (hi - lo) + lo)`` with bounds per element."""
+    out = np.empty_like(lo)
+    for i in range(lo.size):
+        out[i] = uniform_at(k0, k1, i, lo[i], hi[i])
+    return out
 
 
 @loop_jit

@@ -15,7 +15,8 @@ the loop here instead (float32 and float64), so both paths share one implementat
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 from numba import types
@@ -24,17 +25,16 @@ from numba.extending import overload
 from numbax.numba_backend.math import _kernels32 as _k32
 from numbax.numba_backend.math import _kernels64 as _k64
 from numbax.numba_backend.random.kernels import (
+    F32,
+    F64,
+    FloatBodies,
     bits32_flat,
     erfinv_f32,
     erfinv_f64,
     hash_index,
     helper_jit,
     inline_jit,
-    log1p_f32,
-    log1p_f64,
     loop_jit,
-    normal_f32,
-    normal_f64,
     unit,
 )
 
@@ -61,7 +61,6 @@ def _by_float(f32: Any, f64: Any) -> Any:
 
 log = _by_float(_k32.log, _k64.log)
 exp = _by_float(_k32.exp, _k64.exp)
-log1p = _by_float(log1p_f32, log1p_f64)
 erfinv = _by_float(erfinv_f32, erfinv_f64)
 
 
@@ -77,28 +76,111 @@ def _pick_impl(v32, v64, like):
     return lambda v32, v64, like: v64
 
 
-def normal_at(k0: np.uint32, k1: np.uint32, i: int, like: Any) -> Any:
-    """Element ``i`` of ``normal(key, dtype=type(like))``."""
-    return (normal_f32 if isinstance(like, np.float32) else normal_f64)(k0, k1, i)
-
-
-@overload(normal_at, inline="always")
-def _normal_at_impl(k0, k1, i, like):
-    draw = normal_f32 if like == types.float32 else normal_f64
-    return lambda k0, k1, i, like: draw(k0, k1, i)
-
-
 def _pair(value: float) -> tuple[np.float32, np.float64]:
     """``value`` as a float32 and a float64 constant, for :func:`pick`."""
     return _F32(value), _F64(value)
 
 
-_ZERO, _HALF, _ONE, _TWO = (_pair(v) for v in (0.0, 0.5, 1.0, 2.0))
-_THIRD = _pair(1.0 / 3.0)
-_SQUEEZE = _pair(0.0331)  # Marsaglia and Tsang's squeeze constant
+_ONE = _pair(1.0)
 _SQRT2 = _pair(math.sqrt(2.0))
 _INF = _pair(math.inf)
 _TINY = (np.finfo(_F32).tiny, np.finfo(_F64).tiny)
+
+
+# -- scalar bodies shared by the CPU loops and GPU threads ------------------------------
+
+
+class MoreBodies(NamedTuple):
+    """Scalar bodies of :mod:`numbax.random.more`'s samplers that a GPU thread draws too,
+    for one float kind and one target (see :func:`more_bodies`), each named as its
+    sampler: the GPU finds them by name."""
+
+    exponential: Any
+    """``exponential(k0, k1, i)``: element ``i`` of ``exponential(key)``."""
+    gamma: Any
+    """``gamma(k0, k1, alpha, log_space)``: one gamma draw (its log if ``log_space``)."""
+
+
+def more_bodies(
+    kind: type,
+    floats: FloatBodies,
+    hash_index: Any,
+    log: Any,
+    inline: Callable[[Callable], Any],
+) -> MoreBodies:
+    """The bodies of ``exponential`` and ``gamma`` for ``kind`` (np.float32 or
+    np.float64), compiled with ``inline``, from one target's :func:`float_bodies`,
+    ``hash_index`` and ``log``: Numba's inlining ``njit`` for the CPU loops below, or
+    ``cuda.jit(device=True)`` for GPU threads (see :func:`float_bodies`)."""
+    zero, one, two, half = kind(0.0), kind(1.0), kind(2.0), kind(0.5)
+    third, squeeze = kind(1.0 / 3.0), kind(0.0331)  # Marsaglia and Tsang's squeeze
+    unit, normal, log1p = floats.unit, floats.normal, floats.log1p
+
+    @inline
+    def exponential(k0, k1, i):  # noqa: ANN001, ANN202
+        """``-log1p(-u)``, XLA's log1p."""
+        return -log1p(-unit(k0, k1, i))
+
+    @inline
+    def gamma_one(k0, k1, alpha, log_space):  # noqa: ANN001, ANN202
+        """JAX's ``_gamma_one``: Marsaglia and Tsang's rejection loop with JAX's key
+        splits, boosting ``alpha < 1`` to ``alpha + 1`` (``numbax.random.more._gamma_one``
+        element-wise)."""
+        boost = alpha >= one
+        d = (alpha if boost else alpha + one) - third
+        c = third / kind(math.sqrt(d))
+        key0, key1 = hash_index(k0, k1, 0)
+        sub0, sub1 = hash_index(k0, k1, 1)
+        big_x, big_v, big_u = zero, one, two
+        while big_u >= one - squeeze * (big_x * big_x) and log(big_u) >= (
+            big_x * half + d * (one - big_v + log(big_v))
+        ):
+            x_key0, x_key1 = hash_index(key0, key1, 1)
+            u_key0, u_key1 = hash_index(key0, key1, 2)
+            key0, key1 = hash_index(key0, key1, 0)
+            x, v = zero, -one
+            while v <= zero:
+                draw0, draw1 = hash_index(x_key0, x_key1, 1)
+                x_key0, x_key1 = hash_index(x_key0, x_key1, 0)
+                x = normal(draw0, draw1, 0)
+                v = one + x * c
+            big_x, big_v, big_u = x * x, (v * v) * v, unit(u_key0, u_key1, 0)
+        if log_space:
+            log_sample = log1p(-unit(sub0, sub1, 0))
+            log_boost = zero if boost or log_sample == zero else log_sample * (one / alpha)
+            return (log(d) + log(big_v)) + log_boost
+        sample = one - unit(sub0, sub1, 0)
+        return (d * big_v) * (one if boost else sample ** (one / alpha))
+
+    return MoreBodies(exponential, gamma_one)
+
+
+_M32 = more_bodies(np.float32, F32, hash_index, _k32.log, inline_jit)
+_M64 = more_bodies(np.float64, F64, hash_index, _k64.log, inline_jit)
+_exponential_f32, _exponential_f64 = _M32.exponential, _M64.exponential
+_gamma_f32, _gamma_f64 = _M32.gamma, _M64.gamma
+
+
+def gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any:
+    """One gamma draw of ``alpha``'s dtype; compiled, the float32 or float64 body."""
+    return (_gamma_f32 if isinstance(alpha, np.float32) else _gamma_f64)(k0, k1, alpha, log_space)
+
+
+@overload(gamma_one, inline="always")
+def _gamma_one_impl(k0, k1, alpha, log_space):
+    draw = _gamma_f32 if alpha == types.float32 else _gamma_f64
+    return lambda k0, k1, alpha, log_space: draw(k0, k1, alpha, log_space)
+
+
+def exponential_at(k0: np.uint32, k1: np.uint32, i: int, like: Any) -> Any:
+    """Element ``i`` of ``exponential(key, dtype=type(like))``."""
+    return (_exponential_f32 if isinstance(like, np.float32) else _exponential_f64)(k0, k1, i)
+
+
+@overload(exponential_at, inline="always")
+def _exponential_at_impl(k0, k1, i, like):
+    draw = _exponential_f32 if like == types.float32 else _exponential_f64
+    return lambda k0, k1, i, like: draw(k0, k1, i)
 
 
 # -- float loops shared by plain and jitted calls ----------------------------------------
@@ -109,7 +191,7 @@ def exponential_flat(k0: np.uint32, k1: np.uint32, n: int, zero: Any) -> np.ndar
     """``n`` standard exponentials of ``zero``'s dtype: ``-log1p(-u)``, XLA's log1p."""
     out = np.full(n, zero)
     for i in range(n):
-        out[i] = -log1p(-unit(k0, k1, i, zero))
+        out[i] = exponential_at(k0, k1, i, zero)
     return out
 
 
@@ -152,46 +234,13 @@ def log_flat(x: np.ndarray) -> np.ndarray:
     return out
 
 
-@inline_jit
-def _gamma_one(k0: np.uint32, k1: np.uint32, alpha: Any, log_space: bool) -> Any:
-    """JAX's ``_gamma_one``: Marsaglia and Tsang's rejection loop with JAX's key splits,
-    boosting ``alpha < 1`` to ``alpha + 1``; ``numbax.random.more._gamma_one`` element-wise."""
-    zero, one = pick(_ZERO[0], _ZERO[1], alpha), pick(_ONE[0], _ONE[1], alpha)
-    third = pick(_THIRD[0], _THIRD[1], alpha)
-    boost = alpha >= one
-    d = (alpha if boost else alpha + one) - third
-    c = third / np.sqrt(d)
-    key0, key1 = hash_index(k0, k1, 0)
-    sub0, sub1 = hash_index(k0, k1, 1)
-    big_x, big_v, big_u = zero, one, pick(_TWO[0], _TWO[1], alpha)
-    while big_u >= one - pick(_SQUEEZE[0], _SQUEEZE[1], alpha) * (big_x * big_x) and log(
-        big_u
-    ) >= big_x * pick(_HALF[0], _HALF[1], alpha) + d * (one - big_v + log(big_v)):
-        x_key0, x_key1 = hash_index(key0, key1, 1)
-        u_key0, u_key1 = hash_index(key0, key1, 2)
-        key0, key1 = hash_index(key0, key1, 0)
-        x, v = zero, -one
-        while v <= zero:
-            draw0, draw1 = hash_index(x_key0, x_key1, 1)
-            x_key0, x_key1 = hash_index(x_key0, x_key1, 0)
-            x = normal_at(draw0, draw1, 0, alpha)
-            v = one + x * c
-        big_x, big_v, big_u = x * x, (v * v) * v, unit(u_key0, u_key1, 0, alpha)
-    if log_space:
-        log_sample = log1p(-unit(sub0, sub1, 0, alpha))
-        log_boost = zero if boost or log_sample == zero else log_sample * (one / alpha)
-        return (log(d) + log(big_v)) + log_boost
-    sample = one - unit(sub0, sub1, 0, alpha)
-    return (d * big_v) * (one if boost else sample ** (one / alpha))
-
-
 @loop_jit
 def gamma_flat(k0: np.uint32, k1: np.uint32, alpha: np.ndarray, log_space: bool) -> np.ndarray:
     """Gamma(``alpha[i]``) draws (their logs if ``log_space``), key ``split(key, n)[i]``."""
     out = np.empty_like(alpha)
     for i in range(alpha.size):
         e0, e1 = hash_index(k0, k1, i)
-        out[i] = _gamma_one(e0, e1, alpha[i], log_space)
+        out[i] = gamma_one(e0, e1, alpha[i], log_space)
     return out
 
 
