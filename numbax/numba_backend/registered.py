@@ -19,12 +19,15 @@ import numpy as np
 
 from numbax.numba_backend import (  # noqa: F401  (importing registers them in nxrt)
     boundary,
+    runtime,
 )
 from numbax.numba_backend.caching.startup import DEFERRED
 from numbax.numba_backend.loops import elementwise  # noqa: F401  (importing registers them in nxrt)
 from numbax.numba_backend.math import elementary  # noqa: F401  (importing registers them in nxrt)
 from numbax.numba_backend.np import (  # noqa: F401  (importing registers them in nxrt)
+    extra,
     grids,
+    linalg,
     reductions,
     selection,
     weak,
