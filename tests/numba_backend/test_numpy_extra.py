@@ -2,8 +2,9 @@
 with NumPy: values, dtype and shape, for float64 and float32 (float32 must stay float32).
 
 Some of these Numba supports as NumPy does; the others numbax redirects to its own
-versions, one module per family in ``numba_backend/np/`` (``FAMILIES``). Each case is one call, written as source over the inputs below, and
-its test id is that call, so a failure names the function and the signature that broke.
+versions, one module per family in ``numba_backend/np/`` (``FAMILIES``). Each case is one
+call, written as source over the inputs below, and its test id is that call, so a failure
+names the function and the signature that broke.
 
 Compiling is what costs (Numba takes 0.2 to a few seconds per function and signature), so
 consecutive calls of a group of ``GROUPS`` are compiled together (``UNIT`` at most), as one

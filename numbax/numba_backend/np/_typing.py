@@ -7,7 +7,8 @@ a compile-time int or bool, how many axes an ``axis`` tuple names, which dtype a
 ``dtype=`` argument asks for and which dtype NumPy computes in. Each of these questions
 is answered here once, for every module that asks it; so is the run-time check of an
 axis whose value the types do not tell (``_normalize``, which generated implementations
-call).
+call), and the scope the families' generated implementations are defined in
+(``_family_code``).
 
 A typing error names the function it is about, after a prefix that says whose it is;
 ``_failing`` makes a module's ``_fail``. The families of NumPy functions (``elementwise``,
@@ -19,6 +20,7 @@ did not change when they were split.
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +29,9 @@ from numba import types
 from numba.core import errors
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype, from_dtype
+from numba.np.unsafe.ndarray import to_fixed_tuple
+
+from numbax.numba_backend.generated import Code
 
 Fail = Callable[[str, str], errors.NumbaTypeError]
 
@@ -214,3 +219,13 @@ def _normalize(axis, ndim):
     if axis < -ndim or axis >= ndim:
         raise np.exceptions.AxisError(axis, ndim)
     return axis + ndim if axis < 0 else axis
+
+
+def _family_code(*functions: Callable, **names: Any) -> Callable[..., Code]:
+    """A family module's ``_code(header, **names)``: an implementation built line by line,
+    which the overload returns for Numba to compile, in a scope of NumPy, ``_normalize``,
+    ``to_fixed_tuple`` and what the module's generated lines call besides (``functions``
+    by their names, and ``names``)."""
+    scope = {"np": np, "to_fixed_tuple": to_fixed_tuple, "_normalize": _normalize}
+    scope.update({f.__name__: f for f in functions}, **names)
+    return functools.partial(Code, scope=scope, origin=_FAMILIES)

@@ -13,17 +13,15 @@ How a call reaches them and compiles: the package's docstring (``np/__init__.py`
 from __future__ import annotations
 
 import builtins
-import functools
 from typing import Any
 
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
 
-from numbax.numba_backend.generated import Code
 from numbax.numba_backend.np._typing import (
-    _FAMILIES,
     _fail,
+    _family_code,
     _inexact,
     _is_none,
     _is_scalar,
@@ -64,11 +62,7 @@ def clip(
     return np.clip(a, a_min, a_max, out=out, min=min, max=max)
 
 
-_SCOPE = {
-    "np": np,
-}
-"""What the generated implementations call."""
-_code = functools.partial(Code, scope=_SCOPE, origin=_FAMILIES)
+_code = _family_code()
 
 
 @register_jitable

@@ -22,22 +22,19 @@ import numba
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
-from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from numbax.numba_backend.generated import Code
 from numbax.numba_backend.np import reductions
 from numbax.numba_backend.np._typing import (
-    _FAMILIES,
     _accumulating,
     _axis_count,
     _axis_items,
     _dtype_arg,
     _fail,
+    _family_code,
     _inexact,
     _is_none,
     _keepdims,
     _literal_int,
-    _normalize,
     _npt,
     _real,
     _scalar_type,
@@ -146,18 +143,9 @@ def _matrix_norm(m, p):
     return _matrix_sum_norm(m, p)
 
 
-_SCOPE = {
-    "np": np,
-    "reductions": reductions,
-    "to_fixed_tuple": to_fixed_tuple,
-    "_normalize": _normalize,
-    "_vector_norms": _vector_norms,
-    "_matrix_norm": _matrix_norm,
-    "_matrix_sum_norm": _matrix_sum_norm,
-    "_matrix_svd_norm": _matrix_svd_norm,
-}
-"""What the generated implementations call."""
-_code = functools.partial(Code, scope=_SCOPE, origin=_FAMILIES)
+_code = _family_code(
+    _vector_norms, _matrix_norm, _matrix_sum_norm, _matrix_svd_norm, reductions=reductions
+)
 
 
 @functools.cache

@@ -29,20 +29,18 @@ import numba
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
-from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.caching import runtime_cache
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.loops.matrix_product import is_blas_matrix_pair, matrix_product
 from numbax.numba_backend.np._typing import (
-    _FAMILIES,
     _axis_count,
     _axis_items,
     _fail,
+    _family_code,
     _is_none,
     _is_scalar,
     _literal_int,
-    _normalize,
     _npt,
     _promote,
     _scalar_type,
@@ -143,15 +141,7 @@ def _gemm_into_jit(a, b, out):
     return impl
 
 
-_SCOPE = {
-    "np": np,
-    "to_fixed_tuple": to_fixed_tuple,
-    "_normalize": _normalize,
-    "_gemm": _gemm,
-    "_gemm_into": _gemm_into,
-}
-"""What the generated implementations call."""
-_code = functools.partial(Code, scope=_SCOPE, origin=_FAMILIES)
+_code = _family_code(_gemm, _gemm_into)
 
 
 def _operand(name: str, x: Any) -> types.Array:

@@ -9,8 +9,8 @@ Numba has no ``np.squeeze`` nor ``np.tile``; its ``np.flip``, ``np.roll`` and
 of arrays; ``np.atleast_1d`` and ``np.atleast_2d`` no scalar; ``np.reshape`` raises at
 run time for an array that is not contiguous.
 
-How a call reaches them and compiles: the package's docstring (``np/__init__.py``). Where NumPy returns a view, the compiled function may return a
-copy.
+How a call reaches them and compiles: the package's docstring (``np/__init__.py``).
+Where NumPy returns a view, the compiled function may return a copy.
 
 The rank of a result must be known when Numba compiles: it is taken from the argument
 types (how many axes an ``axis`` tuple names; their values may be run-time values).
@@ -29,18 +29,16 @@ import numba
 import numpy as np
 from numba import types
 from numba.extending import overload, register_jitable
-from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.generated import Code
 from numbax.numba_backend.np._typing import (
-    _FAMILIES,
     _axis_count,
     _axis_items,
     _dtype_arg,
     _fail,
+    _family_code,
     _is_none,
     _is_scalar,
-    _normalize,
     _npt,
     _promote,
     _tuple,
@@ -162,15 +160,7 @@ def _check_unique(axes, count):
                 raise ValueError("repeated axis")
 
 
-_SCOPE = {
-    "np": np,
-    "numba": numba,
-    "to_fixed_tuple": to_fixed_tuple,
-    "_normalize": _normalize,
-    "_check_unique": _check_unique,
-}
-"""What the generated implementations call."""
-_code = functools.partial(Code, scope=_SCOPE, origin=_FAMILIES)
+_code = _family_code(_check_unique, numba=numba)
 
 
 def _normalize_axes(code: Code, items: list[str], ndim: int, out: str = "axes") -> None:
