@@ -208,7 +208,7 @@ def _tuple(items: Any) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# The run-time side of an axis argument.
+# Generated implementations: the run-time check of an axis, the families' scope.
 # ---------------------------------------------------------------------------------------
 
 
