@@ -1,7 +1,7 @@
 """NumPy functions that compiled code calls through ``nxrt``: numbax's own versions.
 
 Where Numba lacks a NumPy function, lacks some of its arguments, or compiles it with
-other semantics (``elementary.py``, ``reductions.py``, ``numpy_extra.py``), the lowering
+other semantics (``math/elementary.py``, ``np/``: one module per family), the lowering
 pass (``lower.py``) rewrites a call that resolves to the NumPy function, by identity,
 into ``nxrt.<name>(...)``, a function of the same meaning with a Numba implementation.
 Each such function declares what it replaces with ``@redirect(np.<function>)`` next to

@@ -2,9 +2,8 @@
 registered, and the table of NumPy functions compiled code calls through ``nxrt``.
 
 Importing this module registers everything compiled code may call as ``nxrt.<name>``
-(the runtime's helpers' Numba versions, ``overloads/``; numbax's versions of NumPy
-functions, ``elementary.py``, ``reductions.py``, ``numpy_extra.py``,
-``numpy_linalg.py``; the lowering's own
+(the runtime's helpers' Numba versions, ``runtime/``; numbax's versions of NumPy
+functions, ``math/elementary.py`` and ``np/``, one module per family; the lowering's own
 helpers, ``weak``, ``keep_dtype``, ``elementwise``). The lowering pass (``lower.py``)
 imports it and asks it which calls and array methods to redirect, matched by identity.
 """
@@ -24,12 +23,15 @@ from numbax.numba_backend import (  # noqa: F401  (importing registers them in n
 from numbax.numba_backend.caching.startup import DEFERRED
 from numbax.numba_backend.loops import elementwise  # noqa: F401  (importing registers them in nxrt)
 from numbax.numba_backend.math import elementary  # noqa: F401  (importing registers them in nxrt)
+from numbax.numba_backend.np import elementwise as np_elementwise  # noqa: F401  (as above)
 from numbax.numba_backend.np import (  # noqa: F401  (importing registers them in nxrt)
-    extra,
     grids,
     linalg,
+    norms,
+    products,
     reductions,
     selection,
+    shapes,
     weak,
 )
 from numbax.numba_backend.redirects import replacement_for

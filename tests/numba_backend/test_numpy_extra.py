@@ -1,9 +1,10 @@
 """NumPy functions that automatic differentiation emits compile under ``nx.jit`` and agree
 with NumPy: values, dtype and shape, for float64 and float32 (float32 must stay float32).
 
-Some of these Numba supports as NumPy does; the others numbax redirects to
-``numpy_extra.py``. Each case is one call, written as source over the inputs below, and
-its test id is that call, so a failure names the function and the signature that broke.
+Some of these Numba supports as NumPy does; the others numbax redirects to its own
+versions, one module per family in ``numba_backend/np/`` (``FAMILIES``). Each case is one
+call, written as source over the inputs below, and its test id is that call, so a failure
+names the function and the signature that broke.
 
 Compiling is what costs (Numba takes 0.2 to a few seconds per function and signature), so
 consecutive calls of a group of ``GROUPS`` are compiled together (``UNIT`` at most), as one
@@ -36,7 +37,7 @@ except ImportError:  # not POSIX: workers may compile a unit twice
 import numbax as nx
 from numbax.codegen.cache import cache_root
 from numbax.numba_backend import registered as runtime
-from numbax.numba_backend.np import extra as numpy_extra
+from numbax.numba_backend.np import elementwise, norms, products, shapes
 from numbax.numba_backend.redirects import replacements
 from numbax.runtime import nxrt
 
@@ -303,7 +304,7 @@ GROUPS = {
         "np.sqrt(x)",
     ],
 }
-# Calls that fail for reasons outside numpy_extra.py (each compiled alone), and why.
+# Calls that fail for reasons outside the families' modules (each compiled alone), and why.
 KNOWN_FAILURES = {
     "np.where(v > 0, v, 0.0)": "fuse.py turns np.where into `v if c else 0.0` in a fused "
     "kernel, where the literal is not wrapped in nxrt.weak: float32 becomes float64",
@@ -431,11 +432,16 @@ def test_known_failure(call):
         pytest.xfail(KNOWN_FAILURES[call])
 
 
-def test_every_extra_function_is_redirected():
-    extra = {n for n, f in replacements().items() if f.__module__ == numpy_extra.__name__}
-    assert set(numpy_extra.__all__) == extra
-    for name in extra:
-        assert getattr(nxrt, name) is getattr(numpy_extra, name)
+FAMILIES = (elementwise, norms, products, shapes)
+"""The modules of numbax's versions of NumPy functions, one per family."""
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=lambda module: module.__name__)
+def test_every_function_of_a_family_is_redirected(family):
+    redirected = {n for n, f in replacements().items() if f.__module__ == family.__name__}
+    assert set(family.__all__) == redirected
+    for name in redirected:
+        assert getattr(nxrt, name) is getattr(family, name)
         namespace = np.linalg if name in ("norm", "det", "slogdet") else np
         assert runtime.replacement_for(getattr(namespace, name)) == name
 

@@ -34,7 +34,7 @@ import numba
 import numpy as np
 import pytest
 
-from numbax.numba_backend.np import reductions
+from numbax.numba_backend.np import reduction_folds, reductions
 
 REDUCE = ["sum", "prod", "mean", "max", "min", "var", "std", "all", "any"]
 ARG = ["argmax", "argmin"]
@@ -507,7 +507,7 @@ def test_plain_python_calls_numpy(name, kwargs):
 _CACHED = """
 import numba
 import numpy as np
-from numbax.numba_backend import reductions
+from numbax.numba_backend.np import reductions
 
 @numba.njit(cache=True)
 def kernel(a, axis):
@@ -544,7 +544,7 @@ def test_the_row_helpers_compile_once_per_type_not_per_literal_start():
     strided = np.linspace(0.0, 1.0, 600).reshape(2, 300)[:, ::-1]
     assert whole(a) == pytest.approx(a.sum())
     np.testing.assert_allclose(rows(strided), strided.sum(axis=1))
-    fold = reductions._fold1d(reductions._sum_op(numba.float64))
+    fold = reduction_folds._fold1d(reduction_folds._sum_op(numba.float64))
     pairwise = fold.py_func.__globals__["pairwise"]
     block = pairwise.py_func.__globals__["block"]
     for helper in (fold, pairwise, block):

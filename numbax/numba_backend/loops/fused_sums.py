@@ -37,7 +37,8 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.loops.broadcast_dims import broadcast_dim
-from numbax.numba_backend.np.reductions import _START, _accumulating, _fold1d, _sum_op
+from numbax.numba_backend.np._typing import _accumulating, _tuple
+from numbax.numba_backend.np.reduction_folds import _START, _fold1d, _sum_op
 from numbax.numba_backend.np.weak import weak_cast
 from numbax.runtime.broadcasting import unbroadcast
 
@@ -110,10 +111,6 @@ class _Nest:
         for d in dims:
             self.code(f"for i{d} in range(n{d}):")
             self.code.depth += 1
-
-
-def _tuple(items: list[str]) -> str:
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _normalized(axes: tuple[int, ...], ndim: int) -> tuple[int, ...] | None:

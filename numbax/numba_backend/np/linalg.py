@@ -8,7 +8,9 @@ only, and ``svd`` without ``compute_uv``; NumPy 2's ``svdvals``, ``matrix_norm``
 at all; its ``matrix_power`` is typed as possibly None. Each function here calls NumPy
 when interpreted; its overload compiles the same call (LAPACK through Numba's own 2-d
 implementation, once per matrix of a stack). The lowering redirects calls to the NumPy
-functions here, by identity (``redirects.py``).
+functions here, by identity (``redirects.py``). ``np.linalg.norm``, ``det`` and
+``slogdet`` are with ``np.trace`` in ``norms.py``; the products (``np.matmul``,
+``np.tensordot``...) in ``products.py``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,13 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.core import errors
 from numba.extending import overload, register_jitable
 from numba.np import linalg as numba_linalg
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.generated import Code
-from numbax.numba_backend.np import extra as numpy_extra
+from numbax.numba_backend.np import norms, products
+from numbax.numba_backend.np._typing import _failing
 from numbax.numba_backend.redirects import redirect
 from numbax.runtime import nxrt
 
@@ -93,8 +95,7 @@ def pinv(a: Any, rcond: Any = None, hermitian: bool = False) -> Any:
     return np.linalg.pinv(a) if rcond is None else np.linalg.pinv(a, rcond, hermitian)
 
 
-def _fail(name: str, message: str) -> errors.NumbaTypeError:
-    return errors.NumbaTypeError(f"numbax: np.linalg.{name}: {message}")
+_fail = _failing("numbax: np.linalg.")
 
 
 def _matrices(name: str, a: Any, complex_ok: bool = False) -> int:
@@ -283,7 +284,7 @@ def matrix_norm(x: Any, keepdims: bool = False, ord: Any = "fro") -> Any:
 @overload(matrix_norm, prefer_literal=True)
 def _matrix_norm_jit(x, keepdims=False, ord="fro"):
     def impl(x, keepdims=False, ord="fro"):
-        return numpy_extra.norm(x, ord, (-2, -1), keepdims)
+        return norms.norm(x, ord, (-2, -1), keepdims)
 
     return impl
 
@@ -324,7 +325,7 @@ def tensordot(x1: Any, x2: Any, axes: Any = 2) -> Any:
 
 @overload(tensordot, prefer_literal=True)
 def _tensordot_jit(x1, x2, axes=2):
-    return lambda x1, x2, axes=2: numpy_extra.tensordot(x1, x2, axes)
+    return lambda x1, x2, axes=2: products.tensordot(x1, x2, axes)
 
 
 @redirect(np.linalg.trace, name="linalg_trace")
@@ -335,7 +336,7 @@ def trace(x: Any, offset: int = 0, dtype: Any = None) -> Any:
 
 @overload(trace)
 def _trace_jit(x, offset=0, dtype=None):
-    return lambda x, offset=0, dtype=None: numpy_extra.trace(x, offset, -2, -1)
+    return lambda x, offset=0, dtype=None: norms.trace(x, offset, -2, -1)
 
 
 @redirect(np.linalg.matrix_transpose, name="linalg_matrix_transpose")
@@ -390,7 +391,7 @@ def matmul(x1: Any, x2: Any) -> Any:
 
 @overload(matmul)
 def _matmul_jit(x1, x2):
-    return lambda x1, x2: numpy_extra.matmul(x1, x2)
+    return lambda x1, x2: products.matmul(x1, x2)
 
 
 @redirect(np.linalg.cross, name="linalg_cross")

@@ -10,6 +10,10 @@ and Python do (see ``redirects.py`` for how calls reach them):
   ``np.abs`` and ``np.divmod``, as NumPy arrays define them;
 * ``x[...]`` (a lone Ellipsis index) does not lower: the lowering pass writes
   ``nxrt.whole(x)``, the same view;
+* indexing takes no list (``a[[2, 0]]``, ``a[idx] = v`` with ``idx = [...]``: NumPy
+  indexes with the array of the list's items, a list of bools as a mask): here it does,
+  as an overload of Numba's ``operator.getitem`` and ``operator.setitem`` for an array
+  indexed by a list;
 * ``np.choose`` is missing; ``np.select`` takes lists of arrays of one shape and a
   scalar default only: here tuples of arrays and scalars that broadcast, and any
   default; ``sum(items)`` of a tuple of arrays and scalars adds them in order.
@@ -20,6 +24,7 @@ Each function, called from plain Python, is the NumPy function (or builtin) itse
 from __future__ import annotations
 
 import builtins
+import operator
 from typing import Any
 
 import numpy as np
@@ -27,7 +32,7 @@ from numba import types
 from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from numbax.numba_backend.np.reductions import _is_none
+from numbax.numba_backend.np._typing import _is_none
 from numbax.numba_backend.redirects import lowering_helper, redirect
 from numbax.numba_backend.runtime.selection import (
     _chosen_index,
@@ -287,5 +292,37 @@ def _take_jit(a, indices, axis=None, out=None, mode="raise"):
         for i in range(ax + 1, ndim):
             shape[i - 1 + where.ndim] = a.shape[i]
         return result.reshape(to_fixed_tuple(shape, rank))
+
+    return impl
+
+
+def _list_index(a: Any, index: Any) -> bool:
+    """Whether ``a[index]`` indexes an array with a list of integers or bools, which
+    NumPy reads as an array of them and Numba refuses."""
+    return (
+        isinstance(a, types.Array)
+        and isinstance(index, types.List)
+        and isinstance(index.dtype, (types.Integer, types.Boolean))
+    )
+
+
+@overload(operator.getitem)
+def _getitem_list(a, index):
+    """``a[[2, 0, 2]]``, ``a[idx]`` with ``idx = [...]``: NumPy's indexing with the
+    array of the list's items (a list of bools is a mask)."""
+    if _list_index(a, index):
+        return lambda a, index: a[np.array(index)]
+    return None
+
+
+@overload(operator.setitem)
+def _setitem_list(a, index, value):
+    """``a[[2, 0, 2]] = v``: as ``a[np.array([2, 0, 2])] = v`` (the last write of a
+    repeated index stays, as in NumPy)."""
+    if not _list_index(a, index):
+        return None
+
+    def impl(a, index, value):
+        a[np.array(index)] = value
 
     return impl

@@ -12,7 +12,7 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.np import reductions
-from numbax.numba_backend.np.reductions import _keepdims, _wants_literal
+from numbax.numba_backend.np._typing import _keepdims, _wants_literal
 from numbax.numba_backend.runtime.common import (
     _always,
     _axis_items,

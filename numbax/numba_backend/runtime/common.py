@@ -1,6 +1,7 @@
 """What the Numba versions of the runtime helpers share: the type tests and errors of
-typing time, small compiled functions that generated implementations call (broadcast
-dimensions, index wrapping), and the scope those implementations are defined in.
+typing time (most of them ``np/_typing.py``'s, which NumPy under Numba shares), small
+compiled functions that generated implementations call (broadcast dimensions, index
+wrapping), and the scope those implementations are defined in.
 
 The names keep a leading underscore: generated source calls them by these names
 (``_bdim(...)``, ``if _always(): raise ...``), and they are private to the overloads.
@@ -13,13 +14,20 @@ from typing import Any
 
 import numpy as np
 from numba import types
-from numba.core import errors
 from numba.extending import register_jitable
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.generated import Code, define
 from numbax.numba_backend.loops import new_arrays
 from numbax.numba_backend.loops.broadcast_dims import broadcast_dim
+from numbax.numba_backend.np._typing import (  # noqa: F401  (the runtime's overloads import them from here)
+    _failing,
+    _is_none,
+    _is_scalar,
+    _normalize,
+    _scalar_type,
+    _tuple,
+)
 from numbax.runtime.reductions import inexact_dtype
 
 
@@ -59,12 +67,7 @@ def _slice_len(start, stop, step):
     return max(0, (start - stop - step - 1) // (-step))
 
 
-@register_jitable
-def _axis_index(axis, ndim):
-    """``axis`` counted from the front, or NumPy's AxisError."""
-    if axis < -ndim or axis >= ndim:
-        raise np.exceptions.AxisError(axis, ndim)
-    return axis + ndim if axis < 0 else axis
+_axis_index = _normalize  # the name generated source calls it by
 
 
 SCOPE = {
@@ -91,29 +94,13 @@ def _code(header: str, scope: Mapping[str, Any], **names: Any) -> Code:
     return Code(header, {**SCOPE, **scope}, "nxrt", **names)
 
 
-def _fail(name: str, message: str) -> errors.NumbaTypeError:
-    """A typing error naming the helper, reported by Numba at the user's call."""
-    return errors.NumbaTypeError(f"numbax nxrt.{name}: {message}")
-
-
-def _is_none(ty: Any) -> bool:
-    """Whether an overload argument is an omitted or explicit None."""
-    if isinstance(ty, types.Omitted):
-        return ty.value is None
-    return ty is None or isinstance(ty, types.NoneType)
-
-
-def _is_scalar(ty: Any) -> bool:
-    return isinstance(ty, types.Number | types.Boolean)
+_fail = _failing("numbax nxrt.")
+"""A typing error naming the helper, reported by Numba at the user's call."""
 
 
 def _dtype_of(name: str, ty: Any) -> types.Type:
-    """The Numba dtype of an array or scalar argument."""
-    if isinstance(ty, types.Array):
-        return ty.dtype
-    if _is_scalar(ty):
-        return types.unliteral(ty)
-    raise _fail(name, f"expected an array or a number, got {ty}")
+    """The Numba dtype of an array or scalar argument (an error naming the helper)."""
+    return _scalar_type(name, ty, _fail)
 
 
 def _constant(dtype: types.Type, value: int) -> Any:
@@ -172,12 +159,6 @@ def _promote(*tys: types.Type) -> np.dtype:
 
 def _inexact_np(ty: types.Type) -> np.dtype:
     return inexact_dtype(_np(ty))
-
-
-def _tuple(items: Any) -> str:
-    """Source of a tuple of these source items."""
-    items = list(items)
-    return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"
 
 
 def _axis_items(name: str, axis: Any, ndim: int) -> list[str] | None:

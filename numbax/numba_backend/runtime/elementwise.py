@@ -10,7 +10,7 @@ from numba.extending import overload
 from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.loops.elementwise import elementwise
-from numbax.numba_backend.np.reductions import _is_none
+from numbax.numba_backend.np._typing import _is_none
 from numbax.runtime.elementwise import (
     SINC_SERIES_BELOW,
     SINC_SERIES_TERMS,

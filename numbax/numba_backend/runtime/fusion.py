@@ -17,7 +17,8 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.loops.array_operators import PYTHON_OPERATORS
 from numbax.numba_backend.loops.array_operators import result_dtype as operator_result_dtype
-from numbax.numba_backend.np.reductions import _axes, _keepdims
+from numbax.numba_backend.np._typing import _keepdims
+from numbax.numba_backend.np.reduction_loops import _axes
 from numbax.numba_backend.runtime.common import _always, _define, _fail, _tuple
 from numbax.runtime.fusion import (
     cotangent_as,

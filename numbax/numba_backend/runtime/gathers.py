@@ -24,7 +24,7 @@ from numba.extending import overload, register_jitable
 from numba.np.numpy_support import as_dtype
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from numbax.numba_backend.np import extra as numpy_extra
+from numbax.numba_backend.np import shapes
 from numbax.numba_backend.redirects import redirect
 from numbax.numba_backend.runtime.common import _define, _dtype_of, _fail, _is_none, _is_scalar
 from numbax.runtime.broadcasting import unbroadcast
@@ -386,7 +386,7 @@ def _array_expression(obj: Any, dtype: Any, copy: bool) -> str:
     if isinstance(obj, types.Array):
         return f"obj{cast}" if cast else ("obj.copy()" if copy else "obj")
     if _arrays_of(obj):
-        return f"numpy_extra.stack(obj, 0){cast}"
+        return f"shapes.stack(obj, 0){cast}"
     return "np.array(obj)" if _is_none(dtype) else "np.array(obj, dtype)"  # Numba's own
 
 
@@ -419,7 +419,7 @@ def _array_jit(obj, dtype=None, copy=True, order="K", subok=False, ndmin=0):
         "def impl(obj, dtype=None, copy=True, order='K', subok=False, ndmin=0):\n"
         f"    return {_array_expression(obj, dtype, copy=True)}\n"
     )
-    return _define(source, "impl", {"numpy_extra": numpy_extra})
+    return _define(source, "impl", {"shapes": shapes})
 
 
 @redirect(np.asarray)
@@ -432,7 +432,7 @@ def asarray(a: Any, dtype: Any = None) -> Any:
 def _asarray_jit(a, dtype=None):
     expression = _array_expression(a, dtype, copy=False).replace("obj", "a")
     source = f"def impl(a, dtype=None):\n    return {expression}\n"
-    return _define(source, "impl", {"numpy_extra": numpy_extra})
+    return _define(source, "impl", {"shapes": shapes})
 
 
 # -- helpers of derivative code -----------------------------------------------------------
@@ -499,8 +499,8 @@ def column_stack(tup: Any) -> Any:
 def _column_stack_jit(tup):
     if isinstance(tup, types.List) and isinstance(tup.dtype, types.Array):
         if tup.dtype.ndim == 1:
-            return lambda tup: numpy_extra.stack(tup, 1)
-        return lambda tup: numpy_extra.concatenate(tup, 1)
+            return lambda tup: shapes.stack(tup, 1)
+        return lambda tup: shapes.concatenate(tup, 1)
     if isinstance(tup, types.BaseTuple) and all(
         isinstance(t, types.Array) and t.ndim >= 3 for t in tup
     ):  # Numba's own takes up to 2-D: arrays of more dimensions join along axis 1
@@ -519,19 +519,19 @@ def _dstack_jit(tup):
     if isinstance(tup, types.List) and isinstance(tup.dtype, types.Array):
         ndim = tup.dtype.ndim
         if ndim >= 3:
-            return lambda tup: numpy_extra.concatenate(tup, 2)
+            return lambda tup: shapes.concatenate(tup, 2)
         if ndim == 2:
-            return lambda tup: numpy_extra.stack(tup, 2)
+            return lambda tup: shapes.stack(tup, 2)
 
         def impl(tup):
-            return numpy_extra.stack(tup, 1).reshape((1, tup[0].size, len(tup)))
+            return shapes.stack(tup, 1).reshape((1, tup[0].size, len(tup)))
 
         return impl
     return lambda tup: np.dstack(tup)
 
 
 if hasattr(np, "row_stack"):  # vstack's alias, gone from NumPy 2.5
-    redirect(np.row_stack, name="vstack")(numpy_extra.vstack)
+    redirect(np.row_stack, name="vstack")(shapes.vstack)
 
 
 # -- np.rot90 in any plane, np.atleast_3d of a number -------------------------------------
@@ -557,10 +557,10 @@ def _rot90_jit(m, k=1, axes=(0, 1)):
         if turns == 0:
             return np.ascontiguousarray(m)
         if turns == 2:
-            return np.ascontiguousarray(numpy_extra.flip(numpy_extra.flip(m, a0), a1))
+            return np.ascontiguousarray(shapes.flip(shapes.flip(m, a0), a1))
         if turns == 1:
-            return np.ascontiguousarray(np.swapaxes(numpy_extra.flip(m, a1), a0, a1))
-        return np.ascontiguousarray(numpy_extra.flip(np.swapaxes(m, a0, a1), a1))
+            return np.ascontiguousarray(np.swapaxes(shapes.flip(m, a1), a0, a1))
+        return np.ascontiguousarray(shapes.flip(np.swapaxes(m, a0, a1), a1))
 
     return impl
 

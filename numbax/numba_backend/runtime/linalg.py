@@ -1,5 +1,5 @@
 """Numba versions of the adjoints of products and matrix functions
-(``numbax/runtime/linalg.py``): contractions end in ``numpy_extra``'s products (BLAS for
+(``numbax/runtime/linalg.py``): contractions end in ``np/products.py``'s (BLAS for
 floats), with the same plans (axes, permutations) as the interpreted helpers, computed
 from the ranks while compiling.
 """
@@ -15,8 +15,7 @@ from numba.extending import overload
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.loops.matrix_product import is_blas_matrix_pair, matrix_product
-from numbax.numba_backend.np import extra as numpy_extra
-from numbax.numba_backend.np import reductions
+from numbax.numba_backend.np import products, reductions
 from numbax.numba_backend.runtime.common import (
     _array,
     _code,
@@ -61,7 +60,7 @@ from numbax.runtime.linalg import (
 
 _SCOPE = {  # what the generated implementations call
     "numba": numba,
-    "numpy_extra": numpy_extra,
+    "products": products,
     "reductions": reductions,
     "to_fixed_tuple": to_fixed_tuple,
     "unbroadcast": unbroadcast,
@@ -124,13 +123,13 @@ def _matmul_vjp_x_jit(ct, x, y):
     if x_nd == 1:
 
         def vector(ct, x, y):
-            r = numpy_extra.matmul(y, np.expand_dims(ct, -1))
+            r = products.matmul(y, np.expand_dims(ct, -1))
             return unbroadcast(r[..., 0], x)
 
         return vector
     if is_blas_matrix_pair(ct, _transposed(y)):
         return lambda ct, x, y: unbroadcast(matrix_product(ct, y.T), x)
-    return lambda ct, x, y: unbroadcast(numpy_extra.matmul(ct, matrix_transpose(y)), x)
+    return lambda ct, x, y: unbroadcast(products.matmul(ct, matrix_transpose(y)), x)
 
 
 @overload(matmul_vjp_y)
@@ -144,13 +143,13 @@ def _matmul_vjp_y_jit(ct, x, y):
     if y_nd == 1:
 
         def vector(ct, x, y):
-            r = numpy_extra.matmul(matrix_transpose(x), np.expand_dims(ct, -1))
+            r = products.matmul(matrix_transpose(x), np.expand_dims(ct, -1))
             return unbroadcast(r[..., 0], y)
 
         return vector
     if is_blas_matrix_pair(_transposed(x), ct):
         return lambda ct, x, y: unbroadcast(matrix_product(x.T, ct), y)
-    return lambda ct, x, y: unbroadcast(numpy_extra.matmul(matrix_transpose(x), ct), y)
+    return lambda ct, x, y: unbroadcast(products.matmul(matrix_transpose(x), ct), y)
 
 
 def _transposed(matrix: Any) -> Any:
@@ -188,7 +187,7 @@ def _tensordot_vjp_code(name: str, which: int, ct: Any, a: Any, b: Any, axes: An
     if _ndim(ct) == 0:
         code(f"r = {left} * {right}")
     else:
-        code(f"r = numpy_extra.tensordot({left}, {right}, {contract!r})")
+        code(f"r = products.tensordot({left}, {right}, {contract!r})")
     if perm == tuple(range(len(perm))):
         code("return r")
     else:
@@ -393,11 +392,11 @@ def _kron_vjp(name: str, which: int, ct: Any, a: Any, b: Any) -> Any:
     code(f"g = np.ascontiguousarray(ct).reshape({_tuple(split)})")
     if which == 0:
         axes = (tuple(range(1, 2 * nd, 2)), tuple(range(nd)))
-        code(f"out = numpy_extra.tensordot(g, b_full, {axes!r})")
+        code(f"out = products.tensordot(g, b_full, {axes!r})")
         code("return out.reshape(a.shape)" if na else "return out.reshape(())[()]")
     else:
         axes = (tuple(range(nd)), tuple(range(0, 2 * nd, 2)))
-        code(f"out = numpy_extra.tensordot(a_full, g, {axes!r})")
+        code(f"out = products.tensordot(a_full, g, {axes!r})")
         code("return out.reshape(b.shape)" if nb else "return out.reshape(())[()]")
     return code.compile(name)
 

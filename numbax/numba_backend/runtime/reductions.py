@@ -14,7 +14,7 @@ from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
 from numbax.numba_backend.np import reductions
-from numbax.numba_backend.np.reductions import _wants_literal
+from numbax.numba_backend.np._typing import _wants_literal
 from numbax.numba_backend.runtime.common import (
     _array,
     _axis_items,

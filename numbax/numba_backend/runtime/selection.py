@@ -15,7 +15,7 @@ from numba import types
 from numba.extending import overload, register_jitable
 from numba.np.unsafe.ndarray import to_fixed_tuple
 
-from numbax.numba_backend.np.reductions import _is_none
+from numbax.numba_backend.np._typing import _is_none
 from numbax.runtime.broadcasting import unbroadcast
 from numbax.runtime.selection import (
     as_sequence,

@@ -30,7 +30,7 @@ from numba.np.numpy_support import as_dtype
 
 from numbax.numba_backend.math import special as k
 from numbax.numba_backend.np import reductions
-from numbax.numba_backend.np.reductions import _is_none
+from numbax.numba_backend.np._typing import _is_none
 
 
 def _element_dtype(ty: types.Type) -> np.dtype | None:
