@@ -87,7 +87,8 @@ def composes(operation: Any, *, beyond: int = 0) -> Callable[[Callable], Callabl
     rule for the shorter calls: ``np.linalg.cond(a)``)."""
 
     def declare(function: Callable) -> Callable:
-        _KEEP_ALIVE.append(_owner(operation) or operation)
+        owner = _owner(operation)
+        _KEEP_ALIVE.append(operation if owner is None else owner)
         _BY_KEY[_key(operation)] = Composition(function, _name(operation), beyond)
         return function
 
@@ -100,16 +101,11 @@ def composition_for(target: Any, arguments: int) -> Composition | None:
     _load_family_of(target)
     try:
         composition = _BY_KEY.get(_key(target))
-    except AttributeError:  # a method without a name: no operation of ours
+    except (AttributeError, TypeError):  # a method without a name: no operation of ours
         return None
     if composition is None or arguments <= composition.beyond:
         return None
     return composition
-
-
-def all_compositions() -> list[Composition]:
-    """Every declared composition (of the families imported so far)."""
-    return list(_BY_KEY.values())
 
 
 def is_composition_module(module: str) -> bool:
@@ -121,7 +117,7 @@ def _load_family_of(target: Any) -> None:
     """Import the family of compositions of the SciPy module ``target`` belongs to, if
     it has one and it is not imported yet."""
     module = getattr(target, "__module__", None)
-    if not isinstance(module, str) or not module.startswith("scipy."):
+    if not isinstance(module, str):
         return
     for prefix, family in _FAMILIES.items():
         if family not in _LOADED and (module == prefix or module.startswith(prefix + ".")):
