@@ -2,7 +2,7 @@
 and ``numpy.fft`` and each method of ``np.ndarray``, counted as
 
 * ruled: it has a derivative rule (or numbax reads it as a composition of ruled
-  operations, ``numbax/transform/compositions.py``);
+  operations, ``numbax/transform/compositions/``);
 * non-differentiable: declared without derivative (shapes, comparisons, rounding,
   constructors), so its result is a constant to the transformations;
 * refused: applied to a value that carries a derivative, it is a ``TransformError``
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from numbax.transform import rules
-from numbax.transform.compositions import COMPOSED
+from numbax.transform.compositions import composition_for
 
 NAMESPACES = {"numpy": np, "numpy.linalg": np.linalg, "numpy.fft": np.fft}
 KINDS = ("ruled", "non-differentiable", "refused")
@@ -37,7 +37,7 @@ def kind_of(rule: rules.Rule | None, composed: bool = False) -> str:
 
 def is_composed(value: Any) -> bool:
     """Whether numbax reads ``value`` as a composition of ruled operations."""
-    return any(value is f for f in COMPOSED)
+    return composition_for(value, sys.maxsize) is not None
 
 
 def coverage() -> dict[str, dict[str, list[str]]]:

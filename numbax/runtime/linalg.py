@@ -344,35 +344,6 @@ def diagonal_blocks(x: Any) -> Any:
     return x[..., :n, :n] + x[..., n:, n:]
 
 
-def _kron_operands(g: Any, a: Any, b: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """``a`` and ``b`` with leading ones to one rank ``nd``, and ``g`` (of their
-    Kronecker product's shape) split into (a0, b0, a1, b1, ...)."""
-    a, b, g = np.asarray(a), np.asarray(b), np.asarray(g)
-    nd = max(a.ndim, b.ndim)
-    a = a.reshape((1,) * (nd - a.ndim) + a.shape)
-    b = b.reshape((1,) * (nd - b.ndim) + b.shape)
-    split = sum(((a.shape[i], b.shape[i]) for i in range(nd)), ())
-    return g.reshape(split), a, b, nd
-
-
-@helper
-def kron_vjp_a(ct: Any, a: Any, b: Any) -> Any:
-    """The cotangent of ``a`` in ``np.kron(a, b)``: each block of ``ct`` contracted
-    with ``b``. Linear in ``ct`` and in ``b``."""
-    g, _, full_b, nd = _kron_operands(ct, a, b)
-    out = np.tensordot(g, full_b, (tuple(range(1, 2 * nd, 2)), tuple(range(nd))))
-    return out.reshape(np.shape(a))
-
-
-@helper
-def kron_vjp_b(ct: Any, a: Any, b: Any) -> Any:
-    """The cotangent of ``b`` in ``np.kron(a, b)``: ``a`` contracted with the blocks of
-    ``ct``. Linear in ``ct`` and in ``a``."""
-    g, full_a, _, nd = _kron_operands(ct, a, b)
-    out = np.tensordot(full_a, g, (tuple(range(nd)), tuple(range(0, 2 * nd, 2))))
-    return out.reshape(np.shape(b))
-
-
 @helper
 def trailing_shape(a: Any, b: Any) -> tuple[int, ...]:
     """``a``'s shape without its first ``np.ndim(b)`` axes: the shape of the solution

@@ -128,14 +128,12 @@ def _global(node: gast.expr, resolver: Resolver) -> Any:
 _DATA = (np.ndarray, np.generic, list, tuple, dict, str, bytes, int, float, complex)
 
 
-READ_AS_USER_CODE = frozenset(
-    {"numbax.nn", "numbax.flatten_util", "numbax.transform.rules.stats", compositions.__name__}
-)
+READ_AS_USER_CODE = frozenset({"numbax.nn", "numbax.flatten_util"})
 """numbax's own modules written as plain NumPy for the transformations to read like a
-user's helper functions (``nx.nn.relu``, the compositions ``scipy.stats.norm.logpdf`` is
-read as, and those of ``numpy.linalg``'s functions, ``compositions.py``): a call is
-differentiated, batched and compiled with its caller, so they need no rules of their
-own."""
+user's helper functions (``nx.nn.relu``), with every module of the compositions
+(``transform/compositions/``: what ``np.kron`` or ``scipy.stats.norm.logpdf`` is read
+as): a call is differentiated, batched and compiled with its caller, so they need no
+rules of their own."""
 
 
 def is_transformable_function(target: Any) -> bool:
@@ -149,7 +147,7 @@ def is_transformable_function(target: Any) -> bool:
     module = getattr(target, "__module__", "") or ""
     if module.startswith("numbax_generated_"):  # derivative code calling its own parts
         return True
-    if module in READ_AS_USER_CODE:
+    if module in READ_AS_USER_CODE or compositions.is_composition_module(module):
         return True
     return not module.startswith(("numpy", "numba", "numbax", "math", "scipy"))
 

@@ -1,5 +1,5 @@
 """The functions of ``numpy.linalg`` numbax reads as compositions
-(``numbax/transform/compositions.py``: ``cond`` with ``p``, ``lstsq``, ``multi_dot``,
+(``numbax/transform/compositions/linalg.py``: ``cond`` with ``p``, ``lstsq``, ``multi_dot``,
 ``vector_norm``, ``tensorinv``, ``tensorsolve``), ``eigvals``, and the batching of the
 decompositions on stacks: against central differences interpreted, NumPy's values and
 the interpreted gradient under jit (one program, one compile), and vmap's vectorized
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import numbax as nx
-from numbax.transform import compositions
+from numbax.transform.compositions import linalg as compositions
 from tests.helpers.fd import check_jacobians
 
 RNG = np.random.default_rng(11)

@@ -49,7 +49,7 @@ def test_values_and_derivatives(name):
 
 def test_values_match_scipy():
     """The compositions' values, called directly, are SciPy's (outside the support too)."""
-    from numbax.transform.rules import stats as compositions  # loaded on first use
+    from numbax.transform.compositions import stats as compositions  # loaded on first use
 
     x = np.array([-0.5, 0.0, 0.3, 1.2, 2.1])
     table = [

@@ -40,8 +40,6 @@ from numbax.runtime.linalg import (
     einsum_general,
     einsum_plan,
     inverse_differences,
-    kron_vjp_a,
-    kron_vjp_b,
     matmul_vjp_x,
     matmul_vjp_y,
     matrix_diagonal,
@@ -377,38 +375,6 @@ def _diagonal_blocks_jit(x):
     n = _array("diagonal_blocks", x).ndim
     lines = [f"k = x.shape[{n - 1}] // 2", "return x[..., :k, :k] + x[..., k:, k:]"]
     return _blocks("diagonal_blocks", x, "def impl(x):", lines, _np(x.dtype))
-
-
-def _kron_vjp(name: str, which: int, ct: Any, a: Any, b: Any) -> Any:
-    """The cotangent of ``a`` (``which`` 0) or ``b`` (1) of ``np.kron(a, b)``: ``ct``
-    split into (a0, b0, a1, b1, ...) blocks, contracted with the other operand."""
-    na, nb = _ndim(a), _ndim(b)
-    nd = max(na, nb)
-    code = _code("def impl(ct, a, b):", _SCOPE)
-    for name_, n in (("a", na), ("b", nb)):
-        dims = ["1"] * (nd - n) + [f"{name_}.shape[{d}]" for d in range(n)]
-        code(f"{name_}_full = np.ascontiguousarray({name_}).reshape({_tuple(dims)})")
-    split = [f"{x}_full.shape[{d}]" for d in range(nd) for x in ("a", "b")]
-    code(f"g = np.ascontiguousarray(ct).reshape({_tuple(split)})")
-    if which == 0:
-        axes = (tuple(range(1, 2 * nd, 2)), tuple(range(nd)))
-        code(f"out = products.tensordot(g, b_full, {axes!r})")
-        code("return out.reshape(a.shape)" if na else "return out.reshape(())[()]")
-    else:
-        axes = (tuple(range(nd)), tuple(range(0, 2 * nd, 2)))
-        code(f"out = products.tensordot(a_full, g, {axes!r})")
-        code("return out.reshape(b.shape)" if nb else "return out.reshape(())[()]")
-    return code.compile(name)
-
-
-@overload(kron_vjp_a)
-def _kron_vjp_a_jit(ct, a, b):
-    return _kron_vjp("kron_vjp_a", 0, ct, a, b)
-
-
-@overload(kron_vjp_b)
-def _kron_vjp_b_jit(ct, a, b):
-    return _kron_vjp("kron_vjp_b", 1, ct, a, b)
 
 
 # -- einsum ----------------------------------------------------------------------------

@@ -27,13 +27,13 @@ calls that have rules, before the function is flattened:
   ``maximum``/``minimum``: ``nxrt.cummax``/``nxrt.cummin``), and ``ufunc.outer(a, b)`` →
   ``ufunc(nxrt.outer_operand(a, b), b)``;
 * Python's ``max``/``min`` of several numbers as pairs (``max(max(a, b), c)``), and of
-  one sequence as the loop ``compositions.maximum_of`` (its rule is of two numbers);
-* ``np.linalg.multi_dot`` of a literal list: the products from the left; the other
-  functions that ``compositions.py`` writes as programs (``cond`` with ``p``, ``lstsq``,
-  ``vector_norm``...) as calls of those programs;
-* the methods of ``scipy.stats``' distributions that numbax writes with ruled
-  operations (``norm.logpdf(x, loc, scale)``: ``rules/stats.py``) as calls of those
-  compositions (other methods keep the call, which has no rule);
+  one sequence as the loop ``compositions.builtins.maximum_of`` (its rule is of two
+  numbers);
+* ``np.linalg.multi_dot`` of a literal list: the products from the left; every other
+  operation declared a composition (``np.kron``, ``cond`` with ``p``, ``lstsq``,
+  ``scipy.stats.norm.logpdf``...: ``transform/compositions/``) as a call of the
+  function that writes it with ruled operations (other methods of ``scipy.stats``'
+  distributions keep the call, which has no rule);
 * ``ufunc(x, ..., out=y)`` called for its effect: ``y[...] = ufunc(x, ...)``, a
   store into ``y``;
 * ``functools.partial``: a partial object from the globals or closure, or one built in
@@ -59,12 +59,12 @@ import numpy as np
 
 from numbax.errors import TransformError
 from numbax.runtime import nxrt
-from numbax.transform.compositions import maximum_of, minimum_of, numpy_composition
+from numbax.transform.compositions import Composition, composition_for
+from numbax.transform.compositions.builtins import maximum_of, minimum_of
 from numbax.transform.nodes import assign, clone
 from numbax.transform.normalize.reject import unsupported
 from numbax.transform.normalize.transformations import register_transformations
 from numbax.transform.resolve import LOCAL, UNRESOLVED, Resolver, local_names
-from numbax.transform.rules.registry import composition_for
 from numbax.transform.source import FunctionSource, bind_in_closure
 from numbax.transform.walk import walk
 
@@ -378,13 +378,9 @@ class _Rewriter(gast.NodeTransformer):
         if target is np.linalg.multi_dot and len(node.args) == 1 and not node.keywords:
             if isinstance(node.args[0], (gast.List, gast.Tuple)) and node.args[0].elts:
                 return self.products(node.args[0].elts)
-        composed = numpy_composition(target, len(node.args) + len(node.keywords))
-        if composed is not None:
-            node.func = self.reference(composed, composed.__name__)
-            return node
-        written = composition_for(target)
-        if written is not None:
-            return self.composition(node, target, written)
+        composition = composition_for(target, len(node.args) + len(node.keywords))
+        if composition is not None:
+            return self.composition(node, composition)
         if target is np.block and len(node.args) == 1 and not node.keywords:
             blocks = node.args[0]
             if isinstance(blocks, gast.Name) and blocks.id in self.fixed_lists:
@@ -417,7 +413,7 @@ class _Rewriter(gast.NodeTransformer):
 
     def extremum(self, node: gast.Call, builtin: Any) -> gast.expr:
         """Python's ``max(a, b, c)`` as ``max(max(a, b), c)`` (the rule is of two
-        numbers); ``max(items)`` of one sequence as :func:`compositions.maximum_of`."""
+        numbers); ``max(items)`` of one sequence as :func:`builtins.maximum_of`."""
         if len(node.args) == 1:
             if not isinstance(node.args[0], (gast.Name, gast.List, gast.Tuple)):
                 return node  # a generator, a call's result: read by Python as written
@@ -470,18 +466,23 @@ class _Rewriter(gast.NodeTransformer):
         ]
         return self.visit_Call(_call(func, [*stored, *node.args], [*keywords, *node.keywords]))
 
-    def composition(self, node: gast.Call, target: Any, written: Any) -> gast.Call:
-        """A ``scipy.stats`` distribution's method as numbax's composition of the same
-        meaning (``rules/stats.py``), with the same arguments."""
-        what = "scipy.stats." + ".".join(written.__name__.rsplit("_", 1))
-        try:
-            inspect.signature(written).bind(*node.args, **{k.arg: k.value for k in node.keywords})
-        except TypeError as err:
-            params = ", ".join(inspect.signature(written).parameters)
-            raise self.refuse(
-                f"{what} called so ({err})", f"numbax reads {what}({params})"
-            ) from None
-        node.func = self.reference(written, written.__name__)
+    def composition(self, node: gast.Call, composition: Composition) -> gast.Call:
+        """A call of an operation declared a composition as a call of the function
+        that writes it (``transform/compositions/``), with the same arguments, which
+        must be the function's."""
+        function, what = composition.function, composition.name
+        unpacked = any(isinstance(a, gast.Starred) for a in node.args)
+        if not unpacked and all(k.arg is not None for k in node.keywords):
+            try:
+                inspect.signature(function).bind(
+                    *node.args, **{k.arg: k.value for k in node.keywords}
+                )
+            except TypeError as err:
+                params = ", ".join(inspect.signature(function).parameters)
+                raise self.refuse(
+                    f"{what} called so ({err})", f"numbax reads {what}({params})"
+                ) from None
+        node.func = self.reference(function, function.__name__)
         return node
 
     def scan(self, node: gast.Call, ufunc: np.ufunc, method: str) -> gast.expr:

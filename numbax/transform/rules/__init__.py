@@ -95,7 +95,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
-    + ["pad_positions", "fft_axes", "fft_shape", "kron_vjp_a", "kron_vjp_b"]
+    + ["pad_positions", "fft_axes", "fft_shape"]
     + ["select_default", "spread_like", "unchoose", "unselect", "batch_spec"]
     + ["put_along_axis", "trailing_shape", "jac_diagonal", "add_at", "last_put"]
 )

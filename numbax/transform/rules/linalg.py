@@ -224,7 +224,7 @@ define(np.linalg.matmul, "x, y",
        vjp={"x": "nxrt.matmul_vjp_x(g, x, y)", "y": "nxrt.matmul_vjp_y(g, x, y)"},
        batch=product(), samples=checked_elsewhere(TABLE))
 nondifferentiable([np.linalg.matrix_rank])
-# the shape of tensorsolve's solution (numbax/transform/compositions.py)
+# the shape of tensorsolve's solution (numbax/transform/compositions/linalg.py)
 nondifferentiable([nxrt.trailing_shape])
 
 # -- qr (reduced, m >= n): with X = dA R^-1, Q^H X = C, O = tril(C, -1) - tril(C, -1)^H

@@ -39,7 +39,7 @@ conjugate, as JAX's: each is written as the adjoint in the inner product
 
 from typing import Any
 
-from numpy import cross, kron, linalg
+from numpy import cross, linalg
 
 from numbax.runtime import nxrt
 from numbax.transform.rules.batch_kinds import BatchOp, on_matrices
@@ -295,27 +295,4 @@ define(
     vjp={"a": "nxrt.unbroadcast(np.cross(b, g), a)", "b": "nxrt.unbroadcast(np.cross(g, a), b)"},
     by_constant={"axis": {-1: None}},
     samples=checked_elsewhere(TABLE),
-)
-
-# -- kron: bilinear; the cotangents contract the blocks of g with the other operand ---------
-define(
-    kron,
-    "a, b",
-    jvp={"a": "np.kron(da, b)", "b": "np.kron(a, db)"},
-    vjp={"a": "nxrt.kron_vjp_a(g, a, b)", "b": "nxrt.kron_vjp_b(g, a, b)"},
-    samples=checked_elsewhere(TABLE),
-)
-define(
-    nxrt.kron_vjp_a,
-    "ct, a, b",
-    jvp={"ct": "nxrt.kron_vjp_a(dct, a, b)", "b": "nxrt.kron_vjp_a(ct, a, db)"},
-    vjp={"ct": "np.kron(g, b)", "b": "nxrt.kron_vjp_b(ct, g, b)"},
-    samples=["ct[6, 6], np.zeros((2, 3)), b[3, 2]"],
-)
-define(
-    nxrt.kron_vjp_b,
-    "ct, a, b",
-    jvp={"ct": "nxrt.kron_vjp_b(dct, a, b)", "a": "nxrt.kron_vjp_b(ct, da, b)"},
-    vjp={"ct": "np.kron(a, g)", "a": "nxrt.kron_vjp_a(ct, a, g)"},
-    samples=["ct[6, 6], a[2, 3], np.zeros((3, 2))"],
 )

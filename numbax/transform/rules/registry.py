@@ -488,21 +488,6 @@ def _load_family_of(target: Any) -> bool:
     return loaded
 
 
-def composition_for(target: Any) -> Any:
-    """The function of ``rules/stats.py`` a call of ``target`` is read as, if ``target``
-    is the method of a ``scipy.stats`` distribution it writes (``norm.logpdf``): found
-    by identity, the distribution object and the method's name."""
-    owner = getattr(target, "__self__", None)
-    stats = sys.modules.get("scipy.stats")
-    if stats is None or not type(owner).__module__.startswith("scipy.stats"):
-        return None
-    compositions = importlib.import_module("numbax.transform.rules.stats").COMPOSITIONS
-    for (distribution, method), function in compositions.items():
-        if getattr(stats, distribution, None) is owner and method == target.__name__:
-            return function
-    return None
-
-
 def method_rule(name: str) -> Rule | None:
     """The rule of array method ``name`` (``x.sum(...)``), the array as first argument."""
     return _METHODS.get(name)

@@ -1,28 +1,56 @@
-"""NumPy functions that numbax reads as the compositions they are.
-
-Some functions of ``numpy.linalg`` are short programs of operations that have rules:
-``cond(a, p)`` is ``norm(a, p) * norm(inv(a), p)``, ``lstsq`` is the pseudo-inverse
-applied to ``b``, ``multi_dot`` a chain of products. Rather than a rule each (whose
-templates would have to spell out the chain rule through the whole program),
-normalization calls the function below in their place (``normalize/values.py``, by
-the identity of the NumPy function), and the transformations read it like any helper
-of the user's: they generate its derivative, batch it and compile it. Each computes
-what NumPy computes, in the same order of operations where it matters for rounding.
-
-The functions are plain NumPy in numbax's core language, without annotations (generated
-code is loaded without this module's imports); a refusal inside one names the function
-here and its line.
+"""The functions of ``numpy`` and ``numpy.linalg`` that numbax reads as the programs of
+ruled operations they are (the package's docstring says how): ``kron``, ``cond`` with
+``p``, ``lstsq``, ``multi_dot`` of a sequence built elsewhere, ``vector_norm``,
+``tensorinv``, ``tensorsolve``.
 """
-
-from __future__ import annotations
-
-from typing import Any
 
 import numpy as np
 
 from numbax.runtime import nxrt
+from numbax.transform.compositions import composes
 
 
+@composes(np.kron)
+def kron(a, b):
+    """``np.kron(a, b)``: every product of an element of ``a`` and one of ``b``, at its
+    place in the blocks, as NumPy computes them (the same products, so the same values):
+    the outer product with the axes of ``a`` and ``b`` interleaved, then reshaped. Its
+    derivatives and batching are those of the product, the transpose and the reshape.
+    ``ones``, the shape of a product of two sums that keep their dimensions, is as many
+    ones as the result has axes."""
+    a = np.asarray(a)
+    b = np.asarray(b)
+    ones = (np.sum(a == 0, keepdims=True) * np.sum(b == 0, keepdims=True)).shape
+    axes, shape = kron_layout(a.shape, b.shape, ones)
+    outer = np.multiply.outer(a, b)
+    return np.reshape(np.ascontiguousarray(np.transpose(outer, axes)), shape)
+
+
+def kron_layout(a_shape, b_shape, ones):
+    """The order of the axes of the outer product of arrays of shapes ``a_shape`` and
+    ``b_shape`` that interleaves them (the operand of lower rank taking the trailing
+    places, as if padded with leading axes of one), and the shape of their Kronecker
+    product, with as many axes as ``ones``. Both are built a place at a time, as tuples
+    of one length throughout, which compiled code can hold. A function of its own, of
+    shapes only, so that derivatives compute it once and keep no tape of its loop."""
+    na = len(a_shape)
+    nb = len(b_shape)
+    nd = len(ones)
+    axes = a_shape + b_shape
+    shape = ones
+    for place in range(nd):
+        size = 1
+        if place >= nd - na:
+            axes = axes[1:] + (place - (nd - na),)
+            size = a_shape[place - (nd - na)]
+        if place >= nd - nb:
+            axes = axes[1:] + (na + place - (nd - nb),)
+            size = size * b_shape[place - (nd - nb)]
+        shape = shape[1:] + (size,)
+    return axes, shape
+
+
+@composes(np.linalg.cond, beyond=1)
 def cond(x, p=None):
     """``np.linalg.cond(x, p)`` (``p`` None, the 2-norm one, has its own rule): the norm
     of ``x`` times the norm of its inverse, as NumPy computes it; for ``p`` = 2 or -2
@@ -32,6 +60,7 @@ def cond(x, p=None):
     return np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(np.linalg.inv(x), p, axis=(-2, -1))
 
 
+@composes(np.linalg.multi_dot)
 def multi_dot(arrays, out=None):
     """``np.linalg.multi_dot`` of a sequence built elsewhere (a literal list is written
     as the products themselves): the products from the left. NumPy may choose another
@@ -42,6 +71,7 @@ def multi_dot(arrays, out=None):
     return product
 
 
+@composes(np.linalg.lstsq)
 def lstsq(a, b, rcond=None):
     """``np.linalg.lstsq(a, b, rcond)``: ``(x, residuals, rank, s)``. The solution is
     the pseudo-inverse applied to ``b``, whose derivative is that of a matrix of full
@@ -66,6 +96,7 @@ def lstsq(a, b, rcond=None):
     return x, residuals, rank, s
 
 
+@composes(np.linalg.vector_norm)
 def vector_norm(x, axis=None, keepdims=False, ord=2):
     """``np.linalg.vector_norm``: the ``ord``-norm of the elements over ``axis`` (all of
     them for None, several for a tuple), written as NumPy 2 writes it."""
@@ -82,6 +113,7 @@ def vector_norm(x, axis=None, keepdims=False, ord=2):
     return np.sum(np.abs(x) ** ord, axis=axis, keepdims=keepdims) ** (1.0 / ord)
 
 
+@composes(np.linalg.tensorinv)
 def tensorinv(a, ind=2):
     """``np.linalg.tensorinv``: the inverse of ``a`` read as a matrix of its first
     ``ind`` axes by the rest, shaped back the other way round (``shape[ind:] +
@@ -101,6 +133,7 @@ def tensorinv(a, ind=2):
     return np.reshape(inverse, inverse_shape)
 
 
+@composes(np.linalg.tensorsolve)
 def tensorsolve(a, b, axes=None):
     """``np.linalg.tensorsolve``: ``x`` with ``tensordot(a, x, x.ndim) == b``, solved as
     the matrix problem of ``a`` read as a square matrix (the ``axes`` of ``a`` moved to
@@ -127,47 +160,3 @@ def axes_moved_to_end(a, axes):
                 position = position - 1
         a = np.moveaxis(a, position, -1)
     return np.ascontiguousarray(a)  # as NumPy's reshape copies it; Numba reshapes no view
-
-
-def maximum_of(items):
-    """Python's ``max(items)`` of one sequence (a list, tuple or array, read by index;
-    a dict or set by its keys, as Python reads it): the larger of each pair in turn, so
-    that the derivative at ties is shared as ``max(a, b)`` (``np.maximum``) shares it."""
-    items = nxrt.as_sequence(items)
-    best = items[0]
-    for k in range(1, len(items)):
-        best = max(best, items[k])
-    return best
-
-
-def minimum_of(items):
-    """Python's ``min(items)`` of one sequence, as :func:`maximum_of`."""
-    items = nxrt.as_sequence(items)
-    best = items[0]
-    for k in range(1, len(items)):
-        best = min(best, items[k])
-    return best
-
-
-COMPOSED = {
-    np.linalg.cond: cond,
-    np.linalg.multi_dot: multi_dot,
-    np.linalg.lstsq: lstsq,
-    np.linalg.vector_norm: vector_norm,
-    np.linalg.tensorinv: tensorinv,
-    np.linalg.tensorsolve: tensorsolve,
-}
-"""The NumPy function (by identity) → the composition numbax reads in its place."""
-
-PLAIN_ARGUMENTS = {np.linalg.cond: 1}
-"""Functions whose rule covers calls of up to this many arguments (``cond(a)``): only
-calls that pass more go through the composition."""
-
-
-def numpy_composition(target: Any, arguments: int) -> Any:
-    """The composition to call in place of ``target`` called with ``arguments``
-    arguments, or None."""
-    composed = next((c for f, c in COMPOSED.items() if f is target), None)
-    if composed is None or arguments <= PLAIN_ARGUMENTS.get(target, 0):
-        return None
-    return composed

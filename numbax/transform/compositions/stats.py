@@ -1,7 +1,7 @@
 """SciPy's distributions (``scipy.stats.norm.logpdf`` and others), written with
 operations that have rules: numbax reads a call of one of these methods as a call of the
 composition here of the same meaning (``normalize/values.py``), which it transforms as
-it transforms the user's own functions.
+it transforms the user's own functions (the package's docstring says how).
 
 Why compositions, not rules: a density is a short formula in its arguments (``x``,
 ``loc``, ``scale``, shape parameters), and its derivatives in each of them, of every
@@ -14,83 +14,65 @@ density), through ``np.where`` over a safe stand-in, so that no nan leaks into t
 derivatives inside the support. Unlike SciPy, invalid parameters (a negative scale)
 are not turned into nan.
 
-The module is loaded the first time a call of a ``scipy.stats`` distribution's method
-is read (``registry.composition_for``).
+The module is loaded the first time a call of an object of ``scipy.stats`` is read
+(``compositions.composition_for``).
 """
 
-from __future__ import annotations
-
 import math
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import scipy.special as sp
+import scipy.stats as stats
 
 from numbax.runtime import special as special_helpers  # noqa: F401  (publishes nxrt.digamma...)
+from numbax.transform.compositions import composes
 from numbax.transform.rules import special as special_rules  # noqa: F401  (their rules)
 
 LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 LOG_2PI = math.log(2 * math.pi)
 INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 
-COMPOSITIONS: dict[tuple[str, str], Callable[..., Any]] = {}
-"""(distribution, method) → the composition a call of ``scipy.stats.<distribution>.
-<method>`` is read as."""
-
-
-def composition(distribution: str, method: str) -> Callable[[Callable], Callable]:
-    """Declare the decorated function what ``scipy.stats.<distribution>.<method>`` is
-    read as; numbax transforms it as user code (``operations.READ_AS_USER_CODE``)."""
-
-    def register(fn: Callable) -> Callable:
-        COMPOSITIONS[(distribution, method)] = fn
-        return fn
-
-    return register
-
-
 # -- the normal distribution -----------------------------------------------------------
 
 
-@composition("norm", "logpdf")
+@composes(stats.norm.logpdf)
 def norm_logpdf(x, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     return -0.5 * z * z - np.log(scale) - LOG_SQRT_2PI
 
 
-@composition("norm", "pdf")
+@composes(stats.norm.pdf)
 def norm_pdf(x, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     return np.exp(-0.5 * z * z) * INV_SQRT_2PI / scale
 
 
-@composition("norm", "cdf")
+@composes(stats.norm.cdf)
 def norm_cdf(x, loc=0.0, scale=1.0):
     return sp.ndtr((x - loc) / scale)
 
 
-@composition("norm", "logcdf")
+@composes(stats.norm.logcdf)
 def norm_logcdf(x, loc=0.0, scale=1.0):
     return sp.log_ndtr((x - loc) / scale)
 
 
-@composition("norm", "sf")
+@composes(stats.norm.sf)
 def norm_sf(x, loc=0.0, scale=1.0):
     return sp.ndtr((loc - x) / scale)
 
 
-@composition("norm", "logsf")
+@composes(stats.norm.logsf)
 def norm_logsf(x, loc=0.0, scale=1.0):
     return sp.log_ndtr((loc - x) / scale)
 
 
-@composition("norm", "ppf")
+@composes(stats.norm.ppf)
 def norm_ppf(q, loc=0.0, scale=1.0):
     return loc + scale * sp.ndtri(q)
 
 
-@composition("norm", "isf")
+@composes(stats.norm.isf)
 def norm_isf(q, loc=0.0, scale=1.0):
     return loc - scale * sp.ndtri(q)
 
@@ -98,7 +80,7 @@ def norm_isf(q, loc=0.0, scale=1.0):
 # -- the multivariate normal distribution: x of shape (d,) or (n, d) -------------------
 
 
-@composition("multivariate_normal", "logpdf")
+@composes(stats.multivariate_normal.logpdf)
 def multivariate_normal_logpdf(x, mean, cov):
     # cov's Cholesky factor: like SciPy, only its lower triangle is read
     factor = np.linalg.cholesky(cov)
@@ -108,7 +90,7 @@ def multivariate_normal_logpdf(x, mean, cov):
     return -0.5 * (whitened.shape[0] * LOG_2PI + logdet + mahalanobis)
 
 
-@composition("multivariate_normal", "pdf")
+@composes(stats.multivariate_normal.pdf)
 def multivariate_normal_pdf(x, mean, cov):
     factor = np.linalg.cholesky(cov)
     whitened = np.linalg.solve(factor, (x - mean).T)
@@ -120,7 +102,7 @@ def multivariate_normal_pdf(x, mean, cov):
 # -- Student's t ----------------------------------------------------------------------
 
 
-@composition("t", "logpdf")
+@composes(stats.t.logpdf)
 def t_logpdf(x, df, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     half = 0.5 * (df + 1)
@@ -128,7 +110,7 @@ def t_logpdf(x, df, loc=0.0, scale=1.0):
     return normalizer - half * np.log1p(z * z / df) - np.log(scale)
 
 
-@composition("t", "pdf")
+@composes(stats.t.pdf)
 def t_pdf(x, df, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     half = 0.5 * (df + 1)
@@ -139,7 +121,7 @@ def t_pdf(x, df, loc=0.0, scale=1.0):
 # -- gamma and beta: -inf (0) outside their support --------------------------------------
 
 
-@composition("gamma", "logpdf")
+@composes(stats.gamma.logpdf)
 def gamma_logpdf(x, a, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     inside = z >= 0
@@ -148,7 +130,7 @@ def gamma_logpdf(x, a, loc=0.0, scale=1.0):
     return np.where(inside, log_density, -np.inf) - np.log(scale)
 
 
-@composition("gamma", "pdf")
+@composes(stats.gamma.pdf)
 def gamma_pdf(x, a, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     inside = z >= 0
@@ -157,7 +139,7 @@ def gamma_pdf(x, a, loc=0.0, scale=1.0):
     return np.where(inside, np.exp(log_density), 0.0) / scale
 
 
-@composition("beta", "logpdf")
+@composes(stats.beta.logpdf)
 def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     inside = (z >= 0) & (z <= 1)
@@ -166,7 +148,7 @@ def beta_logpdf(x, a, b, loc=0.0, scale=1.0):
     return np.where(inside, log_density, -np.inf) - np.log(scale)
 
 
-@composition("beta", "pdf")
+@composes(stats.beta.pdf)
 def beta_pdf(x, a, b, loc=0.0, scale=1.0):
     z = (x - loc) / scale
     inside = (z >= 0) & (z <= 1)
@@ -178,7 +160,7 @@ def beta_pdf(x, a, b, loc=0.0, scale=1.0):
 # -- Poisson: a distribution of integers k, differentiable in its rate mu ---------------
 
 
-@composition("poisson", "logpmf")
+@composes(stats.poisson.logpmf)
 def poisson_logpmf(k, mu, loc=0):
     n = k - loc
     valid = (n >= 0) & (n == np.floor(n))
@@ -186,7 +168,7 @@ def poisson_logpmf(k, mu, loc=0):
     return np.where(valid, sp.xlogy(safe, mu) - sp.gammaln(safe + 1) - mu, -np.inf)
 
 
-@composition("poisson", "pmf")
+@composes(stats.poisson.pmf)
 def poisson_pmf(k, mu, loc=0):
     n = k - loc
     valid = (n >= 0) & (n == np.floor(n))
