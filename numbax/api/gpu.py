@@ -11,7 +11,7 @@ others (``in_axes`` None) are read whole by every thread.
 ``jit(f, backend="gpu")`` of a function of elementwise lines (ufuncs, ``np.where``,
 arithmetic: what the CPU fuses into one loop) and reductions of them (``np.sum``,
 ``prod``, ``max``, ``min``, ``mean``, with ``axis`` and ``keepdims``) runs as kernels,
-one stage after another (``gpu_stages.py``): a thread per element of the arguments'
+one stage after another (``numba_backend/cuda/stages.py``): a thread per element of the arguments'
 broadcast, and reduction kernels that make the values they reduce
 (``numba_backend/cuda/reductions.py``). ``softmax`` is three stages: ``max``, ``sum`` and
 the quotient. Any other function is refused at its first line that is neither.

@@ -3,7 +3,7 @@ failures in user terms.
 
 The generated module comes from the target-neutral pipeline (``pipeline.py``); this
 module wraps its function with ``numba.njit`` and numbax's trusted disk cache
-(``disk_cache.py``), so a later process loads the machine code from disk instead of
+(``caching/disk_cache.py``), so a later process loads the machine code from disk instead of
 compiling again, and compiles the user functions the generated code calls the same way.
 """
 
@@ -97,7 +97,7 @@ class Compiled:
     @property
     def captured(self) -> tuple:
         """What a call passes ahead of its arguments: the captured values the function
-        takes as parameters (``captured.py``)."""
+        takes as parameters (``passes/captured.py``)."""
         return self.generated.captured
 
     def __call__(self, *args: Any) -> Any:
@@ -194,9 +194,9 @@ def compile_function(
     calls the function takes its body in (Numba's ``inline="always"``) instead of
     calling a separately compiled function, unless it calls itself.
     ``result_type_only``: for callers that read only the result's shape and dtype
-    (``stand_ins.py``). ``containers``: pytree arguments by parameter, whose container
+    (``passes/stand_ins.py``). ``containers``: pytree arguments by parameter, whose container
     types the specialization is for (``transform/container_checks.py``). ``capture``:
-    which of its captured values are parameters a call passes (``captured.py``), so
+    which of its captured values are parameters a call passes (``passes/captured.py``), so
     that the closures of one code share one compiled function (:data:`_dispatchers`).
     """
     blas_threads.watch()
@@ -280,7 +280,7 @@ def compile_helper(func: Any, options: dict[str, Any], result_type_only: bool = 
     function to compile in its place (``custom_jvp(f)``, ``checkpoint(f)``: ``f``).
 
     ``result_type_only``: for a call whose result is read only for its shape and dtype,
-    the variant whose result is a stand-in (``stand_ins.py``), where it differs."""
+    the variant whose result is a stand-in (``passes/stand_ins.py``), where it differs."""
     if result_type_only:
         return _result_type_helper(func, options)
     if not hasattr(func, "__numbax_dispatcher__") and hasattr(func, "__numbax_primal__"):

@@ -1,13 +1,13 @@
 """The Numba versions of a runtime helper, for ``nx.export`` of jitted code.
 
-numbax's vectorizable elementary functions (``elementary.py``: ``nxrt.exp``, ``nxrt.sin``...)
+numbax's vectorizable elementary functions (``math/elementary.py``: ``nxrt.exp``, ``nxrt.sin``...)
 are built from LLVM intrinsics made per dtype, which have no source to copy: an
 exported file calls the NumPy function each replaces (``np.exp``), which Numba compiles
 itself (the same values within 2.5 ulp, without numbax's SIMD speed). And the file keeps
 no disk cache of numbax's: what it compiles, it compiles in its own process.
 
 Compiled code calls a runtime helper (``nxrt.unbroadcast``) through the Numba
-implementation numbax registered on the helper's function object (``overloads/``:
+implementation numbax registered on the helper's function object (``runtime/``:
 ``numba.extending.overload``). An exported file that compiles the same code must
 register the same implementation: this module finds it in Numba's typing registry, so
 that the file copies its source after the helper's.
@@ -99,7 +99,7 @@ def portable(value: Any) -> Any:
 
 
 def one_thread_only() -> bool:
-    """False: an exported file's loops do not use numbax's threads (``threads.py``),
+    """False: an exported file's loops do not use numbax's threads (``loops/threads.py``),
     which name its symbols in Numba's threading layer."""
     return False
 

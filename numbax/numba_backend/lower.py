@@ -9,7 +9,7 @@ same as NumPy*:
   methods of those reductions (``x.sum(axis=0)``);
 * values that may be Python scalars are wrapped in ``nxrt.weak(value, like)`` where
   they meet another operand, so NumPy 2's promotion (float32 array * 1.5 is float32)
-  holds under Numba too (see ``weak.py``);
+  holds under Numba too (see ``np/weak.py``);
 * plain Python functions the code calls are compiled too (Numba can only call compiled
   functions) and bound under their own names;
 * host callbacks (``nx.pure_callback``, ``nx.debug.print``...) become calls into Python
@@ -413,7 +413,7 @@ class _Lowerer(gast.NodeTransformer):
     ) -> gast.Name:
         """Bind the compiled ``target`` in the generated module; call it by plain name.
         ``result_type_only``: the call's result is read only for its shape and dtype, so
-        the variant with a stand-in result serves, where it differs (``stand_ins.py``)."""
+        the variant with a stand-in result serves, where it differs (``passes/stand_ins.py``)."""
         if not isinstance(func_node, gast.Name):  # `mod.helper(x)` becomes `helper(x)`
             func_node = gast.Name(target.__name__, gast.Load(), None, None)
         if result_type_only:
@@ -443,7 +443,7 @@ class _Lowerer(gast.NodeTransformer):
 def _elementwise_decorator(weak: list[str] | None, kernel: gast.FunctionDef) -> gast.expr:
     """``@nxrt.elementwise``, naming the parameters that may be Python scalars, how the
     loop sums its values, if it does, and whether its arguments have one shape
-    (``fuse.py``)."""
+    (``passes/fuse.py``)."""
     options = dict(getattr(kernel, "numbax_sum", {}))
     if weak:
         options["weak"] = gast.Tuple([gast.Constant(name, None) for name in weak], gast.Load())

@@ -83,7 +83,7 @@ class Specialization:
     bindings: dict[str, Any]  # what the module binds by name
     result_stood_in: bool = False  # its result is a stand-in of its shape and dtype
     # what a call passes ahead of its arguments: the captured values the function takes
-    # as its first parameters, as they were when it was generated (``captured.py``)
+    # as its first parameters, as they were when it was generated (``passes/captured.py``)
     captured: tuple = ()
     weak_params: frozenset[str] | None = None  # parameters that hold Python scalars
 
@@ -138,7 +138,7 @@ def specialize(
     one). ``containers``: the pytree arguments whose container types the function asks
     about (``isinstance``), by parameter, whose checks are answered here. ``capture``:
     which captured values the function reads become its first parameters
-    (``captured.py``), which a call from Python passes (``Specialization.captured``).
+    (``passes/captured.py``), which a call from Python passes (``Specialization.captured``).
     """
     fn = normalize(source, transformation)
     fn, static_bindings = bake_static_arguments(fn, statics or {})

@@ -1,6 +1,6 @@
 """The type a function returns for argument types, from Numba's typing alone.
 
-A shape stand-in (``stand_ins.py``) needs only the dtype of a fused kernel's values,
+A shape stand-in (``passes/stand_ins.py``) needs only the dtype of a fused kernel's values,
 and the kernel, whose values are computed by another loop, is compiled for nothing
 else: typing it (Numba's untyped passes, then its type inference) takes a few
 milliseconds where compiling it took 0.1 s (the square of a difference in ``jit(grad)``

@@ -61,7 +61,7 @@ less on its first call (with numbax's helpers compiled anew: 4.57 and 4.63 s aga
 4.36 and 4.17), and the runtime benchmarks (``python -m benchmarks --only
 selu,poly,grad_logistic,hessian_logistic,vmap_large_f32,per_example,per_example_mlp,lorenz,md,mlp_grad
 --repeat 3``, two runs each way) kept their minimum times within 2%. The summing loops
-(``fused_sums.py``) stay at -O3: at -O2 the molecular dynamics benchmark's took 15%
+(``loops/fused_sums.py``) stay at -O3: at -O2 the molecular dynamics benchmark's took 15%
 longer (42.4 ms against 37.0), and so did every function at -O2 in a ``vmap`` of a
 gradient (``per_example``: twice the time).
 

@@ -3,7 +3,7 @@
 Numba compiles each statement such as ``_neg_2 = -_ct_sub`` or ``_sub = 1.0 - y`` on
 arrays into a function of its own, inside the function that holds it (its array
 expressions: a compiler pipeline and an LLVM module per statement, 40-70 ms each).
-Fusion (``fuse.py``) makes one loop of a run of such statements; what it leaves are
+Fusion (``passes/fuse.py``) makes one loop of a run of such statements; what it leaves are
 statements whose every value is read again later, and derivative code reads each value
 several times: the 4th derivative of ``tanh`` kept 350 of them in one function, most of
 its 27 s of compiling.
@@ -23,7 +23,7 @@ or complex one of the operands' own dtypes (``float32 * float32``), Numba's oper
 does too and is the implementation. For other dtypes Numba's array typing departs from
 NumPy's (``int64 * float32`` is float32, ``int32 * complex64`` complex64, ``int8 // 0``
 raises): there the implementation is a fused loop of the one operation, which computes
-each element at NumPy's loop as every fused loop does (``numpy_scalars.py``).
+each element at NumPy's loop as every fused loop does (``np/scalars.py``).
 
 A NumPy ufunc called alone in such a statement (``t = np.fmod(a, b)``, which fusion
 left) is the same case: ``nxrt.ufunc_call(np.fmod, a, b)`` computes it as NumPy does.
@@ -151,7 +151,7 @@ def result_dtype(operation: Callable, args: tuple) -> types.Type | None:
 
 def _at_numpy_loops(source: str, name: str, parameters: str) -> Callable[..., Callable]:
     """The operator on arrays as a fused kernel of one operation (``elementwise``), which
-    computes it at NumPy's loop (``numpy_scalars.py``), for the operand dtypes where
+    computes it at NumPy's loop (``np/scalars.py``), for the operand dtypes where
     Numba's array operator departs from NumPy: Numba's ``int64 * float32`` is float32,
     its ``int8 // 0`` raises, its ``int32 * complex64`` is complex64. Given the operand
     types, it returns the implementation: where every array is 0-d, the kernel of their
@@ -281,7 +281,7 @@ def _numba_own(ufunc: np.ufunc) -> Callable:
 @functools.cache
 def _at_numpy_loops_of(ufunc: np.ufunc) -> tuple[Callable, Callable]:
     """``ufunc_call``'s implementations for ``ufunc`` at NumPy's loops: on arrays, a fused
-    loop of the one call (``numpy_scalars.py``); on numbers and 0-d arrays, NumPy's loop
+    loop of the one call (``np/scalars.py``); on numbers and 0-d arrays, NumPy's loop
     for them, which gives a number as NumPy does."""
     parameters = ", ".join(f"x{i}" for i in range(ufunc.nin))
     name = ufunc.__name__

@@ -1,4 +1,4 @@
-"""Run a fused scalar kernel (see ``fuse.py``) over arrays in one pass, as NumPy would.
+"""Run a fused scalar kernel (see ``passes/fuse.py``) over arrays in one pass, as NumPy would.
 
 ``elementwise(kernel)`` returns a function that, called on arrays and scalars, applies
 ``kernel`` to every element of their broadcast shape. In plain Python it is a Numba
@@ -143,7 +143,7 @@ def elementwise(
     like first, then this kernel's, and returns both sums, made in one loop.
 
     ``same_shapes``: the program shows that the array arguments have one shape
-    (``fuse.py``), so the compiled loop has no broadcasting loop nest, the largest part
+    (``passes/fuse.py``), so the compiled loop has no broadcasting loop nest, the largest part
     of its machine code. Should the shapes differ after all (a cotangent given smaller
     than its value), the arguments are first copied to their broadcast shape: the
     answer is the same, only slower.
@@ -290,7 +290,7 @@ def _disk_cache(kernel: Callable, dispatcher: Any) -> Any:
 def _operators_and_ufuncs_only(kernel: Callable) -> bool:
     """Whether ``kernel`` computes with Python's operators and NumPy's ufuncs alone (the
     names its code reads are ``np`` and ufuncs of it): each such operation runs at
-    NumPy's loop for its weak operands (``numpy_scalars.py``); other calls
+    NumPy's loop for its weak operands (``np/scalars.py``); other calls
     (``nxrt.power``) take their operands' Numba types."""
     return all(
         name == "np" or isinstance(getattr(np, name, None), np.ufunc)
@@ -302,14 +302,14 @@ def _weak_casts(
     args: tuple, arrays: list[int], weak: set[int], ints_stay_weak: bool = False
 ) -> dict[int, types.Type]:
     """Casts of the ``weak`` scalar arguments next to the arrays' common dtype
-    (``weak.py``): a Python float next to float32 arrays becomes float32.
+    (``np/weak.py``): a Python float next to float32 arrays becomes float32.
 
     Done here, where the types are known, rather than with ``nxrt.weak`` at each call
     site, so that the generated call reads ``_kernel(x, alpha)``.
 
     A Python bool stays a bool: NumPy computes with it as with ``np.bool_`` next to
     arrays, and Python's own operators on it alone compute on ints (``~True * x`` is
-    ``-2 * x``), as the kernel does (``numpy_scalars.py``). So does a Python int next to
+    ``-2 * x``), as the kernel does (``np/scalars.py``). So does a Python int next to
     integer arrays where ``ints_stay_weak`` (the kernel's operations all run at NumPy's
     loops): the loop is not always the arrays' dtype (``int8_array / 2**40`` is float64,
     ``-b * uint8_array`` negates ``b`` as a Python int first)."""

@@ -1,6 +1,6 @@
 """Loops that sum a fused kernel's values as they make them: the Numba implementations of
 a kernel declared ``@nxrt.elementwise(summed=axis)`` or ``@nxrt.elementwise(
-unbroadcast=True)`` (``fuse.py`` writes them; ``elementwise.py`` declares them).
+unbroadcast=True)`` (``passes/fuse.py`` writes them; ``elementwise.py`` declares them).
 
 ``np.sum(x, axis=2)`` of a fused loop's values ``x``, or the ``unbroadcast`` of a
 cotangent back to the shape of an operand that was broadcast, would otherwise store the

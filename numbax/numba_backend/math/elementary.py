@@ -226,7 +226,7 @@ def _operand(arg: types.Type, args: tuple) -> Any:
 
 def _numpy_loop(ufunc: Any, *args: types.Type) -> Any:
     """``ufunc`` computed as NumPy computes it: for scalars at NumPy's loop
-    (``numpy_scalars.py``: Numba's ``np.power`` of integers computes in float), for
+    (``np/scalars.py``: Numba's ``np.power`` of integers computes in float), for
     arrays as a ufunc called alone (``array_operators.ufunc_call``: Numba's own where it
     follows NumPy, as for float exponents of floats)."""
     if all(isinstance(a, types.Number | types.Boolean) for a in args):

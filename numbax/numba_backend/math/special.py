@@ -14,7 +14,7 @@ is exact); ``betaln`` of a large argument uses Stirling's series for the differe
 two log-gammas, which would otherwise cancel.
 
 The kernels are plain functions of Python floats (``register_jitable``), so they run
-interpreted too; ``overloads/special.py`` applies them elementwise under ``jit``.
+interpreted too; ``runtime/special.py`` applies them elementwise under ``jit``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A fused kernel computes each operation as NumPy 2 would, not by Numba's scalar rules.
 
-A fused kernel (``fuse.py``) applies a chain of NumPy array operations one element at a
+A fused kernel (``passes/fuse.py``) applies a chain of NumPy array operations one element at a
 time, on scalars. Numba types scalar arithmetic as Python types its ints: ``int8 +
 int8`` is int64, ``True + True`` is 2, ``~True`` is -2, ``7 // 0`` raises. NumPy
 computes each operation at the dtypes of its ufunc's *loop*, chosen by the ufunc's own

@@ -22,7 +22,7 @@ that reads values an earlier run computed gets its own copy of their computation
 
 A run may end at a sum of its value over constant axes (``np.sum(x, axis=2)``) or at an
 ``unbroadcast`` that may sum: the kernel is then declared to sum its values as it makes
-them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``fused_sums.py``), and no
+them (``@nxrt.elementwise(summed=2)``, ``unbroadcast=True``; ``loops/fused_sums.py``), and no
 array of values is stored. Two such loops of the same arguments become one (``also=``).
 An ``unbroadcast`` into the shape of a value the loop itself computes (the cotangent of
 ``out`` in ``(out - y) ** 2``, ``out`` recomputed in the loop), unless it shares its

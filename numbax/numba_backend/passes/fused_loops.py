@@ -189,7 +189,7 @@ class Fuser:
         self, fn: gast.FunctionDef, resolver: Resolver, namer: Namer, reductions: bool = False
     ) -> None:
         """``reductions``: also fuse sums over axes with the loop that makes their values
-        (``@nxrt.elementwise(summed=...)``, ``unbroadcast=True``: ``fused_sums.py``), and
+        (``@nxrt.elementwise(summed=...)``, ``unbroadcast=True``: ``loops/fused_sums.py``), and
         spread reduced values inside loops (``broadcast_reduced`` over constant axes): for
         Numba on the CPU, which has the loops that run them."""
         self.fn = fn

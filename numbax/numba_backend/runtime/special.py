@@ -1,6 +1,6 @@
 """Numba versions of SciPy's special functions (``scipy.special``), which Numba does not
 compile: each SciPy function object is overloaded with its kernel of
-``special_kernels.py``, applied elementwise to arrays (broadcast, as the ufunc does) and
+``math/special.py``, applied elementwise to arrays (broadcast, as the ufunc does) and
 directly to numbers. They are registered on SciPy's own objects, which Numba knows
 nothing of, so generated code reads ``sp.erf(x)`` as the user wrote it and
 ``nxrt.digamma(x)`` (``scipy.special.psi``) in derivatives.
