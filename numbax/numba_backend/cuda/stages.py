@@ -23,14 +23,14 @@ import numpy as np
 from numbax.numba_backend.cuda import reductions as cuda_reduction
 from numbax.numba_backend.cuda import target as gpu
 from numbax.numba_backend.cuda.kernels import Kernel, KernelCall, Reduced, build_kernel, is_array
-from numbax.numba_backend.passes.fuse import first_not_elementwise, parameters_read
-from numbax.numba_backend.passes.reduction_tail import (
+from numbax.numba_backend.cuda.reduction_tail import (
     NotReducible,
     finishing_function,
     kernel_stages,
     operand_function,
     trailing_reduction,
 )
+from numbax.numba_backend.passes.fuse import first_not_elementwise, parameters_read
 from numbax.transform.normalize import normalize
 from numbax.transform.provenance import resolve
 from numbax.transform.resolve import Resolver, local_names

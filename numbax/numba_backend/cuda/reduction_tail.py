@@ -2,7 +2,7 @@
 np.sum(f(x), axis=...)``, or ``g`` of one, ``np.sqrt(np.sum(f(x), axis=...))``, split
 into ``f`` (the function returning what is reduced), the reduction, and ``g`` (the
 function of the reduced value: the lines after the reduction). The GPU target runs
-``f`` once per element inside its reduction kernels (``cuda/reductions.py``), so the
+``f`` once per element inside its reduction kernels (``reductions.py``), so the
 values are combined as they are made, and ``g`` once per result as it is written.
 """
 
