@@ -14,6 +14,8 @@ caller's array). Those are checked at the end.
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -305,7 +307,8 @@ def test_a_write_reaches_only_the_tangents_it_should(f):
 
 def test_a_write_into_a_helpers_result_is_refused_at_its_line():
     # the result may be a view of the argument: numbax does not read into the helper
-    with pytest.raises(nx.TransformError, match=r"y\[1\] = 0\.0|line 258"):
+    line = inspect.getsourcelines(writes_into_a_helpers_result)[1] + 2  # y[1] = 0.0
+    with pytest.raises(nx.TransformError, match=rf"line {line}: `y\[1\] = 0\.0`"):
         nx.jvp(writes_into_a_helpers_result, (X.copy(),), (T.copy(),))
 
 
