@@ -303,7 +303,7 @@ def test_numbax_own_elementwise_kernels_are_keyed_by_numbax_source():
 TWO_OPERATIONS = """
 import json, sys
 import numba, numpy as np
-from numbax.numba_backend import elementary
+from numbax.numba_backend.math import elementary
 
 x = np.array([0.5, 1.0, 2.0])
 names = {}
