@@ -210,15 +210,15 @@ def everything(x, v, m):
 
 
 def test_compiled():
-    """NumPy's value under jit, the compiled JVP along a random direction and jit(grad)
-    (the VJP) against central differences."""
+    """NumPy's value and the VJP under jit (one program: value_and_grad), and the
+    compiled JVP along a random direction, against central differences."""
     args = [X, V, M]
-    np.testing.assert_allclose(nx.jit(everything)(*args), everything(*args), rtol=1e-12)
     wants = {i: numeric_jacobian(everything, args, i) for i in range(3)}
     programs = directional_programs(everything, 3)
     rng = np.random.default_rng(0)
     check_jvp_under_jit(programs, args, [0, 1, 2], wants, "everything", rng, 1e-5, 1e-6)
-    grads = nx.jit(nx.grad(everything, argnums=(0, 1, 2)))(*args)
+    value, grads = nx.jit(nx.value_and_grad(everything, argnums=(0, 1, 2)))(*args)
+    np.testing.assert_allclose(value, everything(*args), rtol=1e-12)
     for got, want in zip(grads, wants.values(), strict=True):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
