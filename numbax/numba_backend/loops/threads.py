@@ -53,6 +53,8 @@ from numba.core.targetconfig import ConfigStack
 from numba.extending import intrinsic
 from numba.np.ufunc.parallel import _launch_threads
 
+from numbax.numba_backend.loops import blas_threads
+
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "chunk_runner",
@@ -60,6 +62,7 @@ __all__ = [
     "launch",
     "one_thread",
     "threads_allowed",
+    "usable_thread_count",
 ]
 
 PARALLEL_MIN_ELEMENTS = 1 << 17
@@ -99,6 +102,7 @@ def launch() -> None:
             return
         os.environ.setdefault("GOMP_SPINCOUNT", _SPIN_TURNS)
         _launch_threads()
+        blas_threads.add_symbols()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
         ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))
         _usable.value = int(numba.threading_layer() in _NEST_SAFE_LAYERS)
@@ -132,7 +136,7 @@ def threads_allowed() -> bool:
     return flags is None or not flags.is_set("auto_parallel")
 
 
-def _usable_threads(builder: ir.IRBuilder) -> ir.Value:
+def usable_thread_count(builder: ir.IRBuilder) -> ir.Value:
     """Numba's thread count (``numba.set_num_threads``) where this process may use the
     threads (:func:`launch`'s flag), else 0, as an i64. (``numba.get_num_threads`` itself
     would tie the machine code to this process: its error message is a Python object.)"""
@@ -196,7 +200,7 @@ def threads_for(typingctx, n):
         threads = cgutils.alloca_once_value(builder, ir.Constant(_I64, 1))
         large = builder.icmp_signed(">=", count, ir.Constant(_I64, PARALLEL_MIN_ELEMENTS))
         with builder.if_then(large):
-            usable = _usable_threads(builder)
+            usable = usable_thread_count(builder)
             several = builder.icmp_signed(">=", usable, ir.Constant(_I64, 2))
             with builder.if_then(several):
                 with builder.if_then(builder.not_(_backing_off(builder))):

@@ -129,3 +129,63 @@ def _put(batch: gast.expr, index: gast.expr, out: Leaf, short: str) -> gast.Expr
         "batch_put", clone(batch), clone(index), const(out.axis), clone(out.node), const(short)
     )
     return gast.Expr(call)
+
+
+def threaded_loop_functions(
+    names: tuple[str, str],
+    callee: str,
+    short: str,
+    params: list[str],
+    axes: tuple,
+    out_axes: Any,
+    axis_size: int | None,
+    runner: str,
+    threads: int,
+) -> tuple[gast.FunctionDef, gast.FunctionDef]:
+    """The loop of :func:`loop_function` in two functions, for a map whose examples
+    run on several threads (``pmap``): ``names`` are (the map, one example)::
+
+        def pmap_model(w, x):
+            _size = nxrt.batch_size('model', (x,), (0,), ('x',))
+            _out = _model(w, nxrt.batch_take(x, 0, 0))   # the first sizes the batch
+            _batch = nxrt.batch_empty(_out, _size, 0)
+            nxrt.batch_put(_batch, 0, 0, _out, 'model')
+            _failed = run_examples(_size, (_batch, w, x), 8)   # the others, on 8 threads
+            if _failed >= 0:
+                _pmap_model_example(_failed, _batch, w, x)    # raises its error here
+            return _batch
+
+        def _pmap_model_example(_i, _batch, w, x):   # one example, stored in place
+            _out = _model(w, nxrt.batch_take(x, _i, 0))
+            nxrt.batch_put(_batch, _i, 0, _out, 'model')
+
+    ``runner`` (named ``run_examples`` above) calls the example for every index from 1
+    on, on at most ``threads`` threads, and returns -1, or an index whose example
+    failed: called again on this thread, it raises its error as the serial loop would.
+    Each example is a call of the same compiled function, so the results are those of
+    the serial loop, whichever thread runs it."""
+    name, example = names
+    arguments = [Leaf(load(p), p, a) for p, a in zip(params, axes, strict=True)]
+    first = const(0)
+    outputs = _outputs(Leaf(load("_out"), "_out", out_axes), load("_batch"))
+    passed = gast.Tuple([load("_batch"), *map(load, params)], gast.Load())
+    run = gast.Call(load(runner), [load(SIZE), passed, const(threads)], [])
+    again = gast.Call(load(example), [load("_failed"), load("_batch"), *map(load, params)], [])
+    driver = [
+        assign(SIZE, batch_size(short, params, axes, axis_size)),
+        assign("_out", _call(callee, arguments, first)),
+        assign("_batch", _empty(Leaf(load("_out"), "_out", out_axes))),
+        *(_put(target, first, out, short) for out, target in outputs),
+        assign("_failed", run),
+        gast.If(gast.Compare(load("_failed"), [gast.GtE()], [const(0)]), [gast.Expr(again)], []),
+        gast.Return(load("_batch")),
+    ]
+    index = load("_i")
+    one = [
+        assign("_out", _call(callee, arguments, index)),
+        *(_put(target, index, out, short) for out, target in outputs),
+    ]
+    return (
+        cleanup(function(name, params, driver)),
+        cleanup(function(example, ["_i", "_batch", *params], one)),
+    )
