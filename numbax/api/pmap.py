@@ -25,17 +25,19 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any
 
 from numbax.api.devices import Device, local_device_count
 from numbax.api.jit import Jitted
 from numbax.api.per_arity import PerArity
 from numbax.api.rewritten import where
+from numbax.api.transformed import Generated
 from numbax.api.vmap import Batched, _has_dict, _loaded
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import load_module, module_name
 from numbax.codegen.variadic import takes_star_args
-from numbax.errors import CompileError
+from numbax.errors import CompileError, TransformError
 from numbax.numba_backend.cpu import compile_helper, typed_per_process
 from numbax.numba_backend.loops.examples import examples_runner
 from numbax.numba_backend.loops.threads import launch
@@ -70,6 +72,7 @@ class Pmapped(Batched):
         self.threads = threads
         self._entry: Jitted | None = None
         self._interpreted = False  # numbax could not compile it: vmap's interpreted loop
+        self._threaded_text: Generated | None = None  # what nx.show shows of a threaded call
 
     @property
     def name(self) -> str:
@@ -106,7 +109,7 @@ class Pmapped(Batched):
             self._entry = Jitted(self, nogil=True)  # no Python lock held while it runs
         try:
             return self._entry(*args, **kwargs)
-        except CompileError:  # what numbax cannot compile, vmap interprets
+        except (CompileError, TransformError):  # what numbax cannot compile, vmap interprets
             self._interpreted = True
             return super().__call__(*args, **kwargs)
 
@@ -154,11 +157,25 @@ class Pmapped(Batched):
             f"at most {limit} threads",
             f"compiled by Numba with options: {described}",
         ]
-        one = _loaded(example, header, {callee: function}, self.fun).function
-        one = compiled_calling(one, options, [function])
+        example_code = _loaded(example, header, {callee: function}, self.fun)
+        one = compiled_calling(example_code.function, options, [function])
         namespace = {callee: function, names[1]: one, "run_examples": examples_runner(one)}
         generated = _loaded(driver, header, namespace, self.fun)
+        body = example_code.text.split("\n\n\n", 1)[-1]  # its def, after the header
+        self._threaded_text = replace(generated, text=f"{generated.text}\n\n{body}")
         return compiled_calling(generated.function, options, [function, one])
+
+    def shown(self) -> Generated:
+        """What ``nx.show`` shows: the threaded map and its example (made here where
+        this object's calls ran code another ``pmap`` of the function compiled)."""
+        if self._threaded_text is None and not self._interpreted:
+            try:
+                self._loop_dispatcher({})  # generates; Numba compiles at a call only
+            except (CompileError, TransformError):
+                self._interpreted = True
+        if self._threaded_text is not None and not self._interpreted:
+            return self._threaded_text
+        return super().shown()
 
 
 class StaticPmapped:

@@ -230,3 +230,17 @@ def pick(x):
 def test_an_example_that_fails_raises_its_error() -> None:
     with pytest.raises(IndexError, match="index 5"):
         with_threads(2, nx.pmap(pick), np.array([0.0, 1.0, 2.0, 5.0, 1.0, 2.0, 0.0]))
+
+
+def test_source_shows_the_threaded_map() -> None:
+    mapped = nx.pmap(layer, in_axes=(None, 0))
+    mapped(W, XS[:3])
+    assert "run_examples(_size, (_batch, w, x)" in mapped.source
+    assert "def _pmap_layer_example(_i, _batch, w, x):" in mapped.source
+
+
+def test_a_function_numbax_cannot_compile_is_mapped_as_vmap_maps_it() -> None:
+    namespace = {"np": np}
+    exec("def unread(x):\n    return np.sin(x) * 2.0\n", namespace)  # no source to read
+    xs = XS[:4]
+    np.testing.assert_array_equal(nx.pmap(namespace["unread"])(xs), np.sin(xs) * 2.0)

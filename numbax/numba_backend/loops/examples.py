@@ -7,9 +7,10 @@ example ran before, to allocate the batch each call writes into), on at most ``l
 of Numba's threads at once, through the ``numba_parallel_for`` entry point of its
 threading layer, as ``threads.py``'s fused loops do: no ``prange``, so no parfor compile,
 and nothing of the arguments (lists, records, any pytree) that a ``prange`` would have to
-pass. Each thread takes the next example when it finishes one (an atomic counter):
-examples of uneven cost (a ``while`` to a tolerance, an ODE with its own step count)
-balance over the threads. OpenBLAS has one thread meanwhile (``blas_threads.py``), so a
+pass. Each thread takes the next examples when it finishes its last (an atomic counter;
+a share of those left, down to one at a time at the end: guided scheduling): examples
+of uneven cost (a ``while`` to a tolerance, an ODE with its own step count) balance over
+the threads. OpenBLAS has one thread meanwhile (``blas_threads.py``), so a
 matrix product inside an example starts no threads on cores the other examples hold.
 
 The examples run on the threads only where numbax may use them (``threads.py``: the
@@ -42,10 +43,15 @@ __all__ = ["examples_runner"]
 _I32 = ir.IntType(32)
 _I64 = ir.IntType(64)
 _BYTE_PTR = ir.IntType(8).as_pointer()
-_SHARED = ir.LiteralStructType([_BYTE_PTR, _I64, _I64, _I64])
+_SHARED = ir.LiteralStructType([_BYTE_PTR, _I64, _I64, _I64, _I64])
 """What every thread's call reads and writes: the arguments (a tuple, in memory), the
-next example to take (atomic), the number of examples, a failed example or -1."""
-_ARGUMENTS, _NEXT, _SIZE, _FAILED = range(4)
+next example to take (atomic), the number of examples, a failed example or -1, and
+what the examples left are divided by to make the next take (:func:`_taker`)."""
+_ARGUMENTS, _NEXT, _SIZE, _FAILED, _DIVISOR = range(5)
+_TAKES_PER_THREAD = 4
+"""A take is the examples left over this many times the threads (at least one): few
+atomic operations, and neighbouring examples, whose results may share a cache line, on
+one thread, while the last takes, one example each, balance examples of uneven cost."""
 _TAKER = ir.FunctionType(
     ir.VoidType(), [_BYTE_PTR.as_pointer(), _I64.as_pointer(), _I64.as_pointer(), _BYTE_PTR]
 )
@@ -90,15 +96,18 @@ def _run(context, builder, signature, compiled, size, arguments, limit) -> ir.Va
         _SIZE: size,
         _FAILED: ir.Constant(_I64, -1),
     }
-    for index, value in fields.items():
-        builder.store(value, cgutils.gep_inbounds(builder, shared, 0, index))
-    data = builder.bitcast(shared, _BYTE_PTR)
-
     usable = usable_thread_count(builder)
     threads = builder.select(builder.icmp_signed("<", limit, usable), limit, usable)
     left = builder.sub(size, ir.Constant(_I64, 1))
     threads = builder.select(builder.icmp_signed("<", left, threads), left, threads)
     several = builder.icmp_signed(">=", threads, ir.Constant(_I64, 2))
+    fields[_DIVISOR] = builder.select(
+        several, builder.mul(threads, ir.Constant(_I64, _TAKES_PER_THREAD)), ir.Constant(_I64, 1)
+    )
+    for index, value in fields.items():
+        builder.store(value, cgutils.gep_inbounds(builder, shared, 0, index))
+    data = builder.bitcast(shared, _BYTE_PTR)
+
     with builder.if_else(several) as (threaded, here):
         with threaded:
             blas = set_blas_threads(builder, ir.Constant(_I32, 1))
@@ -131,9 +140,10 @@ def _run(context, builder, signature, compiled, size, arguments, limit) -> ir.Va
 
 
 def _taker(context, module, compiled, arguments: types.BaseTuple) -> ir.Function:
-    """``void take(char **, intp *, intp *, shared *data)``: takes the next example
-    (``data``'s counter, atomically) and runs it, until none is left or one failed. Every
-    thread's call is the same."""
+    """``void take(char **, intp *, intp *, shared *data)``: takes the next examples
+    (``data``'s counter, atomically; the examples left over ``data``'s divisor, at
+    least one: guided scheduling) and runs them, until none is left or one failed.
+    Every thread's call is the same."""
     name = f"numbax.examples.{compiled.fndesc.mangled_name}"
     existing = module.globals.get(name)
     if existing is not None:
@@ -150,25 +160,33 @@ def _taker(context, module, compiled, arguments: types.BaseTuple) -> ir.Function
     tuple_type = context.get_value_type(arguments).as_pointer()
     packed = builder.bitcast(builder.load(field(_ARGUMENTS)), tuple_type)
     size = builder.load(field(_SIZE))
+    divisor = builder.load(field(_DIVISOR))
+    one = ir.Constant(_I64, 1)
     take = function.append_basic_block("take")
     done = function.append_basic_block("done")
     builder.branch(take)
     builder.position_at_end(take)
-    index = builder.atomic_rmw("add", field(_NEXT), ir.Constant(_I64, 1), "monotonic")
-    with builder.if_then(builder.icmp_signed(">=", index, size), likely=False):
+    seen = builder.load_atomic(field(_NEXT), "monotonic", 8)
+    count = builder.sdiv(builder.sub(size, seen), divisor)
+    count = builder.select(builder.icmp_signed("<", count, one), one, count)
+    start = builder.atomic_rmw("add", field(_NEXT), count, "monotonic")
+    with builder.if_then(builder.icmp_signed(">=", start, size), likely=False):
         builder.branch(done)
+    stop = builder.add(start, count)
+    stop = builder.select(builder.icmp_signed(">", stop, size), size, stop)
     values = cgutils.unpack_tuple(builder, builder.load(packed), len(arguments))
-    status, _ = context.call_conv.call_function(
-        builder,
-        example,
-        compiled.signature.return_type,
-        compiled.signature.args,
-        [index, *values],
-    )
-    with builder.if_then(builder.not_(status.is_ok), likely=False):
-        builder.store(index, field(_FAILED))  # any failed example will do
-        builder.atomic_rmw("xchg", field(_NEXT), size, "monotonic")  # the others stop
-        builder.branch(done)
+    with cgutils.for_range_slice(builder, start, stop, one, inc=True) as (index, _):
+        status, _ = context.call_conv.call_function(
+            builder,
+            example,
+            compiled.signature.return_type,
+            compiled.signature.args,
+            [index, *values],
+        )
+        with builder.if_then(builder.not_(status.is_ok), likely=False):
+            builder.store(index, field(_FAILED))  # any failed example will do
+            builder.atomic_rmw("xchg", field(_NEXT), size, "monotonic")  # the others stop
+            builder.branch(done)
     builder.branch(take)
     builder.position_at_end(done)
     builder.ret_void()
