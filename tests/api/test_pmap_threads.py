@@ -100,6 +100,30 @@ def test_bit_identical_on_three_threads() -> None:
     assert done.stdout.split() == ["ok", "3"]
 
 
+def test_workqueue_layer_runs_the_examples_on_one_thread() -> None:
+    """Numba's workqueue layer aborts the process on concurrent parallel regions: there,
+    maps called from several Python threads at once run their examples serially."""
+    program = textwrap.dedent(
+        """
+        import threading, numba, numpy as np
+        from tests.api.test_pmap_threads import PMAPPED, LOOP, W, XS
+        want, same = LOOP(W, XS), []
+        def calls():
+            same.extend(np.array_equal(PMAPPED(W, XS), want) for _ in range(50))
+        threads = [threading.Thread(target=calls) for _ in range(3)]
+        [t.start() for t in threads]
+        [t.join() for t in threads]
+        print(numba.threading_layer(), len(same), all(same))
+        """
+    )
+    env = {**os.environ, "NUMBA_THREADING_LAYER": "workqueue", "NUMBA_NUM_THREADS": "2"}
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["workqueue", "150", "True"]
+
+
 def test_uneven_examples_balance_and_match() -> None:
     x = np.linspace(0.0, 3.0, 7)
     got = with_threads(2, nx.pmap(iterations, in_axes=(0, None)), x, 1e-6)
