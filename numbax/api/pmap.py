@@ -14,11 +14,15 @@ batch allocated from the first, so the results are bit-identical to it for any n
 of threads. The compiled code holds no Python lock while the examples run, starts no
 Python thread, and gives BLAS one thread meanwhile.
 
-A function with collectives over ``axis_name`` (``nx.lax.psum``...) runs as ``vmap``
-runs it, on one thread, with the same results as ``jax.pmap``; so does a map that
-makes host callbacks (``pure_callback``) or that takes or returns dicts mapped by a
-prefix of ``in_axes``/``out_axes``, and a function numbax cannot compile (the map is then
-interpreted). Derivatives of a ``pmap`` are ``vmap``'s (the same numbers).
+A function with collectives over ``axis_name`` (``nx.lax.psum``, ``all_gather``,
+``ppermute``...) runs in stages: its body is split at each collective as ``vmap``'s loop
+splits it (``transform/batch/collectives.py``); each part's examples run on the threads
+as above, and between the parts each collective computes over the whole batch on the
+calling thread, with the code ``vmap``'s loop runs, so the results are bit-identical
+to it too. A map that makes host callbacks (``pure_callback``) or that takes or returns
+dicts mapped by a prefix of ``in_axes``/``out_axes`` runs as ``vmap`` runs it, on one
+thread, and so does a function numbax cannot compile (the map is then interpreted).
+Derivatives of a ``pmap`` are ``vmap``'s (the same numbers).
 """
 
 from __future__ import annotations
@@ -330,8 +334,10 @@ def pmap(
     ``static_argnums``). ``devices``: a list of ``nx.devices()`` entries, as many threads
     at most. ``donate_argnums`` is accepted and ignored; ``backend`` must be the CPU.
 
-    A function with collectives over ``axis_name`` (``nx.lax.psum``, ``pmean``...) runs
-    as ``nx.vmap`` runs it, on one thread (the same results as ``jax.pmap``), for now.
+    A function with collectives over ``axis_name`` (``nx.lax.psum``, ``pmean``,
+    ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``axis_index``,
+    ``axis_size``) runs in stages: the examples of each part between collectives on
+    every core, each collective over the batch between them.
     Derivatives of a ``pmap`` (``nx.grad`` of a loss calling it) are ``vmap``'s.
     """
     if backend not in (None, "cpu"):

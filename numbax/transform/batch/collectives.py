@@ -68,7 +68,7 @@ class NotStatic(Exception):
     """A collective's parameter (``perm``, ``axis``, ``tiled``...) that is not a constant."""
 
     def __init__(self, node: gast.AST, parameter: str) -> None:
-        super().__init__(f"{parameter}={text(node)} must be a constant")
+        super().__init__(f"{parameter} must be a constant")
         self.node = node
 
 
@@ -104,12 +104,20 @@ def arguments_of(call: gast.Call, target: Any) -> dict[str, gast.expr]:
 
 def static_definitions(fn: gast.FunctionDef) -> dict[str, gast.expr]:
     """The names the function assigns once, to a constant or a tuple or list (of names
-    or constants): what normalizing made of a literal (``perm=[(0, 1), (1, 0)]``)."""
+    or constants), and never changes in place: what normalizing made of a literal
+    (``perm=[(0, 1), (1, 0)]``), not a list a comprehension fills."""
     counts: dict[str, int] = {}
     values: dict[str, gast.expr] = {}
     for node in walk(fn):
-        for target in names([node], gast.Store) if isinstance(node, gast.stmt) else ():
-            counts[target] = counts.get(target, 0) + 1
+        changed = node.value if isinstance(node, gast.Attribute) else None
+        if isinstance(node, gast.Subscript) and isinstance(node.ctx, gast.Store):
+            changed = node.value
+        if isinstance(changed, gast.Name):  # xs.append(v), xs[i] = v: not a constant
+            counts[changed.id] = 2
+        if isinstance(node, (gast.Assign, gast.AugAssign, gast.AnnAssign, gast.For)):
+            stored = node.targets if isinstance(node, gast.Assign) else [node.target]
+            for target in names(stored, gast.Store):
+                counts[target] = counts.get(target, 0) + 1
         if isinstance(node, gast.Assign) and isinstance(node.targets[0], gast.Name):
             if isinstance(node.value, (gast.Constant, gast.Tuple, gast.List, gast.UnaryOp)):
                 values[node.targets[0].id] = node.value
@@ -152,9 +160,9 @@ def over_batch(target: Any, operand: gast.expr, axis: int | None, statics: dict)
     """The collective computed over the whole batch: ``operand`` holds the examples
     along ``axis`` (None: the batch shares it); see ``lax.OverBatch``."""
     spec = lax.COLLECTIVES[target]
-    text_ = spec.mapped if axis is not None else spec.unmapped
+    source = spec.mapped if axis is not None else spec.unmapped
     holes = {k: literal(v) for k, v in statics.items()}
-    return template(text_, x=operand, b=const(axis), **holes)
+    return template(source, x=operand, b=const(axis), **holes)
 
 
 def rank_over_batch(target: Any, rank: Any, statics: dict) -> Any:
@@ -181,14 +189,11 @@ def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str
             try:
                 parts[-1].statics = static_arguments(value, target, definitions, resolver)
             except NotStatic as error:
-                raise TransformError(
+                message = (
                     f"{error}: the collective's parameters are part of what it computes, "
-                    "as in JAX. Write them as literals or module-level constants.",
-                    function=display,
-                    transformation="vmap",
-                    filename=resolver.source.filename,
-                    lineno=getattr(stmt, "lineno", None),
-                ) from None
+                    "as in JAX. Write them as literals or module-level constants."
+                )
+                raise _refused(message, display, resolver, stmt) from None
             parts.append(Part([]))
             continue
         for node in walk(stmt):
@@ -196,15 +201,12 @@ def split(fn: gast.FunctionDef, resolver: Resolver, axis_name: Any, display: str
             if found in lax.POSITIONAL:
                 _check_name(node, axis_name, display, resolver)
             elif found is not None:
-                raise TransformError(
+                message = (
                     "a collective inside a branch, a loop or an expression cannot be "
                     "batched by a loop over the examples. Make it a statement of the "
-                    "function's own body, or let vmap vectorize the function.",
-                    function=display,
-                    transformation="vmap",
-                    filename=resolver.source.filename,
-                    lineno=getattr(stmt, "lineno", None),
+                    "function's own body, or let vmap vectorize the function."
                 )
+                raise _refused(message, display, resolver, stmt)
         parts[-1].statements.append(stmt)
     _link(parts, [a.id for a in fn.args.args], resolver)
     return parts
@@ -214,23 +216,25 @@ def _check_name(call: gast.Call, axis_name: Any, display: str, resolver: Resolve
     try:
         name = arguments_of(call, resolver.resolve(call.func)).get("axis_name")
     except TypeError as error:
-        raise TransformError(
-            f"{text(call)}: {error}",
-            function=display,
-            transformation="vmap",
-            filename=resolver.source.filename,
-            lineno=getattr(call, "lineno", None),
-        ) from None
+        raise _refused(f"{text(call)}: {error}", display, resolver, call) from None
     if not isinstance(name, gast.Constant) or name.value != axis_name:
         given = text(name) if name is not None else "no axis name"
-        raise TransformError(
+        message = (
             f"{given} is not the axis name of this vmap (axis_name={axis_name!r}); "
-            "collectives over an enclosing vmap's axis are not supported.",
-            function=display,
-            transformation="vmap",
-            filename=resolver.source.filename,
-            lineno=getattr(call, "lineno", None),
+            "collectives over an enclosing vmap's axis are not supported."
         )
+        raise _refused(message, display, resolver, call)
+
+
+def _refused(message: str, display: str, resolver: Resolver, node: gast.AST) -> TransformError:
+    """The error for a collective the loop cannot split at, at its line."""
+    return TransformError(
+        message,
+        function=display,
+        transformation="vmap",
+        filename=resolver.source.filename,
+        lineno=getattr(node, "lineno", None),
+    )
 
 
 def _link(parts: list[Part], params: list[str], resolver: Resolver) -> None:

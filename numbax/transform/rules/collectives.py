@@ -43,14 +43,14 @@ define(lax.psum_scatter, "x, axis_name, *, scatter_dimension=0, tiled=False",
               "tiled=tiled)",
        vjp="nxrt.all_gather(g, axis_name, axis=scatter_dimension, tiled=tiled)",
        samples=NAMED_AXIS)
-define(lax.ppermute, "x, axis_name, perm",
-       linear="nxrt.ppermute(x, axis_name, perm)",
-       vjp="nxrt.ppermute_inverse(g, axis_name, perm)",
-       samples=NAMED_AXIS)
-define(lax.ppermute_inverse, "x, axis_name, perm",
-       linear="nxrt.ppermute_inverse(x, axis_name, perm)",
-       vjp="nxrt.ppermute(g, axis_name, perm)",
-       samples=NAMED_AXIS)
 # fmt: on
+for permute, transpose in [
+    (lax.ppermute, lax.ppermute_inverse),
+    (lax.ppermute_inverse, lax.ppermute),
+]:
+    define(permute, "x, axis_name, perm",
+           linear=f"nxrt.{permute.__name__}(x, axis_name, perm)",
+           vjp=f"nxrt.{transpose.__name__}(g, axis_name, perm)",
+           samples=NAMED_AXIS)  # fmt: skip
 
 nondifferentiable([lax.axis_index, lax.axis_size])
