@@ -4,8 +4,11 @@ A collective needs every example's value before any example can go on, so the lo
 the examples is split at each one: the body's statements up to the first collective run
 for every example (a generated function, ``f_part1``, called in a loop like the whole
 function otherwise is), the values later parts need are kept for the whole batch, the
-collective reduces over the batch, and the next part runs for every example with its
-result. ``axis_index`` is the example's position, passed to the parts that use it.
+collective computes over the batch (``lax.COLLECTIVES``: a value the examples share, as
+``psum``'s, or one per example, as ``ppermute``'s), and the next part runs for every
+example with its result. ``axis_index`` is the example's position and ``axis_size``
+the batch size, passed to the parts that use them. How a part's examples run is the
+caller's: one after the other (``vmap``), or on every thread (``pmap``).
 
     def vmap_center(x):
         _size = nxrt.batch_size('center', (x,), (0,), ('x',))
@@ -19,7 +22,9 @@ result. ``axis_index`` is the example's position, passed to the parts that use i
         ...
 
 The collectives must be statements of the function's own body, outside its branches and
-loops (the vectorized method has no such limit).
+loops (the vectorized method has no such limit), and their other parameters (``perm``,
+``axis``, ``tiled``...) constants, as in JAX: literals, module-level values, or names
+the body assigns once to literals.
 """
 
 from __future__ import annotations

@@ -165,8 +165,8 @@ class ThreadedExamples:
         self, callee: str, arguments: list[Leaf], batch: str, out_axes: Any, short: str
     ) -> list[gast.stmt]:
         example, runner = self.names(callee)
-        passed = [a for a in arguments if a.axis != INDEX]
-        params = [_parameter(a) for a in passed]
+        passed = list({_parameter(a): a for a in arguments if a.axis != INDEX}.values())
+        params = [_parameter(a) for a in passed]  # each value once
         inside = [
             a if a.axis == INDEX else Leaf(load(_parameter(a)), a.label, a.axis) for a in arguments
         ]
