@@ -14,11 +14,15 @@ batch allocated from the first, so the results are bit-identical to it for any n
 of threads. The compiled code holds no Python lock while the examples run, starts no
 Python thread, and gives BLAS one thread meanwhile.
 
-A function with collectives over ``axis_name`` (``nx.lax.psum``...) runs as ``vmap``
-runs it, on one thread, with the same results as ``jax.pmap``; so does a map that
-makes host callbacks (``pure_callback``) or that takes or returns dicts mapped by a
-prefix of ``in_axes``/``out_axes``, and a function numbax cannot compile (the map is then
-interpreted). Derivatives of a ``pmap`` are ``vmap``'s (the same numbers).
+A function with collectives over ``axis_name`` (``nx.lax.psum``, ``all_gather``,
+``ppermute``...) runs in stages: its body is split at each collective as ``vmap``'s loop
+splits it (``transform/batch/collectives.py``); each part's examples run on the threads
+as above, and between the parts each collective computes over the whole batch on the
+calling thread, with the code ``vmap``'s loop runs, so the results are bit-identical
+to it too. A map that makes host callbacks (``pure_callback``) or that takes or returns
+dicts mapped by a prefix of ``in_axes``/``out_axes`` runs as ``vmap`` runs it, on one
+thread, and so does a function numbax cannot compile (the map is then interpreted).
+Derivatives of a ``pmap`` are ``vmap``'s (the same numbers).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import functools
 from collections.abc import Callable, Hashable
 from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from numbax.api.devices import Device, local_device_count
 from numbax.api.jit import Jitted
@@ -42,7 +48,8 @@ from numbax.numba_backend.cpu import compile_helper, typed_per_process
 from numbax.numba_backend.loops.examples import examples_runner
 from numbax.numba_backend.loops.threads import launch
 from numbax.numba_backend.typed_calls import compiled_calling
-from numbax.transform.batch.loop import threaded_loop_functions
+from numbax.transform.batch.collectives import split_loop_function
+from numbax.transform.batch.loop import ThreadedExamples, threaded_loop_functions
 from numbax.transform.source import display_name
 
 __all__ = ["pmap"]
@@ -103,7 +110,7 @@ class Pmapped(Batched):
             raise type(error)(f"pmap of {display_name(self.fun)}: {message}") from None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if self._interpreted or self._collective_parts() is not None:
+        if self._interpreted:
             return super().__call__(*args, **kwargs)  # vmap's loop, on one thread
         if self._entry is None:
             self._entry = Jitted(self, nogil=True)  # no Python lock held while it runs
@@ -121,14 +128,16 @@ class Pmapped(Batched):
             return self._dispatchers[key]
         serial = {k: v for k, v in options.items() if k not in _SERIAL_ONLY}
         axes = self._axes(len(self.parameters("pmap")), ())
-        if self._collective_parts() is not None or _has_dict(axes) or _has_dict(self.out_axes):
+        if _has_dict(axes) or _has_dict(self.out_axes):
             self._dispatchers[key] = super()._loop_dispatcher(serial)
-            return self._dispatchers[key]
-        function = compile_helper(self.by_position, serial)
-        if typed_per_process([function]):  # it calls back into Python: one thread
-            self._dispatchers[key] = super()._loop_dispatcher(serial)
+        elif self._collective_parts() is not None:
+            self._dispatchers[key] = self._staged(axes, options, serial)
         else:
-            self._dispatchers[key] = self._threaded(axes, serial, function)
+            function = compile_helper(self.by_position, serial)
+            if typed_per_process([function]):  # it calls back into Python: one thread
+                self._dispatchers[key] = super()._loop_dispatcher(serial)
+            else:
+                self._dispatchers[key] = self._threaded(axes, serial, function)
         return self._dispatchers[key]
 
     def _threaded(self, axes: tuple, options: dict[str, Any], function: Any) -> Any:
@@ -164,6 +173,62 @@ class Pmapped(Batched):
         body = example_code.text.split("\n\n\n", 1)[-1]  # its def, after the header
         self._threaded_text = replace(generated, text=f"{generated.text}\n\n{body}")
         return compiled_calling(generated.function, options, [function, one])
+
+    def _staged(self, axes: tuple, options: dict[str, Any], serial: dict[str, Any]) -> Any:
+        """The map of a function with collectives, in stages: each part's examples on
+        every thread (as :meth:`_threaded` runs the whole function's), each collective
+        over the batch between them on this thread, in vmap's order (its loop's code:
+        ``transform/batch/collectives.py``). On one thread where a part calls back into
+        Python."""
+        parts = self._collective_parts()
+        short = super(Batched, self).name
+        callees = [f"_{short}_part{k + 1}" for k in range(len(parts))]
+        compiled = {
+            callee: compile_helper(self._part(k, callee[1:]), serial)
+            for k, callee in enumerate(callees)
+            if k == len(parts) - 1 or parts[k].outputs  # else the part need not run
+        }
+        if typed_per_process(compiled.values()):
+            return super()._loop_dispatcher(serial)
+        launch()  # the runners name the threading layer's symbols
+        limit = self.threads if self.threads is not None else local_device_count()
+
+        def names(callee: str) -> tuple[str, str]:
+            stage = callee[len(short) + 1 :]  # _part1
+            return f"_{self.name}{stage}_example", f"run{stage}"
+
+        threaded = ThreadedExamples(names, limit)
+        tree = split_loop_function(
+            self.name,
+            short,
+            parts,
+            callees,
+            self.parameters("pmap"),
+            axes,
+            self.out_axes,
+            self.axis_size,
+            examples=threaded,
+        )
+        described = ", ".join(f"{k}={v!r}" for k, v in sorted(options.items())) or "none"
+        header = [
+            f"pmap of {where(self.fun)} over axis {self.axis_name!r}: in stages, each "
+            "part's examples on every thread",
+            f"in_axes={axes!r} (per parameter), out_axes={self.out_axes!r}; "
+            f"at most {limit} threads",
+            f"each part runs every example up to a collective ({callees[0]}...) on the "
+            "threads, then the collective reduces over the batch on this thread",
+            f"compiled by Numba with options: {described}",
+        ]
+        namespace: dict[str, Any] = {"np": np, **compiled}
+        examples = []
+        for example, callee, runner in threaded.functions:
+            code = _loaded(example, header, {callee: compiled[callee]}, self.fun)
+            one = compiled_calling(code.function, serial, [compiled[callee]])
+            namespace.update({example.name: one, runner: examples_runner(one)})
+            examples.append(code.text.split("\n\n\n", 1)[-1])  # its def, after the header
+        generated = _loaded(tree, header, namespace, self.fun, self._source.line)
+        self._threaded_text = replace(generated, text="\n\n".join([generated.text, *examples]))
+        return compile_helper(generated.function, options)
 
     def shown(self) -> Generated:
         """What ``nx.show`` shows: the threaded map and its example (made here where
@@ -269,8 +334,10 @@ def pmap(
     ``static_argnums``). ``devices``: a list of ``nx.devices()`` entries, as many threads
     at most. ``donate_argnums`` is accepted and ignored; ``backend`` must be the CPU.
 
-    A function with collectives over ``axis_name`` (``nx.lax.psum``, ``pmean``...) runs
-    as ``nx.vmap`` runs it, on one thread (the same results as ``jax.pmap``), for now.
+    A function with collectives over ``axis_name`` (``nx.lax.psum``, ``pmean``,
+    ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``axis_index``,
+    ``axis_size``) runs in stages: the examples of each part between collectives on
+    every core, each collective over the batch between them.
     Derivatives of a ``pmap`` (``nx.grad`` of a loss calling it) are ``vmap``'s.
     """
     if backend not in (None, "cpu"):
