@@ -132,7 +132,8 @@ class MapReport:
     """What the last map did: its batches, the threads of each worker they ran on,
     the generated functions Numba compiled on the workers for it (not loaded from a
     cache), and each worker's seconds to its first batch (from the start of that task:
-    loading or compiling the code, and running the batch)."""
+    loading or compiling the code, and running the batch) and, of those, until the
+    code was ready to run."""
 
     examples: int = 0
     batches: int = 0
@@ -142,6 +143,7 @@ class MapReport:
     batches_per_worker: dict[str, int] = field(default_factory=dict)
     compiles_per_worker: dict[str, int] = field(default_factory=dict)
     first_batch_seconds: dict[str, float] = field(default_factory=dict)
+    ready_seconds: dict[str, float] = field(default_factory=dict)
 
 
 _last = MapReport()
@@ -397,6 +399,8 @@ def _report(n: int, per_batch: int, infos: list[BatchInfo], began: float) -> Map
         )
         if info.first:
             report.first_batch_seconds[info.worker] = info.seconds
+            if info.ready_seconds is not None:
+                report.ready_seconds[info.worker] = info.ready_seconds
     return report
 
 

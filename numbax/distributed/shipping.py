@@ -22,12 +22,14 @@ import importlib
 import inspect
 import sys
 import types
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 from numbax.api.export import _what_runs
 from numbax.codegen.cache import cache_key
 from numbax.codegen.load import GENERATED_PREFIX
+from numbax.codegen.reuse import reuse_key
 from numbax.codegen.standalone import ExportError, Standalone
 from numbax.transform.provenance import Origin, resolve
 from numbax.transform.source import display_name
@@ -113,8 +115,31 @@ def _numbax_import(value: Any) -> tuple[str, str | None] | None:
     return module, attribute
 
 
+_recent: dict[Hashable, tuple[Shipped, _LineMap]] = {}
+_RECENT = 32
+"""Shipments kept, by what ``fun``'s code freezes (``codegen/reuse.py``: a global or
+captured value rebound is another key), so that a map called again costs a lookup
+instead of a walk of the source (tens of milliseconds)."""
+
+
 def ship(fun: Any, in_axes: Any, out_axes: Any) -> tuple[Shipped, _LineMap]:
     """``fun`` as workers receive it, and how to name its lines in the user's files."""
+    try:
+        key: Hashable = (reuse_key(fun), repr(in_axes), repr(out_axes))
+        hash(key)
+    except Exception:  # noqa: BLE001 - what cannot be keyed is written each time
+        key = None
+    if key is not None and key in _recent:
+        return _recent[key]
+    made = _ship(fun, in_axes, out_axes)
+    if key is not None:
+        if len(_recent) >= _RECENT:
+            _recent.pop(next(iter(_recent)))
+        _recent[key] = made
+    return made
+
+
+def _ship(fun: Any, in_axes: Any, out_axes: Any) -> tuple[Shipped, _LineMap]:
     label = display_name(fun)
     file = _Shipment()
     try:

@@ -97,8 +97,8 @@ def test_a_worker_of_other_versions_is_refused(cluster) -> None:
 
 def test_a_worker_killed_mid_map_gives_the_identical_result(cluster) -> None:
     client, cache = cluster
-    many = np.tile(PS, (4, 1))
-    want = nx.jit(nx.vmap(spin, in_axes=(0, None), method="loop"))(many, 100_000)
+    steps = 8_000_000  # about 30 ms an example: the map runs for seconds
+    want = nx.jit(nx.vmap(spin, in_axes=(0, None), method="loop"))(PS, steps)
     pids = client.run(os.getpid)
     killed = []
 
@@ -116,7 +116,7 @@ def test_a_worker_killed_mid_map_gives_the_identical_result(cluster) -> None:
     killer = threading.Thread(target=kill_one_when_busy)
     killer.start()
     got = nx.distributed.map(
-        spin, many, 100_000, in_axes=(0, None), cache_dir=cache, timeout=TIMEOUT, batch_size=8
+        spin, PS, steps, in_axes=(0, None), cache_dir=cache, timeout=TIMEOUT, batch_size=4
     )
     finished = time.monotonic()
     killer.join()
