@@ -36,9 +36,9 @@ DT = 0.001
 
 def lorenz_rk4(p, n_steps):
     """x(T)² of Lorenz-63 from (1, 1, 1), ``n_steps`` classic RK4 steps, p = (σ, ρ, β)."""
+    h = DT
     sigma, rho, beta = p[0], p[1], p[2]
     x, y, z = 1.0, 1.0, 1.0
-    h = DT
     for _ in range(n_steps):
         k1x = sigma * (y - x)
         k1y = x * (rho - z) - y

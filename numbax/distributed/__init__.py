@@ -49,6 +49,7 @@ from numbax.distributed.worker import (
     take,
     versions,
 )
+from numbax.transform.provenance import Origin
 from numbax.transform.source import display_name
 
 __all__ = [
@@ -73,30 +74,17 @@ PROGRESS_AFTER = 2.0
 class ExampleError(RuntimeError):
     """An example's call raised on a worker: ``index`` is its position along the mapped
     axis; ``error_type`` and ``remote_message`` are the exception's; ``filename`` and
-    ``lineno`` the user's line where it was raised, where known."""
+    ``lineno`` the user's line where it was raised, where known (None otherwise)."""
 
-    def __init__(
-        self,
-        label: str,
-        index: int,
-        error_type: str,
-        remote_message: str,
-        filename: str | None,
-        lineno: int | None,
-        function: str | None,
-    ) -> None:
-        self.index = index
-        self.error_type = error_type
-        self.remote_message = remote_message
-        self.filename = filename
-        self.lineno = lineno
-        self.function = function
-        where = ""
-        if filename is not None:
-            where = f"\n  at {filename}, line {lineno}" + (f", in {function}" if function else "")
+    def __init__(self, label: str, failure: Failure, origin: Origin | None) -> None:
+        self.index, self.error_type = failure.index, failure.error_type
+        self.remote_message = failure.message
+        self.filename = origin.filename if origin is not None else None
+        self.lineno = origin.line if origin is not None else None
+        where = f"\n  at {self.filename}, line {self.lineno}, in {label}" if origin else ""
         super().__init__(
-            f"nx.distributed.map of {label}: example {index} raised {error_type}: "
-            f"{remote_message}{where}"
+            f"nx.distributed.map of {label}: example {self.index} raised {self.error_type}: "
+            f"{self.remote_message}{where}"
         )
 
 
@@ -350,15 +338,7 @@ def _gather(
 
 def _example_error(failure: Failure, label: str, lines: Any) -> ExampleError:
     origin = lines.origin(failure.line) if failure.line is not None else None
-    return ExampleError(
-        label,
-        failure.index,
-        failure.error_type,
-        failure.message,
-        origin.filename if origin else None,
-        origin.line if origin else None,
-        label if origin else None,
-    )
+    return ExampleError(label, failure, origin)
 
 
 class _Bar:

@@ -27,12 +27,11 @@ def spin(p, n):
     sigma, rho, beta = p[0], p[1], p[2]
     x, y, z = 1.0, 1.0, 1.0
     for _ in range(n):
-        dx = sigma * (y - x)
-        dy = x * (rho - z) - y
-        dz = x * y - beta * z
-        x = x + 0.0001 * dx
-        y = y + 0.0001 * dy
-        z = z + 0.0001 * dz
+        x, y, z = (
+            x + 0.0001 * sigma * (y - x),
+            y + 0.0001 * (x * (rho - z) - y),
+            z + 0.0001 * (x * y - beta * z),
+        )
     if x != x:
         raise FloatingPointError("the state is nan")
     return x * x
