@@ -37,7 +37,13 @@ except ImportError as _missing:  # pragma: no cover - the optional dependency
 
 import numpy as np
 
+try:
+    from tqdm.auto import tqdm
+except ImportError:  # optional: maps go without a progress bar
+    tqdm = None
+
 from numbax import tree_util
+from numbax.distributed.collectives import collective_in
 from numbax.distributed.shipping import ship
 from numbax.distributed.worker import (
     BatchInfo,
@@ -356,9 +362,7 @@ class _Bar:
         if self.progress is False or self.done == self.total:
             return
         if self.bar is None and (self.progress or elapsed > PROGRESS_AFTER):
-            try:
-                from tqdm.auto import tqdm
-            except ImportError:
+            if tqdm is None:
                 return
             self.bar = tqdm(total=self.total, initial=self.done, unit="batch", leave=False)
         elif self.bar is not None:
@@ -402,8 +406,6 @@ def _concatenated(outs: list, out_axes: Any) -> Any:
 
 def _refuse_collectives(f: Callable) -> None:
     """A collective needs every example at once: refused, naming it."""
-    from numbax.distributed.collectives import collective_in
-
     found = collective_in(f)
     if found is not None:
         raise NotImplementedError(
