@@ -43,7 +43,6 @@ except ImportError:  # optional: maps go without a progress bar
     tqdm = None
 
 from numbax import tree_util
-from numbax.distributed.collectives import collective_in
 from numbax.distributed.shipping import ship
 from numbax.distributed.worker import (
     BatchInfo,
@@ -258,7 +257,6 @@ def _run(
 ) -> Any:
     global _last
     began = time.perf_counter()
-    _refuse_collectives(f)
     axes = _axes(in_axes, len(args), f)
     n = batch_size(args, axes)
     shipped, lines = ship(f, axes, out_axes)
@@ -402,16 +400,3 @@ def _concatenated(outs: list, out_axes: Any) -> Any:
         *outs,
         is_leaf=lambda a: a is None,
     )
-
-
-def _refuse_collectives(f: Callable) -> None:
-    """A collective needs every example at once: refused, naming it."""
-    found = collective_in(f)
-    if found is not None:
-        raise NotImplementedError(
-            f"nx.distributed.map of {display_name(f)}: nx.lax.{found} over the mapped axis "
-            "needs every example at once, and the examples of a distributed map run on "
-            "different workers. nx.pmap on one machine supports it (nx.pmap(f, "
-            "axis_name=...)); on a cluster, map the part before the collective and reduce "
-            "its results on the client."
-        )

@@ -31,6 +31,7 @@ from numbax.codegen.cache import cache_key
 from numbax.codegen.load import GENERATED_PREFIX
 from numbax.codegen.reuse import reuse_key
 from numbax.codegen.standalone import ExportError, Standalone
+from numbax.distributed.collectives import collective_in
 from numbax.transform.provenance import Origin, resolve
 from numbax.transform.source import display_name
 from numbax.version import __version__
@@ -141,6 +142,14 @@ def ship(fun: Any, in_axes: Any, out_axes: Any) -> tuple[Shipped, _LineMap]:
 
 def _ship(fun: Any, in_axes: Any, out_axes: Any) -> tuple[Shipped, _LineMap]:
     label = display_name(fun)
+    found = collective_in(fun)
+    if found is not None:  # a collective needs every example at once
+        raise NotImplementedError(
+            f"nx.distributed.map of {label}: nx.lax.{found} over the mapped axis needs every "
+            "example at once, and the examples of a distributed map run on different "
+            "workers. nx.pmap on one machine supports it (nx.pmap(f, axis_name=...)); on a "
+            "cluster, map the part before the collective and reduce its results here."
+        )
     file = _Shipment()
     try:
         root = _what_runs(fun) or fun
