@@ -135,6 +135,7 @@ def main(argv: list[str] | None = None) -> int:
             assert np.array_equal(out, reference)
             batches = nx.distributed.last_report().batches
             client.restart()
+            client.wait_for_workers(workers)
             run()
             warm = nx.distributed.last_report()
         rows.append((workers, seconds, batches, cold, warm))

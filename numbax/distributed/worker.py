@@ -3,10 +3,12 @@ examples through it, and a failing example found and placed.
 
 A worker loads the text as a generated module (``codegen/load.py``: written to numbax's
 cache under its content key, executed from the text itself) and maps it with
-``nx.jit(nx.vmap(f, method="loop"))``, numbax's own path: its generated modules and
-their machine code go to numbax's trusted disk cache like any other, so with a cache
-directory the workers share, the first worker to need a function compiles it under the
-entry's file lock and the others wait and load it (one compile across the cluster).
+``nx.jit(nx.vmap(f, method="loop"), nogil=True)``, numbax's own path (the same
+arithmetic, holding no Python lock while it runs, so that the threads of a worker run
+batches at once): its generated modules and their machine code go to numbax's trusted
+disk cache like any other, so with a cache directory the workers share, the first
+worker to need a function compiles it under the entry's file lock and the others wait
+and load it (one compile across the cluster).
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ def _program(
             name = module_name(f"shipped_{shipped.name}", shipped.key)
             module = load_module(name, shipped.text, {})
             function = getattr(module, shipped.name)
-            mapped = jit(vmap(function, shipped.in_axes, shipped.out_axes, method="loop"))
+            # nogil: worker threads of one process run their batches at once
+            batched = vmap(function, shipped.in_axes, shipped.out_axes, method="loop")
+            mapped = jit(batched, nogil=True)
             program = _programs[shipped.key] = _Program(module.__file__, function, mapped)
     with program.lock:  # the first call compiles (or loads): the program's first batch
         first = not program.called
