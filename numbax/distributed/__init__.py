@@ -54,6 +54,7 @@ from numbax.distributed.worker import (
     take,
     versions,
 )
+from numbax.errors import CompileError
 from numbax.transform.provenance import Origin
 from numbax.transform.source import display_name
 
@@ -203,7 +204,9 @@ class _DistributedPmap:
 
     def __call__(self, *args: Any) -> Any:
         client = self.devices[0].client
-        workers = sorted({d.worker for d in self.devices})
+        workers: list[str] | None = sorted({d.worker for d in self.devices})
+        if set(workers) == set(client.nthreads()):  # all of them: a replaced one too
+            workers = None
         return _run(
             self.fun,
             args,
@@ -253,7 +256,7 @@ def _run(
     cache_dir: Any,
     progress: bool | None,
     timeout: float | None,
-    restricted: tuple[list[str], int] | None,
+    restricted: tuple[list[str] | None, int] | None,
 ) -> Any:
     global _last
     began = time.perf_counter()
@@ -330,18 +333,28 @@ def _gather(
     try:
         for future, result in _dask.as_completed(futures, with_results=True, timeout=timeout):
             if isinstance(result, Failure):
-                for other in futures:
-                    other.cancel()
                 raise _example_error(result, label, lines)
             results[order[future.key]] = result
             bar.update(time.perf_counter() - began)
+    except BaseException:  # a failure, a timeout, an interrupt: the rest is not wanted
+        for future in futures:
+            future.cancel()
+        raise
     finally:
         bar.close()
     return [results[k] for k in range(len(futures))]
 
 
-def _example_error(failure: Failure, label: str, lines: Any) -> ExampleError:
+def _example_error(failure: Failure, label: str, lines: Any) -> Exception:
     origin = lines.origin(failure.line) if failure.line is not None else None
+    if failure.index < 0:  # numbax's refusal on the worker, at the user's line
+        return CompileError(
+            failure.message,
+            function=label,
+            transformation="jit",
+            filename=origin.filename if origin else None,
+            lineno=origin.line if origin else None,
+        )
     return ExampleError(label, failure, origin)
 
 

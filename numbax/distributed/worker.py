@@ -13,6 +13,7 @@ and load it (one compile across the cluster).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -31,6 +32,7 @@ from numbax.api.vmap import vmap
 from numbax.codegen.cache import cache_root
 from numbax.codegen.load import GENERATED_PREFIX, load_module, module_name
 from numbax.distributed.shipping import Shipped
+from numbax.errors import TransformError
 from numbax.transform.provenance import resolve
 from numbax.version import __version__
 
@@ -90,7 +92,8 @@ class BatchInfo:
 @dataclass
 class Failure:
     """An example whose call raised: its index in the whole map, the exception, and
-    the line of the shipped text where it was raised (None where no frame says)."""
+    the line of the shipped text where it was raised (None where no frame says); index
+    -1: numbax could not compile the shipped function (a ``CompileError``)."""
 
     index: int
     error_type: str
@@ -131,11 +134,16 @@ def run_batch(
     program, first = _program(shipped, client_versions, cache_dir, client_pid, address)
     ready = None
     with _counting() as counted:
-        try:
-            if first:  # compiled (or loaded) before it runs: the time to be ready, apart
+        if first:  # compiled (or loaded) before it runs, to time that apart
+            with contextlib.suppress(Exception):  # the call says what fails, in numbax's words
                 program.mapped.lower(*args).compile()
-                ready = time.perf_counter() - began
+            ready = time.perf_counter() - began
+        try:
             out = program.mapped(*args)
+        except TransformError as error:  # numbax cannot compile it: no example's fault
+            line = error.lineno if error.filename == program.module_file else None
+            info = BatchInfo(address, first, counted.compiles, time.perf_counter() - began)
+            return Failure(-1, type(error).__name__, error.detail, line, error.function, info)
         except Exception as error:  # noqa: BLE001 - placed, then reported to the client
             failure = _place(program, shipped, start, args, error)
             seconds = time.perf_counter() - began

@@ -3,6 +3,7 @@
 ``nx.pmap`` with Dask's devices, an example's exception at the user's line, and what
 is refused (collectives, lambdas). ``import numbax`` never imports Dask."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -35,6 +36,10 @@ def checked(x):
     if x[0] > 1.5:
         raise ValueError("x too large")
     return np.sqrt(np.abs(x)) * 2.0
+
+
+def pid_scaled(x):
+    return x * os.getpid()  # Numba cannot compile os.getpid
 
 
 def centered(x):
@@ -101,6 +106,12 @@ def test_an_example_raising_names_it_and_the_users_line(client) -> None:
     assert error.filename == __file__
     assert error.lineno == line_of(checked, "raise ValueError")
     assert "checked" in str(error)
+
+
+def test_what_numbax_cannot_compile_is_its_compile_error_in_the_users_file(client) -> None:
+    with pytest.raises(nx.CompileError, match="pid_scaled") as caught:
+        nx.distributed.map(pid_scaled, XS, timeout=TIMEOUT)
+    assert caught.value.filename == __file__
 
 
 def test_a_collective_is_refused_naming_it(client) -> None:
