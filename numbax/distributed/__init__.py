@@ -166,11 +166,17 @@ def map(  # noqa: A001 - the name a Dask and a JAX user look for (client.map, ja
     batches per worker thread). ``cache_dir``: the numbax cache directory of worker
     processes (None: their own, ``NUMBAX_CACHE_DIR`` or ``~/.cache/numbax``), which with
     a directory they share means one compile of each generated function for the whole
-    cluster. ``progress``: a progress bar (tqdm, else Dask's) for maps running longer
-    than a few seconds (None), always (True) or never (False). ``timeout``: seconds
-    after which the map gives up (``TimeoutError``).
+    cluster. ``progress``: tqdm's progress bar over the batches (where tqdm is
+    installed) for maps running longer than a few seconds (None), always (True) or
+    never (False). ``timeout``: seconds after which the map gives up (``TimeoutError``;
+    its batches are cancelled).
 
-    Raises :class:`ExampleError` when an example raised on a worker, naming it.
+    Raises :class:`ExampleError` when an example raised on a worker, naming it, and
+    numbax's ``CompileError`` when the workers cannot compile ``f``. ``f`` travels as
+    source (``def`` functions, what they read copied as source or literals, numbax's own
+    objects imported there): a lambda, or a value that cannot be written as source, is
+    refused (``ExportError``); large arrays are best passed as unmapped arguments
+    (``in_axes=None``: scattered to the workers once) rather than read as globals.
     """
     client = _client(client)
     return _run(f, args, client, in_axes, out_axes, batch_size, cache_dir, progress, timeout, None)
