@@ -87,7 +87,8 @@ class ExampleError(RuntimeError):
         self.remote_message = failure.message
         self.filename = origin.filename if origin is not None else None
         self.lineno = origin.line if origin is not None else None
-        where = f"\n  at {self.filename}, line {self.lineno}, in {label}" if origin else ""
+        within = failure.function or label  # the function (of the shipped text) it raised in
+        where = f"\n  at {self.filename}, line {self.lineno}, in {within}" if origin else ""
         super().__init__(
             f"nx.distributed.map of {label}: example {self.index} raised {self.error_type}: "
             f"{self.remote_message}{where}"
