@@ -10,7 +10,9 @@ timed (best of ``--repeat``). Efficiency is (time on one worker) / (workers × t
 
 Each worker count starts a fresh cluster with an empty cache directory (cold: the
 first worker compiles each generated function, the others wait and load it), then
-restarts its workers (warm: fresh processes that load everything from that cache). The
+restarts its workers (warm: fresh processes that load everything from that cache;
+workers in this process share its one cache and compiled code, cold for the first
+worker count only). The
 table reports the compiles across the cluster cold and warm, and each worker's seconds
 to its first batch (from the start of that task: loading or compiling the code, and
 running the batch). With ``--processes``, one worker process is then killed a third of
@@ -87,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     os.environ.setdefault("NUMBAX_COMPILE_LOG", "0")
+    if not args.processes:  # workers in this process use its cache: an empty one
+        os.environ["NUMBAX_CACHE_DIR"] = tempfile.mkdtemp(prefix="numbax-scale-dask-")
     import numba
     from distributed import Client, LocalCluster
 
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.steps,
                     in_axes=(0, None),
                     client=client,
-                    cache_dir=cache,
+                    cache_dir=cache if args.processes else None,
                     progress=False,
                 )
 
@@ -137,8 +141,9 @@ def main(argv: list[str] | None = None) -> int:
             seconds, out = _timed(run, args.repeat)
             assert np.array_equal(out, reference)
             batches = nx.distributed.last_report().batches
-            client.restart()
-            client.wait_for_workers(workers)
+            if args.processes:  # fresh processes (in-process workers cannot restart)
+                client.restart()
+                client.wait_for_workers(workers)
             run()
             warm = nx.distributed.last_report()
             killed = _killed(run, client, seconds, reference) if args.processes else None
