@@ -62,7 +62,8 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ["debug", "example_libraries", "experimental", "flatten_util", "lax", "misc", "nn"]
+        ["debug", "distributed", "example_libraries", "experimental", "flatten_util", "lax"]
+        + ["misc", "nn"]
         + ["random", "test_util", "tree_util"],
         "",
     ),

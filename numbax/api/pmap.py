@@ -332,7 +332,9 @@ def pmap(
     ``static_broadcasted_argnums``: positional arguments passed to every example as they
     are, as constants compiled in (hashable; each new value compiles anew, as ``jit``'s
     ``static_argnums``). ``devices``: a list of ``nx.devices()`` entries, as many threads
-    at most. ``donate_argnums`` is accepted and ignored; ``backend`` must be the CPU.
+    at most; or ``nx.distributed.devices(client)``: the map runs on those Dask workers
+    (``nx.distributed.map``). ``donate_argnums`` is accepted and ignored; ``backend``
+    must be the CPU.
 
     A function with collectives over ``axis_name`` (``nx.lax.psum``, ``pmean``,
     ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``axis_index``,
@@ -342,6 +344,17 @@ def pmap(
     """
     if backend not in (None, "cpu"):
         raise RuntimeError(f"pmap backend {backend!r} is not available: numbax maps on the CPU")
+    devices = None if devices is None else list(devices)
+    elsewhere = getattr(devices[0], "__numbax_pmap__", None) if devices else None
+    if elsewhere is not None:  # a cluster's devices (nx.distributed.devices): its map
+        return elsewhere(
+            fun,
+            devices,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=axis_name,
+            static_broadcasted_argnums=static_broadcasted_argnums,
+        )
     threads = _thread_limit(fun, devices)
     static = _as_tuple(static_broadcasted_argnums)
 
