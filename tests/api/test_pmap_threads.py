@@ -77,7 +77,8 @@ def test_bit_identical_to_the_vmap_loop(size, threads) -> None:
 
 def test_bit_identical_on_three_threads() -> None:
     """Three threads on any machine: NUMBA_NUM_THREADS and the device count set in a
-    fresh process (Numba's pool is sized when it starts)."""
+    fresh process (Numba's pool is sized when it starts); a map on two of them leaves
+    the caller's thread count at three."""
     program = textwrap.dedent(
         """
         import numba, numpy as np, numbax as nx
@@ -89,6 +90,9 @@ def test_bit_identical_on_three_threads() -> None:
         got = nx.pmap(iterations, in_axes=(0, None))(x, 1e-6)
         want = nx.jit(nx.vmap(iterations, in_axes=(0, None), method="loop"))(x, 1e-6)
         assert all(np.array_equal(g, w) for g, w in zip(got, want))
+        two = nx.pmap(iterations, in_axes=(0, None), devices=nx.devices()[:2])
+        assert all(np.array_equal(g, w) for g, w in zip(two(x, 1e-6), want))
+        assert numba.get_num_threads() == 3  # a map on two threads leaves the count as it was
         print("ok", nx.local_device_count())
         """
     )

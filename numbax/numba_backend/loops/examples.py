@@ -36,7 +36,7 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from numbax.numba_backend.loops.blas_threads import set_blas_threads
-from numbax.numba_backend.loops.threads import usable_thread_count
+from numbax.numba_backend.loops.threads import keeping_thread_count, usable_thread_count
 
 __all__ = ["examples_runner"]
 
@@ -119,19 +119,17 @@ def _run(context, builder, signature, compiled, size, arguments, limit) -> ir.Va
                 stacked = cgutils.alloca_once_value(builder, cgutils.pack_array(builder, values))
                 return builder.bitcast(stacked, _BYTE_PTR)
 
-            builder.call(
-                parallel_for,
-                [
-                    builder.bitcast(taker, _BYTE_PTR),
-                    on_stack([ir.Constant(_BYTE_PTR, None)]),
-                    on_stack([threads, ir.Constant(_I64, 0)]),  # one call a thread
-                    on_stack([ir.Constant(_I64, 0)]),
-                    data,
-                    ir.Constant(_I64, 1),
-                    ir.Constant(_I64, 1),
-                    builder.trunc(threads, _I32),
-                ],
-            )
+            arguments = [
+                builder.bitcast(taker, _BYTE_PTR),
+                on_stack([ir.Constant(_BYTE_PTR, None)]),
+                on_stack([threads, ir.Constant(_I64, 0)]),  # one call a thread
+                on_stack([ir.Constant(_I64, 0)]),
+                data,
+                ir.Constant(_I64, 1),
+                ir.Constant(_I64, 1),
+                builder.trunc(threads, _I32),
+            ]
+            keeping_thread_count(builder, lambda: builder.call(parallel_for, arguments))
             set_blas_threads(builder, blas)
         with here:
             nulls = [ir.Constant(t, None) for t in _TAKER.args[:3]]

@@ -41,7 +41,7 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import llvmlite.binding as ll
@@ -59,6 +59,7 @@ __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "chunk_runner",
     "threads_for",
+    "keeping_thread_count",
     "launch",
     "one_thread",
     "threads_allowed",
@@ -364,6 +365,20 @@ def _get_num_threads(module: ir.Module) -> ir.Function:
     return cgutils.get_or_insert_function(
         module, ir.FunctionType(ir.IntType(32), []), "get_num_threads"
     )
+
+
+def keeping_thread_count(builder: ir.IRBuilder, run: Callable[[], None]) -> None:
+    """``run()`` (a ``numba_parallel_for`` call on fewer threads than Numba's count),
+    then the calling thread's count as it was: the layer's team sets each member's count
+    to the team's size, the caller's included, so a map limited to two threads would
+    otherwise leave every later parallel loop of this thread on two."""
+    module = builder.module
+    previous = builder.call(_get_num_threads(module), [])
+    run()
+    setter = cgutils.get_or_insert_function(
+        module, ir.FunctionType(ir.VoidType(), [ir.IntType(32)]), "set_num_threads"
+    )
+    builder.call(setter, [previous])
 
 
 def _itemsize(context: Any, dtype: types.Type) -> int:
