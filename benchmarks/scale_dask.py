@@ -2,8 +2,8 @@
 pays before its first batch.
 
 The workload: per-example gradients of the Lorenz-63 system integrated by classic RK4
-(``benchmarks/kernels_loops.py``'s ``lorenz`` integrates the same system by explicit
-Euler), 2,000 steps an example, ``nx.grad`` with respect to (σ, ρ, β), mapped over
+(``benchmarks/kernels_scale.py``'s ``lorenz_rk4``, as ``scale.py`` maps it on the cores),
+2,000 steps an example, ``nx.grad`` with respect to (σ, ρ, β), mapped over
 10^4 parameter sets. For each worker count the map's results are first checked
 bit-identical to ``nx.jit(nx.vmap(g, method="loop"))`` on one core here; then it is
 timed (best of ``--repeat``). Efficiency is (time on one worker) / (workers × time).
@@ -35,35 +35,9 @@ import time
 
 import numpy as np
 
+from benchmarks.kernels_scale import lorenz_rk4
+
 STEPS = 2_000
-DT = 0.001
-
-
-def lorenz_rk4(p, n_steps):
-    """x(T)² of Lorenz-63 from (1, 1, 1), ``n_steps`` classic RK4 steps, p = (σ, ρ, β)."""
-    h = DT
-    sigma, rho, beta = p[0], p[1], p[2]
-    x, y, z = 1.0, 1.0, 1.0
-    for _ in range(n_steps):
-        k1x = sigma * (y - x)
-        k1y = x * (rho - z) - y
-        k1z = x * y - beta * z
-        x2, y2, z2 = x + 0.5 * h * k1x, y + 0.5 * h * k1y, z + 0.5 * h * k1z
-        k2x = sigma * (y2 - x2)
-        k2y = x2 * (rho - z2) - y2
-        k2z = x2 * y2 - beta * z2
-        x3, y3, z3 = x + 0.5 * h * k2x, y + 0.5 * h * k2y, z + 0.5 * h * k2z
-        k3x = sigma * (y3 - x3)
-        k3y = x3 * (rho - z3) - y3
-        k3z = x3 * y3 - beta * z3
-        x4, y4, z4 = x + h * k3x, y + h * k3y, z + h * k3z
-        k4x = sigma * (y4 - x4)
-        k4y = x4 * (rho - z4) - y4
-        k4z = x4 * y4 - beta * z4
-        x = x + h / 6.0 * (k1x + 2.0 * k2x + 2.0 * k3x + k4x)
-        y = y + h / 6.0 * (k1y + 2.0 * k2y + 2.0 * k3y + k4y)
-        z = z + h / 6.0 * (k1z + 2.0 * k2z + 2.0 * k3z + k4z)
-    return x * x
 
 
 def _parameters(n: int) -> np.ndarray:
