@@ -45,7 +45,13 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
         vjp,
     )
     from numbax.api.custom import checkpoint, custom_jvp, custom_vjp, remat
-    from numbax.api.devices import block_until_ready, device_get, device_put, devices
+    from numbax.api.devices import (
+        block_until_ready,
+        device_get,
+        device_put,
+        devices,
+        local_device_count,
+    )
     from numbax.api.export import export
     from numbax.api.jit import Jitted, jit
     from numbax.api.pmap import pmap
@@ -56,7 +62,8 @@ if TYPE_CHECKING:  # what the lazy names below are, for readers and type checker
 # public name -> the module that defines it (a submodule: the module itself)
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
-        ["debug", "example_libraries", "experimental", "flatten_util", "lax", "misc", "nn"]
+        ["debug", "distributed", "example_libraries", "experimental", "flatten_util", "lax"]
+        + ["misc", "nn"]
         + ["random", "test_util", "tree_util"],
         "",
     ),
@@ -69,7 +76,8 @@ _LAZY: dict[str, str] = {
     "export": "numbax.api.export",
     **dict.fromkeys(["Jitted", "jit"], "numbax.api.jit"),
     **dict.fromkeys(
-        ["block_until_ready", "device_get", "device_put", "devices"], "numbax.api.devices"
+        ["block_until_ready", "device_get", "device_put", "devices", "local_device_count"],
+        "numbax.api.devices",
     ),
     **dict.fromkeys(["show", "source"], "numbax.api.show"),
     "pmap": "numbax.api.pmap",
@@ -105,6 +113,7 @@ __all__ = [
     "jvp",
     "lax",
     "linearize",
+    "local_device_count",
     "misc",
     "nn",
     "pmap",

@@ -1,5 +1,5 @@
 """numbax's public face: every callable numbax hands out (jit, the grad family, vmap,
-custom rules, checkpoint; their base class is :class:`~numbax.api.callable.NumbaxFunction`)
+pmap, custom rules, checkpoint; their base class is :class:`~numbax.api.callable.NumbaxFunction`)
 and :func:`show`. ``numbax/__init__.py`` re-exports them.
 
 The transformations a user may build inside a function being transformed
@@ -13,12 +13,13 @@ from numbax.api import autodiff
 from numbax.api.autodiff import grad, hessian, jacfwd, jacobian, jacrev, value_and_grad
 from numbax.api.custom import checkpoint, remat
 from numbax.api.jit import jit
+from numbax.api.pmap import pmap
 from numbax.api.vmap import vmap
 from numbax.transform.normalize.jvp_vjp import register_derivative_calls
 from numbax.transform.normalize.transformations import register_transformations
 
 register_transformations(
-    vmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat
+    vmap, pmap, grad, value_and_grad, jacfwd, jacrev, jacobian, hessian, jit, checkpoint, remat
 )
 register_derivative_calls(
     jvp=autodiff.jvp,

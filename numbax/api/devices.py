@@ -1,7 +1,11 @@
 """Devices and moving values between them, as JAX spells it: ``nx.devices()``,
-``nx.device_put``, ``nx.device_get``, ``nx.block_until_ready``.
+``nx.local_device_count()``, ``nx.device_put``, ``nx.device_get``,
+``nx.block_until_ready``.
 
-numbax's default backend is the CPU, where values are NumPy arrays. A GPU (numba-cuda's,
+numbax's default backend is the CPU, where values are NumPy arrays, and its devices
+are the cores this process may run on (``nx.pmap`` maps over them), or as many as
+``JAX_NUM_CPU_DEVICES`` or ``XLA_FLAGS=--xla_force_host_platform_device_count=N`` say,
+as JAX makes its CPU devices. A GPU (numba-cuda's,
 or Numba's CUDA simulator) holds device arrays: what ``nx.jit(..., backend="gpu")``
 returns stays there until ``device_get`` (or ``np.asarray``) copies it back, and device
 arrays of other libraries (anything with ``__cuda_array_interface__``: CuPy, PyTorch,
@@ -10,6 +14,8 @@ JAX) are taken without a copy.
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,15 +40,48 @@ class Device:
 
 CPU = Device("cpu", 0, "cpu")
 
+_FORCED_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\d+)")
+
+
+def cpu_count() -> int:
+    """The CPU's devices: ``JAX_NUM_CPU_DEVICES`` or the XLA flag where set (in that
+    order, as JAX reads them), else the cores this process may run on."""
+    given = os.environ.get("JAX_NUM_CPU_DEVICES", "").strip()
+    if given:
+        try:
+            count = int(given)
+        except ValueError:
+            raise ValueError(f"JAX_NUM_CPU_DEVICES={given!r} is not a number of devices") from None
+        if count >= 1:
+            return count
+    forced = _FORCED_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
+    if forced and int(forced[-1]) >= 1:
+        return int(forced[-1])
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return os.cpu_count() or 1
+
 
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (``"cpu"``, ``"gpu"``/``"cuda"``; None: numbax's default,
-    the CPU). Asking for the GPU on a machine without one raises, saying what is missing."""
+    the CPU). The CPU's are its cores (see :func:`local_device_count`). Asking for the
+    GPU on a machine without one raises, saying what is missing."""
     if backend is None or str(backend).lower() == "cpu":
-        return [CPU]
+        return [Device("cpu", k, "cpu") for k in range(cpu_count())]
     if str(backend).lower() in _GPU_NAMES:
         return [Device("gpu", k, name) for k, name in enumerate(gpu.gpu_names())]
     raise RuntimeError(f"unknown backend {backend!r}: use 'cpu' or 'gpu'")
+
+
+def local_device_count(backend: str | None = None) -> int:
+    """How many devices ``backend`` has (JAX's ``jax.local_device_count``): for the CPU,
+    numbax's default, the cores this process may run on, or ``JAX_NUM_CPU_DEVICES``, or
+    the ``--xla_force_host_platform_device_count=N`` of ``XLA_FLAGS`` where set. ``nx.pmap``
+    runs on as many threads at most."""
+    if backend is None or str(backend).lower() == "cpu":
+        return cpu_count()
+    return len(devices(backend))
 
 
 def platform_of(device: Any) -> str:

@@ -165,11 +165,10 @@ def centered(x):
 
 
 def test_pmap_maps_on_the_host_like_vmap() -> None:
+    """pmap's results are vmap's (its threads: tests/api/test_pmap_threads.py)."""
     xs = np.arange(6.0).reshape(3, 2)
     np.testing.assert_allclose(nx.pmap(centered, "devices")(xs), xs - xs.mean(0))
     np.testing.assert_allclose(nx.pmap(np.sin)(xs), np.sin(xs))
-    with pytest.raises(TypeError, match="static_broadcasted_argnums"):
-        nx.pmap(centered, static_broadcasted_argnums=1)
 
 
 def lambda_over_global():

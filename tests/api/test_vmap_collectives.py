@@ -150,3 +150,25 @@ def test_the_axis_name_may_be_a_keyword():
     for method in METHODS:
         got = nx.vmap(centred, axis_name="i", method=method)(X)
         np.testing.assert_allclose(got, X - X.mean(0), rtol=1e-12)
+
+
+LEFT = [(k, (k - 1) % 4) for k in range(4)]
+
+
+def spread(x, w):
+    """The collectives JAX added for sharded work, of an argument mapped over axis 1."""
+    everyone = nx.lax.all_gather(x * 2.0, "i", axis=0, tiled=True)
+    mine = nx.lax.psum_scatter(np.outer(x, w), "i", scatter_dimension=1, tiled=True)
+    left = nx.lax.ppermute(x, "i", LEFT)
+    return everyone, mine, left, nx.lax.axis_size("i") + nx.lax.axis_index("i")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_gather_scatter_and_permute_of_an_axis_other_than_the_first(method):
+    xs, w = X.T, np.arange(1.0, 9.0)  # 4 examples of shape (3,), mapped over axis 1
+    got = nx.vmap(spread, in_axes=(1, None), axis_name="i", method=method)(xs, w)
+    total = sum(np.outer(x, w) for x in X)
+    np.testing.assert_allclose(got[0], np.tile(2.0 * X.reshape(-1), (4, 1)))
+    np.testing.assert_allclose(got[1], np.stack([total[:, 2 * k : 2 * k + 2] for k in range(4)]))
+    np.testing.assert_allclose(got[2], np.roll(X, -1, axis=0))
+    np.testing.assert_array_equal(got[3], 4 + np.arange(4))

@@ -14,6 +14,11 @@ half a core is busy elsewhere, all of them again once less than a quarter is. It
 lowers the count OpenBLAS had when it started, and stops changing it once someone else
 has (``threadpoolctl``, the program itself). Linux only; elsewhere, or without SciPy's
 OpenBLAS, nothing changes.
+
+Compiled code that runs examples on every core (``pmap``: ``loops/examples.py``) gives
+OpenBLAS one thread while they run, through :func:`set_blas_threads` (OpenBLAS's functions
+linked by name, so the machine code stays valid in the disk cache); the watcher leaves
+the count alone meanwhile.
 """
 
 from __future__ import annotations
@@ -27,12 +32,20 @@ import threading
 import time
 from typing import Any
 
+import llvmlite.binding as ll
+from llvmlite import ir
+from numba.core import cgutils
+
 _PERIOD_S = 0.25
 _BUSY_CORES = 0.5  # used by other processes, above which a thread is given up
 _FREE_CORES = 0.25  # below which the threads given up are taken back
 
 _started = False
 _lock = threading.Lock()
+_GET_SYMBOL = "numbax_blas_get_num_threads"
+_SET_SYMBOL = "numbax_blas_set_num_threads"
+_symbols_added = False
+_no_blas: list[Any] = []  # the stand-ins linked where SciPy's OpenBLAS is not found
 
 
 def watch() -> None:
@@ -62,6 +75,41 @@ def _openblas() -> Any:
         library.get.restype, library.set.argtypes = ctypes.c_int, [ctypes.c_int]
         return library
     return None
+
+
+def add_symbols() -> None:
+    """Link :func:`set_blas_threads`'s two symbols to SciPy's OpenBLAS (or, without it, to
+    functions that do nothing): before code calling it is compiled or loaded from the
+    disk cache (``loops/threads.py``'s ``launch``)."""
+    global _symbols_added
+    with _lock:
+        if _symbols_added:
+            return
+        library = _openblas()
+        if library is not None:
+            get, set_ = library.get, library.set
+        else:
+            get = ctypes.CFUNCTYPE(ctypes.c_int)(lambda: 1)
+            set_ = ctypes.CFUNCTYPE(None, ctypes.c_int)(lambda n: None)
+            _no_blas.extend([get, set_])  # kept alive: compiled code calls them
+        ll.add_symbol(_GET_SYMBOL, ctypes.cast(get, ctypes.c_void_p).value)
+        ll.add_symbol(_SET_SYMBOL, ctypes.cast(set_, ctypes.c_void_p).value)
+        _symbols_added = True
+
+
+def set_blas_threads(builder: ir.IRBuilder, count: ir.Value) -> ir.Value:
+    """In compiled code (LLVM IR): give OpenBLAS ``count`` threads (an i32) and return
+    how many it had (an i32), by the symbols :func:`add_symbols` links."""
+    i32 = ir.IntType(32)
+    module = builder.module
+    get = cgutils.get_or_insert_function(module, ir.FunctionType(i32, []), _GET_SYMBOL)
+    set_ = cgutils.get_or_insert_function(
+        module, ir.FunctionType(ir.VoidType(), [i32]), _SET_SYMBOL
+    )
+    previous = builder.call(get, [])
+    with builder.if_then(builder.icmp_signed("!=", count, previous)):
+        builder.call(set_, [count])
+    return previous
 
 
 def other_busy_cores(before: tuple[int, int, float], after: tuple[int, int, float]) -> float:
@@ -106,7 +154,10 @@ def _watch() -> None:
         after = _sample()
         busy = other_busy_cores(before, after)
         before = after
-        if library.get() != chosen:  # someone else set it: theirs to decide
+        current = library.get()
+        if current == 1 and chosen != 1:  # a map on every core, for now (see above)
+            continue
+        if current != chosen:  # someone else set it: theirs to decide
             return
         wanted = threads_wanted(full, chosen, busy)
         if wanted != chosen:

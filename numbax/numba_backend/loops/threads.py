@@ -41,7 +41,7 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import llvmlite.binding as ll
@@ -53,13 +53,17 @@ from numba.core.targetconfig import ConfigStack
 from numba.extending import intrinsic
 from numba.np.ufunc.parallel import _launch_threads
 
+from numbax.numba_backend.loops import blas_threads
+
 __all__ = [
     "PARALLEL_MIN_ELEMENTS",
     "chunk_runner",
     "threads_for",
+    "keeping_thread_count",
     "launch",
     "one_thread",
     "threads_allowed",
+    "usable_thread_count",
 ]
 
 PARALLEL_MIN_ELEMENTS = 1 << 17
@@ -99,6 +103,7 @@ def launch() -> None:
             return
         os.environ.setdefault("GOMP_SPINCOUNT", _SPIN_TURNS)
         _launch_threads()
+        blas_threads.add_symbols()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
         ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))
         _usable.value = int(numba.threading_layer() in _NEST_SAFE_LAYERS)
@@ -132,7 +137,7 @@ def threads_allowed() -> bool:
     return flags is None or not flags.is_set("auto_parallel")
 
 
-def _usable_threads(builder: ir.IRBuilder) -> ir.Value:
+def usable_thread_count(builder: ir.IRBuilder) -> ir.Value:
     """Numba's thread count (``numba.set_num_threads``) where this process may use the
     threads (:func:`launch`'s flag), else 0, as an i64. (``numba.get_num_threads`` itself
     would tie the machine code to this process: its error message is a Python object.)"""
@@ -196,7 +201,7 @@ def threads_for(typingctx, n):
         threads = cgutils.alloca_once_value(builder, ir.Constant(_I64, 1))
         large = builder.icmp_signed(">=", count, ir.Constant(_I64, PARALLEL_MIN_ELEMENTS))
         with builder.if_then(large):
-            usable = _usable_threads(builder)
+            usable = usable_thread_count(builder)
             several = builder.icmp_signed(">=", usable, ir.Constant(_I64, 2))
             with builder.if_then(several):
                 with builder.if_then(builder.not_(_backing_off(builder))):
@@ -360,6 +365,20 @@ def _get_num_threads(module: ir.Module) -> ir.Function:
     return cgutils.get_or_insert_function(
         module, ir.FunctionType(ir.IntType(32), []), "get_num_threads"
     )
+
+
+def keeping_thread_count(builder: ir.IRBuilder, run: Callable[[], None]) -> None:
+    """``run()`` (a ``numba_parallel_for`` call on fewer threads than Numba's count),
+    then the calling thread's count as it was: the layer's team sets each member's count
+    to the team's size, the caller's included, so a map limited to two threads would
+    otherwise leave every later parallel loop of this thread on two."""
+    module = builder.module
+    previous = builder.call(_get_num_threads(module), [])
+    run()
+    setter = cgutils.get_or_insert_function(
+        module, ir.FunctionType(ir.VoidType(), [ir.IntType(32)]), "set_num_threads"
+    )
+    builder.call(setter, [previous])
 
 
 def _itemsize(context: Any, dtype: types.Type) -> int:

@@ -12,6 +12,7 @@ from numbax.numba_backend.runtime import (  # noqa: F401  (importing registers t
     batching,
     broadcasting,
     callbacks,
+    collectives,
     elementwise,
     fft,
     fusion,

@@ -18,6 +18,7 @@ of the function's body, so it batches whatever numbax can call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import gast
@@ -129,3 +130,98 @@ def _put(batch: gast.expr, index: gast.expr, out: Leaf, short: str) -> gast.Expr
         "batch_put", clone(batch), clone(index), const(out.axis), clone(out.node), const(short)
     )
     return gast.Expr(call)
+
+
+class ThreadedExamples:
+    """:func:`examples_loop`'s statements for a map whose examples after the first run
+    on several threads (``pmap``): called like it, it returns the statements that fill
+    the batch, and keeps the function of one example each call needs
+    (:attr:`functions`: the function, what it calls, and the runner calling it)::
+
+        _out = _model(w, nxrt.batch_take(x, 0, 0))   # the first sizes the batch
+        _batch = nxrt.batch_empty(_out, _size, 0)
+        nxrt.batch_put(_batch, 0, 0, _out, 'model')
+        _failed = run_examples(_size, (_batch, w, x), 8)   # the others, on 8 threads
+        if _failed >= 0:
+            _pmap_model_example(_failed, _batch, w, x)    # raises its error here
+
+        def _pmap_model_example(_i, _batch, w, x):   # one example, stored in place
+            _out = _model(w, nxrt.batch_take(x, _i, 0))
+            nxrt.batch_put(_batch, _i, 0, _out, 'model')
+
+    ``names(callee)`` gives the example function's name and its runner's (named
+    ``run_examples`` above), which calls the example for every index from 1 on, on at
+    most ``threads`` threads, and returns -1, or an index whose example failed: called
+    again on this thread, it raises its error as the serial loop would. Each example is
+    a call of the same compiled function, so the results are those of the serial loop,
+    whichever thread runs it."""
+
+    def __init__(self, names: Callable[[str], tuple[str, str]], threads: int) -> None:
+        self.names = names
+        self.threads = threads
+        self.functions: list[tuple[gast.FunctionDef, str, str]] = []  # and callee, runner
+
+    def __call__(
+        self, callee: str, arguments: list[Leaf], batch: str, out_axes: Any, short: str
+    ) -> list[gast.stmt]:
+        example, runner = self.names(callee)
+        passed = list({_parameter(a): a for a in arguments if a.axis != INDEX}.values())
+        params = [_parameter(a) for a in passed]  # each value once
+        inside = [
+            a if a.axis == INDEX else Leaf(load(_parameter(a)), a.label, a.axis) for a in arguments
+        ]
+        first, index = const(0), load("_i")
+        outputs = _outputs(Leaf(load("_out"), "_out", out_axes), load(batch))
+        values = [load(batch), *(clone(a.node) for a in passed)]
+        run = gast.Call(
+            load(runner), [load(SIZE), gast.Tuple(values, gast.Load()), const(self.threads)], []
+        )
+        again = gast.Call(load(example), [load("_failed"), *map(clone, values)], [])
+        one = [
+            assign("_out", _call(callee, inside, index)),
+            *(_put(target, index, out, short) for out, target in outputs),
+        ]
+        tree = cleanup(function(example, ["_i", batch, *params], one))
+        self.functions.append((tree, callee, runner))
+        return [
+            assign("_out", _call(callee, arguments, first)),
+            assign(batch, _empty(Leaf(load("_out"), "_out", out_axes))),
+            *(_put(target, first, out, short) for out, target in outputs),
+            assign("_failed", run),
+            gast.If(
+                gast.Compare(load("_failed"), [gast.GtE()], [const(0)]), [gast.Expr(again)], []
+            ),
+        ]
+
+
+def _parameter(argument: Leaf) -> str:
+    """The name an example function takes an argument by: its own, or, for an element
+    of a batch (``_part1[0]``), one made of it (``_part1_0``)."""
+    if isinstance(argument.node, gast.Name):
+        return argument.node.id
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in argument.label).rstrip("_")
+
+
+def threaded_loop_functions(
+    names: tuple[str, str],
+    callee: str,
+    short: str,
+    params: list[str],
+    axes: tuple,
+    out_axes: Any,
+    axis_size: int | None,
+    runner: str,
+    threads: int,
+) -> tuple[gast.FunctionDef, gast.FunctionDef]:
+    """The loop of :func:`loop_function` in two functions, for a map whose examples
+    run on several threads (``pmap``, :class:`ThreadedExamples`): ``names`` are (the
+    map, one example), ``runner`` the name of what runs the examples on the threads."""
+    name, example = names
+    threaded = ThreadedExamples(lambda _: (example, runner), threads)
+    arguments = [Leaf(load(p), p, a) for p, a in zip(params, axes, strict=True)]
+    driver = [
+        assign(SIZE, batch_size(short, params, axes, axis_size)),
+        *threaded(callee, arguments, "_batch", out_axes, short),
+        gast.Return(load("_batch")),
+    ]
+    return cleanup(function(name, params, driver)), threaded.functions[0][0]

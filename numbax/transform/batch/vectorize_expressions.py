@@ -13,6 +13,7 @@ collective (``psum``...) as a reduction over the batch, a ``pure_callback`` by i
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Any
 
@@ -22,6 +23,14 @@ import numpy as np
 from numbax import lax
 from numbax.runtime.callbacks import pure_callback
 from numbax.transform import rules
+from numbax.transform.batch.collectives import (
+    NotStatic,
+    arguments_of,
+    over_batch,
+    rank_over_batch,
+    static_arguments,
+    static_definitions,
+)
 from numbax.transform.nodes import clone, expression, load, template
 from numbax.transform.operations import (
     CALL,
@@ -124,7 +133,7 @@ class _VectorizeExpressions:
         unchanged)."""
         if isinstance(node, gast.Call):
             callee = self.resolver.resolve(node.func)
-            if callee is lax.axis_index or callee in lax.COLLECTIVES:
+            if callee in lax.POSITIONAL or callee in lax.COLLECTIVES:
                 return self._collective(node, callee)
             if callee is pure_callback:
                 return self._pure_callback(node)
@@ -230,21 +239,33 @@ class _VectorizeExpressions:
         return Value(declared.rank, True), batched
 
     def _collective(self, call: gast.Call, target: Any) -> tuple[Value, gast.expr]:
-        """``psum(x, name)``: a reduction over the batch axis, the same for every
-        example; ``axis_index(name)``: each example's position."""
-        *args, name = [*call.args, *(k.value for k in call.keywords)]
-        if self._constant(name) != self.axis_name or self.axis_name is None:
+        """``psum(x, name)`` and the other collectives: an operation on the whole batch
+        (``lax.COLLECTIVES``), the same for every example or a batch of one value each;
+        ``axis_index(name)``: each example's position; ``axis_size(name)``: the size."""
+        try:
+            bound = arguments_of(call, target)
+            statics = static_arguments(call, target, self._definitions, self.resolver)
+        except (TypeError, NotStatic) as error:
+            raise Decline(f"{text(call)}: {error}") from None
+        if self._constant(bound["axis_name"]) != self.axis_name or self.axis_name is None:
             raise Decline(
                 f"{text(call)}: the collective is over an axis other than this vmap's "
                 f"(axis_name={self.axis_name!r})"
             )
         if target is lax.axis_index:
             return Value(0, True), template("np.arange(_size)")
-        value = self._value(args[0])
-        reduce, unmapped = lax.COLLECTIVES[target]
-        if not value.batched:
-            return Value(value.rank), template(unmapped.format(x="x"), x=args[0])
-        return Value(value.rank), template(f"{reduce}(x, axis=0)", x=args[0])
+        if target is lax.axis_size:
+            return SCALAR, load("_size")
+        operand = bound["x"]
+        value = self._value(operand)
+        rank = rank_over_batch(target, value.rank, statics)
+        batched = over_batch(target, operand, 0 if value.batched else None, statics)
+        return Value(rank, lax.COLLECTIVES[target].varying), batched
+
+    @functools.cached_property
+    def _definitions(self) -> dict[str, gast.expr]:
+        """The function's names assigned once to constants (a collective's ``perm``)."""
+        return static_definitions(self.fn)
 
     def _constant_op(self, node: gast.expr) -> tuple[Value, gast.expr | None]:
         if isinstance(node, gast.Compare):  # elementwise, like the operators

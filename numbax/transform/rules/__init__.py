@@ -70,7 +70,7 @@ WITHOUT_DERIVATIVE_RULES = frozenset(
     ["batch_size", "batch_take", "batch_empty", "batch_put", "batch_repeat", "first"]
     + ["cotangent_as", "seed_of_sum", "seed_of_total", "seed_of_mean", "expand_reduced"]
     + ["gradient_stand_in", "loop_stand_in", "reduction_stand_in", "shape_stand_in"]
-    + ["field_filled"]
+    + ["field_filled", "all_gathered", "psum_scattered", "ppermuted"]
 )
 """Helpers no transformation is ever applied to, so they need no rules."""
 
@@ -94,6 +94,7 @@ LOOPED_BY_VMAP = frozenset(
     + ["jac_basis_all", "ravel_batch", "unravel_batch"]
     + ["jac_flatten", "jac_size", "unravel_pytree", "batch_sum"]
     + ["batch_broadcast", "psum", "pmean", "pmax", "pmin", "axis_index", "block_upper"]
+    + ["all_gather", "psum_scatter", "ppermute", "ppermute_inverse", "axis_size"]
     + ["unarray", "outer_operand", "positions", "ungather", "regather", "running_positions"]
     + ["pad_positions", "fft_axes", "fft_shape"]
     + ["select_default", "spread_like", "unchoose", "unselect", "batch_spec"]
