@@ -13,6 +13,10 @@ of uneven cost (a ``while`` to a tolerance, an ODE with its own step count) bala
 the threads. OpenBLAS has one thread meanwhile (``blas_threads.py``), so a
 matrix product inside an example starts no threads on cores the other examples hold.
 
+The calling thread runs examples alone first, for ``threads.ALONE_NS`` (50 µs): waking the
+other threads costs tens of µs on many cores, so a small map finishes without them, and
+a longer one loses at most that much of its parallel time.
+
 The examples run on the threads only where numbax may use them (``threads.py``: the
 ``omp`` or ``tbb`` layer, which allow a map within a map and maps from several Python
 threads at once, where ``workqueue`` aborts the process; not in a forked child; more than
@@ -36,7 +40,12 @@ from numba.core import cgutils
 from numba.extending import intrinsic
 
 from numbax.numba_backend.loops.blas_threads import set_blas_threads
-from numbax.numba_backend.loops.threads import keeping_thread_count, usable_thread_count
+from numbax.numba_backend.loops.threads import (
+    alone_ns,
+    keeping_thread_count,
+    now,
+    usable_thread_count,
+)
 
 __all__ = ["examples_runner"]
 
@@ -85,20 +94,22 @@ def examples_runner(example: Any) -> Any:
 
 
 def _run(context, builder, signature, compiled, size, arguments, limit) -> ir.Value:
-    """Every example after the first, on ``min(limit, usable threads)`` threads when at
-    least two are left and two threads may run, else on this one."""
+    """Every example after the first: on this thread for the first ``threads.ALONE_NS`` (a map
+    that finishes by then wakes no thread), then the rest on ``min(limit, usable
+    threads)`` threads when at least two are left and two threads may run, else here."""
     taker = _taker(context, builder.module, compiled, signature.args[1])
     slot = cgutils.alloca_once_value(builder, arguments)
     shared = cgutils.alloca_once(builder, _SHARED)
+    after, failed = _alone(context, builder, compiled, signature.args[1], size, arguments)
     fields = {
         _ARGUMENTS: builder.bitcast(slot, _BYTE_PTR),
-        _NEXT: ir.Constant(_I64, 1),
+        _NEXT: after,
         _SIZE: size,
-        _FAILED: ir.Constant(_I64, -1),
+        _FAILED: failed,
     }
     usable = usable_thread_count(builder)
     threads = builder.select(builder.icmp_signed("<", limit, usable), limit, usable)
-    left = builder.sub(size, ir.Constant(_I64, 1))
+    left = builder.sub(size, after)
     threads = builder.select(builder.icmp_signed("<", left, threads), left, threads)
     several = builder.icmp_signed(">=", threads, ir.Constant(_I64, 2))
     fields[_DIVISOR] = builder.select(
@@ -135,6 +146,38 @@ def _run(context, builder, signature, compiled, size, arguments, limit) -> ir.Va
             nulls = [ir.Constant(t, None) for t in _TAKER.args[:3]]
             builder.call(taker, [*nulls, data])
     return builder.load(cgutils.gep_inbounds(builder, shared, 0, _FAILED))
+
+
+def _alone(context, builder, compiled, argtypes, size, arguments) -> tuple[ir.Value, ir.Value]:
+    """Run examples from 1 on this thread until ``threads.ALONE_NS`` have passed, all are done,
+    or one failed; return the next example to run (``size`` after a failure) and the
+    failed one's index or -1."""
+    example = context.declare_function(builder.module, compiled.fndesc)
+    values = cgutils.unpack_tuple(builder, arguments, len(argtypes))
+    deadline = builder.add(now(builder), alone_ns(builder))
+    next_slot = cgutils.alloca_once_value(builder, ir.Constant(_I64, 1))
+    failed_slot = cgutils.alloca_once_value(builder, ir.Constant(_I64, -1))
+    check = builder.append_basic_block("alone.check")
+    run = builder.append_basic_block("alone.run")
+    done = builder.append_basic_block("alone.done")
+    builder.branch(check)
+    builder.position_at_end(check)
+    index = builder.load(next_slot)
+    with builder.if_then(builder.icmp_signed(">=", index, size)):
+        builder.branch(done)
+    builder.cbranch(builder.icmp_signed("<", now(builder), deadline), run, done)
+    builder.position_at_end(run)
+    status, _ = context.call_conv.call_function(
+        builder, example, compiled.signature.return_type, compiled.signature.args, [index, *values]
+    )
+    with builder.if_then(builder.not_(status.is_ok), likely=False):
+        builder.store(index, failed_slot)
+        builder.store(size, next_slot)  # nothing left for the threads
+        builder.branch(done)
+    builder.store(builder.add(index, ir.Constant(_I64, 1)), next_slot)
+    builder.branch(check)
+    builder.position_at_end(done)
+    return builder.load(next_slot), builder.load(failed_slot)
 
 
 def _taker(context, module, compiled, arguments: types.BaseTuple) -> ir.Function:

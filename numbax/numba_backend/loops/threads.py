@@ -56,11 +56,14 @@ from numba.np.ufunc.parallel import _launch_threads
 from numbax.numba_backend.loops import blas_threads
 
 __all__ = [
+    "ALONE_NS",
     "PARALLEL_MIN_ELEMENTS",
+    "alone_ns",
     "chunk_runner",
     "threads_for",
     "keeping_thread_count",
     "launch",
+    "now",
     "one_thread",
     "threads_allowed",
     "usable_thread_count",
@@ -85,6 +88,12 @@ _SPIN_TURNS = "1000"
 """How long GNU OpenMP's idle threads spin before they sleep (``GOMP_SPINCOUNT``): long
 enough for back-to-back loops, short enough that a thread waiting for work does not
 take a core from the work itself (libgomp reads it once, when it loads)."""
+_ALONE_SYMBOL = "numbax_examples_alone_ns"
+ALONE_NS = ctypes.c_int64(50_000)
+"""How long a map's calling thread runs examples alone before the other threads are
+woken (``examples.py``), which costs tens of µs on many cores: a small map finishes
+alone; a longer one loses at most this much of its parallel time. Compiled code reads it
+by name (tests set it to 0 to run every map's examples on the threads)."""
 _launched = False
 _launch_lock = threading.Lock()
 
@@ -106,6 +115,7 @@ def launch() -> None:
         blas_threads.add_symbols()
         ll.add_symbol(_USABLE_SYMBOL, ctypes.addressof(_usable))
         ll.add_symbol(_BACKOFF_SYMBOL, ctypes.addressof(_backoff))
+        ll.add_symbol(_ALONE_SYMBOL, ctypes.addressof(ALONE_NS))
         _usable.value = int(numba.threading_layer() in _NEST_SAFE_LAYERS)
         os.register_at_fork(after_in_child=_serial_after_fork)
         _launched = True
@@ -161,7 +171,16 @@ def _backoff_state(builder: ir.IRBuilder) -> tuple[ir.Value, ir.Value]:
     return cgutils.gep_inbounds(builder, state, 0, 0), cgutils.gep_inbounds(builder, state, 0, 1)
 
 
-def _now(builder: ir.IRBuilder) -> ir.Value:
+def alone_ns(builder: ir.IRBuilder) -> ir.Value:
+    """:data:`ALONE_NS`, read by name, as an i64."""
+    alone = builder.module.globals.get(_ALONE_SYMBOL)
+    if alone is None:
+        alone = ir.GlobalVariable(builder.module, _I64, _ALONE_SYMBOL)
+        alone.linkage = "external"
+    return builder.load(alone)
+
+
+def now(builder: ir.IRBuilder) -> ir.Value:
     """The monotonic clock in nanoseconds (libc's ``clock_gettime``, linked by name)."""
     timespec = ir.LiteralStructType([_I64, _I64])
     clock = cgutils.get_or_insert_function(
@@ -184,7 +203,7 @@ def _backing_off(builder: ir.IRBuilder) -> ir.Value:
     waiting = builder.icmp_signed("!=", deadline, ir.Constant(_I64, 0))
     result = cgutils.alloca_once_value(builder, cgutils.false_bit)
     with builder.if_then(waiting, likely=False):
-        builder.store(builder.icmp_signed("<", _now(builder), deadline), result)
+        builder.store(builder.icmp_signed("<", now(builder), deadline), result)
     return builder.load(result)
 
 
@@ -354,7 +373,7 @@ def _update_backoff(builder: ir.IRBuilder, shared: ir.Value, chunks: ir.Value) -
             doubled = builder.select(builder.icmp_signed("<", doubled, first), first, doubled)
             doubled = builder.select(builder.icmp_signed(">", doubled, longest), longest, doubled)
             builder.store(doubled, last)
-            builder.store(builder.add(_now(builder), doubled), until)
+            builder.store(builder.add(now(builder), doubled), until)
         with in_time:
             builder.store(ir.Constant(_I64, 0), last)
             builder.store(ir.Constant(_I64, 0), until)
