@@ -45,6 +45,7 @@ from numbax.codegen.load import load_module, module_name
 from numbax.codegen.variadic import takes_star_args
 from numbax.errors import CompileError, TransformError
 from numbax.numba_backend.cpu import compile_helper, typed_per_process
+from numbax.numba_backend.loops.blas_threads import one_blas_thread
 from numbax.numba_backend.loops.examples import examples_runner
 from numbax.numba_backend.loops.threads import launch
 from numbax.numba_backend.typed_calls import compiled_calling
@@ -115,7 +116,8 @@ class Pmapped(Batched):
         if self._entry is None:
             self._entry = Jitted(self, nogil=True)  # no Python lock held while it runs
         try:
-            return self._entry(*args, **kwargs)
+            with one_blas_thread():  # the first example too (loops/blas_threads.py)
+                return self._entry(*args, **kwargs)
         except (CompileError, TransformError):  # what numbax cannot compile, vmap interprets
             self._interpreted = True
             return super().__call__(*args, **kwargs)

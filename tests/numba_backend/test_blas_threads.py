@@ -41,3 +41,41 @@ def test_scipys_openblas_is_found_and_its_thread_count_set():
     finally:
         library.set(full)
     assert library.get() == full
+
+
+class _FakeOpenBLAS:
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.sets: list[int] = []
+
+    def get(self) -> int:
+        return self.count
+
+    def set(self, count: int) -> None:
+        self.sets.append(count)
+        self.count = count
+
+
+def test_one_thread_within_overlapping_blocks_and_the_count_back_after_the_last(monkeypatch):
+    fake = _FakeOpenBLAS(8)
+    monkeypatch.setattr(blas_threads, "_openblas", lambda: fake)
+    first, second = blas_threads.one_blas_thread(), blas_threads.one_blas_thread()
+    first.__enter__()
+    assert fake.count == 1
+    second.__enter__()  # another map meanwhile (another Python thread)
+    first.__exit__(None, None, None)
+    assert fake.count == 1  # the other still runs
+    second.__exit__(None, None, None)
+    assert fake.count == 8 and fake.sets == [1, 8]
+
+
+def test_a_count_someone_else_set_meanwhile_is_theirs(monkeypatch):
+    fake = _FakeOpenBLAS(8)
+    monkeypatch.setattr(blas_threads, "_openblas", lambda: fake)
+    with pytest.raises(RuntimeError), blas_threads.one_blas_thread():
+        fake.set(3)  # threadpoolctl, the program itself
+        raise RuntimeError("the map failed")
+    assert fake.count == 3
+    with blas_threads.one_blas_thread():
+        assert fake.count == 1
+    assert fake.count == 3  # back after an error too

@@ -15,21 +15,31 @@ lowers the count OpenBLAS had when it started, and stops changing it once someon
 has (``threadpoolctl``, the program itself). Linux only; elsewhere, or without SciPy's
 OpenBLAS, nothing changes.
 
-Compiled code that runs examples on every core (``pmap``: ``loops/examples.py``) gives
-OpenBLAS one thread while they run, through :func:`set_blas_threads` (OpenBLAS's functions
-linked by name, so the machine code stays valid in the disk cache); the watcher leaves
+A map on every core (``pmap``) gives OpenBLAS one thread for the whole call
+(:func:`one_blas_thread`), its first example included: that one runs before the others
+start, and a product on OpenBLAS's threads leaves them spinning for a while after it
+returns, on the cores the map's threads then need. On 13 cores the per-example MLP
+gradients of ``benchmarks/scale.py`` took 0.169 s so, 0.122 s with OpenBLAS on one
+thread for the whole call; a map on one thread took 0.96 s with OpenBLAS on 13 threads
+(not one core), 1.07 s on one. Compiled code
+that runs examples within compiled code (a ``pmap`` inside ``jit``: ``loops/examples.py``)
+does the same around its threads, through :func:`set_blas_threads` (OpenBLAS's functions
+linked by name, so the machine code stays valid in the disk cache). The watcher leaves
 the count alone meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import functools
 import glob
 import importlib.util
 import math
 import os
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import llvmlite.binding as ll
@@ -59,6 +69,37 @@ def watch() -> None:
         threading.Thread(target=_watch, name="numbax-blas-threads", daemon=True).start()
 
 
+_holding_lock = threading.Lock()
+_holders = 0  # blocks of one_blas_thread running now, in any thread
+_restore_to = 1  # OpenBLAS's thread count when the first of them began
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """OpenBLAS on one thread within the block; its count comes back when the last such
+    block (of any thread) ends, unless someone else changed it meanwhile. Without SciPy's
+    OpenBLAS, nothing changes."""
+    global _holders, _restore_to
+    library = _openblas()
+    if library is None:
+        yield
+        return
+    with _holding_lock:
+        if _holders == 0:
+            _restore_to = library.get()
+            if _restore_to != 1:
+                library.set(1)
+        _holders += 1
+    try:
+        yield
+    finally:
+        with _holding_lock:
+            _holders -= 1
+            if _holders == 0 and _restore_to != 1 and library.get() == 1:
+                library.set(_restore_to)
+
+
+@functools.cache
 def _openblas() -> Any:
     """SciPy's OpenBLAS, with its thread-count functions typed; None if not found."""
     spec = importlib.util.find_spec("scipy")  # where it is, without importing it
