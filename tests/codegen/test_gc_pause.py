@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gc
 import threading
+import time
 import weakref
 
 import numpy as np
@@ -110,7 +111,27 @@ def test_a_later_block_thaws_and_frees_cycles_dropped_after_the_freeze(monkeypat
     gc.collect()
     assert alive() is not None  # frozen: the collection skips it
     monkeypatch.setattr(gc_pause, "THAW_AFTER", 0.0)
+    monkeypatch.setattr(gc_pause, "THAW_COST_FACTOR", 0.0)
     with fewer_full_collections():
+        pass
+    assert alive() is None
+
+
+def test_a_thaw_waits_a_hundred_times_what_the_last_one_took(monkeypatch):
+    monkeypatch.setattr(gc_pause, "SETTLE_AFTER", 0.0)
+    monkeypatch.setattr(gc_pause, "THAW_AFTER", 0.0)
+    monkeypatch.setattr(gc_pause, "_last_thaw_seconds", 2.0)
+    dropped = Cycle()
+    alive = weakref.ref(dropped)
+    monkeypatch.setattr(gc_pause, "_last_thaw", time.monotonic() - 150.0)
+    with fewer_full_collections():  # 150 s after a thaw of 2 s: none, a freeze
+        pass
+    del dropped
+    with fewer_full_collections():
+        pass
+    assert alive() is not None
+    monkeypatch.setattr(gc_pause, "_last_thaw", time.monotonic() - 250.0)
+    with fewer_full_collections():  # 250 s after
         pass
     assert alive() is None
 
