@@ -509,7 +509,12 @@ class Jitted(NumbaxFunction):
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The generated source for arguments like these (JAX's ``jit(f).lower``): its
         ``.compile()`` compiles now, ahead of the first call, for their dtypes, ranks and
-        pytree structures (shapes do not matter); ``.as_text()`` is the source."""
+        pytree structures (shapes do not matter); ``.as_text()`` is the source. Arguments
+        left to their defaults are lowered as a call leaving them runs (see
+        :meth:`_omitting`: ``vmap`` maps no default)."""
+        omitting = self._omitting(args, kwargs)
+        if omitting is not None:
+            return omitting.lower(*args, **kwargs)
         statics, weak, dynamic = self._bind(args, kwargs)
         return Lowered(
             self.fun.__name__,

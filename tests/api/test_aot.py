@@ -52,3 +52,17 @@ def test_cache_option_decides_whether_machine_code_goes_to_disk(lowered):
     lowered_uncached = uncached.lower({"x": np.ones(2), "w": np.ones(2)}, n=1)
     assert type(lowered_uncached._specialization.dispatcher._cache).__name__ == "NullCache"
     assert type(lowered._specialization.dispatcher._cache).__name__ == "TrustedCache"
+
+
+def scaled(x, n=3.0):
+    return x * n
+
+
+def test_a_map_lowered_with_a_default_left_out_maps_only_what_was_given():
+    """As its call does: vmap maps no default (a lowered default was mapped, and a
+    scalar cannot be)."""
+    xs = np.arange(8.0).reshape(4, 2)
+    mapped = nx.jit(nx.vmap(scaled))
+    compiled = mapped.lower(xs).compile()
+    np.testing.assert_array_equal(compiled(xs), xs * 3.0)
+    np.testing.assert_array_equal(mapped(xs), xs * 3.0)
