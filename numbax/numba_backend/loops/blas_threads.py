@@ -21,11 +21,10 @@ start, and a product on OpenBLAS's threads leaves them spinning for a while afte
 returns, on the cores the map's threads then need. On 13 cores the per-example MLP
 gradients of ``benchmarks/scale.py`` took 0.169 s so, 0.122 s with OpenBLAS on one
 thread for the whole call; a map on one thread took 0.96 s with OpenBLAS on 13 threads
-(not one core), 1.07 s on one. Compiled code
-that runs examples within compiled code (a ``pmap`` inside ``jit``: ``loops/examples.py``)
-does the same around its threads, through :func:`set_blas_threads` (OpenBLAS's functions
-linked by name, so the machine code stays valid in the disk cache). The watcher leaves
-the count alone meanwhile.
+(not one core), 1.07 s on one. Compiled code that runs examples within compiled code (a
+``pmap`` inside ``jit``: ``loops/examples.py``) does the same around its threads, through
+:func:`set_blas_threads` (OpenBLAS's functions linked by name, so the machine code stays
+valid in the disk cache). The watcher leaves the count alone meanwhile.
 """
 
 from __future__ import annotations
@@ -56,6 +55,9 @@ _GET_SYMBOL = "numbax_blas_get_num_threads"
 _SET_SYMBOL = "numbax_blas_set_num_threads"
 _symbols_added = False
 _no_blas: list[Any] = []  # the stand-ins linked where SciPy's OpenBLAS is not found
+_holding_lock = threading.Lock()
+_holders = 0  # blocks of one_blas_thread running now, in any thread
+_restore_to = 1  # OpenBLAS's thread count when the first of them began
 
 
 def watch() -> None:
@@ -67,11 +69,6 @@ def watch() -> None:
         _started = True
     if os.path.exists("/proc/stat"):
         threading.Thread(target=_watch, name="numbax-blas-threads", daemon=True).start()
-
-
-_holding_lock = threading.Lock()
-_holders = 0  # blocks of one_blas_thread running now, in any thread
-_restore_to = 1  # OpenBLAS's thread count when the first of them began
 
 
 @contextlib.contextmanager
