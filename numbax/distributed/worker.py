@@ -13,7 +13,7 @@ and load it (one compile across the cluster).
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import threading
 import time
@@ -76,6 +76,9 @@ class VersionCheck(WorkerPlugin):
         check_versions(self.client_versions, str(getattr(worker, "address", "?")))
 
 
+_log = logging.getLogger(__name__)
+
+
 @dataclass
 class BatchInfo:
     """What a batch tells the client besides its results: where it ran, whether it
@@ -135,8 +138,13 @@ def run_batch(
     ready = None
     with _counting() as counted:
         if first:  # compiled (or loaded) before it runs, to time that apart
-            with contextlib.suppress(Exception):  # the call says what fails, in numbax's words
+            try:
                 program.mapped.lower(*args).compile()
+            except Exception:  # noqa: BLE001 - the call says what fails, in numbax's words
+                # ... and where lowering fails but the call does not, the log says so
+                _log.warning(
+                    "lowering %s ahead of its first batch failed", shipped.name, exc_info=True
+                )
             ready = time.perf_counter() - began
         try:
             out = program.mapped(*args)
@@ -217,7 +225,7 @@ class _GeneratedCompiles(event.Listener):
             count.compiles += 1
 
     def on_end(self, ev: event.Event) -> None:
-        pass
+        """Nothing: a compile is counted when it starts."""
 
 
 event.register("numba:compile", _GeneratedCompiles())

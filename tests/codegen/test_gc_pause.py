@@ -81,6 +81,12 @@ def quartic_sum(x):
     return np.sum(x**4)
 
 
+def _a_block_ends() -> None:
+    """One outermost block, empty: what ends a generation or a compile, and settles."""
+    with fewer_full_collections():
+        pass
+
+
 class Cycle:
     """An object in a reference cycle: only the collector frees it."""
 
@@ -105,15 +111,13 @@ def test_a_later_block_thaws_and_frees_cycles_dropped_after_the_freeze(monkeypat
     monkeypatch.setattr(gc_pause, "SETTLE_AFTER", 0.0)
     dropped = Cycle()
     alive = weakref.ref(dropped)
-    with fewer_full_collections():  # settles: what is alive now is frozen
-        pass
+    _a_block_ends()  # settles: what is alive now is frozen
     del dropped
     gc.collect()
     assert alive() is not None  # frozen: the collection skips it
     monkeypatch.setattr(gc_pause, "THAW_AFTER", 0.0)
     monkeypatch.setattr(gc_pause, "THAW_COST_FACTOR", 0.0)
-    with fewer_full_collections():
-        pass
+    _a_block_ends()
     assert alive() is None
 
 
@@ -124,15 +128,12 @@ def test_a_thaw_waits_a_hundred_times_what_the_last_one_took(monkeypatch):
     dropped = Cycle()
     alive = weakref.ref(dropped)
     monkeypatch.setattr(gc_pause, "_last_thaw", time.monotonic() - 150.0)
-    with fewer_full_collections():  # 150 s after a thaw of 2 s: none, a freeze
-        pass
+    _a_block_ends()  # 150 s after a thaw of 2 s: none, a freeze
     del dropped
-    with fewer_full_collections():
-        pass
+    _a_block_ends()
     assert alive() is not None
     monkeypatch.setattr(gc_pause, "_last_thaw", time.monotonic() - 250.0)
-    with fewer_full_collections():  # 250 s after
-        pass
+    _a_block_ends()  # 250 s after
     assert alive() is None
 
 

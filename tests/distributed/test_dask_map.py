@@ -141,3 +141,32 @@ def test_import_numbax_imports_no_dask_and_a_missing_dask_is_named() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert "pip install numbax[distributed]" in out.stdout
+
+
+def doubled(x):
+    return x * 2.0
+
+
+def test_a_failed_lowering_ahead_of_the_first_batch_is_logged_and_the_batch_runs(
+    monkeypatch, caplog
+) -> None:
+    from numbax.distributed import shipping, worker
+
+    class LoweringFails:
+        def __init__(self, mapped):
+            self.mapped = mapped
+
+        def lower(self, *args):
+            raise ValueError("cannot lower")
+
+        def __call__(self, *args):
+            return self.mapped(*args)
+
+    jit = worker.jit
+    monkeypatch.setattr(worker, "jit", lambda f, **options: LoweringFails(jit(f, **options)))
+    shipped, _ = shipping.ship(doubled, 0, 0)
+    xs = np.arange(4.0)
+    with caplog.at_level("WARNING", logger="numbax.distributed.worker"):
+        out, info = worker.run_batch(shipped, worker.versions(), None, os.getpid(), 0, (xs,))
+    np.testing.assert_array_equal(out, xs * 2.0)
+    assert info.first and "lowering doubled ahead of its first batch failed" in caplog.text
