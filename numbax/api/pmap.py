@@ -22,7 +22,9 @@ calling thread, with the code ``vmap``'s loop runs, so the results are bit-ident
 to it too. A map that makes host callbacks (``pure_callback``) or that takes or returns
 dicts mapped by a prefix of ``in_axes``/``out_axes`` runs as ``vmap`` runs it, on one
 thread, and so does a function numbax cannot compile (the map is then interpreted).
-Derivatives of a ``pmap`` are ``vmap``'s (the same numbers).
+The derivatives of a ``pmap`` (``nx.grad`` of a loss calling it) map the function's JVP or
+VJP the same way, on every core and in stages where it has collectives: the numbers of
+``vmap``'s derivatives.
 """
 
 from __future__ import annotations
@@ -102,6 +104,16 @@ class Pmapped(Batched):
         )
         view.per_example_callbacks = options.get("per_example_callbacks", False)
         return view
+
+    def _derivative_map(self, derivative: Callable, in_axes: tuple, out_axes: Any) -> Batched:
+        """The derivative's examples on every core too, in stages where it has
+        collectives (the derivative of a ``psum`` is one): a ``pmap`` of it, which runs
+        the code of vmap's loop, so the numbers are the same."""
+        derived = Pmapped(
+            derivative, in_axes, out_axes, self.axis_name, self.axis_size, self.threads
+        )
+        derived.per_example_callbacks = self.per_example_callbacks
+        return derived
 
     def _axes(self, n_positional: int, keywords: tuple[str, ...]) -> tuple:
         try:
@@ -248,11 +260,19 @@ class Pmapped(Batched):
 class StaticPmapped:
     """``pmap(fun, static_broadcasted_argnums=...)``: each call's static arguments
     (hashed, as ``jit``'s ``static_argnums``) select a ``pmap`` of ``fun`` with them
-    bound as constants, compiled for them."""
+    bound as constants, compiled for them.
 
-    def __init__(self, fun: Callable, static: tuple[int, ...], make: Callable) -> None:
+    A function with collectives is mapped itself, its static arguments passed to every
+    example as arguments of ``in_axes`` None (compiled for their types, not their
+    values): numbax rewrites collectives in the body of the mapped function, and a
+    function binding the statics would call ``fun`` from its own."""
+
+    def __init__(
+        self, fun: Callable, static: tuple[int, ...], make: Callable, axis_name: Any = None
+    ) -> None:
         self.fun = fun
         self.static = static
+        self.axis_name = axis_name
         self._make = make
         self._maps: dict[Hashable, Pmapped] = {}
         functools.update_wrapper(self, fun, updated=())
@@ -274,10 +294,24 @@ class StaticPmapped:
                 f"pmap of {display_name(self.fun)}: static arguments must be hashable (as "
                 f"jit's static_argnums), got {values!r}; pass a tuple instead of a list"
             ) from None
+        if self._collectives:  # passed to every example instead: see the class docstring
+            key = ("broadcast", n, tuple(positions))
+            if key not in self._maps:
+                self._maps[key] = self._make(self.fun, (), broadcast=(n, tuple(positions)))
+            return self._maps[key](*args, **kwargs)
         if key not in self._maps:
             self._maps[key] = self._make(_with_statics(self.fun, positions, values, n), positions)
         dynamic = [a for k, a in enumerate(args) if k not in positions]
         return self._maps[key](*dynamic, **kwargs)
+
+    @functools.cached_property
+    def _collectives(self) -> bool:
+        """Whether the function's body calls collectives, which numbax rewrites in the
+        mapped function's own body only (not in a function binding the statics)."""
+        try:
+            return Pmapped(self.fun, axis_name=self.axis_name)._collective_parts() is not None
+        except (CompileError, TransformError, TypeError, OSError):
+            return False
 
     def __numbax_dispatcher__(self, options: dict[str, Any]) -> Any:
         raise TypeError(
@@ -333,7 +367,8 @@ def pmap(
     limits them too). ``in_axes``, ``out_axes``, ``axis_size``: as ``vmap``'s.
     ``static_broadcasted_argnums``: positional arguments passed to every example as they
     are, as constants compiled in (hashable; each new value compiles anew, as ``jit``'s
-    ``static_argnums``). ``devices``: a list of ``nx.devices()`` entries, as many threads
+    ``static_argnums``), or, where ``fun`` has collectives, as arguments of ``in_axes``
+    None. ``devices``: a list of ``nx.devices()`` entries, as many threads
     at most; or ``nx.distributed.devices(client)``: the map runs on those Dask workers
     (``nx.distributed.map``). ``donate_argnums`` is accepted and ignored; ``backend``
     must be the CPU.
@@ -342,7 +377,8 @@ def pmap(
     ``pmax``, ``pmin``, ``all_gather``, ``psum_scatter``, ``ppermute``, ``axis_index``,
     ``axis_size``) runs in stages: the examples of each part between collectives on
     every core, each collective over the batch between them.
-    Derivatives of a ``pmap`` (``nx.grad`` of a loss calling it) are ``vmap``'s.
+    Derivatives of a ``pmap`` (``nx.grad`` of a loss calling it) are ``pmap``s of the
+    function's JVP or VJP: on every core, with ``vmap``'s numbers.
     """
     if backend not in (None, "cpu"):
         raise RuntimeError(f"pmap backend {backend!r} is not available: numbax maps on the CPU")
@@ -360,10 +396,21 @@ def pmap(
     threads = _thread_limit(fun, devices)
     static = _as_tuple(static_broadcasted_argnums)
 
-    def make(f: Callable, positions: tuple[int, ...] = ()) -> Pmapped | PerArity:
+    def make(
+        f: Callable,
+        positions: tuple[int, ...] = (),
+        broadcast: tuple[int, tuple[int, ...]] | None = None,
+    ) -> Pmapped | PerArity:
+        """A map of ``f``: the statics at ``positions`` bound in it (their entries of
+        ``in_axes`` dropped), or, ``broadcast=(n, positions)``, passed to every example
+        of ``f``'s ``n`` positional arguments (their entries None)."""
         axes = in_axes
         if positions and isinstance(axes, tuple | list):  # the statics' entries go
             axes = tuple(a for k, a in enumerate(axes) if k not in positions)
+        if broadcast is not None:
+            n, shared = broadcast
+            given = tuple(axes) if isinstance(axes, tuple | list) else (axes,) * n
+            axes = tuple(None if k in shared else a for k, a in enumerate(given))
         if takes_star_args(f):
             return PerArity(
                 f, lambda g: Pmapped(g, axes, out_axes, axis_name, axis_size, threads), "pmap"
@@ -374,7 +421,7 @@ def pmap(
         if static:
             if not all(isinstance(p, int) for p in static):
                 raise TypeError(f"static_broadcasted_argnums must be ints, got {static!r}")
-            return StaticPmapped(fun, static, make)
+            return StaticPmapped(fun, static, make, axis_name)
         return make(fun)
     except TypeError as error:
         if str(error).startswith("pmap of"):

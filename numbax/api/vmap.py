@@ -549,6 +549,19 @@ class Batched(Rewritten):
         method declines, so it is otherwise chosen per call."""
         return "loop" if self.method == "loop" else None
 
+    def _derivative_map(self, derivative: Callable, in_axes: tuple, out_axes: Any) -> Batched:
+        """The map of ``derivative`` (the JVP or VJP of the function) that this map's
+        derivative calls: a ``vmap`` of it, as this one is."""
+        return Batched(
+            derivative,
+            in_axes=in_axes,
+            out_axes=out_axes,
+            axis_name=self.axis_name,
+            axis_size=self.axis_size,
+            method=self._derivative_method(),
+            per_example_callbacks=self.per_example_callbacks,
+        )
+
     def _derive(self, mode: str, positions: tuple[int, ...], params: list[str]) -> Generated:
         axes = self._axes(len(params), ())
         derivative = callee_derivative(self.fun, mode, positions).function
@@ -569,15 +582,7 @@ class Batched(Rewritten):
             tree = vjp_function(f"vjp_{self.name}", [*params, namer.fresh("_ct_out")], shared)
             what = f"VJP of {self.name}: vmap of the VJP of {display_name(self.fun)}"
             header = [what, "an argument the batch shares gets the sum of its examples' cotangents"]
-        batched = Batched(
-            derivative,
-            in_axes=in_axes,
-            out_axes=out_axes,
-            axis_name=self.axis_name,
-            axis_size=self.axis_size,
-            method=self._derivative_method(),
-            per_example_callbacks=self.per_example_callbacks,
-        )
+        batched = self._derivative_map(derivative, in_axes, out_axes)
         callee = BATCHED_JVP if mode == "jvp" else BATCHED_VJP
         return _loaded(tree, header, {callee: batched}, self.fun, of=self.__numbax_function__())
 

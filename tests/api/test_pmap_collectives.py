@@ -205,3 +205,33 @@ def test_errors():
                 nx.vmap(f, axis_name="i", method=method)(XS)
     with pytest.raises(ValueError, match="must be unique"):  # raised by compiled code
         nx.pmap(twice, "i")(XS)
+
+
+def scaled_less_total(x, n):
+    return x * n - nx.lax.psum(x, "i")
+
+
+def test_static_arguments_of_a_function_with_collectives():
+    """Passed to every example as arguments of in_axes None, since numbax rewrites the
+    collectives of the mapped function's own body: the vmap loop's numbers."""
+    mapped = nx.pmap(scaled_less_total, "i", in_axes=(0, None), static_broadcasted_argnums=1)
+    loop = nx.jit(nx.vmap(scaled_less_total, in_axes=(0, None), axis_name="i", method="loop"))
+    for n in (3, 4.5):
+        assert_identical(with_threads(2, mapped, XS, n), loop(XS, n))
+    np.testing.assert_allclose(mapped(XS, 3), XS * 3 - XS.sum(0))
+
+
+def test_the_derivative_of_a_pmap_with_collectives_runs_in_stages_on_every_thread():
+    """A loss calling a pmap: its VJP maps the function's VJP as a pmap (in stages, the
+    derivative of psum being one), with vmap's numbers."""
+    xs = RNG.normal(size=(5, 2))
+    mapped = nx.pmap(per_example_loss, axis_name="i", in_axes=(None, 0))
+    derivative = mapped.__numbax_derivative__("vjp", (0,)).function.__globals__["_batched_vjp"]
+    assert isinstance(derivative, type(mapped)) and derivative._collective_parts() is not None
+
+    def total(w):
+        return np.sum(nx.vmap(per_example_loss, in_axes=(None, 0), axis_name="i")(w, xs))
+
+    got = with_threads(2, nx.grad(lambda w: np.sum(mapped(w, xs))), W)
+    np.testing.assert_allclose(got, nx.grad(total)(W), rtol=1e-12)
+    np.testing.assert_allclose(got, fd_gradient(total, W), rtol=1e-6, atol=1e-8)
