@@ -61,6 +61,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=10_000)
     parser.add_argument("--steps", type=int, default=STEPS)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--batches-per-thread",
+        type=int,
+        default=None,
+        help="batches a map makes per worker thread (default: nx.distributed's)",
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("NUMBAX_COMPILE_LOG", "0")
     if not args.processes:  # workers in this process use its cache: an empty one
@@ -70,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import numbax as nx
 
+    if args.batches_per_thread is not None:
+        nx.distributed.BATCHES_PER_THREAD = args.batches_per_thread
     counts = [int(w) for w in args.workers.split(",")]
     ps = _parameters(args.examples)
     grad = nx.grad(lorenz_rk4)
@@ -80,7 +88,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"# {args.examples} examples of nx.grad(lorenz_rk4), {args.steps} RK4 steps each; "
         f"{'process' if args.processes else 'in-process (thread)'} workers, one thread each; "
-        f"one core, nx.jit(nx.vmap(g, method='loop')): {one_core:.3f} s",
+        f"one core, nx.jit(nx.vmap(g, method='loop')): {one_core:.3f} s; "
+        f"{nx.distributed.BATCHES_PER_THREAD} batches per worker thread",
         file=sys.stderr,
     )
     rows = []

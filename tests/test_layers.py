@@ -15,6 +15,9 @@ PACKAGE = Path(__file__).resolve().parent.parent / "numbax"
 # module (relative to numbax/) -> modules it may import inside a function, and why.
 DEFERRED_IMPORTS: dict[str, dict[str, str]] = {
     "api/show.py": {"IPython.display": "optional: only inside a Jupyter notebook"},
+    "distributed/__init__.py": {
+        "tqdm.auto": "optional; in Jupyter without ipywidgets, importing it warns: at a bar"
+    },
     "numba_backend/cuda/target.py": {
         "numba": "numba.cuda: the optional `cuda` extra (or the simulator), at the first GPU use",
         "numba.cuda.extending": "numba-cuda's overloads, registered only when it is installed",

@@ -120,12 +120,13 @@ _programs_lock = threading.Lock()
 
 
 def run_batch(
+    start: int,
+    args: tuple,
+    *,
     shipped: Shipped,
     client_versions: dict[str, str],
     cache_dir: str | None,
     client_pid: int,
-    start: int,
-    args: tuple,
 ) -> tuple[Any, BatchInfo] | Failure:
     """Run examples ``start...`` (the mapped arguments' batch, the others whole) on this
     worker: the task a distributed map submits."""

@@ -64,7 +64,8 @@ def reference():
 
 
 @pytest.mark.parametrize("batch_size", [None, 1, 5])
-def test_bit_identical_to_the_vmap_loop(client, reference, batch_size) -> None:
+def test_bit_identical_to_the_vmap_loop(client, reference, batch_size, monkeypatch) -> None:
+    monkeypatch.setattr(nx.distributed, "_seconds_per_example", {})  # its first map
     got = nx.distributed.map(
         layer, W, XS, in_axes=(None, 0), batch_size=batch_size, timeout=TIMEOUT
     )
@@ -73,6 +74,22 @@ def test_bit_identical_to_the_vmap_loop(client, reference, batch_size) -> None:
     assert report.examples == 13
     assert report.batch_size == (batch_size or 2)  # about four batches a worker thread
     assert report.batches == -(-13 // report.batch_size)
+
+
+def test_batches_last_long_enough_once_a_map_has_timed_the_function(
+    client, reference, monkeypatch
+) -> None:
+    """Four batches a worker thread at a function's first map; then fewer where an
+    example's measured cost makes those shorter than BATCH_SECONDS (one a thread here:
+    an example takes microseconds), all four again where they are long enough."""
+    monkeypatch.setattr(nx.distributed, "_seconds_per_example", {})
+    batches = []
+    for batch_seconds in (0.05, 0.05, 1e-12):
+        monkeypatch.setattr(nx.distributed, "BATCH_SECONDS", batch_seconds)
+        got = nx.distributed.map(layer, W, XS, in_axes=(None, 0))
+        assert_identical(got, reference)
+        batches.append(nx.distributed.last_report().batches)
+    assert batches == [7, 2, 7]
 
 
 def test_pmap_on_dask_devices(client, reference) -> None:
@@ -112,6 +129,44 @@ def test_what_numbax_cannot_compile_is_its_compile_error_in_the_users_file(clien
     with pytest.raises(nx.CompileError, match="pid_scaled") as caught:
         nx.distributed.map(pid_scaled, XS, timeout=TIMEOUT)
     assert caught.value.filename == __file__
+
+
+class _Bars:
+    """A stand-in for tqdm that records the bars a map opens and what they count."""
+
+    def __init__(self) -> None:
+        self.opened: list[dict] = []
+
+    def __call__(self, **options):
+        self.opened.append({**options, "updates": 0, "closed": False})
+        record = self.opened[-1]
+
+        class Bar:
+            def update(self, n):
+                record["updates"] += n
+
+            def close(self):
+                record["closed"] = True
+
+        return Bar()
+
+
+def test_a_progress_bar_over_the_batches_when_asked_or_when_the_map_is_long(
+    client, reference, monkeypatch
+) -> None:
+    bars = _Bars()
+    monkeypatch.setattr(nx.distributed, "_tqdm", lambda: bars)
+    for progress in (False, None):  # a short map shows none by default
+        nx.distributed.map(layer, W, XS, in_axes=(None, 0), batch_size=2, progress=progress)
+    assert bars.opened == []
+    got = nx.distributed.map(layer, W, XS, in_axes=(None, 0), batch_size=2, progress=True)
+    assert_identical(got, reference)
+    [bar] = bars.opened
+    assert bar["total"] == 7 and bar["unit"] == "batch" and bar["closed"]
+    assert bar["initial"] + bar["updates"] == 6  # the last batch closes it
+    monkeypatch.setattr(nx.distributed, "PROGRESS_AFTER", -1.0)  # every map is long
+    nx.distributed.map(layer, W, XS, in_axes=(None, 0), batch_size=2)
+    assert len(bars.opened) == 2
 
 
 def test_a_collective_is_refused_naming_it(client) -> None:
@@ -167,6 +222,13 @@ def test_a_failed_lowering_ahead_of_the_first_batch_is_logged_and_the_batch_runs
     shipped, _ = shipping.ship(doubled, 0, 0)
     xs = np.arange(4.0)
     with caplog.at_level("WARNING", logger="numbax.distributed.worker"):
-        out, info = worker.run_batch(shipped, worker.versions(), None, os.getpid(), 0, (xs,))
+        out, info = worker.run_batch(
+            0,
+            (xs,),
+            shipped=shipped,
+            client_versions=worker.versions(),
+            cache_dir=None,
+            client_pid=os.getpid(),
+        )
     np.testing.assert_array_equal(out, xs * 2.0)
     assert info.first and "lowering doubled ahead of its first batch failed" in caplog.text
