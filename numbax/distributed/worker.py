@@ -25,6 +25,8 @@ import numba
 import numpy as np
 from distributed import WorkerPlugin, get_worker
 from numba.core import event
+from numba.core.compiler_lock import global_compiler_lock
+from numba.core.registry import cpu_target
 
 from numbax import tree_util
 from numbax.api.jit import jit
@@ -74,6 +76,17 @@ class VersionCheck(WorkerPlugin):
 
     def setup(self, worker: Any) -> None:
         check_versions(self.client_versions, str(getattr(worker, "address", "?")))
+        threading.Thread(target=_warm_up, name="numbax-warm-up", daemon=True).start()
+
+
+def _warm_up() -> None:
+    """Set up Numba's CPU target (load its registries: 0.2 s of a worker process's first
+    batch, whichever function it maps) while the worker waits for work."""
+    try:
+        with global_compiler_lock:  # as a compile would: not beside one
+            cpu_target.target_context.refresh()
+    except Exception:  # noqa: BLE001 - the first batch sets it up then, and says what fails
+        _log.warning("setting up Numba's CPU target ahead of the first batch failed", exc_info=True)
 
 
 _log = logging.getLogger(__name__)

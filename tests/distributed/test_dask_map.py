@@ -232,3 +232,32 @@ def test_a_failed_lowering_ahead_of_the_first_batch_is_logged_and_the_batch_runs
         )
     np.testing.assert_array_equal(out, xs * 2.0)
     assert info.first and "lowering doubled ahead of its first batch failed" in caplog.text
+
+
+def test_a_joining_worker_sets_up_numbas_target_before_its_first_batch(monkeypatch, caplog) -> None:
+    """On a thread the version check starts, so the first batch finds it done; a failure
+    is logged, and the first batch sets it up itself."""
+    import threading
+
+    from numbax.distributed import worker
+
+    target = worker.cpu_target.target_context
+    refreshed = threading.Event()
+    monkeypatch.setattr(target, "refresh", refreshed.set)
+    worker.VersionCheck(worker.versions()).setup(None)
+    assert refreshed.wait(30)
+
+    def fails():
+        refreshed.set()
+        raise RuntimeError("no target")
+
+    refreshed.clear()
+    monkeypatch.setattr(target, "refresh", fails)
+    with caplog.at_level("WARNING", logger="numbax.distributed.worker"):
+        worker.VersionCheck(worker.versions()).setup(None)
+        assert refreshed.wait(30)
+        for _ in range(300):  # the log line follows the raise on the thread
+            if "setting up Numba's CPU target" in caplog.text:
+                break
+            threading.Event().wait(0.01)
+    assert "setting up Numba's CPU target ahead of the first batch failed" in caplog.text
